@@ -1,0 +1,39 @@
+# PaddleCloud Console. `make run` and `make test` are the two commands in the
+# README's Quick start; both install what they need first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+.PHONY: help setup build run test test-rust test-e2e lint fmt clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+setup: ## Install build tools (wasm target, wasm-bindgen, wasm-opt)
+	scripts/setup.sh build
+
+build: setup ## Release build: wasm bundle, site directory, server binary
+	scripts/build.sh
+
+run: build ## Build and start the console on http://127.0.0.1:3000 (SQLite under ./data)
+	"$${CARGO_TARGET_DIR:-target}/release/paddlecloud" serve
+
+test: ## Install test tools, build, run every test (Rust on SQLite + PostgreSQL, Playwright)
+	scripts/setup.sh test
+	scripts/build.sh
+	scripts/test.sh
+
+test-rust: ## Only the Rust tests (starts a throwaway PostgreSQL)
+	scripts/test.sh rust
+
+test-e2e: ## Only the browser tests against the release build
+	scripts/test.sh e2e
+
+lint: ## rustfmt and clippy for the server and the browser builds
+	cargo fmt --all -- --check
+	cargo clippy --locked --all-targets -p app -p server --features app/ssr -- -D warnings
+	cargo clippy --locked --all-targets -p app -p frontend --features app/hydrate --target wasm32-unknown-unknown -- -D warnings
+
+fmt: ## Format the code
+	cargo fmt --all
+
+clean: ## Remove build output (keeps ./data and ~/.cache/paddlecloud)
+	cargo clean

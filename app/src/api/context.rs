@@ -1,0 +1,74 @@
+//! What every server function starts with: the services and the caller.
+
+use http::request::Parts;
+use leptos::prelude::*;
+
+use crate::error::AppError;
+use crate::ports::{Principal, Services};
+
+/// Name of the cookie that carries the session token.
+pub const SESSION_COOKIE: &str = "pc_session";
+
+/// The backends of this server.
+pub fn services() -> Result<Services, AppError> {
+    use_context::<Services>().ok_or_else(|| {
+        tracing::error!("Services missing from the server function context");
+        AppError::Internal
+    })
+}
+
+/// The request being answered.
+pub fn request_parts() -> Result<Parts, AppError> {
+    use_context::<Parts>().ok_or_else(|| {
+        tracing::error!("request parts missing from the server function context");
+        AppError::Internal
+    })
+}
+
+/// The signed-in caller, resolved by the session layer before the handler ran.
+pub fn principal() -> Result<Principal, AppError> {
+    request_parts()?
+        .extensions
+        .get::<Principal>()
+        .cloned()
+        .ok_or(AppError::Unauthenticated)
+}
+
+/// The session token from the request's cookies, if any.
+pub fn session_token(parts: &Parts) -> Option<String> {
+    parts
+        .headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// Whether cookies set in answer to `parts` should be `Secure`.
+fn secure(parts: &Parts, services: &Services) -> bool {
+    services.secure_cookies
+        || parts
+            .headers
+            .get("x-forwarded-proto")
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"))
+}
+
+/// Adds `Set-Cookie` for the session (an empty value and `max_age_secs == 0` clears it).
+pub fn set_session_cookie(token: &str, max_age_secs: i64) -> Result<(), AppError> {
+    let parts = request_parts()?;
+    let services = services()?;
+    let secure = if secure(&parts, &services) {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = format!(
+        "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_secs}{secure}"
+    );
+    let value = http::HeaderValue::from_str(&cookie).map_err(|_| AppError::Internal)?;
+    expect_context::<leptos_axum::ResponseOptions>().append_header(http::header::SET_COOKIE, value);
+    Ok(())
+}

@@ -1,0 +1,5 @@
+//! Server functions: thin calls from the UI into the ports.
+
+pub mod accounts;
+#[cfg(feature = "ssr")]
+pub mod context;

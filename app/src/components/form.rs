@@ -1,0 +1,79 @@
+//! Form helpers: errors shown next to the field they are about.
+
+use leptos::prelude::*;
+
+use crate::error::AppError;
+
+/// The error of the last submission, if it failed.
+pub fn last_error<A, S>(action: ServerAction<A>) -> impl Fn() -> Option<AppError> + Copy
+where
+    A: leptos::server_fn::ServerFn<Output = S, Error = AppError> + Clone + Send + Sync + 'static,
+    S: Clone + Send + Sync + 'static,
+{
+    move || action.value().get().and_then(Result::err)
+}
+
+/// The message for `field`, shown under its input.
+#[component]
+pub fn FieldError(
+    /// The error to show, if it is about this field.
+    error: Signal<Option<AppError>>,
+    /// The input's `name`.
+    field: &'static str,
+) -> impl IntoView {
+    move || {
+        error.get().filter(|e| e.field() == Some(field)).map(|e| {
+            view! {
+                <p class="field-error" id=format!("{field}-error") role="alert">
+                    {e.to_string()}
+                </p>
+            }
+        })
+    }
+}
+
+/// A banner for errors that are not about one field.
+#[component]
+pub fn FormError(
+    /// The error to show, if it is about no field.
+    error: Signal<Option<AppError>>,
+) -> impl IntoView {
+    move || {
+        error.get().filter(|e| e.field().is_none()).map(|e| {
+            view! {
+                <p class="banner error" role="alert">
+                    {e.to_string()}
+                </p>
+            }
+        })
+    }
+}
+
+/// A password input with a Show/Hide button (the button needs the page hydrated).
+#[component]
+pub fn PasswordInput(
+    /// `autocomplete` hint: `current-password` or `new-password`.
+    autocomplete: &'static str,
+) -> impl IntoView {
+    let (shown, set_shown) = signal(false);
+    view! {
+        <span class="password">
+            <input
+                id="password"
+                name="password"
+                type=move || if shown.get() { "text" } else { "password" }
+                autocomplete=autocomplete
+                required
+            />
+            <button
+                type="button"
+                class="reveal"
+                aria-controls="password"
+                aria-pressed=move || shown.get().to_string()
+                on:click=move |_| set_shown.update(|s| *s = !*s)
+            >
+                {move || if shown.get() { "Hide" } else { "Show" }}
+            </button>
+        </span>
+    }
+}

@@ -1,0 +1,4 @@
+//! Pieces of UI shared by several pages.
+
+pub mod form;
+pub mod layout;

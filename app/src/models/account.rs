@@ -1,0 +1,309 @@
+//! Accounts (tenants), their users and sign-in sessions.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::AppError;
+
+/// Shortest password accepted.
+pub const MIN_PASSWORD_LEN: usize = 8;
+/// Longest password accepted; argon2 is fed the whole string, so bound it.
+pub const MAX_PASSWORD_LEN: usize = 1024;
+/// Longest account name: `pc-` + name must stay a valid 63-character namespace.
+pub const MAX_ACCOUNT_NAME_LEN: usize = 40;
+/// Prefix of every namespace the console manages, so an account can never be
+/// called `kube-system` on the cluster.
+pub const NAMESPACE_PREFIX: &str = "pc-";
+
+/// What a user may do in an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Created the account; manages members, quota and settings.
+    Owner,
+    /// Runs and watches work in the account.
+    Member,
+}
+
+impl Role {
+    /// The word stored in the database and shown in the UI.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::Member => "member",
+        }
+    }
+
+    /// Reads the stored word back.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "owner" => Some(Role::Owner),
+            "member" => Some(Role::Member),
+            _ => None,
+        }
+    }
+}
+
+/// A tenant: owns one cluster namespace, has users.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Account {
+    /// Database id.
+    pub id: i64,
+    /// Unique name users sign in with (a DNS-1123 label).
+    pub name: String,
+    /// The cluster namespace this account owns.
+    pub namespace: String,
+    /// Creation time, Unix milliseconds.
+    pub created_at: i64,
+}
+
+/// The signed-in user as the UI sees them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Me {
+    /// Database id of the user.
+    pub user_id: i64,
+    /// The user's email, lower case.
+    pub email: String,
+    /// Their role in `account`.
+    pub role: Role,
+    /// The account they are signed in to.
+    pub account: Account,
+}
+
+/// A member of an account, as listed on the Account page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    /// Database id of the user.
+    pub user_id: i64,
+    /// Their email.
+    pub email: String,
+    /// Their role.
+    pub role: Role,
+    /// When they joined, Unix milliseconds.
+    pub created_at: i64,
+}
+
+/// One signed-in browser or client of the current user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// Database id, used to revoke it.
+    pub id: i64,
+    /// When it signed in, Unix milliseconds.
+    pub created_at: i64,
+    /// When it was last used, Unix milliseconds (updated at most every few minutes).
+    pub last_seen_at: i64,
+    /// When it stops working unless used, Unix milliseconds.
+    pub expires_at: i64,
+    /// The browser's User-Agent at sign-in, to tell sessions apart.
+    pub user_agent: String,
+    /// Whether this is the session making the request.
+    pub current: bool,
+}
+
+/// What the sign-up form sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignUpForm {
+    /// The new account's name.
+    pub account: String,
+    /// The owner's email.
+    pub email: String,
+    /// The owner's password.
+    pub password: String,
+}
+
+/// What the sign-in form sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignInForm {
+    /// Account name.
+    pub account: String,
+    /// User email within that account.
+    pub email: String,
+    /// Password.
+    pub password: String,
+}
+
+impl SignUpForm {
+    /// Checks every field, normalising name and email; the first bad field wins.
+    pub fn validated(self) -> Result<Self, AppError> {
+        let account = validate_account_name(&self.account)?;
+        let email = validate_email(&self.email)?;
+        validate_password(&self.password)?;
+        Ok(Self {
+            account,
+            email,
+            password: self.password,
+        })
+    }
+}
+
+impl SignInForm {
+    /// Normalises name and email the way sign-up stored them.
+    pub fn normalized(self) -> Self {
+        Self {
+            account: self.account.trim().to_ascii_lowercase(),
+            email: self.email.trim().to_lowercase(),
+            password: self.password,
+        }
+    }
+}
+
+/// Account names become namespaces, so they follow DNS-1123 label rules.
+pub fn validate_account_name(raw: &str) -> Result<String, AppError> {
+    let name = raw.trim().to_ascii_lowercase();
+    let bad = |msg: &str| Err(AppError::invalid("account", msg));
+    if name.len() < 3 {
+        return bad("Account name must be at least 3 characters.");
+    }
+    if name.len() > MAX_ACCOUNT_NAME_LEN {
+        return bad("Account name must be at most 40 characters.");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return bad("Account name may contain only letters, digits and '-'.");
+    }
+    if !name.as_bytes()[0].is_ascii_lowercase() {
+        return bad("Account name must start with a letter.");
+    }
+    if name.ends_with('-') {
+        return bad("Account name must not end with '-'.");
+    }
+    Ok(name)
+}
+
+/// A light check: one `@`, something on each side, a dot in the domain.
+pub fn validate_email(raw: &str) -> Result<String, AppError> {
+    let email = raw.trim().to_lowercase();
+    let ok = email.len() <= 254
+        && !email.chars().any(char::is_whitespace)
+        && match email.split_once('@') {
+            Some((local, domain)) => {
+                !local.is_empty()
+                    && !domain.contains('@')
+                    && domain.contains('.')
+                    && !domain.starts_with('.')
+                    && !domain.ends_with('.')
+            }
+            None => false,
+        };
+    if ok {
+        Ok(email)
+    } else {
+        Err(AppError::invalid(
+            "email",
+            "Enter an email address like name@example.com.",
+        ))
+    }
+}
+
+/// Length bounds only: long passphrases beat composition rules.
+pub fn validate_password(password: &str) -> Result<(), AppError> {
+    let len = password.chars().count();
+    if len < MIN_PASSWORD_LEN {
+        return Err(AppError::invalid(
+            "password",
+            format!("Password must be at least {MIN_PASSWORD_LEN} characters."),
+        ));
+    }
+    if len > MAX_PASSWORD_LEN {
+        return Err(AppError::invalid(
+            "password",
+            format!("Password must be at most {MAX_PASSWORD_LEN} characters."),
+        ));
+    }
+    Ok(())
+}
+
+/// The namespace an account owns on the cluster.
+pub fn namespace_for(account_name: &str) -> String {
+    format!("{NAMESPACE_PREFIX}{account_name}")
+}
+
+/// Where to go after signing in: only a path on this site, never another host.
+pub fn safe_next(next: Option<&str>) -> &str {
+    match next {
+        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p,
+        _ => "/jobs",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(r: Result<String, AppError>) -> Option<String> {
+        r.err().and_then(|e| e.field().map(str::to_owned))
+    }
+
+    #[test]
+    fn account_names_are_lowercased_dns_labels() {
+        assert_eq!(
+            validate_account_name(" Vision-Team ").unwrap(),
+            "vision-team"
+        );
+        for bad in [
+            "ab",
+            "9lives",
+            "team_a",
+            "team-",
+            "t\u{e9}am",
+            &"a".repeat(41),
+        ] {
+            assert_eq!(
+                field_of(validate_account_name(bad)).as_deref(),
+                Some("account"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn emails_need_a_local_part_and_a_dotted_domain() {
+        assert_eq!(
+            validate_email(" Ann@Example.COM").unwrap(),
+            "ann@example.com"
+        );
+        for bad in [
+            "ann",
+            "@example.com",
+            "ann@example",
+            "ann@@x.com",
+            "a b@x.com",
+            "ann@.com",
+        ] {
+            assert!(validate_email(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_short_password_is_refused_with_the_minimum_in_the_message() {
+        let err = validate_password("short").unwrap_err();
+        assert_eq!(err.field(), Some("password"));
+        assert!(err.to_string().contains('8'));
+        assert!(validate_password("long enough").is_ok());
+    }
+
+    #[test]
+    fn sign_up_reports_the_first_bad_field() {
+        let form = SignUpForm {
+            account: "ok-name".into(),
+            email: "nope".into(),
+            password: "x".into(),
+        };
+        assert_eq!(form.validated().unwrap_err().field(), Some("email"));
+    }
+
+    #[test]
+    fn next_never_leaves_the_site() {
+        assert_eq!(safe_next(Some("/serving?x=1")), "/serving?x=1");
+        assert_eq!(safe_next(Some("//evil.example")), "/jobs");
+        assert_eq!(safe_next(Some("https://evil.example")), "/jobs");
+        assert_eq!(safe_next(Some("/\\evil.example")), "/jobs");
+        assert_eq!(safe_next(None), "/jobs");
+    }
+
+    #[test]
+    fn namespaces_carry_the_console_prefix() {
+        assert_eq!(namespace_for("vision"), "pc-vision");
+    }
+}

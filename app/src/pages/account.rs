@@ -1,0 +1,121 @@
+//! `/account`: the account, its members, and the user's signed-in sessions.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::api::accounts::{members, sessions, RevokeSession};
+use crate::components::form::{last_error, FormError};
+use crate::models::time::format_utc;
+use crate::models::Me;
+
+/// The Account page.
+#[component]
+pub fn AccountPage() -> impl IntoView {
+    let me = expect_context::<Me>();
+    let revoke = ServerAction::<RevokeSession>::new();
+    let error = Signal::derive(last_error(revoke));
+    let members = Resource::new(|| (), |_| members());
+    let sessions = Resource::new(move || revoke.version().get(), |_| sessions());
+    view! {
+        <Title text="Account" />
+        <h1>"Account"</h1>
+        <dl class="facts">
+            <dt>"Account"</dt>
+            <dd data-testid="account-name">{me.account.name.clone()}</dd>
+            <dt>"Cluster namespace"</dt>
+            <dd>
+                <code>{me.account.namespace.clone()}</code>
+            </dd>
+            <dt>"You"</dt>
+            <dd>{format!("{} ({})", me.email, me.role.as_str())}</dd>
+            <dt>"Created"</dt>
+            <dd>{format_utc(me.account.created_at)}</dd>
+        </dl>
+
+        <h2>"Members"</h2>
+        <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                members
+                    .await
+                    .map(|rows| {
+                        view! {
+                            <table class="grid">
+                                <thead>
+                                    <tr>
+                                        <th>"Email"</th>
+                                        <th>"Role"</th>
+                                        <th>"Joined"</th>
+                                    </tr>
+                                </thead>
+                                <tbody>
+                                    {rows
+                                        .into_iter()
+                                        .map(|m| {
+                                            view! {
+                                                <tr>
+                                                    <td>{m.email}</td>
+                                                    <td>{m.role.as_str()}</td>
+                                                    <td>{format_utc(m.created_at)}</td>
+                                                </tr>
+                                            }
+                                        })
+                                        .collect_view()}
+                                </tbody>
+                            </table>
+                        }
+                    })
+            })}
+        </Suspense>
+
+        <h2>"Signed-in sessions"</h2>
+        <p class="hint">"Revoke a session to sign that browser or client out at once."</p>
+        <FormError error />
+        <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                sessions
+                    .await
+                    .map(|rows| {
+                        view! {
+                            <table class="grid" data-testid="sessions">
+                                <thead>
+                                    <tr>
+                                        <th>"Client"</th>
+                                        <th>"Signed in"</th>
+                                        <th>"Last seen"</th>
+                                        <th>"Expires"</th>
+                                        <th></th>
+                                    </tr>
+                                </thead>
+                                <tbody>
+                                    {rows
+                                        .into_iter()
+                                        .map(|s| {
+                                            view! {
+                                                <tr>
+                                                    <td class="ua">
+                                                        {s.user_agent}
+                                                        {s.current.then(|| view! { <span class="tag">"this browser"</span> })}
+                                                    </td>
+                                                    <td>{format_utc(s.created_at)}</td>
+                                                    <td>{format_utc(s.last_seen_at)}</td>
+                                                    <td>{format_utc(s.expires_at)}</td>
+                                                    <td>
+                                                        <ActionForm action=revoke>
+                                                            <input type="hidden" name="id" value=s.id />
+                                                            <button type="submit" class="danger small">
+                                                                "Revoke"
+                                                            </button>
+                                                        </ActionForm>
+                                                    </td>
+                                                </tr>
+                                            }
+                                        })
+                                        .collect_view()}
+                                </tbody>
+                            </table>
+                        }
+                    })
+            })}
+        </Transition>
+    }
+}

@@ -1,0 +1,6 @@
+//! One module per page.
+
+pub mod account;
+pub mod auth;
+pub mod not_found;
+pub mod placeholder;

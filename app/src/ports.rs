@@ -1,0 +1,62 @@
+//! The server-side ports: what server functions need from the outside world,
+//! as traits. `server/` implements them (SQL store, cluster backends) and puts
+//! one [`Services`] into every request's context.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::error::AppError;
+use crate::models::{Me, Member, SessionInfo, SignInForm, SignUpForm};
+
+/// Who is asking: resolved once per request from the session cookie (or, for
+/// the REST API, an access key) and stored in the request's extensions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// The user and the account they act in.
+    pub me: Me,
+    /// The session that authenticated this request.
+    pub session_id: i64,
+}
+
+/// A freshly created session: the secret goes into the cookie once and is
+/// stored only as a hash.
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    /// The cookie value.
+    pub token: String,
+    /// How long the cookie lives, in seconds.
+    pub max_age_secs: i64,
+    /// Who it signs in.
+    pub me: Me,
+}
+
+/// Accounts, users and sessions.
+#[async_trait]
+pub trait Accounts: Send + Sync {
+    /// Creates an account with `form.email` as its owner. Validates the form.
+    async fn create_account(&self, form: SignUpForm) -> Result<Me, AppError>;
+    /// Checks a password; a wrong account, email or password all give the same error.
+    async fn authenticate(&self, form: SignInForm) -> Result<Me, AppError>;
+    /// Starts a session for `me`, remembering the client's User-Agent.
+    async fn create_session(&self, me: &Me, user_agent: &str) -> Result<NewSession, AppError>;
+    /// The principal behind a session token, if the session exists and has not expired.
+    async fn resolve_session(&self, token: &str) -> Result<Option<Principal>, AppError>;
+    /// Ends the session holding `token` (sign out).
+    async fn end_session(&self, token: &str) -> Result<(), AppError>;
+    /// The caller's own sessions, newest first.
+    async fn sessions(&self, who: &Principal) -> Result<Vec<SessionInfo>, AppError>;
+    /// Revokes one of the caller's own sessions; another user's is "not found".
+    async fn revoke_session(&self, who: &Principal, session_id: i64) -> Result<(), AppError>;
+    /// The members of the caller's account.
+    async fn members(&self, who: &Principal) -> Result<Vec<Member>, AppError>;
+}
+
+/// Everything a server function can reach, provided as context on every request.
+#[derive(Clone)]
+pub struct Services {
+    /// Accounts, users and sessions.
+    pub accounts: Arc<dyn Accounts>,
+    /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
+    pub secure_cookies: bool,
+}

@@ -1,0 +1,83 @@
+//! The HTML document and the route table.
+
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_router::components::{ParentRoute, Redirect, Route, Router, Routes};
+use leptos_router::{path, SsrMode};
+
+use crate::components::layout::Layout;
+use crate::pages::{
+    account::AccountPage, auth::LoginPage, auth::SignUpPage, not_found::NotFound,
+    placeholder::SectionPage,
+};
+
+/// The whole HTML document the server streams for every page.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                <AutoReload options=options.clone() />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body>
+                <App />
+            </body>
+        </html>
+    }
+}
+
+/// The app: routes for the signed-out pages and, under [`Layout`], the console.
+///
+/// Every route renders with `SsrMode::Async` so the server sends finished HTML:
+/// pages must work with JavaScript off, and out-of-order streaming needs it.
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    // Runs only in the browser, once hydration has wired up the page: tests and
+    // scripts wait for this mark instead of guessing.
+    Effect::new(|_| {
+        if let Some(root) = document().document_element() {
+            let _ = root.set_attribute("data-hydrated", "true");
+        }
+    });
+    view! {
+        <Stylesheet id="leptos" href="/pkg/paddlecloud.css" />
+        <Title formatter=|text| format!("{text} · PaddleCloud") />
+        <Router>
+            <Routes fallback=NotFound>
+                <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
+                <Route path=path!("/signup") view=SignUpPage ssr=SsrMode::Async />
+                <ParentRoute path=path!("") view=Layout ssr=SsrMode::Async>
+                    <Route path=path!("") view=|| view! { <Redirect path="/jobs" /> } />
+                    <Route path=path!("jobs") view=|| view! { <SectionPage section="jobs" /> } />
+                    <Route
+                        path=path!("paddleboard")
+                        view=|| view! { <SectionPage section="paddleboard" /> }
+                    />
+                    <Route
+                        path=path!("serving")
+                        view=|| view! { <SectionPage section="serving" /> }
+                    />
+                    <Route
+                        path=path!("datasets")
+                        view=|| view! { <SectionPage section="datasets" /> }
+                    />
+                    <Route
+                        path=path!("models")
+                        view=|| view! { <SectionPage section="models" /> }
+                    />
+                    <Route
+                        path=path!("notebooks")
+                        view=|| view! { <SectionPage section="notebooks" /> }
+                    />
+                    <Route path=path!("account") view=AccountPage />
+                </ParentRoute>
+            </Routes>
+        </Router>
+    }
+}

@@ -1,0 +1,68 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, createWriteStream } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const repo = resolve(__dirname, "..");
+
+function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once("error", fail);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+async function waitHealthy(url: string, deadline: number) {
+  for (;;) {
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`server at ${url} did not become healthy`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Starts the release server on a free port with a throwaway data directory,
+ * unless PADDLECLOUD_URL points at one already running.
+ */
+export default async function globalSetup() {
+  if (process.env.PADDLECLOUD_URL) return;
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), "paddlecloud-e2e-"));
+  const url = `http://127.0.0.1:${port}`;
+  const target = resolve(repo, process.env.CARGO_TARGET_DIR ?? "target");
+  const bin = process.env.PADDLECLOUD_BIN ?? join(target, "release/paddlecloud");
+  const log = createWriteStream(join(__dirname, "test-results-server.log"));
+  // The embedded SQLite database in the throwaway dir, whatever the shell says.
+  const env: NodeJS.ProcessEnv = { ...process.env, RUST_LOG: "info" };
+  delete env.DATABASE_URL;
+  const server = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, "--data-dir", dataDir], {
+    cwd: repo,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  server.stdout.pipe(log);
+  server.stderr.pipe(log);
+  let exited = false;
+  server.on("exit", () => (exited = true));
+  await waitHealthy(url, Date.now() + 30_000).catch((e) => {
+    server.kill("SIGKILL");
+    throw new Error(`${e.message} (exited: ${exited}); see end2end/test-results-server.log`);
+  });
+  process.env.PADDLECLOUD_URL = url;
+  return async () => {
+    server.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 200));
+    if (!exited) server.kill("SIGKILL");
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+}

@@ -1,0 +1,82 @@
+import { test as base, expect, Page } from "@playwright/test";
+
+/** A fresh account's details; unique per call so tests never collide. */
+export function newAccount(prefix = "t") {
+  const id = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 7)}`;
+  return {
+    account: `${prefix}-${id}`.slice(0, 40),
+    email: `owner-${id}@example.com`,
+    password: `correct horse ${id}`,
+  };
+}
+export type AccountDetails = ReturnType<typeof newAccount>;
+
+type Fixtures = {
+  /** Whether this project runs with JavaScript (and so hydration) on. */
+  hydrated: boolean;
+  /** Opens a path and, when JavaScript is on, waits until the page has hydrated. */
+  open: (path: string) => Promise<void>;
+};
+
+export const test = base.extend<Fixtures>({
+  baseURL: async ({}, use) => {
+    const url = process.env.PADDLECLOUD_URL;
+    if (!url) throw new Error("PADDLECLOUD_URL is not set: global-setup did not start a server");
+    await use(url);
+  },
+  hydrated: async ({ javaScriptEnabled }, use) => {
+    await use(javaScriptEnabled !== false);
+  },
+  // Any console error or uncaught exception fails the test: a broken wasm
+  // bundle shows up here even when the HTML looks right.
+  page: async ({ page }, use) => {
+    const errors: string[] = [];
+    page.on("console", (msg) => {
+      // A refused form (4xx) is logged by the browser as a failed load; the
+      // tests check that the page shows it. Server errors (5xx) still fail.
+      const expected = /Failed to load resource: the server responded with a status of 4\d\d/;
+      if (msg.type() === "error" && !expected.test(msg.text())) errors.push(`console: ${msg.text()}`);
+    });
+    page.on("pageerror", (err) => errors.push(`pageerror: ${err.message}`));
+    await use(page);
+    expect(errors, "the browser reported errors").toEqual([]);
+  },
+  open: async ({ page, hydrated }, use) => {
+    await use(async (path: string) => {
+      await page.goto(path);
+      if (hydrated) await waitHydrated(page);
+    });
+  },
+});
+
+/** Waits for the mark the app sets once hydration has wired up the page. */
+export async function waitHydrated(page: Page) {
+  await expect(page.locator("html")).toHaveAttribute("data-hydrated", "true");
+}
+
+/** Fills and submits the sign-up form; lands on /jobs. */
+export async function signUp(page: Page, open: (p: string) => Promise<void>, who: AccountDetails) {
+  await open("/signup");
+  await page.getByLabel("Account name").fill(who.account);
+  await page.getByLabel("Email").fill(who.email);
+  await page.getByLabel("Password", { exact: true }).fill(who.password);
+  await page.getByRole("button", { name: "Create account" }).click();
+  await expect(page).toHaveURL(/\/jobs$/);
+}
+
+/** Fills and submits the sign-in form. */
+export async function signIn(page: Page, who: AccountDetails, password = who.password) {
+  await page.getByLabel("Account").fill(who.account);
+  await page.getByLabel("Email").fill(who.email);
+  await page.getByLabel("Password", { exact: true }).fill(password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+/** Signs out through the user menu (a <details>, so it works without JavaScript). */
+export async function signOut(page: Page) {
+  await page.locator(".user-menu summary").click();
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page).toHaveURL(/\/login/);
+}
+
+export { expect };

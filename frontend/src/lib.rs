@@ -1,0 +1,8 @@
+//! The browser entry point: hydrates the HTML the server rendered.
+
+/// Called by the hydration script leptos puts into every page.
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn hydrate() {
+    console_error_panic_hook::set_once();
+    leptos::mount::hydrate_body(app::App);
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Release build of the whole console: the wasm bundle (cargo + wasm-bindgen +
+# wasm-opt), the site directory Leptos.toml names, and the server binary.
+# Cargo skips what is up to date; the post-processing steps skip when their
+# output is newer than their input.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+NAME=$(leptos_conf output-name)
+SITE=$(leptos_conf site-root)
+PKG="$SITE/$(leptos_conf site-pkg-dir)"
+TARGET="${CARGO_TARGET_DIR:-target}"
+WASM_IN="$TARGET/wasm32-unknown-unknown/wasm-release/frontend.wasm"
+
+echo "==> wasm bundle"
+cargo build --locked --profile wasm-release -p frontend --lib --target wasm32-unknown-unknown
+
+mkdir -p "$PKG"
+if [ ! -f "$PKG/$NAME.wasm" ] || [ "$WASM_IN" -nt "$PKG/$NAME.wasm" ]; then
+  "$WASM_BINDGEN" --target web --no-typescript --out-dir "$PKG" --out-name "$NAME" "$WASM_IN"
+  "$WASM_OPT" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+    "$PKG/${NAME}_bg.wasm" -o "$PKG/$NAME.wasm"
+  rm -f "$PKG/${NAME}_bg.wasm"
+fi
+cp style/main.css "$PKG/$NAME.css"
+cp -r public/. "$SITE/"
+
+echo "==> server"
+cargo build --locked --release -p server
+
+raw=$(stat -c %s "$PKG/$NAME.wasm")
+gz=$(gzip -9c "$PKG/$NAME.wasm" | wc -c)
+printf '==> wasm bundle %s: %d KB raw, %d KB gzip (budget 350 KB gzip)\n' \
+  "$PKG/$NAME.wasm" $((raw / 1024)) $((gz / 1024))
+if [ "$gz" -gt $((350 * 1024)) ]; then
+  echo "wasm bundle is over its 350 KB gzip budget" >&2
+  exit 1
+fi

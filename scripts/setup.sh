@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Installs what building and testing the console needs, skipping what is
+# already there. Tools live under ~/.cache/paddlecloud so a fresh clone reuses them.
+#   scripts/setup.sh build   wasm target, wasm-bindgen (= Cargo.lock's version), wasm-opt 132
+#   scripts/setup.sh test    the above + Debian chromium and PostgreSQL + end2end npm packages
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/env.sh
+source scripts/env.sh
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  say "installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  # The mirror has once answered with a missing archive; a retry got it.
+  for attempt in 1 2 3; do
+    if as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
+      return 0
+    fi
+    say "apt-get install failed (attempt $attempt), retrying"
+    sleep 5
+    as_root apt-get update -qq || true
+  done
+  return 1
+}
+
+build_tools() {
+  command -v cargo >/dev/null || { echo "Rust is required: https://rustup.rs" >&2; exit 1; }
+  if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    say "adding the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown
+  fi
+  command -v npm >/dev/null || apt_install nodejs npm
+
+  local want
+  want=$(wasm_bindgen_version)
+  if [ "$("$WASM_BINDGEN" --version 2>/dev/null)" != "wasm-bindgen $want" ]; then
+    say "installing wasm-bindgen-cli $want into $TOOLS (about 3 minutes)"
+    # Not --locked: its lockfile names a webpki-roots release the registry lacks.
+    cargo install --quiet --root "$TOOLS" wasm-bindgen-cli --version "$want" --force
+  fi
+
+  # Debian's binaryen 108 silently breaks wasm-bindgen 0.2.130 output (the page
+  # never hydrates); the npm build of 132 is known good.
+  if [ "$("$WASM_OPT" --version 2>/dev/null | awk '{print $3}')" != "$BINARYEN_VERSION" ]; then
+    say "installing wasm-opt $BINARYEN_VERSION (npm binaryen) into $TOOLS"
+    mkdir -p "$TOOLS/binaryen-$BINARYEN_VERSION"
+    npm install --silent --no-audit --no-fund --prefix "$TOOLS/binaryen-$BINARYEN_VERSION" "binaryen@$BINARYEN_VERSION.0.0"
+  fi
+}
+
+test_tools() {
+  build_tools
+  apt_install chromium postgresql python3
+  if [ ! -d end2end/node_modules/@playwright/test ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
+    say "installing end2end npm packages"
+    (cd end2end && npm ci --silent --no-audit --no-fund)
+  fi
+}
+
+case "${1:-build}" in
+  build) build_tools ;;
+  test) test_tools ;;
+  *) echo "usage: $0 build|test" >&2; exit 2 ;;
+esac

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs the tests against the release build that scripts/build.sh made.
+#   scripts/test.sh        Rust tests (SQLite + a throwaway PostgreSQL), then Playwright
+#   scripts/test.sh rust   only the Rust tests
+#   scripts/test.sh e2e    only the Playwright suite
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rust_tests() {
+  echo "==> Rust tests (release profile: reuses the server build's dependencies)"
+  # With PostgreSQL started here, its tests must run: a skip would be a silent pass.
+  PADDLECLOUD_REQUIRE_POSTGRES=1 scripts/with-postgres.sh \
+    cargo test --locked --release -p app -p server --features app/ssr
+}
+
+e2e_tests() {
+  echo "==> Playwright (Debian chromium; hydrated and JavaScript-off projects)"
+  (cd end2end && npx playwright test)
+}
+
+case "${1:-all}" in
+  rust) rust_tests ;;
+  e2e) e2e_tests ;;
+  all) rust_tests; e2e_tests ;;
+  *) echo "usage: $0 [rust|e2e|all]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,205 @@
+//! The `paddlecloud` command line.
+
+use std::io::BufRead;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use app::models::SignUpForm;
+use app::ports::{Accounts, Services};
+use clap::{Args, Parser, Subcommand};
+
+use crate::accounts::SqlAccounts;
+use crate::db;
+use crate::http::{router, AppState};
+
+/// PaddleCloud Console: run, watch and serve PaddlePaddle work on a cluster.
+#[derive(Debug, Parser)]
+#[command(name = "paddlecloud", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start the web console.
+    Serve(ServeArgs),
+    /// Administrative tasks for scripted set-up.
+    Admin {
+        /// The task.
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
+}
+
+/// Administrative subcommands.
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Create an account and its owner (same rules as the sign-up form).
+    CreateAccount(CreateAccountArgs),
+}
+
+/// Where the console keeps its state.
+#[derive(Debug, Clone, Args)]
+pub struct StorageArgs {
+    /// Directory for the embedded database, job files and logs.
+    #[arg(long, env = "PADDLECLOUD_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Database URL: `sqlite://PATH` or `postgres://USER:PASS@HOST/DB`.
+    /// Default: a SQLite file `paddlecloud.db` in the data directory.
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+}
+
+impl StorageArgs {
+    /// The database URL to use.
+    pub fn database_url(&self) -> String {
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| db::default_url(&self.data_dir))
+    }
+}
+
+/// `paddlecloud serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Default: `site-addr` from Leptos.toml (127.0.0.1:3000).
+    #[arg(long, env = "PADDLECLOUD_ADDR")]
+    pub addr: Option<SocketAddr>,
+    /// Site configuration: bundle name, site root with the built assets.
+    #[arg(long, env = "PADDLECLOUD_LEPTOS_CONFIG", default_value = "Leptos.toml")]
+    pub leptos_config: PathBuf,
+    /// Mark the session cookie `Secure` even when no proxy says the request came over https.
+    #[arg(long, env = "PADDLECLOUD_SECURE_COOKIES")]
+    pub secure_cookies: bool,
+    /// Log format on stdout: `text` or `json`.
+    #[arg(long, env = "PADDLECLOUD_LOG_FORMAT", default_value = "text")]
+    pub log_format: String,
+    /// Storage settings.
+    #[command(flatten)]
+    pub storage: StorageArgs,
+}
+
+/// `paddlecloud admin create-account`.
+#[derive(Debug, Clone, Args)]
+pub struct CreateAccountArgs {
+    /// Account name (becomes the namespace `pc-NAME`).
+    #[arg(long)]
+    pub name: String,
+    /// The owner's email.
+    #[arg(long)]
+    pub email: String,
+    /// Read the password from the first line of standard input.
+    #[arg(long, required = true)]
+    pub password_stdin: bool,
+    /// Storage settings.
+    #[command(flatten)]
+    pub storage: StorageArgs,
+}
+
+/// Runs the parsed command line.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve(args) => serve(args).await,
+        Command::Admin {
+            command: AdminCommand::CreateAccount(args),
+        } => create_account(args).await,
+    }
+}
+
+fn init_logging(format: &str) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,sqlx=warn".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        "json" => builder.json().init(),
+        "text" => builder.init(),
+        other => bail!("unknown log format {other:?}: use text or json"),
+    }
+    Ok(())
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    init_logging(&args.log_format)?;
+    if !args.leptos_config.exists() {
+        bail!(
+            "site configuration {} not found: run from the repository root or pass --leptos-config",
+            args.leptos_config.display()
+        );
+    }
+    let config = leptos_config::get_configuration(Some(
+        args.leptos_config
+            .to_str()
+            .context("config path is not UTF-8")?,
+    ))
+    .context("reading the site configuration")?;
+    let mut leptos = config.leptos_options;
+    if let Some(addr) = args.addr {
+        leptos.site_addr = addr;
+    }
+    let url = args.storage.database_url();
+    let pool = db::connect(&url).await?;
+    tracing::info!(database = %db::redact(&url), "database ready");
+    let services = Services {
+        accounts: SqlAccounts::new(pool),
+        secure_cookies: args.secure_cookies,
+    };
+    let addr = leptos.site_addr;
+    let app = router(AppState { leptos, services });
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("listening on {addr}"))?;
+    let local = listener.local_addr()?;
+    tracing::info!(url = %format!("http://{local}"), "PaddleCloud Console is up");
+    println!("PaddleCloud Console: http://{local}  (sign up at http://{local}/signup)");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutting down");
+}
+
+async fn create_account(args: CreateAccountArgs) -> anyhow::Result<()> {
+    let mut password = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut password)
+        .context("reading the password from standard input")?;
+    let password = password.trim_end_matches(['\r', '\n']).to_owned();
+    let pool = db::connect(&args.storage.database_url()).await?;
+    let accounts = SqlAccounts::new(pool);
+    let me = accounts
+        .create_account(SignUpForm {
+            account: args.name,
+            email: args.email,
+            password,
+        })
+        .await
+        .map_err(|err| match err.field() {
+            Some(field) => anyhow::anyhow!("{field}: {err}"),
+            None => anyhow::anyhow!("{err}"),
+        })?;
+    println!(
+        "created account {} (namespace {}) with owner {}",
+        me.account.name, me.account.namespace, me.email
+    );
+    Ok(())
+}

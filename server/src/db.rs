@@ -1,0 +1,131 @@
+//! The console's own database: SQLite by default, PostgreSQL for a console
+//! that scales out. Queries are written once against `sqlx::Any` in the SQL
+//! both understand; only the migrations differ.
+
+use std::path::Path;
+
+use anyhow::Context;
+use sqlx::any::AnyPoolOptions;
+use sqlx::migrate::Migrator;
+use sqlx::AnyPool;
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// Which SQL engine is behind the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// An embedded SQLite file (the default).
+    Sqlite,
+    /// A PostgreSQL server.
+    Postgres,
+}
+
+impl Engine {
+    /// Tells the engine from a connection URL.
+    pub fn of_url(url: &str) -> anyhow::Result<Self> {
+        if url.starts_with("sqlite:") {
+            Ok(Engine::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Engine::Postgres)
+        } else {
+            anyhow::bail!("unsupported database URL {url:?}: use sqlite://PATH or postgres://…")
+        }
+    }
+}
+
+/// The default database: a SQLite file in the data directory.
+pub fn default_url(data_dir: &Path) -> String {
+    format!(
+        "sqlite://{}?mode=rwc",
+        data_dir.join("paddlecloud.db").display()
+    )
+}
+
+/// Connects, prepares the engine, and applies every pending migration.
+pub async fn connect(url: &str) -> anyhow::Result<AnyPool> {
+    sqlx::any::install_default_drivers();
+    let engine = Engine::of_url(url)?;
+    if engine == Engine::Sqlite {
+        if let Some(dir) = sqlite_path(url).and_then(|p| p.parent().map(Path::to_path_buf)) {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("creating data directory {}", dir.display()))?;
+            }
+        }
+    }
+    let pool = AnyPoolOptions::new()
+        .max_connections(16)
+        .connect(url)
+        .await
+        .with_context(|| format!("connecting to {}", redact(url)))?;
+    let migrator = match engine {
+        Engine::Sqlite => {
+            // WAL lets page renders read while a job writes; it is a property
+            // of the file, so setting it once per start is enough.
+            sqlx::query("PRAGMA journal_mode=WAL")
+                .execute(&pool)
+                .await
+                .context("enabling SQLite WAL")?;
+            &SQLITE_MIGRATIONS
+        }
+        Engine::Postgres => &POSTGRES_MIGRATIONS,
+    };
+    migrator.run(&pool).await.context("applying migrations")?;
+    Ok(pool)
+}
+
+fn sqlite_path(url: &str) -> Option<&Path> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next()?;
+    (path != ":memory:" && !path.is_empty()).then(|| Path::new(path))
+}
+
+/// The URL without its password, for logs and errors.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let creds = &url[scheme_end + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_their_engine_or_are_refused() {
+        assert_eq!(Engine::of_url("sqlite://x.db").unwrap(), Engine::Sqlite);
+        assert_eq!(
+            Engine::of_url("postgres://u@h/db").unwrap(),
+            Engine::Postgres
+        );
+        assert!(Engine::of_url("mysql://h/db").is_err());
+    }
+
+    #[test]
+    fn passwords_never_reach_the_log() {
+        assert_eq!(
+            redact("postgres://ann:s3cret@db:5432/pc"),
+            "postgres://ann:***@db:5432/pc"
+        );
+        assert_eq!(redact("sqlite://data/pc.db"), "sqlite://data/pc.db");
+    }
+
+    #[test]
+    fn the_sqlite_file_path_is_read_from_the_url() {
+        assert_eq!(
+            sqlite_path("sqlite://data/pc.db?mode=rwc"),
+            Some(Path::new("data/pc.db"))
+        );
+        assert_eq!(sqlite_path("sqlite::memory:"), None);
+    }
+}

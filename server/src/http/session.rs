@@ -1,0 +1,132 @@
+//! Who is asking: the session cookie becomes a [`Principal`] in the request's
+//! extensions, and pages other than sign-in/sign-up require one.
+
+use std::sync::Arc;
+
+use app::api::context::session_token;
+use app::ports::Services;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use http::{Method, StatusCode};
+use leptos_axum::AxumRouteListing;
+
+/// Pages anyone may open; every other page of the app needs a session.
+const PUBLIC_PAGES: &[&str] = &["/login", "/signup"];
+
+/// Resolves the session cookie, once per request, for every later handler.
+pub async fn resolve_session(
+    State(services): State<Services>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let (mut parts, body) = request.into_parts();
+    if let Some(token) = session_token(&parts) {
+        match services.accounts.resolve_session(&token).await {
+            Ok(Some(principal)) => {
+                parts.extensions.insert(principal);
+            }
+            Ok(None) => {}
+            Err(err) => {
+                return (
+                    StatusCode::from_u16(err.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
+                    err.to_string(),
+                )
+                    .into_response()
+            }
+        }
+    }
+    request = Request::from_parts(parts, body);
+    next.run(request).await
+}
+
+/// The app's page paths, split into those that need a session and those that do not.
+pub struct PageGuard {
+    protected: Vec<Vec<String>>,
+}
+
+impl PageGuard {
+    /// Learns the pages from the app's route list.
+    pub fn new(routes: &[AxumRouteListing]) -> Self {
+        let protected = routes
+            .iter()
+            .map(|r| r.path().to_owned())
+            .filter(|p| !PUBLIC_PAGES.contains(&p.as_str()))
+            .map(|p| segments(&p).map(str::to_owned).collect())
+            .collect();
+        Self { protected }
+    }
+
+    /// Whether `path` is one of the pages that need a session.
+    pub fn is_protected(&self, path: &str) -> bool {
+        let wanted: Vec<&str> = segments(path).collect();
+        self.protected
+            .iter()
+            .any(|pattern| matches(pattern, &wanted))
+    }
+}
+
+/// Route pattern matching: `:param` takes one segment, `*rest` the remainder.
+fn matches(pattern: &[String], wanted: &[&str]) -> bool {
+    match (pattern.split_first(), wanted.split_first()) {
+        (None, None) => true,
+        (Some((p, _)), _) if p.starts_with('*') => true,
+        (Some((p, pattern)), Some((w, wanted))) => {
+            (p.starts_with(':') || p == w) && matches(pattern, wanted)
+        }
+        _ => false,
+    }
+}
+
+fn segments(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/').filter(|s| !s.is_empty())
+}
+
+/// Sends a signed-out browser asking for a console page to `/login?next=…`,
+/// and a signed-in one asking for `/login` or `/signup` to its jobs.
+pub async fn require_sign_in(
+    State(guard): State<Arc<PageGuard>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return next.run(request).await;
+    }
+    let signed_in = request
+        .extensions()
+        .get::<app::ports::Principal>()
+        .is_some();
+    let path = request.uri().path();
+    if !signed_in && guard.is_protected(path) {
+        let target = request
+            .uri()
+            .path_and_query()
+            .map(|pq| pq.as_str())
+            .unwrap_or("/");
+        let next_param: String = form_urlencoded::byte_serialize(target.as_bytes()).collect();
+        return Redirect::to(&format!("/login?next={next_param}")).into_response();
+    }
+    if signed_in && PUBLIC_PAGES.contains(&path) {
+        return Redirect::to("/jobs").into_response();
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern(p: &str) -> Vec<String> {
+        segments(p).map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn route_patterns_match_params_and_rest() {
+        assert!(matches(&pattern("/jobs"), &["jobs"]));
+        assert!(matches(&pattern("/jobs/:name"), &["jobs", "mnist"]));
+        assert!(!matches(&pattern("/jobs/:name"), &["jobs"]));
+        assert!(matches(&pattern("/files/*path"), &["files", "a", "b"]));
+        assert!(matches(&pattern("/"), &[]));
+        assert!(!matches(&pattern("/jobs"), &["serving"]));
+    }
+}

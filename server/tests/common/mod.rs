@@ -1,0 +1,87 @@
+//! Real databases for tests: a SQLite file in a temp dir, and a fresh database
+//! on the PostgreSQL server named by `PADDLECLOUD_TEST_DATABASE_URL`
+//! (`scripts/with-postgres.sh` starts one; `make test` always does).
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use sqlx::AnyPool;
+
+/// A migrated database and whatever keeps it alive.
+pub struct TestDb {
+    /// The pool the code under test uses.
+    pub pool: AnyPool,
+    /// Its URL, for a second process.
+    pub url: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// A fresh SQLite database file.
+pub async fn sqlite() -> TestDb {
+    let dir = tempfile::tempdir().unwrap();
+    let url = server::db::default_url(dir.path());
+    let pool = server::db::connect(&url).await.unwrap();
+    TestDb {
+        pool,
+        url,
+        _dir: Some(dir),
+    }
+}
+
+/// A fresh database on the test PostgreSQL server, or `None` (with a note)
+/// when none is configured. Under `PADDLECLOUD_REQUIRE_POSTGRES=1` a missing
+/// server fails the test instead, so CI cannot pass by skipping.
+pub async fn postgres() -> Option<TestDb> {
+    let Ok(admin_url) = std::env::var("PADDLECLOUD_TEST_DATABASE_URL") else {
+        assert!(
+            std::env::var("PADDLECLOUD_REQUIRE_POSTGRES").is_err(),
+            "PADDLECLOUD_TEST_DATABASE_URL is not set but PostgreSQL tests are required"
+        );
+        eprintln!(
+            "skipping: no PADDLECLOUD_TEST_DATABASE_URL (run through scripts/with-postgres.sh)"
+        );
+        return None;
+    };
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let name = format!(
+        "t_{}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        server::time::now_ms()
+    );
+    sqlx::any::install_default_drivers();
+    let admin = AnyPool::connect(&admin_url).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&admin)
+        .await
+        .unwrap();
+    admin.close().await;
+    let (base, _) = admin_url.rsplit_once('/').unwrap();
+    let url = format!("{base}/{name}");
+    let pool = server::db::connect(&url).await.unwrap();
+    Some(TestDb {
+        pool,
+        url,
+        _dir: None,
+    })
+}
+
+/// Runs one async test body on SQLite and on PostgreSQL, as two tests.
+#[macro_export]
+macro_rules! on_both_databases {
+    ($name:ident, $body:path) => {
+        mod $name {
+            #[tokio::test]
+            async fn on_sqlite() {
+                $body(super::common::sqlite().await).await;
+            }
+
+            #[tokio::test]
+            async fn on_postgres() {
+                if let Some(db) = super::common::postgres().await {
+                    $body(db).await;
+                }
+            }
+        }
+    };
+}
