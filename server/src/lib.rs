@@ -5,4 +5,5 @@ pub mod accounts;
 pub mod cli;
 pub mod db;
 pub mod http;
+pub mod logfile;
 pub mod time;

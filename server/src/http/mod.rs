@@ -9,10 +9,12 @@ use std::sync::Arc;
 use app::ports::Services;
 use app::{shell, App};
 use axum::extract::State;
+use axum::handler::Handler;
 use axum::routing::get;
 use axum::{Json, Router};
 use leptos::prelude::*;
 use leptos_axum::{generate_route_list, handle_server_fns_with_context, LeptosRoutes};
+use tower_http::services::ServeDir;
 
 /// What the handlers share.
 #[derive(Clone)]
@@ -27,16 +29,14 @@ pub struct AppState {
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Builds the whole router; tests drive it without a socket.
+///
+/// Pages and server functions sit behind the session layers; static files
+/// and `/healthz` do not, so fetching the wasm bundle costs no database look-up.
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
-    let public_paths = Arc::new(session::PageGuard::new(&routes));
-    let services = state.services.clone();
-    let fn_services = services.clone();
-    let page_services = services.clone();
-    let leptos = state.leptos.clone();
-
-    Router::new()
-        .route("/healthz", get(healthz))
+    let guard = Arc::new(session::PageGuard::new(&routes));
+    let page_services = state.services.clone();
+    let console = Router::new()
         .route(
             "/api/{*fn_name}",
             get(server_fn_handler).post(server_fn_handler),
@@ -46,20 +46,31 @@ pub fn router(state: AppState) -> Router {
             routes,
             move || provide_context(page_services.clone()),
             {
-                let leptos = leptos.clone();
+                let leptos = state.leptos.clone();
                 move || shell(leptos.clone())
             },
         )
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(axum::middleware::from_fn(status::server_fn_status))
         .layer(axum::middleware::from_fn_with_state(
-            public_paths,
+            guard,
             session::require_sign_in,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            fn_services,
+            state.services.clone(),
             session::resolve_session,
-        ))
+        ));
+
+    // Built assets, with the `.gz` copies scripts/build.sh makes; anything
+    // else renders the app's 404 page.
+    let not_found = leptos_axum::file_and_error_handler::<AppState, _>(shell);
+    let site = ServeDir::new(&*state.leptos.site_root)
+        .precompressed_gzip()
+        .not_found_service(not_found.with_state(state.clone()));
+
+    Router::new()
+        .route("/healthz", get(healthz))
+        .merge(console)
+        .fallback_service(site)
         .layer(tower_http::compression::CompressionLayer::new())
         .with_state(state)
 }

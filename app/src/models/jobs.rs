@@ -1,0 +1,517 @@
+//! Distributed training jobs: parameter servers and trainers, and the
+//! replicas ("pods") that run them.
+
+use serde::{Deserialize, Serialize};
+
+use super::quantity::{parse_cpu_millis, parse_memory_bytes};
+use crate::error::AppError;
+
+/// Most replicas of one role; a guard against typos like 1000 trainers.
+pub const MAX_REPLICAS: u32 = 256;
+/// Longest job name: it becomes part of pod and service names on the cluster.
+pub const MAX_JOB_NAME_LEN: usize = 50;
+
+/// The two roles of a PaddlePaddle parameter-server job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobRole {
+    /// Holds the parameters (`TRAINING_ROLE=PSERVER`).
+    Pserver,
+    /// Computes gradients (`TRAINING_ROLE=TRAINER`).
+    Trainer,
+}
+
+impl JobRole {
+    /// Short name used in pod names: `ps-0`, `trainer-3`.
+    pub fn pod_prefix(self) -> &'static str {
+        match self {
+            JobRole::Pserver => "ps",
+            JobRole::Trainer => "trainer",
+        }
+    }
+
+    /// The value of `TRAINING_ROLE` Paddle's launcher expects.
+    pub fn training_role(self) -> &'static str {
+        match self {
+            JobRole::Pserver => "PSERVER",
+            JobRole::Trainer => "TRAINER",
+        }
+    }
+
+    /// Stored form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobRole::Pserver => "pserver",
+            JobRole::Trainer => "trainer",
+        }
+    }
+
+    /// Reads the stored form back.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "pserver" => Some(JobRole::Pserver),
+            "trainer" => Some(JobRole::Trainer),
+            _ => None,
+        }
+    }
+}
+
+/// What one replica of a role asks for, as Kubernetes quantities.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resources {
+    /// CPU, e.g. `500m` or `2`.
+    pub cpu: String,
+    /// Memory, e.g. `4Gi`.
+    pub memory: String,
+    /// Whole GPUs.
+    #[serde(default)]
+    pub gpu: u32,
+}
+
+impl Default for Resources {
+    fn default() -> Self {
+        Self {
+            cpu: "1".into(),
+            memory: "1Gi".into(),
+            gpu: 0,
+        }
+    }
+}
+
+/// Resources in numbers, for totals and quota checks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceTotals {
+    /// Millicores.
+    pub cpu_millis: u64,
+    /// Bytes.
+    pub memory_bytes: u64,
+    /// GPUs.
+    pub gpu: u64,
+}
+
+impl ResourceTotals {
+    fn add_times(self, r: ResourceTotals, n: u32) -> Self {
+        let n = u64::from(n);
+        Self {
+            cpu_millis: self.cpu_millis + r.cpu_millis * n,
+            memory_bytes: self.memory_bytes + r.memory_bytes * n,
+            gpu: self.gpu + r.gpu * n,
+        }
+    }
+}
+
+impl Resources {
+    /// Parses the quantities; `role` names the form fields (`ps` or `trainer`).
+    pub fn totals(&self, role: &str) -> Result<ResourceTotals, AppError> {
+        Ok(ResourceTotals {
+            cpu_millis: parse_cpu_millis(&format!("{role}.cpu"), &self.cpu)?,
+            memory_bytes: parse_memory_bytes(&format!("{role}.memory"), &self.memory)?,
+            gpu: u64::from(self.gpu),
+        })
+    }
+}
+
+/// One environment variable for every replica.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvVar {
+    /// Name, e.g. `FLAGS_rpc_deadline`.
+    pub name: String,
+    /// Value.
+    pub value: String,
+}
+
+/// What a user submits: the design's
+/// `create_cloud_job(name, num_trainer, mem_per_trainer, gpu_per_trainer,
+/// cpu_per_trainer, num_ps, mem_per_ps, cpu_per_ps)` plus the program to run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSpec {
+    /// DNS-1123 label, unique in the account.
+    pub name: String,
+    /// Container image (used on Kubernetes; recorded for local runs).
+    #[serde(default)]
+    pub image: String,
+    /// Program and its arguments, e.g. `["python", "train.py"]`.
+    pub command: Vec<String>,
+    /// More arguments appended to `command`.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Working directory, relative to the job's directory (empty: the job's directory).
+    #[serde(default)]
+    pub working_dir: String,
+    /// Extra environment for every replica.
+    #[serde(default)]
+    pub env: Vec<EnvVar>,
+    /// Parameter servers (0 for collective/trainer-only jobs).
+    #[serde(default)]
+    pub num_ps: u32,
+    /// Trainers (at least 1).
+    pub num_trainers: u32,
+    /// Per parameter server.
+    #[serde(default)]
+    pub ps: Resources,
+    /// Per trainer.
+    #[serde(default)]
+    pub trainer: Resources,
+}
+
+/// Env names the executor sets itself; a spec may not override them.
+pub const RESERVED_ENV: &[&str] = &[
+    "PADDLE_JOB_ID",
+    "TRAINING_ROLE",
+    "PADDLE_TRAINER_ID",
+    "PADDLE_TRAINERS_NUM",
+    "PADDLE_PSERVERS_IP_PORT_LIST",
+    "PADDLE_PORT",
+    "PADDLE_TRAINER_ENDPOINTS",
+    "PADDLE_CURRENT_ENDPOINT",
+    "POD_IP",
+];
+
+impl JobSpec {
+    /// Checks every field; the error names the field at fault.
+    pub fn validate(&self) -> Result<(), AppError> {
+        validate_job_name(&self.name)?;
+        if self.command.is_empty() || self.command[0].trim().is_empty() {
+            return Err(AppError::invalid("command", "Give the program to run, e.g. python train.py."));
+        }
+        if self.num_trainers == 0 {
+            return Err(AppError::invalid("num_trainers", "A job needs at least one trainer."));
+        }
+        if self.num_trainers > MAX_REPLICAS {
+            return Err(AppError::invalid(
+                "num_trainers",
+                format!("At most {MAX_REPLICAS} trainers."),
+            ));
+        }
+        if self.num_ps > MAX_REPLICAS {
+            return Err(AppError::invalid(
+                "num_ps",
+                format!("At most {MAX_REPLICAS} parameter servers."),
+            ));
+        }
+        if self.working_dir.starts_with('/')
+            || self.working_dir.split('/').any(|part| part == "..")
+        {
+            return Err(AppError::invalid(
+                "working_dir",
+                "The working directory must be a relative path inside the job's directory.",
+            ));
+        }
+        for var in &self.env {
+            let ok = !var.name.is_empty()
+                && !var.name.as_bytes()[0].is_ascii_digit()
+                && var
+                    .name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if !ok {
+                return Err(AppError::invalid(
+                    "env",
+                    format!("“{}” is not a valid environment variable name.", var.name),
+                ));
+            }
+            if RESERVED_ENV.contains(&var.name.as_str()) {
+                return Err(AppError::invalid(
+                    "env",
+                    format!("{} is set by PaddleCloud for each replica.", var.name),
+                ));
+            }
+        }
+        self.totals().map(|_| ())
+    }
+
+    /// What the whole job asks for.
+    pub fn totals(&self) -> Result<ResourceTotals, AppError> {
+        let ps = self.ps.totals("ps")?;
+        let trainer = self.trainer.totals("trainer")?;
+        Ok(ResourceTotals::default()
+            .add_times(ps, self.num_ps)
+            .add_times(trainer, self.num_trainers))
+    }
+
+    /// The full argument vector: `command` then `args`.
+    pub fn argv(&self) -> Vec<String> {
+        self.command.iter().chain(&self.args).cloned().collect()
+    }
+}
+
+/// Job names appear in pod and service names, so they are DNS-1123 labels.
+pub fn validate_job_name(name: &str) -> Result<(), AppError> {
+    let bad = |msg: &str| Err(AppError::invalid("name", msg));
+    if name.is_empty() {
+        return bad("Give the job a name.");
+    }
+    if name.len() > MAX_JOB_NAME_LEN {
+        return bad("A job name has at most 50 characters.");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return bad("A job name has only lower-case letters, digits and '-'.");
+    }
+    if !name.as_bytes()[0].is_ascii_lowercase() || name.ends_with('-') {
+        return bad("A job name starts with a letter and does not end with '-'.");
+    }
+    Ok(())
+}
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    /// Accepted; replicas are starting.
+    Pending,
+    /// Every replica has started.
+    Running,
+    /// Every trainer exited 0.
+    Succeeded,
+    /// A replica failed, or the job could not run.
+    Failed,
+    /// Stopped by a user.
+    Stopped,
+}
+
+impl JobStatus {
+    /// All statuses, in the order filters list them.
+    pub const ALL: [JobStatus; 5] = [
+        JobStatus::Pending,
+        JobStatus::Running,
+        JobStatus::Succeeded,
+        JobStatus::Failed,
+        JobStatus::Stopped,
+    ];
+
+    /// Stored and URL form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Pending => "pending",
+            JobStatus::Running => "running",
+            JobStatus::Succeeded => "succeeded",
+            JobStatus::Failed => "failed",
+            JobStatus::Stopped => "stopped",
+        }
+    }
+
+    /// Reads the stored form back.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Whether the job can still change by itself.
+    pub fn is_active(self) -> bool {
+        matches!(self, JobStatus::Pending | JobStatus::Running)
+    }
+
+    /// Capitalised for display.
+    pub fn label(self) -> &'static str {
+        match self {
+            JobStatus::Pending => "Pending",
+            JobStatus::Running => "Running",
+            JobStatus::Succeeded => "Succeeded",
+            JobStatus::Failed => "Failed",
+            JobStatus::Stopped => "Stopped",
+        }
+    }
+}
+
+/// Where a replica is in its life (named like Kubernetes pod phases).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PodPhase {
+    /// Not started yet.
+    Pending,
+    /// Its process runs.
+    Running,
+    /// Exited 0.
+    Succeeded,
+    /// Exited non-zero, was killed, or could not start.
+    Failed,
+    /// Ended by a stop.
+    Stopped,
+}
+
+impl PodPhase {
+    /// Stored form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PodPhase::Pending => "pending",
+            PodPhase::Running => "running",
+            PodPhase::Succeeded => "succeeded",
+            PodPhase::Failed => "failed",
+            PodPhase::Stopped => "stopped",
+        }
+    }
+
+    /// Reads the stored form back.
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            PodPhase::Pending,
+            PodPhase::Running,
+            PodPhase::Succeeded,
+            PodPhase::Failed,
+            PodPhase::Stopped,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == s)
+    }
+
+    /// Whether the replica has ended.
+    pub fn is_finished(self) -> bool {
+        !matches!(self, PodPhase::Pending | PodPhase::Running)
+    }
+}
+
+/// One replica of a job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pod {
+    /// `ps-0`, `trainer-2`.
+    pub name: String,
+    /// Its role.
+    pub role: JobRole,
+    /// Index within the role.
+    pub index: u32,
+    /// Its phase.
+    pub phase: PodPhase,
+    /// Exit code once it exited by itself.
+    pub exit_code: Option<i32>,
+    /// When it started, Unix ms.
+    pub started_at: Option<i64>,
+    /// When it ended, Unix ms.
+    pub finished_at: Option<i64>,
+    /// Why it is in this phase, when that is not obvious.
+    pub message: String,
+}
+
+/// Replicas of one role: how many run, of how many.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleCounts {
+    /// Running now.
+    pub ready: u32,
+    /// Asked for.
+    pub total: u32,
+    /// Exited 0.
+    pub succeeded: u32,
+    /// Failed.
+    pub failed: u32,
+}
+
+/// A job as the table and the API show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    /// Unique in the account.
+    pub name: String,
+    /// What was submitted.
+    pub spec: JobSpec,
+    /// Where it is in its life.
+    pub status: JobStatus,
+    /// Where it ran: `local` or a cluster's name.
+    pub cluster: String,
+    /// When it was submitted, Unix ms.
+    pub created_at: i64,
+    /// When its first replica started.
+    pub started_at: Option<i64>,
+    /// When it ended.
+    pub finished_at: Option<i64>,
+    /// Parameter servers.
+    pub ps: RoleCounts,
+    /// Trainers.
+    pub trainers: RoleCounts,
+    /// Why it ended, when it did not succeed.
+    pub message: String,
+}
+
+impl Job {
+    /// Replicas that exited 0.
+    pub fn succeeded(&self) -> u32 {
+        self.ps.succeeded + self.trainers.succeeded
+    }
+
+    /// Replicas that failed.
+    pub fn failed(&self) -> u32 {
+        self.ps.failed + self.trainers.failed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn spec() -> JobSpec {
+        JobSpec {
+            name: "mnist".into(),
+            image: "paddlepaddle/paddle:2.6.1".into(),
+            command: vec!["python".into(), "train.py".into()],
+            args: vec![],
+            working_dir: String::new(),
+            env: vec![],
+            num_ps: 2,
+            num_trainers: 3,
+            ps: Resources {
+                cpu: "500m".into(),
+                memory: "1Gi".into(),
+                gpu: 0,
+            },
+            trainer: Resources {
+                cpu: "2".into(),
+                memory: "4Gi".into(),
+                gpu: 1,
+            },
+        }
+    }
+
+    #[test]
+    fn totals_add_every_replica_of_both_roles() {
+        let t = spec().totals().unwrap();
+        assert_eq!(t.cpu_millis, 2 * 500 + 3 * 2000);
+        assert_eq!(t.memory_bytes, (2u64 << 30) + (12u64 << 30));
+        assert_eq!(t.gpu, 3);
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        let cases: Vec<(Box<dyn Fn(&mut JobSpec)>, &str)> = vec![
+            (Box::new(|s| s.name = "MNIST".into()), "name"),
+            (Box::new(|s| s.name = "a".repeat(51)), "name"),
+            (Box::new(|s| s.name = "-x".into()), "name"),
+            (Box::new(|s| s.command.clear()), "command"),
+            (Box::new(|s| s.num_trainers = 0), "num_trainers"),
+            (Box::new(|s| s.num_ps = 1000), "num_ps"),
+            (Box::new(|s| s.trainer.cpu = "lots".into()), "trainer.cpu"),
+            (Box::new(|s| s.ps.memory = "4GB".into()), "ps.memory"),
+            (Box::new(|s| s.working_dir = "../other".into()), "working_dir"),
+            (
+                Box::new(|s| {
+                    s.env.push(EnvVar {
+                        name: "TRAINING_ROLE".into(),
+                        value: "x".into(),
+                    })
+                }),
+                "env",
+            ),
+            (
+                Box::new(|s| {
+                    s.env.push(EnvVar {
+                        name: "1BAD".into(),
+                        value: "x".into(),
+                    })
+                }),
+                "env",
+            ),
+        ];
+        for (change, field) in cases {
+            let mut s = spec();
+            change(&mut s);
+            assert_eq!(s.validate().unwrap_err().field(), Some(field));
+        }
+        assert!(spec().validate().is_ok());
+    }
+
+    #[test]
+    fn statuses_round_trip_through_their_stored_form() {
+        for st in JobStatus::ALL {
+            assert_eq!(JobStatus::parse(st.as_str()), Some(st));
+        }
+        assert!(JobStatus::Running.is_active() && !JobStatus::Stopped.is_active());
+    }
+}

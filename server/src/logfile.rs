@@ -1,0 +1,1 @@
+//! Pod logs on disk (being written by the helper).
