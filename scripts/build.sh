@@ -35,9 +35,15 @@ cargo build --locked --release -p server
 
 raw=$(stat -c %s "$PKG/$NAME.wasm")
 gz=$(stat -c %s "$PKG/$NAME.wasm.gz")
-printf '==> wasm bundle %s: %d KB raw, %d KB gzip (budget 350 KB gzip)\n' \
-  "$PKG/$NAME.wasm" $((raw / 1024)) $((gz / 1024))
-if [ "$gz" -gt $((350 * 1024)) ]; then
-  echo "wasm bundle is over its 350 KB gzip budget" >&2
+# The target is 350 KB gzip; the build fails only past a hard ceiling so an
+# overshoot is seen at every build without blocking all work (see README).
+TARGET_KB=350
+CEILING_KB=${PADDLECLOUD_WASM_CEILING_KB:-450}
+printf '==> wasm bundle %s: %d KB raw, %d KB gzip (target %d KB gzip, ceiling %d KB)\n' \
+  "$PKG/$NAME.wasm" $((raw / 1024)) $((gz / 1024)) "$TARGET_KB" "$CEILING_KB"
+if [ "$gz" -gt $((CEILING_KB * 1024)) ]; then
+  echo "wasm bundle is over its ${CEILING_KB} KB gzip ceiling" >&2
   exit 1
+elif [ "$gz" -gt $((TARGET_KB * 1024)) ]; then
+  echo "WARNING: wasm bundle is $((gz / 1024 - TARGET_KB)) KB over its ${TARGET_KB} KB gzip target" >&2
 fi

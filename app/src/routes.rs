@@ -7,7 +7,7 @@ use leptos_router::{path, SsrMode};
 
 use crate::components::layout::Layout;
 use crate::pages::{
-    account::AccountPage, auth::LoginPage, auth::SignUpPage, not_found::NotFound,
+    account::AccountPage, auth::LoginPage, auth::SignUpPage, jobs::JobsPage, not_found::NotFound,
     placeholder::SectionPage,
 };
 
@@ -54,7 +54,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/signup") view=SignUpPage ssr=SsrMode::Async />
                 <ParentRoute path=path!("") view=Layout ssr=SsrMode::Async>
                     <Route path=path!("") view=|| view! { <Redirect path="/jobs" /> } />
-                    <Route path=path!("jobs") view=|| view! { <SectionPage section="jobs" /> } />
+                    <Route path=path!("jobs") view=JobsPage />
                     <Route
                         path=path!("paddleboard")
                         view=|| view! { <SectionPage section="paddleboard" /> }

@@ -3,6 +3,8 @@
 use std::io::BufRead;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use app::models::SignUpForm;
@@ -12,6 +14,8 @@ use clap::{Args, Parser, Subcommand};
 use crate::accounts::SqlAccounts;
 use crate::db;
 use crate::http::{router, AppState};
+use crate::jobs::JobStore;
+use crate::local::LocalCluster;
 
 /// PaddleCloud Console: run, watch and serve PaddlePaddle work on a cluster.
 #[derive(Debug, Parser)]
@@ -75,6 +79,9 @@ pub struct ServeArgs {
     /// Mark the session cookie `Secure` even when no proxy says the request came over https.
     #[arg(long, env = "PADDLECLOUD_SECURE_COOKIES")]
     pub secure_cookies: bool,
+    /// Seconds a stopped job's processes get between SIGTERM and SIGKILL.
+    #[arg(long, env = "PADDLECLOUD_STOP_GRACE", default_value_t = 10)]
+    pub stop_grace: u64,
     /// Log format on stdout: `text` or `json`.
     #[arg(long, env = "PADDLECLOUD_LOG_FORMAT", default_value = "text")]
     pub log_format: String,
@@ -143,8 +150,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let url = args.storage.database_url();
     let pool = db::connect(&url).await?;
     tracing::info!(database = %db::redact(&url), "database ready");
+    let cluster = LocalCluster::start(
+        JobStore::new(pool.clone()),
+        &args.storage.data_dir,
+        Duration::from_secs(args.stop_grace),
+    )
+    .await
+    .map_err(|err| anyhow::anyhow!("starting the local executor: {err}"))?;
     let services = Services {
         accounts: SqlAccounts::new(pool),
+        cluster: Arc::new(cluster),
         secure_cookies: args.secure_cookies,
     };
     let addr = leptos.site_addr;

@@ -5,5 +5,7 @@ pub mod accounts;
 pub mod cli;
 pub mod db;
 pub mod http;
+pub mod jobs;
+pub mod local;
 pub mod logfile;
 pub mod time;

@@ -10,6 +10,8 @@ use http::{header, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use server::accounts::SqlAccounts;
 use server::http::{router, AppState};
+use server::jobs::JobStore;
+use server::local::LocalCluster;
 use tower::ServiceExt;
 
 struct Site {
@@ -24,8 +26,16 @@ async fn site_with(secure_cookies: bool) -> Site {
         "/../Leptos.toml"
     )))
     .unwrap();
+    let cluster = LocalCluster::start(
+        JobStore::new(db.pool.clone()),
+        db.dir(),
+        std::time::Duration::from_secs(1),
+    )
+    .await
+    .unwrap();
     let services = Services {
         accounts: SqlAccounts::new(db.pool.clone()),
+        cluster: std::sync::Arc::new(cluster),
         secure_cookies,
     };
     Site {
@@ -182,8 +192,9 @@ async fn signing_up_without_javascript_sets_a_protected_cookie_and_opens_jobs() 
         "Notebooks",
         "Account",
     ] {
+        let link = format!(r#"<a href="/{}""#, section.to_lowercase());
         assert!(
-            html.contains(&format!(">{section}</a>")),
+            html.contains(&link) && html.contains(&format!(">{section}<")),
             "nav link {section} missing"
         );
     }

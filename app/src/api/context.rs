@@ -72,3 +72,30 @@ pub fn set_session_cookie(token: &str, max_age_secs: i64) -> Result<(), AppError
     expect_context::<leptos_axum::ResponseOptions>().append_header(http::header::SET_COOKIE, value);
     Ok(())
 }
+
+/// After a form post, sends the browser back to the page it came from minus
+/// `param` (e.g. the dialog that was open), keeping every other filter.
+pub fn redirect_back_without(param: &str, fallback: &str) -> Result<(), AppError> {
+    let parts = request_parts()?;
+    let back = parts
+        .headers
+        .get(http::header::REFERER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|r| r.parse::<http::Uri>().ok())
+        .map(|uri| {
+            let query: Vec<&str> = uri
+                .query()
+                .unwrap_or("")
+                .split('&')
+                .filter(|kv| !kv.is_empty() && kv.split('=').next() != Some(param))
+                .collect();
+            if query.is_empty() {
+                uri.path().to_owned()
+            } else {
+                format!("{}?{}", uri.path(), query.join("&"))
+            }
+        })
+        .unwrap_or_else(|| fallback.to_owned());
+    leptos_axum::redirect(&back);
+    Ok(())
+}

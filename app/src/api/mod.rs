@@ -3,3 +3,4 @@
 pub mod accounts;
 #[cfg(feature = "ssr")]
 pub mod context;
+pub mod jobs;

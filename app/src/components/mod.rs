@@ -2,3 +2,4 @@
 
 pub mod form;
 pub mod layout;
+pub mod sse;

@@ -172,10 +172,16 @@ impl JobSpec {
     pub fn validate(&self) -> Result<(), AppError> {
         validate_job_name(&self.name)?;
         if self.command.is_empty() || self.command[0].trim().is_empty() {
-            return Err(AppError::invalid("command", "Give the program to run, e.g. python train.py."));
+            return Err(AppError::invalid(
+                "command",
+                "Give the program to run, e.g. python train.py.",
+            ));
         }
         if self.num_trainers == 0 {
-            return Err(AppError::invalid("num_trainers", "A job needs at least one trainer."));
+            return Err(AppError::invalid(
+                "num_trainers",
+                "A job needs at least one trainer.",
+            ));
         }
         if self.num_trainers > MAX_REPLICAS {
             return Err(AppError::invalid(
@@ -189,8 +195,7 @@ impl JobSpec {
                 format!("At most {MAX_REPLICAS} parameter servers."),
             ));
         }
-        if self.working_dir.starts_with('/')
-            || self.working_dir.split('/').any(|part| part == "..")
+        if self.working_dir.starts_with('/') || self.working_dir.split('/').any(|part| part == "..")
         {
             return Err(AppError::invalid(
                 "working_dir",
@@ -433,6 +438,18 @@ impl Job {
     }
 }
 
+/// What the log console shows first: the job's pods, which one is
+/// selected, and the tail of its log (one round trip, one resource).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogView {
+    /// The job's replicas.
+    pub pods: Vec<Pod>,
+    /// The selected pod (the asked-for one, else the first).
+    pub pod: Option<String>,
+    /// The last lines of its log, with timestamps.
+    pub tail: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,7 +487,8 @@ mod tests {
 
     #[test]
     fn each_bad_field_is_named() {
-        let cases: Vec<(Box<dyn Fn(&mut JobSpec)>, &str)> = vec![
+        type Change = Box<dyn Fn(&mut JobSpec)>;
+        let cases: Vec<(Change, &str)> = vec![
             (Box::new(|s| s.name = "MNIST".into()), "name"),
             (Box::new(|s| s.name = "a".repeat(51)), "name"),
             (Box::new(|s| s.name = "-x".into()), "name"),
@@ -479,7 +497,10 @@ mod tests {
             (Box::new(|s| s.num_ps = 1000), "num_ps"),
             (Box::new(|s| s.trainer.cpu = "lots".into()), "trainer.cpu"),
             (Box::new(|s| s.ps.memory = "4GB".into()), "ps.memory"),
-            (Box::new(|s| s.working_dir = "../other".into()), "working_dir"),
+            (
+                Box::new(|s| s.working_dir = "../other".into()),
+                "working_dir",
+            ),
             (
                 Box::new(|s| {
                     s.env.push(EnvVar {

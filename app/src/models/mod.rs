@@ -2,6 +2,13 @@
 //! objects are mapped into these at the edge, in `server/`.
 
 pub mod account;
+pub mod job_form;
+pub mod job_query;
+pub mod jobs;
+pub mod quantity;
 pub mod time;
 
 pub use account::*;
+pub use job_form::*;
+pub use job_query::*;
+pub use jobs::*;

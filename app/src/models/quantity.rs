@@ -9,14 +9,16 @@ pub fn parse_cpu_millis(field: &str, raw: &str) -> Result<u64, AppError> {
     let bad = || {
         AppError::invalid(
             field,
-            format!("“{raw}” is not a CPU amount: use cores like 2 or 0.5, or millicores like 500m."),
+            format!(
+                "“{raw}” is not a CPU amount: use cores like 2 or 0.5, or millicores like 500m."
+            ),
         )
     };
     let millis = if let Some(m) = s.strip_suffix('m') {
         m.parse::<u64>().map_err(|_| bad())?
     } else {
         let cores: f64 = s.parse().map_err(|_| bad())?;
-        if !cores.is_finite() || cores < 0.0 || cores > 1.0e6 {
+        if !cores.is_finite() || !(0.0..=1.0e6).contains(&cores) {
             return Err(bad());
         }
         (cores * 1000.0).round() as u64
@@ -41,7 +43,9 @@ pub fn parse_memory_bytes(field: &str, raw: &str) -> Result<u64, AppError> {
     let bad = || {
         AppError::invalid(
             field,
-            format!("“{raw}” is not a memory amount: use a number with Mi or Gi, like 512Mi or 4Gi."),
+            format!(
+                "“{raw}” is not a memory amount: use a number with Mi or Gi, like 512Mi or 4Gi."
+            ),
         )
     };
     let (number, unit) = SUFFIXES
@@ -61,7 +65,7 @@ pub fn parse_memory_bytes(field: &str, raw: &str) -> Result<u64, AppError> {
 
 /// Millicores as people read them: `500m`, `2`, `2.5`.
 pub fn format_cpu(millis: u64) -> String {
-    if millis % 1000 == 0 {
+    if millis.is_multiple_of(1000) {
         (millis / 1000).to_string()
     } else if millis < 1000 {
         format!("{millis}m")
@@ -97,7 +101,11 @@ mod tests {
         assert_eq!(parse_cpu_millis("cpu", "2").unwrap(), 2000);
         assert_eq!(parse_cpu_millis("cpu", "0.25").unwrap(), 250);
         for bad in ["", "two", "-1", "1.5m", "NaN", "inf"] {
-            assert_eq!(parse_cpu_millis("cpu", bad).unwrap_err().field(), Some("cpu"), "{bad}");
+            assert_eq!(
+                parse_cpu_millis("cpu", bad).unwrap_err().field(),
+                Some("cpu"),
+                "{bad}"
+            );
         }
     }
 

@@ -16,9 +16,30 @@ pub fn format_utc(ms: i64) -> String {
     }
 }
 
+/// A duration in milliseconds the way a job table shows age: `45s`, `17m`,
+/// `3h12m`, `5d`.
+pub fn format_age(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86400 => format!("{}h{}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d", s / 86400),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ages_read_like_kubectl() {
+        assert_eq!(format_age(45_000), "45s");
+        assert_eq!(format_age(17 * 60_000), "17m");
+        assert_eq!(format_age(3 * 3_600_000 + 12 * 60_000), "3h12m");
+        assert_eq!(format_age(5 * 86_400_000), "5d");
+        assert_eq!(format_age(-5), "0s");
+    }
 
     #[test]
     fn formats_a_known_instant_in_utc() {

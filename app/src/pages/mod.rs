@@ -2,5 +2,6 @@
 
 pub mod account;
 pub mod auth;
+pub mod jobs;
 pub mod not_found;
 pub mod placeholder;

@@ -1,6 +1,9 @@
 //! The HTTP surface: pages (SSR + hydration), server functions, static files,
 //! health, and the layers that resolve who is asking.
 
+mod api_error;
+mod events;
+mod rest;
 mod session;
 mod status;
 
@@ -14,6 +17,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use leptos::prelude::*;
 use leptos_axum::{generate_route_list, handle_server_fns_with_context, LeptosRoutes};
+use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 use tower_http::services::ServeDir;
 
 /// What the handlers share.
@@ -37,6 +41,9 @@ pub fn router(state: AppState) -> Router {
     let guard = Arc::new(session::PageGuard::new(&routes));
     let page_services = state.services.clone();
     let console = Router::new()
+        .route("/events/jobs", get(events::jobs))
+        .route("/events/log", get(events::log))
+        .route("/api/v1/jobs/{job}/pods/{pod}/log", get(rest::pod_log))
         .route(
             "/api/{*fn_name}",
             get(server_fn_handler).post(server_fn_handler),
@@ -71,7 +78,12 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .merge(console)
         .fallback_service(site)
-        .layer(tower_http::compression::CompressionLayer::new())
+        // Followed logs are text/plain streams: compressing would hold back chunks.
+        .layer(
+            tower_http::compression::CompressionLayer::new().compress_when(
+                DefaultPredicate::new().and(NotForContentType::const_new("text/plain")),
+            ),
+        )
         .with_state(state)
 }
 

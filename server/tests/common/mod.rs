@@ -13,7 +13,14 @@ pub struct TestDb {
     pub pool: AnyPool,
     /// Its URL, for a second process.
     pub url: String,
-    _dir: Option<tempfile::TempDir>,
+    dir: tempfile::TempDir,
+}
+
+impl TestDb {
+    /// A throwaway data directory beside the database.
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
 }
 
 /// A fresh SQLite database file.
@@ -21,11 +28,7 @@ pub async fn sqlite() -> TestDb {
     let dir = tempfile::tempdir().unwrap();
     let url = server::db::default_url(dir.path());
     let pool = server::db::connect(&url).await.unwrap();
-    TestDb {
-        pool,
-        url,
-        _dir: Some(dir),
-    }
+    TestDb { pool, url, dir }
 }
 
 /// A fresh database on the test PostgreSQL server, or `None` (with a note)
@@ -62,7 +65,7 @@ pub async fn postgres() -> Option<TestDb> {
     Some(TestDb {
         pool,
         url,
-        _dir: None,
+        dir: tempfile::tempdir().unwrap(),
     })
 }
 
@@ -84,4 +87,17 @@ macro_rules! on_both_databases {
             }
         }
     };
+}
+
+/// Whether a process runs (or sleeps); a zombie has exited and does not count.
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
 }

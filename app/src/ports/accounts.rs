@@ -1,8 +1,4 @@
-//! The server-side ports: what server functions need from the outside world,
-//! as traits. `server/` implements them (SQL store, cluster backends) and puts
-//! one [`Services`] into every request's context.
-
-use std::sync::Arc;
+//! Accounts, users and sessions.
 
 use async_trait::async_trait;
 
@@ -50,13 +46,4 @@ pub trait Accounts: Send + Sync {
     async fn revoke_session(&self, who: &Principal, session_id: i64) -> Result<(), AppError>;
     /// The members of the caller's account.
     async fn members(&self, who: &Principal) -> Result<Vec<Member>, AppError>;
-}
-
-/// Everything a server function can reach, provided as context on every request.
-#[derive(Clone)]
-pub struct Services {
-    /// Accounts, users and sessions.
-    pub accounts: Arc<dyn Accounts>,
-    /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
-    pub secure_cookies: bool,
 }

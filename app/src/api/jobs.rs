@@ -1,0 +1,86 @@
+//! Jobs: the table, submit, stop, delete, pods and log tails.
+
+use leptos::prelude::*;
+
+use crate::error::AppError;
+use crate::models::{Job, JobForm, JobPage, JobQuery, LogView};
+
+#[cfg(feature = "ssr")]
+use super::context::{principal, redirect_back_without, services};
+
+/// One page of the caller's jobs.
+#[server(prefix = "/api", endpoint = "list_jobs")]
+pub async fn list_jobs(query: JobQuery) -> Result<JobPage, AppError> {
+    let who = principal()?;
+    services()?.cluster.list_jobs(&who.me.account, &query).await
+}
+
+/// Submits a job from the dialog's form.
+#[server(prefix = "/api", endpoint = "submit_job")]
+pub async fn submit_job(form: JobForm) -> Result<Job, AppError> {
+    let who = principal()?;
+    let spec = form.to_spec()?;
+    let job = services()?.cluster.submit(&who.me.account, spec).await?;
+    tracing::info!(account = %who.me.account.name, job = %job.name, user = %who.me.email, "job submitted");
+    redirect_back_without("submit", "/jobs")?;
+    Ok(job)
+}
+
+/// Stops a job (every replica), keeping its record and logs.
+#[server(prefix = "/api", endpoint = "stop_job")]
+pub async fn stop_job(name: String) -> Result<Job, AppError> {
+    let who = principal()?;
+    services()?.cluster.stop(&who.me.account, &name).await
+}
+
+/// Deletes a job with its logs.
+#[server(prefix = "/api", endpoint = "delete_job")]
+pub async fn delete_job(name: String) -> Result<(), AppError> {
+    let who = principal()?;
+    services()?.cluster.delete(&who.me.account, &name).await
+}
+
+/// The log console's first paint: the pods, the selected pod (`pod`, or the
+/// first), and the last `lines` lines of its log with timestamps (the browser
+/// then follows the live stream).
+#[server(prefix = "/api", endpoint = "log_console")]
+pub async fn log_console(
+    job: String,
+    pod: Option<String>,
+    lines: usize,
+) -> Result<LogView, AppError> {
+    use futures_util::StreamExt;
+    let who = principal()?;
+    let cluster = services()?.cluster;
+    let pods = cluster.pods(&who.me.account, &job).await?;
+    let Some(selected) = pod
+        .filter(|p| pods.iter().any(|x| &x.name == p))
+        .or_else(|| pods.first().map(|p| p.name.clone()))
+    else {
+        return Ok(LogView {
+            pods,
+            pod: None,
+            tail: String::new(),
+        });
+    };
+    let request = crate::models::LogRequest {
+        tail: Some(lines.min(10_000)),
+        follow: false,
+        timestamps: true,
+    };
+    let mut stream = cluster
+        .log(&who.me.account, &job, &selected, request)
+        .await?;
+    let mut out = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        out.extend_from_slice(&chunk.map_err(|err| {
+            tracing::error!(error = %err, "reading a log tail");
+            AppError::Internal
+        })?);
+    }
+    Ok(LogView {
+        pods,
+        pod: Some(selected),
+        tail: String::from_utf8_lossy(&out).into_owned(),
+    })
+}

@@ -1,0 +1,204 @@
+//! The submit dialog's fields as a flat form, so it posts with or without
+//! JavaScript, and its conversion into a [`JobSpec`].
+
+use serde::{Deserialize, Serialize};
+
+use super::jobs::{EnvVar, JobSpec, Resources};
+use crate::error::AppError;
+
+/// What the submit dialog posts: every field a string, as forms send them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobForm {
+    /// Job name.
+    pub name: String,
+    /// Container image.
+    #[serde(default)]
+    pub image: String,
+    /// Command line, split like a shell would (quotes group words).
+    pub command: String,
+    /// Working directory inside the job's directory.
+    #[serde(default)]
+    pub working_dir: String,
+    /// `KEY=VALUE` lines.
+    #[serde(default)]
+    pub env: String,
+    /// Parameter servers.
+    pub num_ps: String,
+    /// Trainers.
+    pub num_trainers: String,
+    /// CPU per parameter server.
+    pub ps_cpu: String,
+    /// Memory per parameter server.
+    pub ps_memory: String,
+    /// CPU per trainer.
+    pub trainer_cpu: String,
+    /// Memory per trainer.
+    pub trainer_memory: String,
+    /// GPUs per trainer.
+    #[serde(default)]
+    pub trainer_gpu: String,
+}
+
+fn count(field: &str, raw: &str, what: &str) -> Result<u32, AppError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(0);
+    }
+    raw.parse().map_err(|_| {
+        AppError::invalid(
+            field,
+            format!("The number of {what} must be a whole number."),
+        )
+    })
+}
+
+/// Splits a command line into words: spaces separate, quotes group, a
+/// backslash escapes the next character.
+pub fn split_command(line: &str) -> Result<Vec<String>, AppError> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') | (None, '\\') => {
+                if let Some(next) = chars.next() {
+                    word.push(next);
+                    in_word = true;
+                }
+            }
+            (Some(_), c) => word.push(c),
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err(AppError::invalid(
+            "command",
+            "A quote in the command is not closed.",
+        ));
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+impl JobForm {
+    /// The spec this form describes; the error names the form field at fault.
+    pub fn to_spec(&self) -> Result<JobSpec, AppError> {
+        let env = self
+            .env
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|l| {
+                l.split_once('=')
+                    .map(|(k, v)| EnvVar {
+                        name: k.trim().to_owned(),
+                        value: v.to_owned(),
+                    })
+                    .ok_or_else(|| AppError::invalid("env", format!("“{l}” is not KEY=VALUE.")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let gpu = count("trainer.gpu", &self.trainer_gpu, "GPUs")?;
+        Ok(JobSpec {
+            name: self.name.trim().to_owned(),
+            image: self.image.trim().to_owned(),
+            command: split_command(&self.command)?,
+            args: vec![],
+            working_dir: self.working_dir.trim().to_owned(),
+            env,
+            num_ps: count("num_ps", &self.num_ps, "parameter servers")?,
+            num_trainers: count("num_trainers", &self.num_trainers, "trainers")?,
+            ps: Resources {
+                cpu: self.ps_cpu.clone(),
+                memory: self.ps_memory.clone(),
+                gpu: 0,
+            },
+            trainer: Resources {
+                cpu: self.trainer_cpu.clone(),
+                memory: self.trainer_memory.clone(),
+                gpu,
+            },
+        })
+    }
+
+    /// The dialog's starting values.
+    pub fn example() -> Self {
+        Self {
+            name: String::new(),
+            image: "paddlepaddle/paddle:2.6.1".into(),
+            command: "python train.py".into(),
+            working_dir: String::new(),
+            env: String::new(),
+            num_ps: "1".into(),
+            num_trainers: "2".into(),
+            ps_cpu: "1".into(),
+            ps_memory: "1Gi".into(),
+            trainer_cpu: "2".into(),
+            trainer_memory: "4Gi".into(),
+            trainer_gpu: "0".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_split_like_a_shell() {
+        assert_eq!(
+            split_command(r#"python -c "print('a b')" x\ y"#).unwrap(),
+            ["python", "-c", "print('a b')", "x y"]
+        );
+        assert_eq!(split_command("  ").unwrap(), Vec::<String>::new());
+        assert_eq!(split_command("echo ''").unwrap(), ["echo", ""]);
+        assert_eq!(
+            split_command("echo 'open").unwrap_err().field(),
+            Some("command")
+        );
+    }
+
+    #[test]
+    fn a_form_becomes_a_spec_with_env_and_counts() {
+        let mut form = JobForm::example();
+        form.name = " mnist ".into();
+        form.env = "A=1\n# comment\nB = two=2\n".into();
+        let spec = form.to_spec().unwrap();
+        assert_eq!(spec.name, "mnist");
+        assert_eq!(spec.command, ["python", "train.py"]);
+        assert_eq!(spec.env.len(), 2);
+        assert_eq!(
+            (spec.env[1].name.as_str(), spec.env[1].value.as_str()),
+            ("B", " two=2")
+        );
+        assert_eq!((spec.num_ps, spec.num_trainers), (1, 2));
+        spec.validate().unwrap();
+    }
+
+    #[test]
+    fn bad_counts_and_env_lines_name_their_field() {
+        let mut form = JobForm::example();
+        form.num_trainers = "two".into();
+        assert_eq!(form.to_spec().unwrap_err().field(), Some("num_trainers"));
+        let mut form = JobForm::example();
+        form.env = "JUSTAKEY".into();
+        assert_eq!(form.to_spec().unwrap_err().field(), Some("env"));
+    }
+}

@@ -1,0 +1,142 @@
+//! `/jobs`: the job table with its filters (all in the URL), the submit
+//! dialog (`?submit=1`) and the log console (`?log=<job>&pod=<pod>`).
+
+mod log_console;
+mod submit;
+mod table;
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::A;
+use leptos_router::hooks::use_query_map;
+use leptos_router::params::ParamsMap;
+
+use crate::api::jobs::list_jobs;
+use crate::components::sse::use_event_source;
+use crate::models::{ms_to_date, JobQuery, JobSort, JobStatus};
+
+/// `/jobs?…` with `changes` applied to the current parameters (`None` removes one).
+pub fn jobs_href(params: &ParamsMap, changes: &[(&'static str, Option<String>)]) -> String {
+    let mut params = params.clone();
+    for (key, value) in changes {
+        params.remove(key);
+        if let Some(value) = value {
+            params.insert(*key, value.clone());
+        }
+    }
+    let query: Vec<String> = params
+        .latest_values()
+        .map(|(k, v)| format!("{}={}", urlencode(k), urlencode(v)))
+        .collect();
+    if query.is_empty() {
+        "/jobs".to_owned()
+    } else {
+        format!("/jobs?{}", query.join("&"))
+    }
+}
+
+/// Percent-encodes all but the unreserved characters, so names like
+/// `trainer-1` stay readable in links.
+pub fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The Jobs page.
+#[component]
+pub fn JobsPage() -> impl IntoView {
+    let params = use_query_map();
+    let query = Memo::new(move |_| params.with(|p| JobQuery::from_params(|k| p.get(k))));
+    // Bumped by the live event stream and by actions: refetches the table.
+    let tick = RwSignal::new(0u64);
+    use_event_source(
+        || Some("/events/jobs".to_owned()),
+        move |_| tick.update(|t| *t += 1),
+    );
+    let jobs = Resource::new(move || (query.get(), tick.get()), |(q, _)| list_jobs(q));
+
+    view! {
+        <Title text="Jobs" />
+        <div class="page-head">
+            <h1>"Jobs"</h1>
+            <A href=move || params.with(|p| jobs_href(p, &[("submit", Some("1".into()))])) attr:class="button primary">
+                "Submit job"
+            </A>
+        </div>
+        <Filters query />
+        <table::JobTable jobs tick />
+        {move || params.with(|p| p.get("submit").is_some()).then(|| view! { <submit::SubmitDialog tick /> })}
+        {move || {
+            params
+                .with(|p| p.get("log"))
+                .map(|job| view! { <log_console::LogConsole job /> })
+        }}
+    }
+}
+
+/// The filter bar: a plain GET form, so it works without JavaScript and its
+/// state is the URL.
+#[component]
+fn Filters(query: Memo<JobQuery>) -> impl IntoView {
+    let q = query.get_untracked();
+    let status = q.status;
+    view! {
+        <form method="GET" action="/jobs" class="filters">
+            <label>
+                "Status"
+                <select name="status">
+                    <option value="" selected=status.is_none()>"Any"</option>
+                    {JobStatus::ALL
+                        .iter()
+                        .map(|s| {
+                            view! {
+                                <option value=s.as_str() selected=status == Some(*s)>
+                                    {s.label()}
+                                </option>
+                            }
+                        })
+                        .collect_view()}
+                </select>
+            </label>
+            <label>
+                "Name"
+                <input type="search" name="q" placeholder="Search names" value=q.name.clone().unwrap_or_default() />
+            </label>
+            <label>
+                "Submitted from"
+                <input type="date" name="from" value=q.from.map(ms_to_date).unwrap_or_default() />
+            </label>
+            <label>
+                "to"
+                <input
+                    type="date"
+                    name="to"
+                    value=q.to.map(|t| ms_to_date(t - 24 * 3600 * 1000)).unwrap_or_default()
+                />
+            </label>
+            <label>
+                "Sort"
+                <select name="sort">
+                    {JobSort::ALL
+                        .iter()
+                        .map(|s| {
+                            view! {
+                                <option value=s.as_str() selected=q.sort == *s>
+                                    {s.label()}
+                                </option>
+                            }
+                        })
+                        .collect_view()}
+                </select>
+            </label>
+            <button type="submit">"Apply"</button>
+            <a href="/jobs" class="reset">"Reset"</a>
+        </form>
+    }
+}

@@ -1,0 +1,113 @@
+//! The submit dialog: the spec's fields, the job's total resources computed
+//! as you type, and errors next to the field they are about.
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+use leptos_router::hooks::use_query_map;
+
+use super::jobs_href;
+use crate::api::jobs::SubmitJob;
+use crate::components::form::{last_error, FieldError, FormError};
+use crate::models::quantity::{format_cpu, format_memory};
+use crate::models::JobForm;
+
+/// The dialog, open while the URL has `submit=1`.
+#[component]
+pub fn SubmitDialog(
+    /// Bumped after a submit so the table shows the new job at once.
+    tick: RwSignal<u64>,
+) -> impl IntoView {
+    let action = ServerAction::<SubmitJob>::new();
+    let error = Signal::derive(last_error(action));
+    let form = RwSignal::new(JobForm::example());
+    Effect::new(move |_| {
+        if action.version().get() > 0 {
+            tick.update(|t| *t += 1);
+        }
+    });
+    let params = use_query_map();
+    let close = move || params.with(|p| jobs_href(p, &[("submit", None)]));
+    let total = move || {
+        form.with(|f| match f.to_spec().and_then(|s| s.totals()) {
+            Ok(t) => format!(
+                "{} CPU · {} memory · {} GPU",
+                format_cpu(t.cpu_millis),
+                format_memory(t.memory_bytes),
+                t.gpu
+            ),
+            Err(e) => e.to_string(),
+        })
+    };
+    // A text input bound to one field of the form.
+    let field = move |name: &'static str,
+                      label: &'static str,
+                      get: fn(&JobForm) -> String,
+                      set: fn(&mut JobForm, String)| {
+        view! {
+            <label for=format!("job-{name}")>{label}</label>
+            <input
+                id=format!("job-{name}")
+                name=format!("form[{name}]")
+                prop:value=move || form.with(get)
+                value=form.with_untracked(get)
+                on:input=move |ev| form.update(|f| set(f, event_target_value(&ev)))
+            />
+            <FieldError error field=name />
+        }
+    };
+    view! {
+        <div class="modal-backdrop">
+            <section class="modal" role="dialog" aria-modal="true" aria-labelledby="submit-title">
+                <header>
+                    <h2 id="submit-title">"Submit a training job"</h2>
+                    <A href=close attr:class="close" attr:aria-label="Close">"×"</A>
+                </header>
+                <ActionForm action>
+                    <FormError error />
+                    <div class="form-grid">
+                        {field("name", "Name", |f| f.name.clone(), |f, v| f.name = v)}
+                        {field("image", "Image", |f| f.image.clone(), |f, v| f.image = v)}
+                        {field("command", "Command", |f| f.command.clone(), |f, v| f.command = v)}
+                        {field("working_dir", "Working directory", |f| f.working_dir.clone(), |f, v| f.working_dir = v)}
+                    </div>
+                    <fieldset>
+                        <legend>"Parameter servers"</legend>
+                        <div class="form-grid three">
+                            {field("num_ps", "Count", |f| f.num_ps.clone(), |f, v| f.num_ps = v)}
+                            {field("ps_cpu", "CPU each", |f| f.ps_cpu.clone(), |f, v| f.ps_cpu = v)}
+                            {field("ps_memory", "Memory each", |f| f.ps_memory.clone(), |f, v| f.ps_memory = v)}
+                        </div>
+                        <FieldError error field="ps.cpu" />
+                        <FieldError error field="ps.memory" />
+                    </fieldset>
+                    <fieldset>
+                        <legend>"Trainers"</legend>
+                        <div class="form-grid four">
+                            {field("num_trainers", "Count", |f| f.num_trainers.clone(), |f, v| f.num_trainers = v)}
+                            {field("trainer_cpu", "CPU each", |f| f.trainer_cpu.clone(), |f, v| f.trainer_cpu = v)}
+                            {field("trainer_memory", "Memory each", |f| f.trainer_memory.clone(), |f, v| f.trainer_memory = v)}
+                            {field("trainer_gpu", "GPU each", |f| f.trainer_gpu.clone(), |f, v| f.trainer_gpu = v)}
+                        </div>
+                        <FieldError error field="trainer.cpu" />
+                        <FieldError error field="trainer.memory" />
+                        <FieldError error field="trainer.gpu" />
+                    </fieldset>
+                    <label for="job-env">"Environment (KEY=VALUE per line)"</label>
+                    <textarea
+                        id="job-env"
+                        name="form[env]"
+                        rows="3"
+                        prop:value=move || form.with(|f| f.env.clone())
+                        on:input=move |ev| form.update(|f| f.env = event_target_value(&ev))
+                    ></textarea>
+                    <FieldError error field="env" />
+                    <p class="total" data-testid="job-total">"This job asks for " <strong>{total}</strong></p>
+                    <footer>
+                        <A href=close attr:class="button">"Cancel"</A>
+                        <button type="submit" class="primary">"Submit"</button>
+                    </footer>
+                </ActionForm>
+            </section>
+        </div>
+    }
+}

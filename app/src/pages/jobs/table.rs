@@ -1,0 +1,151 @@
+//! The job table and its pager.
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+use leptos_router::hooks::use_query_map;
+
+use super::jobs_href;
+use crate::api::jobs::{DeleteJob, StopJob};
+use crate::error::AppError;
+use crate::models::time::{format_age, format_utc};
+use crate::models::{Job, JobPage, JobStatus, RoleCounts};
+
+fn ratio(c: RoleCounts) -> String {
+    format!("{}/{}", c.ready, c.total)
+}
+
+/// The table of jobs.
+#[component]
+pub fn JobTable(
+    /// The current page of jobs.
+    jobs: Resource<Result<JobPage, AppError>>,
+    /// Bumped to refetch after an action.
+    tick: RwSignal<u64>,
+) -> impl IntoView {
+    let stop = ServerAction::<StopJob>::new();
+    let delete = ServerAction::<DeleteJob>::new();
+    Effect::new(move |_| {
+        if stop.version().get() + delete.version().get() > 0 {
+            tick.update(|t| *t += 1);
+        }
+    });
+    let params = use_query_map();
+    view! {
+        <Transition fallback=|| view! { <p class="loading">"Loading jobs…"</p> }>
+            {move || Suspend::new(async move {
+                match jobs.await {
+                    Err(err) => view! { <p class="banner error" role="alert">{err.to_string()}</p> }.into_any(),
+                    Ok(page) if page.jobs.is_empty() => {
+                        view! {
+                            <section class="empty-state" data-testid="no-jobs">
+                                <p>"No jobs match. Submit one, or change the filters."</p>
+                            </section>
+                        }
+                            .into_any()
+                    }
+                    Ok(page) => {
+                        let now = page.now;
+                        let pages = page.pages();
+                        let current = page.page;
+                        view! {
+                            <table class="grid jobs" data-testid="jobs">
+                                <thead>
+                                    <tr>
+                                        <th>"Name"</th>
+                                        <th>"Start time"</th>
+                                        <th>"Age"</th>
+                                        <th>"Status"</th>
+                                        <th title="Replicas that exited 0">"Succeeded"</th>
+                                        <th title="Replicas that failed">"Failed"</th>
+                                        <th title="Parameter servers running / asked for">"PS"</th>
+                                        <th title="Trainers running / asked for">"Trainers"</th>
+                                        <th>"Where"</th>
+                                        <th>"Actions"</th>
+                                    </tr>
+                                </thead>
+                                <tbody>
+                                    {page
+                                        .jobs
+                                        .into_iter()
+                                        .map(|job| view! { <JobRow job now stop delete /> })
+                                        .collect_view()}
+                                </tbody>
+                            </table>
+                            <nav class="pager" aria-label="Pages">
+                                <span>{format!("{} jobs · page {current} of {pages}", page.total)}</span>
+                                {(current > 1).then(|| {
+                                    let href = params.with_untracked(|p| jobs_href(p, &[("page", Some((current - 1).to_string()))]));
+                                    view! { <A href=href>"← Newer"</A> }
+                                })}
+                                {(current < pages).then(|| {
+                                    let href = params.with_untracked(|p| jobs_href(p, &[("page", Some((current + 1).to_string()))]));
+                                    view! { <A href=href>"Older →"</A> }
+                                })}
+                            </nav>
+                        }
+                            .into_any()
+                    }
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn JobRow(
+    job: Job,
+    now: i64,
+    stop: ServerAction<StopJob>,
+    delete: ServerAction<DeleteJob>,
+) -> impl IntoView {
+    let params = use_query_map();
+    let log_href = params.with_untracked(|p| {
+        jobs_href(
+            p,
+            &[
+                ("log", Some(job.name.clone())),
+                ("pod", None),
+                ("submit", None),
+            ],
+        )
+    });
+    let status = job.status;
+    let name = job.name.clone();
+    view! {
+        <tr data-job=job.name.clone()>
+            <td class="name">{job.name.clone()}</td>
+            <td>{format_utc(job.started_at.unwrap_or(job.created_at))}</td>
+            <td>{format_age(now - job.created_at)}</td>
+            <td>
+                <span class=format!("status {}", status.as_str()) data-testid="status" title=job.message.clone()>
+                    {status.label()}
+                </span>
+            </td>
+            <td>{job.succeeded()}</td>
+            <td>{job.failed()}</td>
+            <td data-testid="ps">{ratio(job.ps)}</td>
+            <td data-testid="trainers">{ratio(job.trainers)}</td>
+            <td>{job.cluster.clone()}</td>
+            <td class="actions">
+                <A href=log_href>"Log"</A>
+                {if status == JobStatus::Pending || status == JobStatus::Running {
+                    view! {
+                        <ActionForm action=stop>
+                            <input type="hidden" name="name" value=name.clone() />
+                            <button type="submit" class="small">"Stop"</button>
+                        </ActionForm>
+                    }
+                        .into_any()
+                } else {
+                    view! {
+                        <ActionForm action=delete>
+                            <input type="hidden" name="name" value=name.clone() />
+                            <button type="submit" class="small danger">"Delete"</button>
+                        </ActionForm>
+                    }
+                        .into_any()
+                }}
+            </td>
+        </tr>
+    }
+}

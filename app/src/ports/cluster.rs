@@ -1,0 +1,56 @@
+//! Where jobs run. Implemented by the local executor (real processes on this
+//! machine) and by the Kubernetes backend, with one contract test suite
+//! (`server/tests/cluster_contract.rs`) that both must pass.
+
+use std::pin::Pin;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_core::Stream;
+
+use crate::error::AppError;
+use crate::models::{Account, Job, JobPage, JobQuery, JobSpec, LogRequest, Pod};
+
+/// A pod's log as it is read: chunks of whole lines.
+pub type LogStream = Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>;
+
+/// Something about a job changed (status, replica counts): the job table
+/// refreshes when it sees one for its account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobEvent {
+    /// The account that owns the job.
+    pub account_id: i64,
+    /// The job's name.
+    pub job: String,
+}
+
+/// Runs jobs and reports on them, always within one account's namespace.
+/// A job of another account is "not found", never "forbidden".
+#[async_trait]
+pub trait Cluster: Send + Sync {
+    /// Where jobs submitted here run, as the table's "where" column shows it.
+    fn name(&self) -> String;
+    /// Validates and starts a job; a taken name is a conflict on `name`.
+    async fn submit(&self, account: &Account, spec: JobSpec) -> Result<Job, AppError>;
+    /// The account's jobs matching `query`, one page of them.
+    async fn list_jobs(&self, account: &Account, query: &JobQuery) -> Result<JobPage, AppError>;
+    /// One job.
+    async fn job(&self, account: &Account, name: &str) -> Result<Job, AppError>;
+    /// Ends every replica (SIGTERM, then SIGKILL after a grace period); keeps
+    /// the record and logs. Stopping a finished job changes nothing.
+    async fn stop(&self, account: &Account, name: &str) -> Result<Job, AppError>;
+    /// Stops the job if needed and removes it with its logs.
+    async fn delete(&self, account: &Account, name: &str) -> Result<(), AppError>;
+    /// The job's replicas: parameter servers first, then trainers, by index.
+    async fn pods(&self, account: &Account, name: &str) -> Result<Vec<Pod>, AppError>;
+    /// A pod's log: the tail, the whole of it, or a live follow.
+    async fn log(
+        &self,
+        account: &Account,
+        job: &str,
+        pod: &str,
+        request: LogRequest,
+    ) -> Result<LogStream, AppError>;
+    /// Changes to any job, for live views.
+    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<JobEvent>;
+}

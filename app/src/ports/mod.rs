@@ -1,0 +1,22 @@
+//! The server-side ports: what server functions need from the outside world,
+//! as traits. `server/` implements them (SQL store, cluster backends) and puts
+//! one [`Services`] into every request's context.
+
+mod accounts;
+mod cluster;
+
+use std::sync::Arc;
+
+pub use accounts::*;
+pub use cluster::*;
+
+/// Everything a server function can reach, provided as context on every request.
+#[derive(Clone)]
+pub struct Services {
+    /// Accounts, users and sessions.
+    pub accounts: Arc<dyn Accounts>,
+    /// Where jobs run: the local executor or Kubernetes.
+    pub cluster: Arc<dyn Cluster>,
+    /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
+    pub secure_cookies: bool,
+}

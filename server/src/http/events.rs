@@ -1,0 +1,100 @@
+//! Server-sent event streams for the browser: job changes for the live job
+//! table, and a pod's log for the log console's follow.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use app::error::AppError;
+use app::models::LogRequest;
+use app::ports::Principal;
+use axum::extract::{Query, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use futures_util::{Stream, StreamExt};
+use serde::Deserialize;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::api_error::ApiError;
+use super::AppState;
+
+/// `GET /events/jobs`: one message (data: the job's name) per change to
+/// any of the caller's jobs.
+pub async fn jobs(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+) -> Response {
+    let Some(Extension(who)) = principal else {
+        return ApiError(AppError::Unauthenticated).into_response();
+    };
+    let account_id = who.me.account.id;
+    let receiver = state.services.cluster.subscribe();
+    let events = futures_util::stream::unfold(receiver, move |mut rx| async move {
+        loop {
+            match rx.recv().await {
+                Ok(ev) if ev.account_id == account_id => {
+                    return Some((Ok::<_, Infallible>(Event::default().data(ev.job)), rx))
+                }
+                Ok(_) => continue,
+                // Missed some: tell the page to refresh anyway.
+                Err(RecvError::Lagged(_)) => return Some((Ok(Event::default().data("")), rx)),
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    });
+    sse(events)
+}
+
+fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+/// Which log `/events/log` follows.
+#[derive(Debug, Deserialize)]
+pub struct LogParams {
+    job: String,
+    pod: String,
+    #[serde(default)]
+    tail: Option<usize>,
+}
+
+/// `GET /events/log?job=&pod=&tail=`: the last `tail` lines (one message),
+/// then each new chunk of lines as it is written, with timestamps, until
+/// the pod ends.
+pub async fn log(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Query(params): Query<LogParams>,
+) -> Response {
+    let Some(Extension(who)) = principal else {
+        return ApiError(AppError::Unauthenticated).into_response();
+    };
+    let request = LogRequest {
+        tail: Some(params.tail.unwrap_or(500).min(10_000)),
+        follow: true,
+        timestamps: true,
+    };
+    match state
+        .services
+        .cluster
+        .log(&who.me.account, &params.job, &params.pod, request)
+        .await
+    {
+        Err(err) => ApiError(err).into_response(),
+        Ok(stream) => sse(stream.filter_map(|chunk| async move {
+            match chunk {
+                Ok(bytes) if bytes.is_empty() => None,
+                Ok(bytes) => {
+                    let text = String::from_utf8_lossy(&bytes);
+                    Some(Ok(Event::default().data(text.trim_end_matches('\n'))))
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "log stream broke");
+                    None
+                }
+            }
+        })),
+    }
+}

@@ -1,0 +1,245 @@
+//! The local executor: the embedded default [`Cluster`]. Every replica of a
+//! job is a real process on this machine, in its own process group, with the
+//! environment PaddlePaddle's distributed launcher expects, so a real
+//! parameter-server program runs here as it would on the cluster.
+
+mod process;
+mod recovery;
+mod supervisor;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use app::error::AppError;
+use app::models::{Account, Job, JobPage, JobQuery, JobSpec, LogRequest, Pod};
+use app::ports::{Cluster, JobEvent, LogStream};
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use tokio::sync::{broadcast, watch};
+
+use crate::jobs::JobStore;
+use crate::logfile;
+
+/// The name local runs show in the "where it ran" column.
+pub const LOCAL: &str = "local";
+
+/// Runs jobs as local processes under `<data-dir>/jobs/<account>/<job>/`.
+#[derive(Clone)]
+pub struct LocalCluster {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: JobStore,
+    root: PathBuf,
+    grace: Duration,
+    events: broadcast::Sender<JobEvent>,
+    /// Controls of the jobs whose supervisors run, by job id.
+    controls: Mutex<HashMap<i64, Arc<Control>>>,
+    /// Per running pod: becomes true once its log is complete.
+    log_done: Mutex<HashMap<(i64, String), watch::Receiver<bool>>>,
+}
+
+impl LocalCluster {
+    /// Starts the executor; jobs left Running by a previous console process
+    /// are marked failed and any of their processes still alive are killed.
+    pub async fn start(
+        store: JobStore,
+        data_dir: &Path,
+        grace: Duration,
+    ) -> Result<Self, AppError> {
+        let (events, _) = broadcast::channel(1024);
+        let cluster = Self {
+            inner: Arc::new(Inner {
+                store,
+                root: data_dir.join("jobs"),
+                grace,
+                events,
+                controls: Mutex::new(HashMap::new()),
+                log_done: Mutex::new(HashMap::new()),
+            }),
+        };
+        recovery::recover(&cluster.inner.store).await?;
+        Ok(cluster)
+    }
+
+    fn job_dir(&self, account: &Account, job: &str) -> PathBuf {
+        self.inner.root.join(&account.name).join(job)
+    }
+}
+
+/// How a request reaches a running job's supervisor.
+struct Control {
+    /// Set to true to stop the job.
+    stop: watch::Sender<bool>,
+    /// Becomes true once every replica has ended and the record is final.
+    done: watch::Receiver<bool>,
+}
+
+impl Inner {
+    fn emit(&self, account_id: i64, job: &str) {
+        // Nobody listening is fine: live views subscribe when they open.
+        let _ = self.events.send(JobEvent {
+            account_id,
+            job: job.to_owned(),
+        });
+    }
+}
+
+/// The log file of one pod.
+pub fn log_path(job_dir: &Path, pod: &str) -> PathBuf {
+    job_dir.join("logs").join(format!("{pod}.log"))
+}
+
+#[async_trait]
+impl Cluster for LocalCluster {
+    fn name(&self) -> String {
+        LOCAL.to_owned()
+    }
+
+    async fn submit(&self, account: &Account, spec: JobSpec) -> Result<Job, AppError> {
+        spec.validate()?;
+        let stored = self.inner.store.insert(account.id, &spec, LOCAL).await?;
+        let dir = self.job_dir(account, &spec.name);
+        // A deleted job of the same name may have left files behind.
+        let _ = tokio::fs::remove_dir_all(&dir).await;
+        if let Err(err) = tokio::fs::create_dir_all(dir.join("logs")).await {
+            tracing::error!(error = %err, dir = %dir.display(), "creating a job directory");
+            self.inner
+                .store
+                .set_status(
+                    stored.id,
+                    app::models::JobStatus::Failed,
+                    "Could not create the job's directory.",
+                )
+                .await?;
+            return Err(AppError::Internal);
+        }
+        let (stop, stop_rx) = watch::channel(false);
+        let (done_tx, done) = watch::channel(false);
+        self.inner
+            .controls
+            .lock()
+            .expect("controls lock")
+            .insert(stored.id, Arc::new(Control { stop, done }));
+        let run = supervisor::Run {
+            job_id: stored.id,
+            account_id: account.id,
+            account: account.name.clone(),
+            spec,
+            dir,
+        };
+        tokio::spawn(supervisor::supervise(
+            self.inner.clone(),
+            run,
+            stop_rx,
+            done_tx,
+        ));
+        self.inner.emit(account.id, &stored.job.name);
+        Ok(stored.job)
+    }
+
+    async fn list_jobs(&self, account: &Account, query: &JobQuery) -> Result<JobPage, AppError> {
+        self.inner.store.list(account.id, query).await
+    }
+
+    async fn job(&self, account: &Account, name: &str) -> Result<Job, AppError> {
+        Ok(self.inner.store.get(account.id, name).await?.job)
+    }
+
+    async fn stop(&self, account: &Account, name: &str) -> Result<Job, AppError> {
+        let stored = self.inner.store.get(account.id, name).await?;
+        let control = self
+            .inner
+            .controls
+            .lock()
+            .expect("controls lock")
+            .get(&stored.id)
+            .cloned();
+        if let Some(control) = control {
+            let _ = control.stop.send(true);
+            let mut done = control.done.clone();
+            // An error means the supervisor is gone, which is as good as done.
+            let _ = done.wait_for(|done| *done).await;
+        }
+        Ok(self.inner.store.by_id(stored.id).await?.job)
+    }
+
+    async fn delete(&self, account: &Account, name: &str) -> Result<(), AppError> {
+        let job = self.stop(account, name).await?;
+        let stored = self.inner.store.get(account.id, &job.name).await?;
+        self.inner.store.delete(stored.id).await?;
+        let dir = self.job_dir(account, name);
+        if let Err(err) = tokio::fs::remove_dir_all(&dir).await {
+            if err.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!(error = %err, dir = %dir.display(), "removing a deleted job's files");
+            }
+        }
+        self.inner.emit(account.id, name);
+        Ok(())
+    }
+
+    async fn pods(&self, account: &Account, name: &str) -> Result<Vec<Pod>, AppError> {
+        let stored = self.inner.store.get(account.id, name).await?;
+        self.inner.store.pods(stored.id).await
+    }
+
+    async fn log(
+        &self,
+        account: &Account,
+        job: &str,
+        pod: &str,
+        request: LogRequest,
+    ) -> Result<LogStream, AppError> {
+        let stored = self.inner.store.get(account.id, job).await?;
+        let pods = self.inner.store.pods(stored.id).await?;
+        if !pods.iter().any(|p| p.name == pod) {
+            return Err(AppError::not_found(format!("Pod “{pod}”")));
+        }
+        let path = log_path(&self.job_dir(account, job), pod);
+        let done = self
+            .inner
+            .log_done
+            .lock()
+            .expect("log_done lock")
+            .get(&(stored.id, pod.to_owned()))
+            .cloned()
+            // Not running: its log is complete.
+            .unwrap_or_else(|| watch::channel(true).1);
+        let io_err = |err: std::io::Error| {
+            tracing::error!(error = %err, "reading a pod log");
+            AppError::Internal
+        };
+        let stream: LogStream = match (request.tail, request.follow) {
+            (Some(lines), false) => {
+                let chunk = logfile::tail(&path, lines).await.map_err(io_err)?;
+                Box::pin(futures_util::stream::once(async move {
+                    Ok(bytes::Bytes::from(chunk))
+                }))
+            }
+            (Some(lines), true) => {
+                let (chunk, offset) = logfile::tail_with_offset(&path, lines)
+                    .await
+                    .map_err(io_err)?;
+                let head = futures_util::stream::once(async move { Ok(bytes::Bytes::from(chunk)) });
+                Box::pin(head.chain(logfile::follow(path, offset, done)))
+            }
+            (None, true) => Box::pin(logfile::follow(path, 0, done)),
+            // The whole log, streamed in whole lines, never loaded at once.
+            (None, false) => Box::pin(logfile::follow(path, 0, watch::channel(true).1)),
+        };
+        if request.timestamps {
+            Ok(stream)
+        } else {
+            Ok(Box::pin(stream.map(|chunk| {
+                chunk.map(|bytes| bytes::Bytes::from(logfile::strip_timestamps(&bytes)))
+            })))
+        }
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<JobEvent> {
+        self.inner.events.subscribe()
+    }
+}

@@ -1,0 +1,57 @@
+//! Starting and ending replica processes.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Stdio;
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+/// Variables passed through from the console's environment; nothing else of
+/// it (database URLs, keys) reaches a job.
+const PASSED_THROUGH: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER"];
+
+/// `n` free TCP ports on 127.0.0.1, held open together so they differ, then
+/// released for the replicas to bind.
+pub fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
+    let listeners = (0..n)
+        .map(|_| TcpListener::bind(("127.0.0.1", 0)))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect()
+}
+
+/// Builds the command for one replica: its own process group (so a stop ends
+/// everything it started), stdin closed, stdout and stderr piped to its log.
+pub fn command(argv: &[String], cwd: &Path, env: &[(String, String)]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .current_dir(cwd)
+        .env_clear()
+        .envs(
+            PASSED_THROUGH
+                .iter()
+                .filter_map(|k| std::env::var(k).ok().map(|v| (*k, v))),
+        )
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(false);
+    cmd
+}
+
+/// Sends `signal` to a whole process group; one that is already gone is fine.
+pub fn signal_group(pgid: i64, signal: Signal) {
+    let Ok(raw) = i32::try_from(pgid) else { return };
+    if raw <= 1 {
+        return; // never signal init or "every process"
+    }
+    match killpg(Pid::from_raw(raw), signal) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+        Err(err) => tracing::warn!(pgid, %signal, error = %err, "signalling a replica"),
+    }
+}

@@ -1,0 +1,356 @@
+//! One task per job: starts its replicas, watches them exit, decides the
+//! job's outcome, and ends the rest when it is decided.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use app::models::{JobRole, JobSpec, JobStatus, PodPhase};
+use futures_util::stream::FuturesUnordered;
+use futures_util::StreamExt;
+use nix::sys::signal::Signal;
+use tokio::sync::watch;
+
+use super::process::{command, free_ports, signal_group};
+use super::recovery::pod_marker;
+use super::{log_path, Inner};
+use crate::jobs::{store::pod_names, PodUpdate};
+use crate::logfile;
+use crate::time::now_ms;
+
+/// How long a replica's log may stay open after it exited (a background
+/// grandchild holding the pipe) before the supervisor moves on.
+const LOG_DRAIN: Duration = Duration::from_secs(2);
+
+/// What the supervisor needs to know about the job it runs.
+pub struct Run {
+    /// Database id.
+    pub job_id: i64,
+    /// Owning account's id.
+    pub account_id: i64,
+    /// Owning account's name.
+    pub account: String,
+    /// What was submitted.
+    pub spec: JobSpec,
+    /// `<data>/jobs/<account>/<job>`.
+    pub dir: PathBuf,
+}
+
+/// A replica whose process was started.
+struct Live {
+    role: JobRole,
+    pgid: i64,
+}
+
+/// How a replica ended.
+struct Exit {
+    pod: String,
+    code: Option<i32>,
+    signal: Option<i32>,
+}
+
+/// Runs the job to its end, then releases anything waiting on it.
+pub async fn supervise(
+    inner: Arc<Inner>,
+    run: Run,
+    stop: watch::Receiver<bool>,
+    done: watch::Sender<bool>,
+) {
+    let job_id = run.job_id;
+    let account_id = run.account_id;
+    let name = run.spec.name.clone();
+    if let Err(err) = drive(&inner, &run, stop).await {
+        tracing::error!(job = %name, error = %err, "job supervisor failed");
+        let _ = inner
+            .store
+            .set_status(
+                job_id,
+                JobStatus::Failed,
+                "The executor failed; see the console's log.",
+            )
+            .await;
+    }
+    inner
+        .controls
+        .lock()
+        .expect("controls lock")
+        .remove(&job_id);
+    let _ = done.send(true);
+    inner.emit(account_id, &name);
+}
+
+fn env_for(
+    run: &Run,
+    pod: &str,
+    role: JobRole,
+    index: u32,
+    port: u16,
+    ps: &str,
+    trainers: &str,
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = run
+        .spec
+        .env
+        .iter()
+        .map(|v| (v.name.clone(), v.value.clone()))
+        .collect();
+    let endpoint = format!("127.0.0.1:{port}");
+    env.extend(
+        [
+            ("PADDLE_JOB_ID", run.spec.name.clone()),
+            ("TRAINING_ROLE", role.training_role().to_owned()),
+            ("PADDLE_TRAINERS_NUM", run.spec.num_trainers.to_string()),
+            ("PADDLE_PSERVERS_NUM", run.spec.num_ps.to_string()),
+            ("PADDLE_PSERVERS_IP_PORT_LIST", ps.to_owned()),
+            ("PADDLE_TRAINER_ENDPOINTS", trainers.to_owned()),
+            ("PADDLE_PORT", port.to_string()),
+            ("PADDLE_CURRENT_ENDPOINT", endpoint),
+            ("POD_IP", "127.0.0.1".to_owned()),
+            ("PYTHONUNBUFFERED", "1".to_owned()),
+            ("PADDLECLOUD_ACCOUNT", run.account.clone()),
+            ("PADDLECLOUD_POD", pod.to_owned()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v)),
+    );
+    match role {
+        JobRole::Trainer => env.push(("PADDLE_TRAINER_ID".into(), index.to_string())),
+        JobRole::Pserver => env.push(("PADDLE_PSERVER_ID".into(), index.to_string())),
+    }
+    let (k, v) = pod_marker(run.job_id, pod)
+        .split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .expect("marker has =");
+    env.push((k, v));
+    env
+}
+
+async fn set_pod(inner: &Inner, run: &Run, pod: &str, update: PodUpdate) -> anyhow::Result<()> {
+    inner
+        .store
+        .update_pod(run.job_id, pod, update)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    inner.emit(run.account_id, &run.spec.name);
+    Ok(())
+}
+
+async fn set_job(inner: &Inner, run: &Run, status: JobStatus, message: &str) -> anyhow::Result<()> {
+    inner
+        .store
+        .set_status(run.job_id, status, message)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    inner.emit(run.account_id, &run.spec.name);
+    Ok(())
+}
+
+async fn drive(
+    inner: &Arc<Inner>,
+    run: &Run,
+    mut stop: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let pods = pod_names(&run.spec);
+    let ports = free_ports(pods.len())?;
+    let endpoints = |role: JobRole| {
+        pods.iter()
+            .zip(&ports)
+            .filter(|((_, r, _), _)| *r == role)
+            .map(|(_, port)| format!("127.0.0.1:{port}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let ps_list = endpoints(JobRole::Pserver);
+    let trainer_list = endpoints(JobRole::Trainer);
+    let cwd = run.dir.join(&run.spec.working_dir);
+    tokio::fs::create_dir_all(&cwd).await?;
+    let argv = run.spec.argv();
+
+    let mut live: HashMap<String, Live> = HashMap::new();
+    let mut exits = FuturesUnordered::new();
+    let mut failure: Option<String> = None;
+
+    for ((pod, role, index), port) in pods.iter().zip(&ports) {
+        let env = env_for(run, pod, *role, *index, *port, &ps_list, &trainer_list);
+        let path = log_path(&run.dir, pod);
+        match command(&argv, &cwd, &env).spawn() {
+            Ok(mut child) => {
+                let pgid = i64::from(child.id().unwrap_or(0));
+                let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take())
+                else {
+                    anyhow::bail!("a replica's output pipes were not set up");
+                };
+                let pump = logfile::spawn_pump(path, stdout, stderr);
+                let (log_tx, log_rx) = watch::channel(false);
+                inner
+                    .log_done
+                    .lock()
+                    .expect("log_done lock")
+                    .insert((run.job_id, pod.clone()), log_rx);
+                live.insert(pod.clone(), Live { role: *role, pgid });
+                set_pod(
+                    inner,
+                    run,
+                    pod,
+                    PodUpdate {
+                        phase: Some(PodPhase::Running),
+                        pid: Some(pgid),
+                        started_at: Some(now_ms()),
+                        ..Default::default()
+                    },
+                )
+                .await?;
+                let pod = pod.clone();
+                exits.push(async move {
+                    let status = child.wait().await;
+                    if let Ok(Err(err)) | Err(err) = tokio::time::timeout(LOG_DRAIN, pump)
+                        .await
+                        .map(|joined| joined.map_err(std::io::Error::other).and_then(|r| r))
+                        .map_err(std::io::Error::other)
+                    {
+                        tracing::warn!(pod = %pod, error = %err, "log of a replica was not drained");
+                    }
+                    let _ = log_tx.send(true);
+                    use std::os::unix::process::ExitStatusExt;
+                    match status {
+                        Ok(s) => Exit { pod, code: s.code(), signal: s.signal() },
+                        Err(_) => Exit { pod, code: None, signal: None },
+                    }
+                });
+            }
+            Err(err) => {
+                let message = format!("Could not start {}: {err}", argv[0]);
+                let _ = tokio::fs::write(&path, format!("{}\n", message)).await;
+                set_pod(
+                    inner,
+                    run,
+                    pod,
+                    PodUpdate {
+                        phase: Some(PodPhase::Failed),
+                        finished_at: Some(now_ms()),
+                        message: Some(message.clone()),
+                        ..Default::default()
+                    },
+                )
+                .await?;
+                failure = Some(format!("{pod}: {message}"));
+                break;
+            }
+        }
+    }
+
+    let mut outcome: Option<(JobStatus, String)> = failure.map(|m| (JobStatus::Failed, m));
+    if outcome.is_none() {
+        set_job(inner, run, JobStatus::Running, "").await?;
+    }
+    let trainers = run.spec.num_trainers as usize;
+    let mut trainers_done = 0usize;
+
+    // Watch replicas until the job's outcome is decided.
+    while outcome.is_none() {
+        tokio::select! {
+            Some(exit) = exits.next() => {
+                let Some(replica) = live.remove(&exit.pod) else { continue };
+                let ok = exit.code == Some(0);
+                let message = match (exit.code, exit.signal) {
+                    (Some(0), _) => String::new(),
+                    (Some(code), _) => format!("exited with code {code}"),
+                    (None, Some(sig)) => format!("killed by signal {sig}"),
+                    (None, None) => "ended, status unknown".to_owned(),
+                };
+                set_pod(inner, run, &exit.pod, PodUpdate {
+                    phase: Some(if ok { PodPhase::Succeeded } else { PodPhase::Failed }),
+                    exit_code: exit.code,
+                    finished_at: Some(now_ms()),
+                    message: Some(message.clone()),
+                    ..Default::default()
+                }).await?;
+                match replica.role {
+                    JobRole::Trainer if ok => {
+                        trainers_done += 1;
+                        if trainers_done == trainers {
+                            outcome = Some((JobStatus::Succeeded, String::new()));
+                        }
+                    }
+                    JobRole::Trainer => {
+                        outcome = Some((JobStatus::Failed, format!("{} {message}.", exit.pod)));
+                    }
+                    JobRole::Pserver => {
+                        let why = if ok { "exited before the trainers finished".to_owned() } else { message };
+                        outcome = Some((JobStatus::Failed, format!("{} {why}.", exit.pod)));
+                    }
+                }
+            }
+            changed = stop.changed() => {
+                if changed.is_err() || *stop.borrow() {
+                    outcome = Some((JobStatus::Stopped, "Stopped by a user.".to_owned()));
+                }
+            }
+        }
+    }
+    let (status, message) = outcome.expect("decided above");
+
+    // End whatever still runs: parameter servers after success, everything
+    // after a failure or a stop.
+    let why = match status {
+        JobStatus::Succeeded => "Stopped after the trainers finished.",
+        JobStatus::Stopped => "Stopped by a user.",
+        _ => "Stopped because the job failed.",
+    };
+    for replica in live.values() {
+        signal_group(replica.pgid, Signal::SIGTERM);
+    }
+    let deadline = tokio::time::sleep(inner.grace);
+    tokio::pin!(deadline);
+    while !live.is_empty() {
+        tokio::select! {
+            Some(exit) = exits.next() => {
+                if let Some(replica) = live.remove(&exit.pod) {
+                    signal_group(replica.pgid, Signal::SIGKILL); // its own children, if any linger
+                }
+                set_pod(inner, run, &exit.pod, PodUpdate {
+                    phase: Some(PodPhase::Stopped),
+                    exit_code: exit.code,
+                    finished_at: Some(now_ms()),
+                    message: Some(why.to_owned()),
+                    ..Default::default()
+                }).await?;
+            }
+            _ = &mut deadline => {
+                for replica in live.values() {
+                    signal_group(replica.pgid, Signal::SIGKILL);
+                }
+                // Their exits arrive on the next turns.
+                deadline.as_mut().reset(tokio::time::Instant::now() + Duration::from_secs(3600));
+            }
+        }
+    }
+    // Replicas that never started (a failed start stops the loop early).
+    for pod in inner
+        .store
+        .pods(run.job_id)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+    {
+        if pod.phase == PodPhase::Pending {
+            set_pod(
+                inner,
+                run,
+                &pod.name,
+                PodUpdate {
+                    phase: Some(PodPhase::Stopped),
+                    message: Some("Not started because the job failed.".into()),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        }
+    }
+    {
+        let mut logs = inner.log_done.lock().expect("log_done lock");
+        for (pod, _, _) in &pods {
+            logs.remove(&(run.job_id, pod.clone()));
+        }
+    }
+    set_job(inner, run, status, &message).await
+}
