@@ -81,7 +81,7 @@ test("the log console lists pods, follows a log, switches pods, searches and dow
   await console_.getByRole("searchbox", { name: "Search the log" }).fill("step 3");
   await console_.getByLabel("Only matching lines").check();
   await console_.getByRole("button", { name: "Apply" }).click();
-  await expect(page).toHaveURL(/q=step\+3/);
+  await expect(page).toHaveURL(/find=step\+3/);
   await expect(console_.getByTestId("log").locator(".line")).toHaveCount(1);
   await expect(console_.getByTestId("log").locator("mark")).toHaveText("step 3");
 

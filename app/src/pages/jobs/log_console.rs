@@ -1,7 +1,7 @@
 //! The log console docked at the bottom of the Jobs page: the job's pods on
 //! the left, the selected pod's log on the right, following live.
 //!
-//! Its state is the URL (`log`, `pod`, `q`, `only`, `ts`, `wrap`), so a
+//! Its state is the URL (`log`, `pod`, `find`, `only`, `ts`, `wrap`), so a
 //! link reopens the same view, and the toolbar is a GET form that works
 //! without JavaScript. Following and pausing need the page hydrated.
 
@@ -48,7 +48,7 @@ pub fn LogConsole(
         <section class="log-console" aria-label="Log console" data-testid="log-console">
             <header>
                 <strong>{move || format!("Logs · {}", job.get_value())}</strong>
-                <A href=move || params.with(|p| jobs_href(p, &[("log", None), ("pod", None), ("q", None), ("only", None), ("ts", None), ("wrap", None)]))
+                <A href=move || params.with(|p| jobs_href(p, &[("log", None), ("pod", None), ("find", None), ("only", None), ("ts", None), ("wrap", None)]))
                     attr:class="close" attr:aria-label="Close the log console">"×"</A>
             </header>
             <Transition fallback=|| view! { <p class="loading">"Loading pods…"</p> }>
@@ -107,7 +107,7 @@ fn LogPane(job: String, pod: String, tail: String) -> impl IntoView {
             .map(|v| v == "1" || v == "on")
             .unwrap_or(default)
     };
-    let search = Memo::new(move |_| params.with(|p| p.get("q")).unwrap_or_default());
+    let search = Memo::new(move |_| params.with(|p| p.get("find")).unwrap_or_default());
     let only = Memo::new(move |_| flag("only", false));
     let stamps = Memo::new(move |_| flag("ts", false));
     let wrap = Memo::new(move |_| flag("wrap", false));
@@ -161,7 +161,7 @@ fn LogPane(job: String, pod: String, tail: String) -> impl IntoView {
             <form method="GET" action="/jobs" class="log-toolbar">
                 <input type="hidden" name="log" value=job_for_form />
                 <input type="hidden" name="pod" value=pod_for_form />
-                <input type="search" name="q" placeholder="Search the log" value=search.get_untracked() aria-label="Search the log" />
+                <input type="search" name="find" placeholder="Search the log" value=search.get_untracked() aria-label="Search the log" />
                 <label><input type="checkbox" name="only" value="1" checked=only.get_untracked() />"Only matching lines"</label>
                 <label><input type="checkbox" name="ts" value="1" checked=stamps.get_untracked() />"Timestamps"</label>
                 <label><input type="checkbox" name="wrap" value="1" checked=wrap.get_untracked() />"Wrap"</label>
