@@ -368,3 +368,12 @@ async fn sign_in_goes_back_to_the_page_asked_for_and_never_off_site() {
         .await;
     assert_eq!(location(&res), "/jobs");
 }
+
+#[tokio::test]
+async fn a_signed_in_page_fetches_each_piece_of_its_data_once() {
+    let site = site().await;
+    let cookie = site.sign_up("vision").await;
+    let html = text(site.get("/account", Some(&cookie)).await).await;
+    // The current user, the members, the sessions: serialised once each for hydration.
+    assert_eq!(html.matches("__RESOLVED_RESOURCES[").count(), 3);
+}

@@ -18,38 +18,38 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("/account", "Account"),
 ];
 
-/// Frame of every signed-in page. Provides [`Me`] as context to the pages.
+/// The signed-in user, as a resource every page can await.
+pub type CurrentUser = OnceResource<Result<Me, AppError>>;
+
+/// Frame of every signed-in page. Provides [`CurrentUser`] as context.
+///
+/// The page (`Outlet`) is rendered beside, not inside, the Suspense that
+/// waits for the user: inside it, the server rendered every page twice and
+/// fetched each of its resources twice.
 #[component]
 pub fn Layout() -> impl IntoView {
-    let me = OnceResource::new(current_user());
+    let me: CurrentUser = OnceResource::new(current_user());
+    provide_context(me);
     view! {
-        <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+        <Suspense fallback=|| view! { <header class="topbar"></header> }>
             {move || Suspend::new(async move {
                 match me.await {
-                    Ok(me) => {
-                        provide_context(me.clone());
-                        view! {
-                            <TopNav me />
-                            <main class="page">
-                                <Outlet />
-                            </main>
-                        }
-                            .into_any()
-                    }
+                    Ok(me) => view! { <TopNav me /> }.into_any(),
                     Err(AppError::Unauthenticated) => view! { <Redirect path="/login" /> }.into_any(),
                     Err(err) => {
                         view! {
-                            <main class="page">
-                                <p class="banner error" role="alert">
-                                    {err.to_string()}
-                                </p>
-                            </main>
+                            <p class="banner error" role="alert">
+                                {err.to_string()}
+                            </p>
                         }
                             .into_any()
                     }
                 }
             })}
         </Suspense>
+        <main class="page">
+            <Outlet />
+        </main>
     }
 }
 

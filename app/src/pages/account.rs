@@ -5,13 +5,13 @@ use leptos_meta::Title;
 
 use crate::api::accounts::{members, sessions, RevokeSession};
 use crate::components::form::{last_error, FormError};
+use crate::components::layout::CurrentUser;
 use crate::models::time::format_utc;
-use crate::models::Me;
 
 /// The Account page.
 #[component]
 pub fn AccountPage() -> impl IntoView {
-    let me = expect_context::<Me>();
+    let me = expect_context::<CurrentUser>();
     let revoke = ServerAction::<RevokeSession>::new();
     let error = Signal::derive(last_error(revoke));
     let members = Resource::new(|| (), |_| members());
@@ -19,18 +19,27 @@ pub fn AccountPage() -> impl IntoView {
     view! {
         <Title text="Account" />
         <h1>"Account"</h1>
-        <dl class="facts">
-            <dt>"Account"</dt>
-            <dd data-testid="account-name">{me.account.name.clone()}</dd>
-            <dt>"Cluster namespace"</dt>
-            <dd>
-                <code>{me.account.namespace.clone()}</code>
-            </dd>
-            <dt>"You"</dt>
-            <dd>{format!("{} ({})", me.email, me.role.as_str())}</dd>
-            <dt>"Created"</dt>
-            <dd>{format_utc(me.account.created_at)}</dd>
-        </dl>
+        <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                me.await
+                    .map(|me| {
+                        view! {
+                            <dl class="facts">
+                                <dt>"Account"</dt>
+                                <dd data-testid="account-name">{me.account.name.clone()}</dd>
+                                <dt>"Cluster namespace"</dt>
+                                <dd>
+                                    <code>{me.account.namespace.clone()}</code>
+                                </dd>
+                                <dt>"You"</dt>
+                                <dd>{format!("{} ({})", me.email, me.role.as_str())}</dd>
+                                <dt>"Created"</dt>
+                                <dd>{format_utc(me.account.created_at)}</dd>
+                            </dl>
+                        }
+                    })
+            })}
+        </Suspense>
 
         <h2>"Members"</h2>
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
