@@ -14,7 +14,6 @@ use app::models::{
     Account, Job, JobQuery, JobSort, JobSpec, JobStatus, LogRequest, PodPhase, Resources,
 };
 use app::ports::Cluster;
-use futures_util::StreamExt;
 use server::jobs::JobStore;
 use server::local::LocalCluster;
 
@@ -115,12 +114,7 @@ async fn log_text(
     pod: &str,
     request: LogRequest,
 ) -> String {
-    let mut stream = h.cluster.log(account, job, pod, request).await.unwrap();
-    let mut out = Vec::new();
-    while let Some(chunk) = stream.next().await {
-        out.extend_from_slice(&chunk.unwrap());
-    }
-    String::from_utf8(out).unwrap()
+    common::log_text(h.cluster.as_ref(), account, job, pod, request).await
 }
 
 fn whole_log() -> LogRequest {
@@ -275,18 +269,7 @@ async fn stopping_a_job_ends_every_process_it_started(h: Harness) {
     assert_eq!((running.ps.ready, running.trainers.ready), (1, 2));
     let mut children = Vec::new();
     for pod in ["ps-0", "trainer-0", "trainer-1"] {
-        let start = Instant::now();
-        let pid = loop {
-            let log = log_text(&h, &h.ann, "long", pod, whole_log()).await;
-            if let Some(pid) = log.lines().find_map(|l| l.strip_prefix("child ")) {
-                break pid.trim().parse::<i32>().unwrap();
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "{pod} printed no child"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
+        let pid = common::printed_child(h.cluster.as_ref(), &h.ann, "long", pod).await;
         assert!(common::alive(pid));
         children.push(pid);
     }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use app::models::{Account, JobSpec, JobStatus, LogRequest, PodPhase, Resources};
 use app::ports::Cluster;
@@ -39,23 +39,7 @@ fn a_restart_marks_running_jobs_failed_and_kills_what_is_left_of_them() {
             trainer: Resources::default(),
         };
         cluster.submit(&account, spec).await.unwrap();
-        let start = Instant::now();
-        let child = loop {
-            let mut log = cluster
-                .log(&account, "survivor", "trainer-0", LogRequest { tail: None, follow: false, timestamps: false })
-                .await
-                .unwrap();
-            let mut text = Vec::new();
-            while let Some(chunk) = log.next().await {
-                text.extend_from_slice(&chunk.unwrap());
-            }
-            let text = String::from_utf8(text).unwrap();
-            if let Some(pid) = text.lines().find_map(|l| l.strip_prefix("child ")) {
-                break pid.trim().parse::<i32>().unwrap();
-            }
-            assert!(start.elapsed() < Duration::from_secs(10));
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
+        let child = common::printed_child(&cluster, &account, "survivor", "trainer-0").await;
         (account, child)
     });
     first.shutdown_background();

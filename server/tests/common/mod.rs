@@ -101,3 +101,47 @@ pub fn alive(pid: i32) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// A pod's whole log as text, read through the `Cluster` port.
+pub async fn log_text(
+    cluster: &dyn app::ports::Cluster,
+    account: &app::models::Account,
+    job: &str,
+    pod: &str,
+    request: app::models::LogRequest,
+) -> String {
+    use futures_util::StreamExt;
+    let mut stream = cluster.log(account, job, pod, request).await.unwrap();
+    let mut out = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        out.extend_from_slice(&chunk.unwrap());
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// Waits (up to 10 s) for a pod to print `child PID`, the pid of a
+/// background process its script started, and returns that pid.
+pub async fn printed_child(
+    cluster: &dyn app::ports::Cluster,
+    account: &app::models::Account,
+    job: &str,
+    pod: &str,
+) -> i32 {
+    let start = std::time::Instant::now();
+    loop {
+        let request = app::models::LogRequest {
+            tail: None,
+            follow: false,
+            timestamps: false,
+        };
+        let log = log_text(cluster, account, job, pod, request).await;
+        if let Some(pid) = log.lines().find_map(|l| l.strip_prefix("child ")) {
+            return pid.trim().parse().unwrap();
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "{pod} printed no child"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -8,7 +8,7 @@ use super::jobs_href;
 use crate::api::jobs::{DeleteJob, StopJob};
 use crate::error::AppError;
 use crate::models::time::{format_age, format_utc};
-use crate::models::{Job, JobPage, JobStatus, RoleCounts};
+use crate::models::{Job, JobPage, RoleCounts};
 
 fn ratio(c: RoleCounts) -> String {
     format!("{}/{}", c.ready, c.total)
@@ -128,7 +128,7 @@ fn JobRow(
             <td>{job.cluster.clone()}</td>
             <td class="actions">
                 <A href=log_href>"Log"</A>
-                {if status == JobStatus::Pending || status == JobStatus::Running {
+                {if status.is_active() {
                     view! {
                         <ActionForm action=stop>
                             <input type="hidden" name="name" value=name.clone() />
