@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use app::error::AppError;
 use app::models::{namespace_for, Account, Me, Member, Role, SessionInfo, SignInForm, SignUpForm};
-use app::ports::{Accounts, NewSession, Principal};
+use app::ports::{Accounts, Credential, NewSession, Principal};
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
 use async_trait::async_trait;
@@ -34,7 +34,7 @@ impl SqlAccounts {
 }
 
 /// Logs a database failure and hides it from the caller.
-fn internal(context: &'static str) -> impl FnOnce(sqlx::Error) -> AppError {
+pub(crate) fn internal(context: &'static str) -> impl FnOnce(sqlx::Error) -> AppError {
     move |err| {
         tracing::error!(error = %err, "{context}");
         AppError::Internal
@@ -91,25 +91,26 @@ async fn decoy_hash() -> String {
     DECOY.get_or_init(|| hash).clone()
 }
 
-fn random_token() -> String {
+pub(crate) fn random_token() -> String {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).expect("the operating system's random source failed");
     hex::encode(bytes)
 }
 
-fn token_hash(token: &str) -> String {
+pub(crate) fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
 /// The columns every "who is this" query selects, in this order.
-type UserRow = (i64, String, String, i64, String, String, i64);
+pub(crate) type UserRow = (i64, String, String, i64, String, String, i64);
 macro_rules! user_columns {
     () => {
         "u.id, u.email, u.role, a.id, a.name, a.namespace, a.created_at"
     };
 }
+pub(crate) use user_columns;
 
-fn me_from(row: UserRow) -> Me {
+pub(crate) fn me_from(row: UserRow) -> Me {
     let (user_id, email, role, account_id, name, namespace, created_at) = row;
     Me {
         user_id,
@@ -263,7 +264,7 @@ impl Accounts for SqlAccounts {
         }
         Ok(Some(Principal {
             me: me_from((u, e, r, ai, an, ans, ac)),
-            session_id,
+            credential: Credential::Session(session_id),
         }))
     }
 
@@ -295,7 +296,7 @@ impl Accounts for SqlAccounts {
                     last_seen_at,
                     expires_at,
                     user_agent,
-                    current: id == who.session_id,
+                    current: who.is_session(id),
                 },
             )
             .collect())

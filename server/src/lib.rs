@@ -1,7 +1,9 @@
 //! The `paddlecloud` server: configuration, the database and the adapters that
 //! implement `app::ports`, and the HTTP surface.
 
+pub mod access_keys;
 pub mod accounts;
+pub mod api_client;
 pub mod cli;
 pub mod db;
 pub mod http;

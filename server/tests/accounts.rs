@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use app::error::AppError;
 use app::models::{Role, SignInForm, SignUpForm};
-use app::ports::Accounts;
+use app::ports::{Accounts, Credential};
 use common::TestDb;
 use server::accounts::SqlAccounts;
 
@@ -234,12 +234,15 @@ async fn a_user_revokes_their_other_sessions_but_never_someone_elses(db: TestDb)
         ["Desk"]
     );
 
-    let eve_id = accounts
+    let Credential::Session(eve_id) = accounts
         .resolve_session(&eves.token)
         .await
         .unwrap()
         .unwrap()
-        .session_id;
+        .credential
+    else {
+        panic!("a cookie resolves to a session")
+    };
     assert_eq!(
         accounts
             .revoke_session(&ann_desk, eve_id)

@@ -95,7 +95,7 @@ pub async fn sessions() -> Result<Vec<SessionInfo>, AppError> {
 pub async fn revoke_session(id: i64) -> Result<(), AppError> {
     let who = principal()?;
     services()?.accounts.revoke_session(&who, id).await?;
-    if id == who.session_id {
+    if who.is_session(id) {
         set_session_cookie("", 0)?;
         leptos_axum::redirect("/login");
     }

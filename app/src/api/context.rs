@@ -56,6 +56,28 @@ fn secure(parts: &Parts, services: &Services) -> bool {
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"))
 }
 
+/// The console's own URL as the caller reached it (`https://` behind a TLS
+/// proxy), e.g. for the credentials file a key is handed out in.
+pub fn site_url(parts: &Parts) -> String {
+    let https = parts
+        .headers
+        .get("x-forwarded-proto")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
+    let host = parts
+        .headers
+        .get("x-forwarded-host")
+        .or_else(|| parts.headers.get(http::header::HOST))
+        .and_then(|v| v.to_str().ok())
+        .filter(|h| {
+            !h.is_empty()
+                && h.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+        })
+        .or_else(|| parts.uri.authority().map(|a| a.as_str()))
+        .unwrap_or("127.0.0.1:3000");
+    format!("{}://{host}", if https { "https" } else { "http" })
+}
+
 /// Adds `Set-Cookie` for the session (an empty value and `max_age_secs == 0` clears it).
 pub fn set_session_cookie(token: &str, max_age_secs: i64) -> Result<(), AppError> {
     let parts = request_parts()?;

@@ -1,5 +1,6 @@
 //! Server functions: thin calls from the UI into the ports.
 
+pub mod access_keys;
 pub mod accounts;
 #[cfg(feature = "ssr")]
 pub mod context;

@@ -17,6 +17,7 @@ pub const NAMESPACE_PREFIX: &str = "pc-";
 /// What a user may do in an account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub enum Role {
     /// Created the account; manages members, quota and settings.
     Owner,
@@ -45,6 +46,7 @@ impl Role {
 
 /// A tenant: owns one cluster namespace, has users.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Account {
     /// Database id.
     pub id: i64,
@@ -58,6 +60,7 @@ pub struct Account {
 
 /// The signed-in user as the UI sees them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Me {
     /// Database id of the user.
     pub user_id: i64,

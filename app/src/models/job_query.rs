@@ -13,6 +13,7 @@ pub const MAX_PER_PAGE: u32 = 200;
 /// Columns the table sorts by.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub enum JobSort {
     /// Newest first (the default).
     #[default]
@@ -113,6 +114,7 @@ impl JobQuery {
 
 /// One page of the job table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct JobPage {
     /// The rows.
     pub jobs: Vec<Job>,
@@ -163,7 +165,8 @@ pub fn ms_to_date(ms: i64) -> String {
         .unwrap_or_default()
 }
 
-const DAY_MS: i64 = 24 * 3600 * 1000;
+/// One day in milliseconds: a `to` date includes its whole day.
+pub const DAY_MS: i64 = 24 * 3600 * 1000;
 
 impl JobQuery {
     /// Reads the URL's parameters (`status`, `q`, `from`, `to` as dates with

@@ -14,6 +14,7 @@ pub const MAX_JOB_NAME_LEN: usize = 50;
 /// The two roles of a PaddlePaddle parameter-server job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub enum JobRole {
     /// Holds the parameters (`TRAINING_ROLE=PSERVER`).
     Pserver,
@@ -58,6 +59,7 @@ impl JobRole {
 
 /// What one replica of a role asks for, as Kubernetes quantities.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Resources {
     /// CPU, e.g. `500m` or `2`.
     pub cpu: String,
@@ -113,6 +115,7 @@ impl Resources {
 
 /// One environment variable for every replica.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct EnvVar {
     /// Name, e.g. `FLAGS_rpc_deadline`.
     pub name: String,
@@ -124,6 +127,7 @@ pub struct EnvVar {
 /// `create_cloud_job(name, num_trainer, mem_per_trainer, gpu_per_trainer,
 /// cpu_per_trainer, num_ps, mem_per_ps, cpu_per_ps)` plus the program to run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct JobSpec {
     /// DNS-1123 label, unique in the account.
     pub name: String,
@@ -264,6 +268,7 @@ pub fn validate_job_name(name: &str) -> Result<(), AppError> {
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub enum JobStatus {
     /// Accepted; replicas are starting.
     Pending,
@@ -323,6 +328,7 @@ impl JobStatus {
 /// Where a replica is in its life (named like Kubernetes pod phases).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub enum PodPhase {
     /// Not started yet.
     Pending,
@@ -369,6 +375,7 @@ impl PodPhase {
 
 /// One replica of a job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Pod {
     /// `ps-0`, `trainer-2`.
     pub name: String,
@@ -390,6 +397,7 @@ pub struct Pod {
 
 /// Replicas of one role: how many run, of how many.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct RoleCounts {
     /// Running now.
     pub ready: u32,
@@ -403,6 +411,7 @@ pub struct RoleCounts {
 
 /// A job as the table and the API show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Job {
     /// Unique in the account.
     pub name: String,

@@ -1,6 +1,7 @@
 //! Plain serde types shared by browser and server. Database rows and cluster
 //! objects are mapped into these at the edge, in `server/`.
 
+pub mod access_key;
 pub mod account;
 pub mod job_form;
 pub mod job_query;
@@ -8,6 +9,7 @@ pub mod jobs;
 pub mod quantity;
 pub mod time;
 
+pub use access_key::*;
 pub use account::*;
 pub use job_form::*;
 pub use job_query::*;

@@ -1,8 +1,9 @@
-//! `/account`: the account, its members, and the user's signed-in sessions.
+//! `/account`: the account, its members, the user's access keys and signed-in sessions.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+use super::access_keys::AccessKeys;
 use crate::api::accounts::{members, sessions, RevokeSession};
 use crate::components::form::{last_error, FormError};
 use crate::components::layout::CurrentUser;
@@ -75,6 +76,8 @@ pub fn AccountPage() -> impl IntoView {
                     })
             })}
         </Suspense>
+
+        <AccessKeys />
 
         <h2>"Signed-in sessions"</h2>
         <p class="hint">"Revoke a session to sign that browser or client out at once."</p>

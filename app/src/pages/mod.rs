@@ -1,5 +1,6 @@
 //! One module per page.
 
+pub mod access_keys;
 pub mod account;
 pub mod auth;
 pub mod jobs;

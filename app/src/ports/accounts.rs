@@ -11,8 +11,24 @@ use crate::models::{Me, Member, SessionInfo, SignInForm, SignUpForm};
 pub struct Principal {
     /// The user and the account they act in.
     pub me: Me,
-    /// The session that authenticated this request.
-    pub session_id: i64,
+    /// What authenticated this request.
+    pub credential: Credential,
+}
+
+/// How a request proved who it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// A browser's session cookie (the session's id).
+    Session(i64),
+    /// An access key in `Authorization: Bearer` (the key's id).
+    AccessKey(i64),
+}
+
+impl Principal {
+    /// Whether `session_id` is the session making this request.
+    pub fn is_session(&self, session_id: i64) -> bool {
+        self.credential == Credential::Session(session_id)
+    }
 }
 
 /// A freshly created session: the secret goes into the cookie once and is

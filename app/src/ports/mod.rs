@@ -2,11 +2,13 @@
 //! as traits. `server/` implements them (SQL store, cluster backends) and puts
 //! one [`Services`] into every request's context.
 
+mod access_keys;
 mod accounts;
 mod cluster;
 
 use std::sync::Arc;
 
+pub use access_keys::*;
 pub use accounts::*;
 pub use cluster::*;
 
@@ -15,6 +17,8 @@ pub use cluster::*;
 pub struct Services {
     /// Accounts, users and sessions.
     pub accounts: Arc<dyn Accounts>,
+    /// Access keys for the REST API.
+    pub access_keys: Arc<dyn AccessKeys>,
     /// Where jobs run: the local executor or Kubernetes.
     pub cluster: Arc<dyn Cluster>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.

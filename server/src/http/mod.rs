@@ -3,6 +3,7 @@
 
 mod api_error;
 mod events;
+mod keys;
 mod rest;
 mod session;
 mod status;
@@ -43,7 +44,8 @@ pub fn router(state: AppState) -> Router {
     let console = Router::new()
         .route("/events/jobs", get(events::jobs))
         .route("/events/log", get(events::log))
-        .route("/api/v1/jobs/{job}/pods/{pod}/log", get(rest::pod_log))
+        .route("/account/keys", axum::routing::post(keys::create))
+        .merge(rest::router())
         .route(
             "/api/{*fn_name}",
             get(server_fn_handler).post(server_fn_handler),

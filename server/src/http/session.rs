@@ -4,12 +4,15 @@
 use std::sync::Arc;
 
 use app::api::context::session_token;
+use app::error::AppError;
 use app::ports::Services;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use http::{Method, StatusCode};
 use leptos_axum::AxumRouteListing;
+
+use super::api_error::ApiError;
 
 /// Pages anyone may open; every other page of the app needs a session.
 const PUBLIC_PAGES: &[&str] = &["/login", "/signup"];
@@ -21,6 +24,20 @@ pub async fn resolve_session(
     next: Next,
 ) -> Response {
     let (mut parts, body) = request.into_parts();
+    if parts.uri.path().starts_with("/api/v1/") {
+        if let Some(key) = bearer_key(&parts) {
+            return match services.access_keys.resolve_key(key).await {
+                Ok(Some(principal)) => {
+                    parts.extensions.insert(principal);
+                    next.run(Request::from_parts(parts, body)).await
+                }
+                // A wrong key is an error even where no key is needed: the
+                // script would otherwise learn of it only later, and puzzlingly.
+                Ok(None) => ApiError(AppError::Unauthenticated).into_response(),
+                Err(err) => ApiError(err).into_response(),
+            };
+        }
+    }
     if let Some(token) = session_token(&parts) {
         match services.accounts.resolve_session(&token).await {
             Ok(Some(principal)) => {
@@ -38,6 +55,17 @@ pub async fn resolve_session(
     }
     request = Request::from_parts(parts, body);
     next.run(request).await
+}
+
+/// The key in `Authorization: Bearer <key>`, if the header is there.
+fn bearer_key(parts: &http::request::Parts) -> Option<&str> {
+    let value = parts
+        .headers
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, key) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| key.trim())
 }
 
 /// The app's page paths, split into those that need a session and those that do not.

@@ -3,6 +3,8 @@
 //! (`scripts/with-postgres.sh` starts one; `make test` always does).
 #![allow(dead_code)]
 
+pub mod site;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use sqlx::AnyPool;

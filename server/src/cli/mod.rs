@@ -1,4 +1,7 @@
-//! The `paddlecloud` command line.
+//! The `paddlecloud` command line: `serve`, `admin …`, and the commands that
+//! talk to a running console (`submit`, `jobs`, `logs`, `stop`, `delete`).
+
+mod remote;
 
 use std::io::BufRead;
 use std::net::SocketAddr;
@@ -7,10 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use app::models::SignUpForm;
+use app::models::{Credentials, SignUpForm};
 use app::ports::{Accounts, Services};
 use clap::{Args, Parser, Subcommand};
 
+pub use self::remote::{JobNameArgs, JobsArgs, LogsArgs, RemoteArgs, SubmitArgs};
+use crate::access_keys::SqlAccessKeys;
 use crate::accounts::SqlAccounts;
 use crate::db;
 use crate::http::{router, AppState};
@@ -37,6 +42,17 @@ pub enum Command {
         #[command(subcommand)]
         command: AdminCommand,
     },
+    /// Submit a training job to a console, e.g.
+    /// `paddlecloud submit mnist --ps 1 --trainers 2 -- python train.py`.
+    Submit(SubmitArgs),
+    /// List your account's jobs.
+    Jobs(JobsArgs),
+    /// Print a pod's log (`-f` to follow it).
+    Logs(LogsArgs),
+    /// Stop a job (its record and logs stay).
+    Stop(JobNameArgs),
+    /// Delete a job and its logs.
+    Delete(JobNameArgs),
 }
 
 /// Administrative subcommands.
@@ -44,6 +60,8 @@ pub enum Command {
 pub enum AdminCommand {
     /// Create an account and its owner (same rules as the sign-up form).
     CreateAccount(CreateAccountArgs),
+    /// Create an access key for a user and print it (or write a credentials file).
+    CreateKey(CreateKeyArgs),
 }
 
 /// Where the console keeps its state.
@@ -107,14 +125,51 @@ pub struct CreateAccountArgs {
     pub storage: StorageArgs,
 }
 
+/// `paddlecloud admin create-key`.
+#[derive(Debug, Clone, Args)]
+pub struct CreateKeyArgs {
+    /// The account.
+    #[arg(long)]
+    pub account: String,
+    /// The user's email.
+    #[arg(long)]
+    pub user: String,
+    /// What to call the key (shown on the Account page).
+    #[arg(long, default_value = "created by paddlecloud admin")]
+    pub name: String,
+    /// Write a credentials file (mode 0600) here instead of printing the key;
+    /// needs `--server`.
+    #[arg(long, requires = "server")]
+    pub credentials_out: Option<PathBuf>,
+    /// The console's URL to put in the credentials file.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Storage settings.
+    #[command(flatten)]
+    pub storage: StorageArgs,
+}
+
 /// Runs the parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve(args).await,
-        Command::Admin {
-            command: AdminCommand::CreateAccount(args),
-        } => create_account(args).await,
+        Command::Admin { command } => match command {
+            AdminCommand::CreateAccount(args) => create_account(args).await,
+            AdminCommand::CreateKey(args) => create_key(args).await,
+        },
+        // Blocking HTTP (ureq): off the async workers.
+        Command::Submit(args) => blocking(move || remote::submit(args)).await,
+        Command::Jobs(args) => blocking(move || remote::jobs(args)).await,
+        Command::Logs(args) => blocking(move || remote::logs(args)).await,
+        Command::Stop(args) => blocking(move || remote::stop(args)).await,
+        Command::Delete(args) => blocking(move || remote::delete(args)).await,
     }
+}
+
+async fn blocking(
+    work: impl FnOnce() -> anyhow::Result<()> + Send + 'static,
+) -> anyhow::Result<()> {
+    tokio::task::spawn_blocking(work).await?
 }
 
 fn init_logging(format: &str) -> anyhow::Result<()> {
@@ -158,7 +213,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     .await
     .map_err(|err| anyhow::anyhow!("starting the local executor: {err}"))?;
     let services = Services {
-        accounts: SqlAccounts::new(pool),
+        accounts: SqlAccounts::new(pool.clone()),
+        access_keys: SqlAccessKeys::new(pool),
         cluster: Arc::new(cluster),
         secure_cookies: args.secure_cookies,
     };
@@ -190,6 +246,44 @@ async fn shutdown_signal() {
     };
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
     tracing::info!("shutting down");
+}
+
+async fn create_key(args: CreateKeyArgs) -> anyhow::Result<()> {
+    let pool = db::connect(&args.storage.database_url()).await?;
+    let created = SqlAccessKeys::new(pool)
+        .create_for(&args.account, &args.user, &args.name)
+        .await
+        .map_err(|err| anyhow::anyhow!("{err}"))?;
+    let (Some(path), Some(server)) = (args.credentials_out, args.server) else {
+        println!("{}", created.key);
+        return Ok(());
+    };
+    let credentials = Credentials {
+        server,
+        account: args.account.trim().to_ascii_lowercase(),
+        user: args.user.trim().to_lowercase(),
+        key: created.key,
+    };
+    write_private(&path, &credentials.to_json())
+        .with_context(|| format!("writing {}", path.display()))?;
+    println!("wrote {} (key {}…)", path.display(), created.info.prefix);
+    Ok(())
+}
+
+/// Writes a file only its owner can read: it holds a secret.
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(text.as_bytes())
 }
 
 async fn create_account(args: CreateAccountArgs) -> anyhow::Result<()> {

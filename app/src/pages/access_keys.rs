@@ -1,0 +1,149 @@
+//! The Account page's access keys: create one (its secret shown once, with
+//! the credentials file the CLI and the SDK read), list them with when they
+//! were last used, revoke them.
+//!
+//! Creating works without JavaScript too: the form then posts to
+//! `/account/keys`, which answers with `credentials.json` as a download.
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::access_keys::{access_keys, CreateAccessKey, RevokeAccessKey};
+use crate::components::form::{last_error, FieldError, FormError};
+use crate::error::AppError;
+use crate::models::time::format_utc;
+use crate::models::{CREDENTIALS_FILE, MAX_KEY_NAME_LEN};
+
+/// Query parameter the no-JavaScript create route reports a refused name in.
+pub const KEY_ERROR_PARAM: &str = "key_error";
+
+/// The access keys section.
+#[component]
+pub fn AccessKeys() -> impl IntoView {
+    let create = ServerAction::<CreateAccessKey>::new();
+    let revoke = ServerAction::<RevokeAccessKey>::new();
+    let keys = Resource::new(
+        move || (create.version().get(), revoke.version().get()),
+        |_| access_keys(),
+    );
+    let params = use_query_map();
+    let created_error = last_error(create);
+    let revoke_error = Signal::derive(last_error(revoke));
+    let error = Signal::derive(move || {
+        created_error().or_else(|| {
+            params
+                .with(|p| p.get(KEY_ERROR_PARAM))
+                .map(|message| AppError::invalid("name", message))
+        })
+    });
+    let name = RwSignal::new(String::new());
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        create.dispatch(CreateAccessKey {
+            name: name.get_untracked(),
+        });
+    };
+    view! {
+        <h2 id="keys">"Access keys"</h2>
+        <p class="hint">
+            "For the " <code>"paddlecloud"</code> " command line, the Python SDK and scripts ("
+            <code>"Authorization: Bearer <key>"</code>
+            "). Creating a key downloads " <code>{CREDENTIALS_FILE}</code>
+            ": save it as " <code>"~/.config/paddlecloud/credentials.json"</code>
+            ". The key is shown only once; revoke it here if it leaks."
+        </p>
+        <form method="post" action="/account/keys" class="inline-form" on:submit=on_submit>
+            <label for="key-name">"Key name"</label>
+            <input
+                id="key-name"
+                name="name"
+                placeholder="laptop"
+                maxlength=MAX_KEY_NAME_LEN
+                prop:value=move || name.get()
+                on:input=move |ev| name.set(event_target_value(&ev))
+            />
+            <button type="submit" disabled=move || create.pending().get()>
+                "Create key"
+            </button>
+            <FieldError error field="name" />
+        </form>
+        {move || {
+            create
+                .value()
+                .get()
+                .and_then(Result::ok)
+                .map(|credentials| {
+                    view! {
+                        <div class="banner ok new-key" data-testid="new-key" role="status">
+                            <p>
+                                "Key created. Copy it now: it is not shown again."
+                            </p>
+                            <code class="secret">{credentials.key.clone()}</code>
+                            <p>
+                                <a
+                                    class="button"
+                                    href=credentials.data_url()
+                                    download=CREDENTIALS_FILE
+                                >
+                                    "Download " {CREDENTIALS_FILE}
+                                </a>
+                            </p>
+                        </div>
+                    }
+                })
+        }}
+        <FormError error=revoke_error />
+        <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                keys.await
+                    .map(|rows| {
+                        if rows.is_empty() {
+                            return view! { <p class="empty">"No access keys yet."</p> }
+                                .into_any();
+                        }
+                        view! {
+                            <table class="grid" data-testid="access-keys">
+                                <thead>
+                                    <tr>
+                                        <th>"Name"</th>
+                                        <th>"Key"</th>
+                                        <th>"Created"</th>
+                                        <th>"Last used"</th>
+                                        <th></th>
+                                    </tr>
+                                </thead>
+                                <tbody>
+                                    {rows
+                                        .into_iter()
+                                        .map(|k| {
+                                            view! {
+                                                <tr>
+                                                    <td>{k.name}</td>
+                                                    <td>
+                                                        <code>{format!("{}…", k.prefix)}</code>
+                                                    </td>
+                                                    <td>{format_utc(k.created_at)}</td>
+                                                    <td>
+                                                        {k.last_used_at.map_or_else(|| "never".to_owned(), format_utc)}
+                                                    </td>
+                                                    <td>
+                                                        <ActionForm action=revoke>
+                                                            <input type="hidden" name="id" value=k.id />
+                                                            <button type="submit" class="danger small">
+                                                                "Revoke"
+                                                            </button>
+                                                        </ActionForm>
+                                                    </td>
+                                                </tr>
+                                            }
+                                        })
+                                        .collect_view()}
+                                </tbody>
+                            </table>
+                        }
+                            .into_any()
+                    })
+            })}
+        </Transition>
+    }
+}

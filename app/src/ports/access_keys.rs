@@ -1,0 +1,21 @@
+//! Access keys for the REST API.
+
+use async_trait::async_trait;
+
+use crate::error::AppError;
+use crate::models::{AccessKeyInfo, Me, NewAccessKey};
+
+use super::Principal;
+
+/// Access keys: created and revoked by their user, stored only as hashes.
+#[async_trait]
+pub trait AccessKeys: Send + Sync {
+    /// Creates a key for `me`; the secret is in the result and nowhere else.
+    async fn create_key(&self, me: &Me, name: &str) -> Result<NewAccessKey, AppError>;
+    /// The caller's own keys, newest first.
+    async fn keys(&self, who: &Principal) -> Result<Vec<AccessKeyInfo>, AppError>;
+    /// Revokes one of the caller's keys; another user's is "not found".
+    async fn revoke_key(&self, who: &Principal, id: i64) -> Result<(), AppError>;
+    /// The principal behind a key, if it exists; records that it was used.
+    async fn resolve_key(&self, key: &str) -> Result<Option<Principal>, AppError>;
+}

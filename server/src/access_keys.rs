@@ -1,0 +1,186 @@
+//! [`app::ports::AccessKeys`] on the SQL database. A key is 32 random bytes
+//! (hex, behind [`ACCESS_KEY_PREFIX`]); only its SHA-256 hash is stored, which
+//! is enough for a secret with that much entropy and keeps look-ups one index probe.
+
+use std::sync::Arc;
+
+use app::error::AppError;
+use app::models::{
+    validate_key_name, AccessKeyInfo, Me, NewAccessKey, ACCESS_KEY_PREFIX, SHOWN_PREFIX_LEN,
+};
+use app::ports::{AccessKeys, Credential, Principal};
+use async_trait::async_trait;
+use sqlx::AnyPool;
+
+use crate::accounts::{internal, me_from, random_token, token_hash, user_columns, UserRow};
+use crate::time::now_ms;
+
+/// `last_used_at` is written at most this often per key, so that a script
+/// polling the API does not turn every read into a write.
+const TOUCH_EVERY_MS: i64 = 60 * 1000;
+
+/// Access keys in the console's database.
+pub struct SqlAccessKeys {
+    pool: AnyPool,
+}
+
+impl SqlAccessKeys {
+    /// Wraps a migrated pool.
+    pub fn new(pool: AnyPool) -> Arc<Self> {
+        Arc::new(Self { pool })
+    }
+
+    /// For `paddlecloud admin create-key`: a key for the user `email` of `account`.
+    pub async fn create_for(
+        &self,
+        account: &str,
+        email: &str,
+        name: &str,
+    ) -> Result<NewAccessKey, AppError> {
+        let row: Option<UserRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            user_columns!(),
+            " FROM users u JOIN accounts a ON a.id = u.account_id \
+             WHERE a.name = $1 AND u.email = $2"
+        ))
+        .bind(account.trim().to_ascii_lowercase())
+        .bind(email.trim().to_lowercase())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(internal("look up key owner"))?;
+        let me = row
+            .map(me_from)
+            .ok_or_else(|| AppError::not_found(format!("User {email} in account {account}")))?;
+        self.create_key(&me, name).await
+    }
+}
+
+fn is_well_formed(key: &str) -> bool {
+    key.strip_prefix(ACCESS_KEY_PREFIX)
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+#[async_trait]
+impl AccessKeys for SqlAccessKeys {
+    async fn create_key(&self, me: &Me, name: &str) -> Result<NewAccessKey, AppError> {
+        let name = validate_key_name(name)?;
+        let key = format!("{ACCESS_KEY_PREFIX}{}", random_token());
+        let prefix = key[..SHOWN_PREFIX_LEN].to_owned();
+        let created_at = now_ms();
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO access_keys (token_hash, prefix, name, user_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5) RETURNING id",
+        )
+        .bind(token_hash(&key))
+        .bind(&prefix)
+        .bind(&name)
+        .bind(me.user_id)
+        .bind(created_at)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(internal("insert access key"))?;
+        tracing::info!(account = %me.account.name, user = %me.email, key_id = id, "access key created");
+        Ok(NewAccessKey {
+            key,
+            info: AccessKeyInfo {
+                id,
+                name,
+                prefix,
+                created_at,
+                last_used_at: None,
+            },
+        })
+    }
+
+    async fn keys(&self, who: &Principal) -> Result<Vec<AccessKeyInfo>, AppError> {
+        let rows: Vec<(i64, String, String, i64, Option<i64>)> = sqlx::query_as(
+            "SELECT id, name, prefix, created_at, last_used_at FROM access_keys \
+             WHERE user_id = $1 ORDER BY created_at DESC, id DESC",
+        )
+        .bind(who.me.user_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("list access keys"))?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(id, name, prefix, created_at, last_used_at)| AccessKeyInfo {
+                    id,
+                    name,
+                    prefix,
+                    created_at,
+                    last_used_at,
+                },
+            )
+            .collect())
+    }
+
+    async fn revoke_key(&self, who: &Principal, id: i64) -> Result<(), AppError> {
+        let done = sqlx::query("DELETE FROM access_keys WHERE id = $1 AND user_id = $2")
+            .bind(id)
+            .bind(who.me.user_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("revoke access key"))?;
+        if done.rows_affected() == 0 {
+            return Err(AppError::not_found("Access key"));
+        }
+        tracing::info!(account = %who.me.account.name, user = %who.me.email, key_id = id, "access key revoked");
+        Ok(())
+    }
+
+    async fn resolve_key(&self, key: &str) -> Result<Option<Principal>, AppError> {
+        if !is_well_formed(key) {
+            return Ok(None);
+        }
+        let row: Option<(
+            i64,
+            Option<i64>,
+            i64,
+            String,
+            String,
+            i64,
+            String,
+            String,
+            i64,
+        )> = sqlx::query_as(concat!(
+            "SELECT k.id, k.last_used_at, ",
+            user_columns!(),
+            " FROM access_keys k JOIN users u ON u.id = k.user_id \
+                 JOIN accounts a ON a.id = u.account_id WHERE k.token_hash = $1"
+        ))
+        .bind(token_hash(key))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(internal("look up access key"))?;
+        let Some((key_id, last_used, u, e, r, ai, an, ans, ac)) = row else {
+            return Ok(None);
+        };
+        let now = now_ms();
+        if last_used.is_none_or(|t| now - t > TOUCH_EVERY_MS) {
+            sqlx::query("UPDATE access_keys SET last_used_at = $1 WHERE id = $2")
+                .bind(now)
+                .bind(key_id)
+                .execute(&self.pool)
+                .await
+                .map_err(internal("touch access key"))?;
+        }
+        Ok(Some(Principal {
+            me: me_from((u, e, r, ai, an, ans, ac)),
+            credential: Credential::AccessKey(key_id),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_prefixed_64_hex_digit_keys_are_looked_up() {
+        assert!(is_well_formed(&format!("pck_{}", "a1".repeat(32))));
+        assert!(!is_well_formed(&"a1".repeat(32)));
+        assert!(!is_well_formed("pck_short"));
+        assert!(!is_well_formed(&format!("pck_{}", "zz".repeat(32))));
+    }
+}

@@ -1,0 +1,355 @@
+//! The commands that talk to a running console over its REST API:
+//! `paddlecloud submit|jobs|logs|stop|delete`.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use app::models::time::format_age;
+use app::models::{EnvVar, Job, JobSort, JobSpec, JobStatus, Resources};
+use clap::Args;
+
+use crate::api_client::{credentials_path, ApiClient};
+
+/// Which console, as whom.
+#[derive(Debug, Clone, Args)]
+pub struct RemoteArgs {
+    /// Credentials file (server, account, user, key), as downloaded from the Account page.
+    /// Default: `~/.config/paddlecloud/credentials.json`.
+    #[arg(long, env = "PADDLECLOUD_CREDENTIALS")]
+    pub credentials: Option<PathBuf>,
+    /// The console's URL, overriding the credentials file's.
+    #[arg(long, env = "PADDLECLOUD_SERVER")]
+    pub server: Option<String>,
+}
+
+impl RemoteArgs {
+    fn client(&self) -> anyhow::Result<ApiClient> {
+        let path = credentials_path(self.credentials.as_deref());
+        Ok(ApiClient::from_credentials(&path, self.server.as_deref())?)
+    }
+}
+
+/// `paddlecloud submit`.
+#[derive(Debug, Clone, Args)]
+pub struct SubmitArgs {
+    /// The job's name (lower-case letters, digits and `-`; unique in the account).
+    pub name: String,
+    /// Trainers.
+    #[arg(long, default_value_t = 1)]
+    pub trainers: u32,
+    /// Parameter servers (0 for a trainer-only job).
+    #[arg(long, default_value_t = 0)]
+    pub ps: u32,
+    /// CPU per trainer (`500m`, `2`).
+    #[arg(long, default_value = "1")]
+    pub trainer_cpu: String,
+    /// Memory per trainer (`512Mi`, `4Gi`).
+    #[arg(long, default_value = "1Gi")]
+    pub trainer_memory: String,
+    /// GPUs per trainer.
+    #[arg(long, default_value_t = 0)]
+    pub trainer_gpu: u32,
+    /// CPU per parameter server.
+    #[arg(long, default_value = "1")]
+    pub ps_cpu: String,
+    /// Memory per parameter server.
+    #[arg(long, default_value = "1Gi")]
+    pub ps_memory: String,
+    /// Container image (used on Kubernetes).
+    #[arg(long, default_value = "")]
+    pub image: String,
+    /// Working directory, relative to the job's directory.
+    #[arg(long, default_value = "")]
+    pub workdir: String,
+    /// Extra environment for every replica, `NAME=VALUE` (repeatable).
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// Wait until the job ends; exit non-zero unless it succeeded.
+    #[arg(long)]
+    pub wait: bool,
+    /// The program and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `paddlecloud jobs`.
+#[derive(Debug, Clone, Args)]
+pub struct JobsArgs {
+    /// Only jobs in this status: pending, running, succeeded, failed, stopped.
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only jobs whose name contains this.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Submitted on or after this day (YYYY-MM-DD, UTC).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Submitted on or before this day (YYYY-MM-DD, UTC).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Order: newest, oldest, name, status.
+    #[arg(long)]
+    pub sort: Option<String>,
+    /// Page (1-based).
+    #[arg(long)]
+    pub page: Option<u32>,
+    /// Jobs per page (at most 200).
+    #[arg(long)]
+    pub per_page: Option<u32>,
+    /// Print the page as JSON, as the API returns it.
+    #[arg(long)]
+    pub json: bool,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `paddlecloud logs`.
+#[derive(Debug, Clone, Args)]
+pub struct LogsArgs {
+    /// The job.
+    pub job: String,
+    /// The pod (`trainer-0`, `ps-1`); default: the job's first pod, as in the log console.
+    pub pod: Option<String>,
+    /// Keep printing new lines until the pod ends.
+    #[arg(short, long)]
+    pub follow: bool,
+    /// Only the last N lines.
+    #[arg(long)]
+    pub tail: Option<usize>,
+    /// Start each line with its RFC 3339 timestamp.
+    #[arg(long)]
+    pub timestamps: bool,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `paddlecloud stop` and `paddlecloud delete`.
+#[derive(Debug, Clone, Args)]
+pub struct JobNameArgs {
+    /// The job.
+    pub job: String,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+fn env_var(pair: &str) -> anyhow::Result<EnvVar> {
+    match pair.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok(EnvVar {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        }),
+        _ => bail!("--env wants NAME=VALUE, got {pair:?}"),
+    }
+}
+
+fn roles(job: &Job) -> String {
+    let ps = if job.spec.num_ps > 0 {
+        format!("{} parameter server(s), ", job.spec.num_ps)
+    } else {
+        String::new()
+    };
+    format!("{ps}{} trainer(s)", job.spec.num_trainers)
+}
+
+/// Submits a job; with `--wait`, waits for its end.
+pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
+    let client = args.remote.client()?;
+    let spec = JobSpec {
+        name: args.name,
+        image: args.image,
+        command: args.command,
+        args: Vec::new(),
+        working_dir: args.workdir,
+        env: args
+            .env
+            .iter()
+            .map(|pair| env_var(pair))
+            .collect::<anyhow::Result<_>>()?,
+        num_ps: args.ps,
+        num_trainers: args.trainers,
+        ps: Resources {
+            cpu: args.ps_cpu,
+            memory: args.ps_memory,
+            gpu: 0,
+        },
+        trainer: Resources {
+            cpu: args.trainer_cpu,
+            memory: args.trainer_memory,
+            gpu: args.trainer_gpu,
+        },
+    };
+    let job = client.submit(&spec)?;
+    println!(
+        "submitted {}: {} ({}) on {}",
+        job.name,
+        roles(&job),
+        job.status.as_str(),
+        job.cluster
+    );
+    if !args.wait {
+        return Ok(());
+    }
+    let job = loop {
+        let job = client.job(&job.name)?;
+        if !job.status.is_active() {
+            break job;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    println!("{} {}", job.name, job.status.as_str());
+    if job.status != JobStatus::Succeeded {
+        bail!(
+            "job {} ended {}{}",
+            job.name,
+            job.status.as_str(),
+            if job.message.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", job.message)
+            }
+        );
+    }
+    Ok(())
+}
+
+/// The job table as text.
+pub fn render_jobs(jobs: &[Job], now: i64) -> String {
+    let header = [
+        "NAME",
+        "STATUS",
+        "PS",
+        "TRAINERS",
+        "SUCCEEDED",
+        "FAILED",
+        "AGE",
+        "WHERE",
+    ];
+    let rows: Vec<[String; 8]> = jobs
+        .iter()
+        .map(|j| {
+            [
+                j.name.clone(),
+                j.status.as_str().to_owned(),
+                format!("{}/{}", j.ps.ready, j.ps.total),
+                format!("{}/{}", j.trainers.ready, j.trainers.total),
+                j.succeeded().to_string(),
+                j.failed().to_string(),
+                format_age(now - j.created_at),
+                j.cluster.clone(),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        padded.join("  ").trim_end().to_owned() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for row in &rows {
+        out += &line(row.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+/// Lists jobs.
+pub fn jobs(args: JobsArgs) -> anyhow::Result<()> {
+    let client = args.remote.client()?;
+    if let Some(sort) = &args.sort {
+        // The API would refuse it too; saying the choices here is kinder.
+        if JobSort::parse(sort).as_str() != sort {
+            bail!("--sort is one of newest, oldest, name, status");
+        }
+    }
+    let filters: Vec<(&str, String)> = [
+        ("status", args.status),
+        ("name", args.name),
+        ("from", args.from),
+        ("to", args.to),
+        ("sort", args.sort),
+        ("page", args.page.map(|p| p.to_string())),
+        ("per_page", args.per_page.map(|p| p.to_string())),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| (k, v)))
+    .collect();
+    let page = client.jobs(&filters)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&page)?);
+        return Ok(());
+    }
+    if page.jobs.is_empty() {
+        println!("No jobs match.");
+        return Ok(());
+    }
+    print!("{}", render_jobs(&page.jobs, page.now));
+    if page.pages() > 1 {
+        eprintln!(
+            "page {} of {} ({} jobs); --page N for more",
+            page.page,
+            page.pages(),
+            page.total
+        );
+    }
+    Ok(())
+}
+
+/// Prints a pod's log; `-f` follows it.
+pub fn logs(args: LogsArgs) -> anyhow::Result<()> {
+    let client = args.remote.client()?;
+    let pod = match args.pod {
+        Some(pod) => pod,
+        None => {
+            let pods = client.pods(&args.job)?;
+            pods.first()
+                .map(|p| p.name.clone())
+                .context("the job has no pods")?
+        }
+    };
+    let mut reader = client.log(&args.job, &pod, args.tail, args.follow, args.timestamps)?;
+    let mut stdout = std::io::stdout().lock();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = reader.read(&mut buf).context("reading the log")?;
+        if n == 0 {
+            break;
+        }
+        match stdout.write_all(&buf[..n]).and_then(|()| stdout.flush()) {
+            Ok(()) => {}
+            // `paddlecloud logs job | head` closes the pipe early: not an error.
+            Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => break,
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Stops a job.
+pub fn stop(args: JobNameArgs) -> anyhow::Result<()> {
+    let job = args.remote.client()?.stop(&args.job)?;
+    println!("{} {}", job.name, job.status.as_str());
+    Ok(())
+}
+
+/// Deletes a job.
+pub fn delete(args: JobNameArgs) -> anyhow::Result<()> {
+    args.remote.client()?.delete(&args.job)?;
+    println!("deleted {}", args.job);
+    Ok(())
+}

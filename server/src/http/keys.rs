@@ -1,0 +1,67 @@
+//! `POST /account/keys`: the Account page's "Create key" form as a browser
+//! without JavaScript posts it. The answer is the new key's credentials file,
+//! as a download: the secret exists only in that one answer. (Hydrated, the
+//! page calls the `create_access_key` server function instead and shows the
+//! key in place.)
+
+use app::api::context::site_url;
+use app::models::{Credentials, CREDENTIALS_FILE};
+use app::pages::access_keys::KEY_ERROR_PARAM;
+use app::ports::Principal;
+use axum::extract::rejection::FormRejection;
+use axum::extract::State;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::{Extension, Form};
+use http::{header, HeaderValue};
+use serde::Deserialize;
+
+use super::AppState;
+
+/// The form's one field.
+#[derive(Debug, Deserialize)]
+pub struct KeyForm {
+    /// What the user calls the key.
+    #[serde(default)]
+    name: String,
+}
+
+/// Creates a key and answers with `credentials.json`; a refused name goes
+/// back to the form with the reason.
+pub async fn create(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    parts: http::request::Parts,
+    form: Result<Form<KeyForm>, FormRejection>,
+) -> Response {
+    let Some(Extension(who)) = principal else {
+        return Redirect::to("/login?next=%2Faccount").into_response();
+    };
+    let name = form.map(|Form(f)| f.name).unwrap_or_default();
+    match state.services.access_keys.create_key(&who.me, &name).await {
+        Ok(created) => {
+            let credentials = Credentials::new(site_url(&parts), &who.me, created.key);
+            let disposition = format!("attachment; filename=\"{CREDENTIALS_FILE}\"");
+            (
+                [
+                    (
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    ),
+                    (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+                    (
+                        header::CONTENT_DISPOSITION,
+                        HeaderValue::from_str(&disposition)
+                            .unwrap_or(HeaderValue::from_static("attachment")),
+                    ),
+                ],
+                credentials.to_json(),
+            )
+                .into_response()
+        }
+        Err(err) => {
+            let message: String =
+                form_urlencoded::byte_serialize(err.to_string().as_bytes()).collect();
+            Redirect::to(&format!("/account?{KEY_ERROR_PARAM}={message}#keys")).into_response()
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! `/api/v1/jobs`: submit, list, get, stop, delete, pods and pod logs.
+
+use app::error::AppError;
+use app::models::{
+    date_to_ms, Job, JobPage, JobQuery, JobSort, JobSpec, JobStatus, LogRequest, Pod, DAY_MS,
+};
+use app::ports::Principal;
+use axum::body::Body;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use http::{header, HeaderValue, StatusCode};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::caller;
+use crate::http::api_error::{ApiError, ErrorBody};
+use crate::http::AppState;
+
+/// Filters of `GET /api/v1/jobs`: the job table's, so a script sees what the page shows.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// Only jobs in this status.
+    status: Option<JobStatus>,
+    /// Only jobs whose name contains this.
+    name: Option<String>,
+    /// Submitted on or after this day (`YYYY-MM-DD`, UTC).
+    from: Option<String>,
+    /// Submitted on or before this day (`YYYY-MM-DD`, UTC).
+    to: Option<String>,
+    /// Order (default `newest`).
+    sort: Option<JobSort>,
+    /// 1-based page (default 1).
+    page: Option<u32>,
+    /// Jobs per page (default 25, at most 200).
+    per_page: Option<u32>,
+}
+
+fn day(field: &str, value: Option<&str>) -> Result<Option<i64>, AppError> {
+    value
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(|v| {
+            date_to_ms(v).ok_or_else(|| {
+                AppError::invalid(field, format!("“{v}” is not a date like 2026-11-22."))
+            })
+        })
+        .transpose()
+}
+
+impl ListParams {
+    fn query(self) -> Result<JobQuery, AppError> {
+        Ok(JobQuery {
+            status: self.status,
+            name: self.name,
+            from: day("from", self.from.as_deref())?,
+            to: day("to", self.to.as_deref())?.map(|ms| ms + DAY_MS),
+            sort: self.sort.unwrap_or_default(),
+            page: self.page,
+            per_page: self.per_page,
+        })
+    }
+}
+
+/// The caller's jobs, newest first unless `sort` says otherwise, one page at a time.
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs",
+    tag = "jobs",
+    params(ListParams),
+    responses(
+        (status = 200, description = "One page of jobs", body = JobPage),
+        (status = 400, description = "A malformed filter", body = ErrorBody),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+    )
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    params: Result<Query<ListParams>, QueryRejection>,
+) -> Result<Json<JobPage>, ApiError> {
+    let who = caller(principal)?;
+    let Query(params) = params?;
+    let page = state
+        .services
+        .cluster
+        .list_jobs(&who.me.account, &params.query()?)
+        .await?;
+    Ok(Json(page))
+}
+
+/// Submits a job: validates the spec and starts its parameter servers and trainers.
+#[utoipa::path(
+    post,
+    path = "/api/v1/jobs",
+    tag = "jobs",
+    request_body = JobSpec,
+    responses(
+        (status = 201, description = "Submitted; `Location` is the job's URL", body = Job),
+        (status = 400, description = "A bad field, named in `field`", body = ErrorBody),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 409, description = "The name is taken in this account", body = ErrorBody),
+    )
+)]
+pub async fn submit(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    spec: Result<Json<JobSpec>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let who = caller(principal)?;
+    let Json(spec) = spec?;
+    let job = state.services.cluster.submit(&who.me.account, spec).await?;
+    tracing::info!(account = %who.me.account.name, job = %job.name, user = %who.me.email, "job submitted through the API");
+    let mut response = (StatusCode::CREATED, Json(&job)).into_response();
+    if let Ok(location) = HeaderValue::from_str(&format!("/api/v1/jobs/{}", job.name)) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    Ok(response)
+}
+
+/// One job with its status and per-role replica counts.
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{name}",
+    tag = "jobs",
+    params(("name" = String, Path, description = "The job's name")),
+    responses(
+        (status = 200, description = "The job", body = Job),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 404, description = "No such job in this account", body = ErrorBody),
+    )
+)]
+pub async fn get_one(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Path(name): Path<String>,
+) -> Result<Json<Job>, ApiError> {
+    let who = caller(principal)?;
+    Ok(Json(
+        state.services.cluster.job(&who.me.account, &name).await?,
+    ))
+}
+
+/// Stops every replica (SIGTERM, then SIGKILL after the grace period), keeping
+/// the record and logs. Stopping a finished job changes nothing.
+#[utoipa::path(
+    post,
+    path = "/api/v1/jobs/{name}/stop",
+    tag = "jobs",
+    params(("name" = String, Path, description = "The job's name")),
+    responses(
+        (status = 200, description = "The job, stopped", body = Job),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 404, description = "No such job in this account", body = ErrorBody),
+    )
+)]
+pub async fn stop(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Path(name): Path<String>,
+) -> Result<Json<Job>, ApiError> {
+    let who = caller(principal)?;
+    let job = state.services.cluster.stop(&who.me.account, &name).await?;
+    tracing::info!(account = %who.me.account.name, job = %name, user = %who.me.email, "job stopped through the API");
+    Ok(Json(job))
+}
+
+/// Deletes a job with its logs, stopping it first if it runs.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/jobs/{name}",
+    tag = "jobs",
+    params(("name" = String, Path, description = "The job's name")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 404, description = "No such job in this account", body = ErrorBody),
+    )
+)]
+pub async fn delete(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let who = caller(principal)?;
+    state
+        .services
+        .cluster
+        .delete(&who.me.account, &name)
+        .await?;
+    tracing::info!(account = %who.me.account.name, job = %name, user = %who.me.email, "job deleted through the API");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The job's replicas: parameter servers first, then trainers, by index.
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{name}/pods",
+    tag = "jobs",
+    params(("name" = String, Path, description = "The job's name")),
+    responses(
+        (status = 200, description = "The pods", body = Vec<Pod>),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 404, description = "No such job in this account", body = ErrorBody),
+    )
+)]
+pub async fn pods(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Path(name): Path<String>,
+) -> Result<Json<Vec<Pod>>, ApiError> {
+    let who = caller(principal)?;
+    Ok(Json(
+        state.services.cluster.pods(&who.me.account, &name).await?,
+    ))
+}
+
+/// Query of the log route.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LogParams {
+    /// Only the last N lines (default: the whole log).
+    tail: Option<usize>,
+    /// Keep the response open and send new lines until the pod ends.
+    #[serde(default)]
+    follow: bool,
+    /// Start each line with its RFC 3339 timestamp.
+    #[serde(default)]
+    timestamps: bool,
+    /// Send as an attachment (`JOB-POD.log`).
+    #[serde(default)]
+    download: bool,
+}
+
+/// A pod's log as a chunked `text/plain` stream; never loaded into memory whole.
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{name}/pods/{pod}/log",
+    tag = "jobs",
+    params(
+        ("name" = String, Path, description = "The job's name"),
+        ("pod" = String, Path, description = "The pod, e.g. `trainer-0`"),
+        LogParams,
+    ),
+    responses(
+        (status = 200, description = "The log's lines", body = String, content_type = "text/plain"),
+        (status = 400, description = "A malformed parameter", body = ErrorBody),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 404, description = "No such job or pod in this account", body = ErrorBody),
+    )
+)]
+pub async fn pod_log(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Path((name, pod)): Path<(String, String)>,
+    query: Result<Query<LogParams>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let who = caller(principal)?;
+    let Query(query) = query?;
+    let request = LogRequest {
+        tail: query.tail,
+        follow: query.follow,
+        timestamps: query.timestamps,
+    };
+    let stream = state
+        .services
+        .cluster
+        .log(&who.me.account, &name, &pod, request)
+        .await?;
+    let mut response = Body::from_stream(stream).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if query.download {
+        let file = format!("attachment; filename=\"{name}-{pod}.log\"");
+        if let Ok(value) = HeaderValue::from_str(&file) {
+            headers.insert(header::CONTENT_DISPOSITION, value);
+        }
+    }
+    Ok(response)
+}

@@ -1,0 +1,113 @@
+//! `/api/v1`: the REST API for the CLI, the SDK and scripts.
+//!
+//! Routes are registered through `utoipa_axum`, which records each handler's
+//! `#[utoipa::path]` as it adds the route: the OpenAPI document served at
+//! `/api/v1/openapi.json` is built from the very routes that answer, so the
+//! two cannot drift apart.
+
+mod jobs;
+
+use std::sync::Arc;
+
+use app::error::AppError;
+use app::models::Me;
+use app::ports::Principal;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Extension, Json, Router};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::api_error::{ApiError, ErrorBody};
+use super::AppState;
+
+/// The OpenAPI document's fixed parts; the paths come from the router.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "PaddleCloud Console API",
+        description = "Submit and watch PaddlePaddle training jobs. Authenticate with \
+                       `Authorization: Bearer <access key>` (create keys on the Account page, \
+                       or with `paddlecloud admin create-key`). Errors are \
+                       `{\"error\": {\"code\", \"message\", \"field\"}}` with a 4xx status."
+    ),
+    components(schemas(ErrorBody)),
+    modifiers(&AccessKeyScheme),
+    security(("access_key" = [])),
+    tags((name = "jobs", description = "Distributed training jobs"),
+         (name = "account", description = "Who is calling"))
+)]
+struct ApiDoc;
+
+struct AccessKeyScheme;
+
+impl Modify for AccessKeyScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "access_key",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("pck_<64 hex digits>")
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The routes and the document that describes them.
+pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(me))
+        .routes(routes!(jobs::list, jobs::submit))
+        .routes(routes!(jobs::get_one, jobs::delete))
+        .routes(routes!(jobs::stop))
+        .routes(routes!(jobs::pods))
+        .routes(routes!(jobs::pod_log))
+        .split_for_parts()
+}
+
+/// `/api/v1` with `openapi.json` beside it, and JSON 404s for unknown API paths.
+pub fn router() -> Router<AppState> {
+    let (routes, doc) = api();
+    let doc = Arc::new(doc);
+    routes
+        .route(
+            "/api/v1/openapi.json",
+            get(move || {
+                let doc = Arc::clone(&doc);
+                async move { Json(doc) }
+            }),
+        )
+        .route(
+            "/api/v1/{*path}",
+            axum::routing::any(|| async {
+                ApiError(AppError::not_found("API route")).into_response()
+            }),
+        )
+}
+
+/// The signed-in caller, or 401.
+fn caller(principal: Option<Extension<Principal>>) -> Result<Principal, ApiError> {
+    principal
+        .map(|Extension(p)| p)
+        .ok_or(ApiError(AppError::Unauthenticated))
+}
+
+/// The user and account a key (or session) acts as: what `paddlecloud` checks
+/// a credentials file with.
+#[utoipa::path(
+    get,
+    path = "/api/v1/me",
+    tag = "account",
+    responses(
+        (status = 200, description = "The caller", body = Me),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+    )
+)]
+async fn me(principal: Option<Extension<Principal>>) -> Result<Json<Me>, ApiError> {
+    Ok(Json(caller(principal)?.me))
+}

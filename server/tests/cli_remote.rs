@@ -1,0 +1,415 @@
+//! The `paddlecloud` binary as a user drives it: a real console started with
+//! `paddlecloud serve`, a key from `paddlecloud admin create-key`, and the
+//! commands `submit`, `jobs`, `logs`, `stop`, `delete` against it. Also what
+//! happens to a running job when the console is killed and started again.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_paddlecloud");
+
+/// A `paddlecloud serve` process on a free port.
+struct Console {
+    child: Child,
+    url: String,
+}
+
+impl Console {
+    fn start(data: &Path) -> Self {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut child = Command::new(BIN)
+            .args(["serve", "--addr", "127.0.0.1:0", "--stop-grace", "1"])
+            .arg("--data-dir")
+            .arg(data)
+            .current_dir(&repo)
+            .env_remove("DATABASE_URL")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("the console exited before saying where it listens")
+                .unwrap();
+            if let Some(rest) = line.strip_prefix("PaddleCloud Console: ") {
+                break rest.split_whitespace().next().unwrap().to_owned();
+            }
+        };
+        // Keep draining stdout so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Self { child, url }
+    }
+
+    /// Ends the console the hard way: no chance to clean up.
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn run(args: &[&str], credentials: &Path, stdin: Option<&str>) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("PADDLECLOUD_CREDENTIALS", credentials)
+        .env_remove("PADDLECLOUD_SERVER")
+        .env_remove("DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    if let Some(text) = stdin {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    } else {
+        drop(child.stdin.take());
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn failed(out: &Output) -> String {
+    assert!(
+        !out.status.success(),
+        "expected a failure; stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8(out.stderr.clone()).unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+/// An account `vision` with owner ann, and her credentials file for `url`.
+fn set_up(data: &Path, url: &str) -> PathBuf {
+    let credentials = data.join("home/credentials.json");
+    let data_dir = data.to_str().unwrap();
+    ok(&run(
+        &[
+            "admin",
+            "create-account",
+            "--name",
+            "vision",
+            "--email",
+            "ann@example.com",
+            "--password-stdin",
+            "--data-dir",
+            data_dir,
+        ],
+        &credentials,
+        Some("a long password\n"),
+    ));
+    let out = ok(&run(
+        &[
+            "admin",
+            "create-key",
+            "--account",
+            "vision",
+            "--user",
+            "ann@example.com",
+            "--server",
+            url,
+            "--credentials-out",
+            credentials.to_str().unwrap(),
+            "--data-dir",
+            data_dir,
+        ],
+        &credentials,
+        None,
+    ));
+    assert!(out.contains("wrote"), "{out}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&credentials)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "the credentials file is private");
+    credentials
+}
+
+fn job_json(credentials: &Path, name: &str) -> serde_json::Value {
+    let out = ok(&run(&["jobs", "--json", "--name", name], credentials, None));
+    let page: serde_json::Value = serde_json::from_str(&out).unwrap();
+    page["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} not listed: {out}"))
+}
+
+fn wait_status(credentials: &Path, name: &str, status: &str) -> serde_json::Value {
+    let start = Instant::now();
+    loop {
+        let job = job_json(credentials, name);
+        if job["status"] == status {
+            return job;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{name} stayed {} (wanted {status})",
+            job["status"]
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_user_submits_watches_reads_logs_stops_and_deletes_jobs_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let console = Console::start(dir.path());
+    let creds = set_up(dir.path(), &console.url);
+
+    // A job that succeeds, waited for.
+    let out = ok(&run(
+        &[
+            "submit",
+            "hello",
+            "--ps",
+            "1",
+            "--trainers",
+            "2",
+            "--trainer-memory",
+            "512Mi",
+            "--env",
+            "GREETING=hi there",
+            "--wait",
+            "--",
+            "sh",
+            "-c",
+            "echo \"$GREETING from $TRAINING_ROLE $PADDLE_TRAINER_ID\"; \
+             [ \"$TRAINING_ROLE\" = PSERVER ] && sleep 30; exit 0",
+        ],
+        &creds,
+        None,
+    ));
+    assert!(
+        out.contains("submitted hello: 1 parameter server(s), 2 trainer(s)"),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with("hello succeeded"), "{out}");
+
+    // The table.
+    let table = ok(&run(&["jobs"], &creds, None));
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "STATUS",
+            "PS",
+            "TRAINERS",
+            "SUCCEEDED",
+            "FAILED",
+            "AGE",
+            "WHERE"
+        ]
+    );
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(row[..3], ["hello", "succeeded", "0/1"]);
+    assert_eq!(row[3], "0/2");
+    assert_eq!(row[4], "2", "both trainers exited 0");
+    assert_eq!(row[7], "local");
+
+    // Logs: the first pod (the parameter server) by default, a named pod, the tail.
+    let log = ok(&run(&["logs", "hello"], &creds, None));
+    assert!(log.starts_with("hi there from PSERVER"), "{log}");
+    let log = ok(&run(&["logs", "hello", "trainer-0"], &creds, None));
+    assert_eq!(log, "hi there from TRAINER 0\n");
+    let log = ok(&run(
+        &["logs", "hello", "trainer-1", "--timestamps"],
+        &creds,
+        None,
+    ));
+    assert!(log.ends_with("Z hi there from TRAINER 1\n"), "{log}");
+    assert!(log.starts_with("20"), "{log}");
+
+    // A failing job makes `--wait` fail, with the reason.
+    let err = failed(&run(
+        &["submit", "broken", "--wait", "--", "sh", "-c", "exit 3"],
+        &creds,
+        None,
+    ));
+    assert!(err.contains("job broken ended failed"), "{err}");
+
+    // A long job, followed, then stopped from another command.
+    ok(&run(
+        &[
+            "submit",
+            "long",
+            "--",
+            "sh",
+            "-c",
+            "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done",
+        ],
+        &creds,
+        None,
+    ));
+    wait_status(&creds, "long", "running");
+    let follower = {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["logs", "long", "-f"])
+            .env("PADDLECLOUD_CREDENTIALS", &creds)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    std::thread::sleep(Duration::from_millis(800));
+    let out = ok(&run(&["stop", "long"], &creds, None));
+    assert_eq!(out, "long stopped\n");
+    // Following ends by itself once the pod has ended.
+    let followed = follower.wait_with_output().unwrap();
+    assert!(followed.status.success());
+    let text = String::from_utf8(followed.stdout).unwrap();
+    assert!(text.starts_with("tick 0\ntick 1\n"), "{text}");
+
+    ok(&run(&["delete", "long"], &creds, None));
+    let err = failed(&run(&["logs", "long"], &creds, None));
+    assert!(err.contains("Job “long” not found."), "{err}");
+}
+
+#[test]
+fn mistakes_get_clear_messages_and_a_failing_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let console = Console::start(dir.path());
+    let creds = set_up(dir.path(), &console.url);
+
+    let err = failed(&run(&["submit", "Bad_Name", "--", "true"], &creds, None));
+    assert!(err.contains("name: "), "{err}");
+
+    let err = failed(&run(
+        &["submit", "x", "--trainers", "0", "--", "true"],
+        &creds,
+        None,
+    ));
+    assert!(
+        err.contains("num_trainers: A job needs at least one trainer."),
+        "{err}"
+    );
+
+    let err = failed(&run(
+        &["submit", "x", "--env", "NOEQUALS", "--", "true"],
+        &creds,
+        None,
+    ));
+    assert!(err.contains("--env wants NAME=VALUE"), "{err}");
+
+    let err = failed(&run(&["stop", "nope"], &creds, None));
+    assert!(err.contains("Job “nope” not found."), "{err}");
+
+    // A key that was revoked, or never existed.
+    let mut forged: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&creds).unwrap()).unwrap();
+    forged["key"] = format!("pck_{}", "0".repeat(64)).into();
+    let forged_path = dir.path().join("forged.json");
+    std::fs::write(&forged_path, forged.to_string()).unwrap();
+    let err = failed(&run(&["jobs"], &forged_path, None));
+    assert!(err.contains("The access key was refused"), "{err}");
+
+    let err = failed(&run(&["jobs"], &dir.path().join("missing.json"), None));
+    assert!(err.contains("No credentials file at"), "{err}");
+
+    // Nothing listening.
+    let mut gone: serde_json::Value = forged.clone();
+    gone["server"] = "http://127.0.0.1:9".into();
+    std::fs::write(&forged_path, gone.to_string()).unwrap();
+    let err = failed(&run(&["jobs"], &forged_path, None));
+    assert!(
+        err.contains("Could not reach the PaddleCloud Console at http://127.0.0.1:9"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_job_running_when_the_console_is_killed_is_marked_failed_after_restart_with_its_log_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let console = Console::start(dir.path());
+    let creds = set_up(dir.path(), &console.url);
+    ok(&run(
+        &[
+            "submit",
+            "orphan",
+            "--",
+            "sh",
+            "-c",
+            "echo started; echo pid $$; exec sleep 300",
+        ],
+        &creds,
+        None,
+    ));
+    wait_status(&creds, "orphan", "running");
+    let pid: i32 = {
+        let start = Instant::now();
+        loop {
+            let log = ok(&run(&["logs", "orphan"], &creds, None));
+            if let Some(pid) = log.lines().find_map(|l| l.strip_prefix("pid ")) {
+                break pid.trim().parse().unwrap();
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "{log}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    console.kill();
+    assert!(
+        Path::new(&format!("/proc/{pid}")).exists(),
+        "the replica outlives a killed console (its own process group)"
+    );
+
+    let console = Console::start(dir.path());
+    // The credentials name the old port; point the commands at the new one.
+    let mut moved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&creds).unwrap()).unwrap();
+    moved["server"] = console.url.clone().into();
+    std::fs::write(&creds, moved.to_string()).unwrap();
+
+    let job = job_json(&creds, "orphan");
+    assert_eq!(job["status"], "failed", "{job}");
+    assert!(
+        job["message"].as_str().unwrap().contains("restarted"),
+        "{job}"
+    );
+    let log = ok(&run(&["logs", "orphan"], &creds, None));
+    assert!(log.starts_with("started\n"), "{log}");
+    let start = Instant::now();
+    while std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    }) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the leftover replica was not ended"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

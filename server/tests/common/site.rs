@@ -1,0 +1,134 @@
+//! The whole app in-process, as a browser or a script reaches it over HTTP.
+
+use app::ports::Services;
+use axum::body::Body;
+use axum::Router;
+use http::{header, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use server::access_keys::SqlAccessKeys;
+use server::accounts::SqlAccounts;
+use server::http::{router, AppState};
+use server::jobs::JobStore;
+use server::local::LocalCluster;
+use tower::ServiceExt;
+
+use super::TestDb;
+
+pub struct Site {
+    /// The whole app's router, driven without a socket.
+    pub router: Router,
+    /// The database (and data directory) behind it.
+    pub db: TestDb,
+}
+
+pub async fn site_with(secure_cookies: bool) -> Site {
+    let db = super::sqlite().await;
+    let conf = leptos_config::get_configuration(Some(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../Leptos.toml"
+    )))
+    .unwrap();
+    let cluster = LocalCluster::start(
+        JobStore::new(db.pool.clone()),
+        db.dir(),
+        std::time::Duration::from_secs(1),
+    )
+    .await
+    .unwrap();
+    let services = Services {
+        accounts: SqlAccounts::new(db.pool.clone()),
+        access_keys: SqlAccessKeys::new(db.pool.clone()),
+        cluster: std::sync::Arc::new(cluster),
+        secure_cookies,
+    };
+    Site {
+        router: router(AppState {
+            leptos: conf.leptos_options,
+            services,
+        }),
+        db,
+    }
+}
+
+pub async fn site() -> Site {
+    site_with(false).await
+}
+
+impl Site {
+    pub async fn send(&self, req: Request<Body>) -> Response<Body> {
+        self.router.clone().oneshot(req).await.unwrap()
+    }
+
+    pub async fn get(&self, path: &str, cookie: Option<&str>) -> Response<Body> {
+        let mut req = Request::get(path).header(header::ACCEPT, "text/html");
+        if let Some(c) = cookie {
+            req = req.header(header::COOKIE, c);
+        }
+        self.send(req.body(Body::empty()).unwrap()).await
+    }
+
+    /// A plain HTML form post, as a browser without JavaScript sends it.
+    pub async fn form_post(&self, path: &str, body: &str, referer: &str) -> Response<Body> {
+        self.send(
+            Request::post(path)
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .header(header::ACCEPT, "text/html,application/xhtml+xml")
+                .header(header::REFERER, format!("http://localhost{referer}"))
+                .header(header::USER_AGENT, "TestBrowser/1.0")
+                .body(Body::from(body.to_owned()))
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// A server-function call as the hydrated app makes it.
+    pub async fn fetch_post(&self, path: &str, body: &str, cookie: Option<&str>) -> Response<Body> {
+        let mut req = Request::post(path)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::ACCEPT, "application/json");
+        if let Some(c) = cookie {
+            req = req.header(header::COOKIE, c);
+        }
+        self.send(req.body(Body::from(body.to_owned())).unwrap())
+            .await
+    }
+
+    /// Signs up a new account and returns the `name=value` session cookie.
+    pub async fn sign_up(&self, account: &str) -> String {
+        let res = self
+            .form_post(
+                "/api/sign_up",
+                &format!("account={account}&email=ann%40example.com&password=a+long+password"),
+                "/signup",
+            )
+            .await;
+        assert_eq!(res.status(), StatusCode::FOUND);
+        cookie_pair(&res)
+    }
+}
+
+pub fn set_cookie(res: &Response<Body>) -> String {
+    res.headers()
+        .get(header::SET_COOKIE)
+        .expect("a Set-Cookie header")
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+pub fn cookie_pair(res: &Response<Body>) -> String {
+    set_cookie(res).split(';').next().unwrap().to_owned()
+}
+
+pub fn location(res: &Response<Body>) -> String {
+    res.headers()
+        .get(header::LOCATION)
+        .expect("a Location header")
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+pub async fn text(res: Response<Body>) -> String {
+    String::from_utf8(res.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
+}
