@@ -48,6 +48,9 @@ struct Exit {
     pod: String,
     code: Option<i32>,
     signal: Option<i32>,
+    /// Ends the pod's followed log streams. Sent only once the exit is on
+    /// record, so a follower that sees its stream end reads the final state.
+    log_done: watch::Sender<bool>,
 }
 
 /// Runs the job to its end, then releases anything waiting on it.
@@ -210,12 +213,12 @@ async fn drive(
                     {
                         tracing::warn!(pod = %pod, error = %err, "log of a replica was not drained");
                     }
-                    let _ = log_tx.send(true);
                     use std::os::unix::process::ExitStatusExt;
-                    match status {
-                        Ok(s) => Exit { pod, code: s.code(), signal: s.signal() },
-                        Err(_) => Exit { pod, code: None, signal: None },
-                    }
+                    let (code, signal) = match status {
+                        Ok(s) => (s.code(), s.signal()),
+                        Err(_) => (None, None),
+                    };
+                    Exit { pod, code, signal, log_done: log_tx }
                 });
             }
             Err(err) => {
@@ -245,6 +248,9 @@ async fn drive(
     }
     let trainers = run.spec.num_trainers as usize;
     let mut trainers_done = 0usize;
+    // Logs of pods whose exit decided or ended the job: released after the
+    // job's own status is written.
+    let mut done_with_job: Vec<watch::Sender<bool>> = Vec::new();
 
     // Watch replicas until the job's outcome is decided.
     while outcome.is_none() {
@@ -280,6 +286,11 @@ async fn drive(
                         outcome = Some((JobStatus::Failed, format!("{} {why}.", exit.pod)));
                     }
                 }
+                if outcome.is_none() {
+                    let _ = exit.log_done.send(true);
+                } else {
+                    done_with_job.push(exit.log_done);
+                }
             }
             changed = stop.changed() => {
                 if changed.is_err() || *stop.borrow() {
@@ -308,6 +319,7 @@ async fn drive(
                 if let Some(replica) = live.remove(&exit.pod) {
                     signal_group(replica.pgid, Signal::SIGKILL); // its own children, if any linger
                 }
+                done_with_job.push(exit.log_done);
                 set_pod(inner, run, &exit.pod, PodUpdate {
                     phase: Some(PodPhase::Stopped),
                     exit_code: exit.code,
@@ -352,5 +364,9 @@ async fn drive(
             logs.remove(&(run.job_id, pod.clone()));
         }
     }
-    set_job(inner, run, status, &message).await
+    let written = set_job(inner, run, status, &message).await;
+    for log_done in done_with_job {
+        let _ = log_done.send(true);
+    }
+    written
 }
