@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the tests against the release build that scripts/build.sh made.
-#   scripts/test.sh        Rust tests (SQLite + a throwaway PostgreSQL), then Playwright
+#   scripts/test.sh        Rust tests (SQLite + a throwaway PostgreSQL), the Python SDK, then Playwright
 #   scripts/test.sh rust   only the Rust tests
+#   scripts/test.sh sdk    only the Python SDK's tests (against the release binary)
 #   scripts/test.sh e2e    only the Playwright suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,12 @@ rust_tests() {
     cargo test --locked --release -p app -p server --features app/ssr
 }
 
+sdk_tests() {
+  echo "==> Python SDK (standard library only; against the release binary)"
+  PADDLECLOUD_BIN="${CARGO_TARGET_DIR:-target}/release/paddlecloud" \
+    python3 -m unittest discover -s sdk/python/tests
+}
+
 e2e_tests() {
   echo "==> Playwright (Debian chromium; hydrated and JavaScript-off projects)"
   (cd end2end && npx playwright test)
@@ -20,7 +27,8 @@ e2e_tests() {
 
 case "${1:-all}" in
   rust) rust_tests ;;
+  sdk) sdk_tests ;;
   e2e) e2e_tests ;;
-  all) rust_tests; e2e_tests ;;
-  *) echo "usage: $0 [rust|e2e|all]" >&2; exit 2 ;;
+  all) rust_tests; sdk_tests; e2e_tests ;;
+  *) echo "usage: $0 [rust|sdk|e2e|all]" >&2; exit 2 ;;
 esac

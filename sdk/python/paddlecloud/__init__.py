@@ -1,0 +1,98 @@
+"""PaddleCloud Console SDK: submit, watch and stop distributed PaddlePaddle jobs.
+
+    import paddlecloud
+
+    job = paddlecloud.create_cloud_job(
+        "mnist", 2, "2Gi", 0, "500m", 1, "1Gi", "1",
+        command="python3 train.py --epochs 3",
+    )
+    paddlecloud.wait_job("mnist")
+    print(paddlecloud.logs("mnist", "trainer-0"))
+
+The module-level functions use a default `Client()`, which reads
+``$PADDLECLOUD_CREDENTIALS`` or ``~/.config/paddlecloud/credentials.json``
+(download it from the Account page of the console). Use `Client` directly for
+another server or key.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import threading
+from typing import Any, Callable, Optional, Tuple
+
+from .client import (
+    CREDENTIALS_ENV,
+    DEFAULT_CREDENTIALS,
+    SERVER_ENV,
+    Client,
+    credentials_path,
+    load_credentials,
+)
+from .errors import PaddleCloudError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client",
+    "PaddleCloudError",
+    "DEFAULT_CREDENTIALS",
+    "credentials_path",
+    "load_credentials",
+    "default_client",
+    "create_cloud_job",
+    "list_jobs",
+    "list_jobs_page",
+    "get_job",
+    "wait_job",
+    "stop_job",
+    "delete_job",
+    "pods",
+    "logs",
+    "follow_logs",
+    "me",
+]
+
+_lock = threading.Lock()
+_default: Optional[Tuple[Tuple[Optional[str], Optional[str]], Client]] = None
+
+
+def default_client() -> Client:
+    """The `Client()` the module-level functions use. It is made on first use and
+    made again when ``PADDLECLOUD_CREDENTIALS`` or ``PADDLECLOUD_SERVER`` change."""
+    global _default
+    env = (os.environ.get(CREDENTIALS_ENV), os.environ.get(SERVER_ENV))
+    with _lock:
+        if _default is None or _default[0] != env:
+            _default = (env, Client())
+        return _default[1]
+
+
+def _module_function(name: str) -> Callable[..., Any]:
+    method = getattr(Client, name)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(default_client(), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = (method.__doc__ or "") + "\n\n(Uses the default client.)"
+    signature = inspect.signature(method)
+    call.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=list(signature.parameters.values())[1:]
+    )
+    call.__module__ = __name__
+    return call
+
+
+create_cloud_job = _module_function("create_cloud_job")
+list_jobs = _module_function("list_jobs")
+list_jobs_page = _module_function("list_jobs_page")
+get_job = _module_function("get_job")
+wait_job = _module_function("wait_job")
+stop_job = _module_function("stop_job")
+delete_job = _module_function("delete_job")
+pods = _module_function("pods")
+logs = _module_function("logs")
+follow_logs = _module_function("follow_logs")
+me = _module_function("me")

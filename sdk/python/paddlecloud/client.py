@@ -1,0 +1,564 @@
+"""The REST client: one `Client` per server and access key."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import http.client
+import json
+import os
+import shlex
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from .errors import PaddleCloudError, code_for_status
+
+__all__ = ["Client", "DEFAULT_CREDENTIALS", "credentials_path", "load_credentials"]
+
+#: Where the credentials file is looked for when neither an argument nor
+#: ``PADDLECLOUD_CREDENTIALS`` names one.
+DEFAULT_CREDENTIALS = os.path.join("~", ".config", "paddlecloud", "credentials.json")
+CREDENTIALS_ENV = "PADDLECLOUD_CREDENTIALS"
+SERVER_ENV = "PADDLECLOUD_SERVER"
+
+#: Statuses a job does not leave by itself.
+FINISHED = frozenset({"succeeded", "failed", "stopped"})
+
+_USER_AGENT = "paddlecloud-python/0.1.0"
+_HOW_TO_GET_A_KEY = (
+    "Download credentials.json from the Account page of the console, or ask an "
+    "administrator to run `paddlecloud admin create-key --account ACCOUNT --user EMAIL`."
+)
+_UNSET: Any = object()
+
+Quantity = Union[str, int, float]
+Argv = Union[str, Sequence[str]]
+DateLike = Union[str, _dt.date, _dt.datetime]
+
+
+def credentials_path(credentials: Optional[Union[str, os.PathLike]] = None) -> str:
+    """The credentials file to read: the argument, else ``$PADDLECLOUD_CREDENTIALS``,
+    else ``~/.config/paddlecloud/credentials.json``."""
+    chosen = credentials or os.environ.get(CREDENTIALS_ENV) or DEFAULT_CREDENTIALS
+    return os.path.expanduser(os.fspath(chosen))
+
+
+def load_credentials(path: Union[str, os.PathLike]) -> Dict[str, Any]:
+    """Reads a credentials file (``{"server", "account", "user", "key"}``; other keys
+    are kept but unused). Raises `PaddleCloudError` (code ``credentials``) saying what
+    to do when it is missing or malformed."""
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise PaddleCloudError(
+            f"No PaddleCloud credentials file at {path}. {_HOW_TO_GET_A_KEY} Save it "
+            f"there, set {CREDENTIALS_ENV} to its path, or pass server= and key= to Client().",
+            code="credentials",
+        ) from None
+    except (OSError, ValueError) as err:
+        raise PaddleCloudError(
+            f"The PaddleCloud credentials file {path} could not be read ({err}). "
+            f"{_HOW_TO_GET_A_KEY}",
+            code="credentials",
+        ) from None
+    if not isinstance(data, dict):
+        raise PaddleCloudError(
+            f"The PaddleCloud credentials file {path} is not a JSON object. {_HOW_TO_GET_A_KEY}",
+            code="credentials",
+        )
+    return data
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """The API never redirects; a redirect means the address is not the API's
+    (e.g. a sign-in page), and is reported rather than followed."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: D401
+        return None
+
+
+def _quote(segment: str) -> str:
+    if not isinstance(segment, str) or not segment:
+        raise ValueError(f"expected a non-empty name, got {segment!r}")
+    return urllib.parse.quote(segment, safe="")
+
+
+def _argv(value: Optional[Argv], what: str) -> List[str]:
+    """A command or argument list: a string is split like a shell would."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return shlex.split(value)
+    if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(f"{what} must be a string or a list of strings, not {type(value).__name__}")
+    out = []
+    for item in value:
+        if isinstance(item, os.PathLike):
+            item = os.fspath(item)
+        if not isinstance(item, str):
+            raise TypeError(f"{what} items must be strings, not {type(item).__name__}")
+        out.append(item)
+    return out
+
+
+def _env(env: Any) -> List[Dict[str, str]]:
+    """``{"K": "V"}`` or ``[("K", "V")]`` → ``[{"name": "K", "value": "V"}]``."""
+    if env is None:
+        return []
+    pairs = env.items() if isinstance(env, Mapping) else env
+    out = []
+    for pair in pairs:
+        if isinstance(pair, Mapping):
+            name, value = pair["name"], pair["value"]
+        else:
+            name, value = pair
+        out.append({"name": str(name), "value": str(value)})
+    return out
+
+
+def _cpu(value: Quantity, what: str) -> str:
+    """CPU as a Kubernetes quantity: ``"500m"``, ``"2"``; numbers are cores."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be a quantity like '500m' or 2, not a bool")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        millis = round(value * 1000)
+        return str(millis // 1000) if millis % 1000 == 0 else f"{millis}m"
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"{what} must be a quantity like '500m' or 2, not {type(value).__name__}")
+
+
+def _memory(value: Quantity, what: str) -> str:
+    """Memory as a Kubernetes quantity: ``"512Mi"``, ``"4Gi"``; an int is bytes."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise TypeError(f"{what} must be a quantity like '4Gi', not {type(value).__name__}")
+    return str(value)
+
+
+def _count(value: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    return value
+
+
+def _date(value: Optional[DateLike], what: str) -> Optional[str]:
+    """A day as the API takes it: ``YYYY-MM-DD`` (UTC)."""
+    if value is None:
+        return None
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(_dt.timezone.utc)
+        return value.date().isoformat()
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"{what} must be a date, a datetime or 'YYYY-MM-DD', not {type(value).__name__}")
+
+
+class Client:
+    """A connection to one PaddleCloud Console as one user, by access key.
+
+    ``Client()`` reads the credentials file (see `credentials_path`); ``server`` and
+    ``key`` override it, and ``$PADDLECLOUD_SERVER`` overrides the file's server.
+    ``timeout`` is in seconds, per request (followed logs wait for as long as the
+    pod is quiet unless ``idle_timeout`` is given).
+    """
+
+    def __init__(
+        self,
+        server: Optional[str] = None,
+        key: Optional[str] = None,
+        credentials: Optional[Union[str, os.PathLike]] = None,
+        timeout: Optional[float] = 30,
+    ) -> None:
+        self.account: Optional[str] = None
+        self.user: Optional[str] = None
+        server = server or os.environ.get(SERVER_ENV) or None
+        if not server or not key:
+            path = credentials_path(credentials)
+            data = load_credentials(path)
+            server = server or data.get("server")
+            key = key or data.get("key")
+            self.account = data.get("account")
+            self.user = data.get("user")
+            missing = [k for k, v in (("server", server), ("key", key)) if not v]
+            if missing:
+                raise PaddleCloudError(
+                    f"The PaddleCloud credentials file {path} has no "
+                    f"{' or '.join(repr(m) for m in missing)}. {_HOW_TO_GET_A_KEY}",
+                    code="credentials",
+                )
+        if not isinstance(server, str) or not server.startswith(("http://", "https://")):
+            raise PaddleCloudError(
+                f"The server address {server!r} is not a URL: give it like http://127.0.0.1:3000.",
+                code="credentials",
+            )
+        if not isinstance(key, str):
+            raise PaddleCloudError("The access key must be a string.", code="credentials")
+        self.server = server.rstrip("/")
+        self._key = key.strip()
+        self.timeout = timeout
+        self._opener = urllib.request.build_opener(_NoRedirect)
+
+    def __repr__(self) -> str:
+        who = f" account={self.account!r} user={self.user!r}" if self.account else ""
+        return f"<paddlecloud.Client {self.server}{who}>"
+
+    # ----------------------------------------------------------------- transport
+
+    def _open(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Optional[Sequence[tuple]] = None,
+        body: Any = _UNSET,
+        timeout: Any = _UNSET,
+        accept: str = "application/json",
+    ):
+        url = f"{self.server}/api/v1{path}"
+        if query:
+            pairs = [(k, str(v)) for k, v in query if v is not None]
+            if pairs:
+                url += "?" + urllib.parse.urlencode(pairs)
+        headers = {
+            "Authorization": f"Bearer {self._key}",
+            "Accept": accept,
+            "User-Agent": _USER_AGENT,
+        }
+        data = None
+        if body is not _UNSET:
+            data = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        elif method in ("POST", "PUT", "PATCH"):
+            data = b""
+        request = urllib.request.Request(url, data=data, headers=headers, method=method)
+        wait = self.timeout if timeout is _UNSET else timeout
+        try:
+            return self._opener.open(request, timeout=wait)
+        except urllib.error.HTTPError as err:
+            raise self._http_error(err) from None
+        except urllib.error.URLError as err:
+            if isinstance(err.reason, socket.timeout):
+                raise self._timeout(wait) from None
+            raise PaddleCloudError(
+                f"Could not reach the PaddleCloud server at {self.server}: {err.reason}.",
+                code="connection",
+            ) from None
+        except socket.timeout:
+            raise self._timeout(wait) from None
+        except (ConnectionError, http.client.HTTPException) as err:
+            raise PaddleCloudError(
+                f"The connection to {self.server} failed: {err}.", code="connection"
+            ) from None
+
+    def _timeout(self, wait) -> PaddleCloudError:
+        return PaddleCloudError(
+            f"The PaddleCloud server at {self.server} did not answer within {wait} s.",
+            code="timeout",
+        )
+
+    def _http_error(self, err: urllib.error.HTTPError) -> PaddleCloudError:
+        status = err.code
+        try:
+            raw = err.read()
+        except Exception:  # the body is a courtesy; the status is what counts
+            raw = b""
+        finally:
+            err.close()
+        code = message = field = None
+        try:
+            payload = json.loads(raw.decode("utf-8"))
+        except ValueError:
+            payload = None
+        if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+            detail = payload["error"]
+            code, message, field = detail.get("code"), detail.get("message"), detail.get("field")
+        if 300 <= status < 400:
+            message = (
+                f"The server redirected to {err.headers.get('Location')!r}: is {self.server} "
+                "the PaddleCloud Console's address?"
+            )
+        if not message:
+            text = raw.decode("utf-8", "replace").strip()
+            if text and not text.lstrip().startswith("<"):
+                message = text[:500]
+            else:
+                message = f"{err.reason or 'HTTP error'} ({err.url})"
+        if status == 401:
+            message = f"{message} The access key was refused. {_HOW_TO_GET_A_KEY}"
+        return PaddleCloudError(
+            message, status=status, code=code or code_for_status(status), field=field
+        )
+
+    def _json(self, method: str, path: str, **kwargs) -> Any:
+        with self._open(method, path, **kwargs) as response:
+            raw = self._read(response)
+            if response.status == 204 or not raw.strip():
+                return None
+            try:
+                return json.loads(raw.decode("utf-8"))
+            except ValueError:
+                raise PaddleCloudError(
+                    f"The server's answer to {method} {path} is not JSON: {raw[:200]!r}",
+                    status=response.status,
+                    code="internal",
+                ) from None
+
+    def _read(self, response) -> bytes:
+        try:
+            return response.read()
+        except socket.timeout:
+            raise self._timeout(self.timeout) from None
+        except (ConnectionError, http.client.HTTPException) as err:
+            raise PaddleCloudError(
+                f"The connection to {self.server} broke while reading the answer: {err}.",
+                code="connection",
+            ) from None
+
+    # ---------------------------------------------------------------------- jobs
+
+    def create_cloud_job(
+        self,
+        name: str,
+        num_trainer: int,
+        mem_per_trainer: Quantity,
+        gpu_per_trainer: int,
+        cpu_per_trainer: Quantity,
+        num_ps: int = 0,
+        mem_per_ps: Quantity = "1Gi",
+        cpu_per_ps: Quantity = "1",
+        *,
+        command: Argv,
+        args: Optional[Argv] = (),
+        image: str = "",
+        working_dir: str = "",
+        env: Any = None,
+    ) -> Dict[str, Any]:
+        """Submits a distributed job and returns it (status ``pending`` or later).
+
+        ``num_trainer`` trainers each get ``cpu_per_trainer`` CPU (``"500m"``, ``"2"``
+        or a number of cores), ``mem_per_trainer`` memory (``"4Gi"``, or bytes as an
+        int) and ``gpu_per_trainer`` GPUs; ``num_ps`` parameter servers each get
+        ``cpu_per_ps`` and ``mem_per_ps``. ``command`` is the program (a list, or a
+        string split like a shell would), ``args`` more arguments, ``env`` a dict of
+        extra environment variables for every replica.
+        """
+        spec = {
+            "name": name,
+            "image": image or "",
+            "command": _argv(command, "command"),
+            "args": _argv(args, "args"),
+            "working_dir": working_dir or "",
+            "env": _env(env),
+            "num_ps": _count(num_ps, "num_ps"),
+            "num_trainers": _count(num_trainer, "num_trainer"),
+            "ps": {
+                "cpu": _cpu(cpu_per_ps, "cpu_per_ps"),
+                "memory": _memory(mem_per_ps, "mem_per_ps"),
+                "gpu": 0,
+            },
+            "trainer": {
+                "cpu": _cpu(cpu_per_trainer, "cpu_per_trainer"),
+                "memory": _memory(mem_per_trainer, "mem_per_trainer"),
+                "gpu": _count(gpu_per_trainer, "gpu_per_trainer"),
+            },
+        }
+        return self._json("POST", "/jobs", body=spec)
+
+    def list_jobs_page(
+        self,
+        status: Optional[str] = None,
+        name: Optional[str] = None,
+        since: Optional[DateLike] = None,
+        until: Optional[DateLike] = None,
+        sort: Optional[str] = None,
+        page: Optional[int] = None,
+        per_page: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """One page of jobs: ``{"jobs": [...], "total", "page", "per_page", "now"}``.
+
+        ``status`` is one of pending, running, succeeded, failed, stopped; ``name``
+        matches part of the name; ``since``/``until`` are days (``date``, ``datetime``
+        or ``"YYYY-MM-DD"``, UTC, both inclusive) the job was submitted in; ``sort``
+        is newest (default), oldest, name or status.
+        """
+        query = [
+            ("status", status),
+            ("name", name),
+            ("from", _date(since, "since")),
+            ("to", _date(until, "until")),
+            ("sort", sort),
+            ("page", page),
+            ("per_page", per_page),
+        ]
+        return self._json("GET", "/jobs", query=query)
+
+    def list_jobs(
+        self,
+        status: Optional[str] = None,
+        name: Optional[str] = None,
+        since: Optional[DateLike] = None,
+        until: Optional[DateLike] = None,
+        sort: Optional[str] = None,
+        page: Optional[int] = None,
+        per_page: Optional[int] = None,
+    ) -> List[Dict[str, Any]]:
+        """The jobs that match, as a list (see `list_jobs_page` for the filters).
+
+        Without ``page``, every matching job (all pages are fetched); with it, that
+        page only.
+        """
+        if page is not None:
+            return self.list_jobs_page(status, name, since, until, sort, page, per_page)["jobs"]
+        jobs: List[Dict[str, Any]] = []
+        seen = set()
+        number = 1
+        while True:
+            result = self.list_jobs_page(
+                status, name, since, until, sort, number, per_page or 200
+            )
+            rows = result.get("jobs") or []
+            for job in rows:
+                if job.get("name") not in seen:
+                    seen.add(job.get("name"))
+                    jobs.append(job)
+            size = result.get("per_page") or len(rows)
+            if not rows or number * size >= int(result.get("total") or 0):
+                return jobs
+            number += 1
+
+    def get_job(self, name: str) -> Dict[str, Any]:
+        """The job called ``name``."""
+        return self._json("GET", f"/jobs/{_quote(name)}")
+
+    def wait_job(
+        self, name: str, timeout: Optional[float] = None, poll: float = 1.0
+    ) -> Dict[str, Any]:
+        """Waits until the job has ended (succeeded, failed or stopped) and returns it.
+
+        ``timeout`` in seconds (``None``: as long as it takes); when it passes, a
+        `PaddleCloudError` with code ``timeout`` is raised.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            job = self.get_job(name)
+            if job.get("status") in FINISHED:
+                return job
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise PaddleCloudError(
+                        f"Job {name} is still {job.get('status')} after {timeout} s.",
+                        code="timeout",
+                    )
+                time.sleep(min(poll, left))
+            else:
+                time.sleep(poll)
+
+    def stop_job(self, name: str) -> Dict[str, Any]:
+        """Stops every replica of the job; returns the job."""
+        return self._json("POST", f"/jobs/{_quote(name)}/stop")
+
+    def delete_job(self, name: str) -> None:
+        """Deletes the job, its files and logs."""
+        self._json("DELETE", f"/jobs/{_quote(name)}")
+
+    def pods(self, name: str) -> List[Dict[str, Any]]:
+        """The job's replicas: ``ps-0``, ``trainer-0`` ... with phase and exit code."""
+        return self._json("GET", f"/jobs/{_quote(name)}/pods")
+
+    # ---------------------------------------------------------------------- logs
+
+    def _log_path(self, name: str, pod: Optional[str]) -> str:
+        if pod is None:
+            pods = self.pods(name)
+            if not pods:
+                raise PaddleCloudError(f"Job {name} has no pods yet.", code="not_found")
+            pod = pods[0]["name"]
+        return f"/jobs/{_quote(name)}/pods/{_quote(pod)}/log"
+
+    def logs(
+        self,
+        name: str,
+        pod: Optional[str] = None,
+        tail: Optional[int] = None,
+        *,
+        timestamps: bool = False,
+    ) -> str:
+        """A pod's log so far (``pod`` default: the job's first pod); ``tail``: only
+        the last N lines; ``timestamps``: keep each line's RFC 3339 timestamp."""
+        query = [("tail", tail), ("timestamps", "true" if timestamps else None)]
+        with self._open(
+            "GET", self._log_path(name, pod), query=query, accept="text/plain"
+        ) as response:
+            return self._read(response).decode("utf-8", "replace")
+
+    def follow_logs(
+        self,
+        name: str,
+        pod: Optional[str] = None,
+        tail: Optional[int] = None,
+        *,
+        timestamps: bool = False,
+        idle_timeout: Optional[float] = None,
+    ) -> Iterator[str]:
+        """Yields a pod's log lines (without the newline) as they are printed, until
+        the pod ends and the server closes the stream.
+
+        The request is made at once, so a wrong job or pod raises here rather than
+        on the first ``next()``. ``idle_timeout``: seconds to wait for the next line
+        before raising (``None``: wait as long as the pod is quiet). Closing the
+        generator (or leaving a ``for`` loop) closes the connection.
+        """
+        query = [
+            ("tail", tail),
+            ("follow", "true"),
+            ("timestamps", "true" if timestamps else None),
+        ]
+        response = self._open(
+            "GET",
+            self._log_path(name, pod),
+            query=query,
+            timeout=idle_timeout,
+            accept="text/plain",
+        )
+        return self._lines(response, idle_timeout)
+
+    def _lines(self, response, idle_timeout) -> Iterator[str]:
+        with response:
+            while True:
+                try:
+                    line = response.readline()
+                except socket.timeout:
+                    raise PaddleCloudError(
+                        f"No log line for {idle_timeout} s.", code="timeout"
+                    ) from None
+                except (ConnectionError, http.client.HTTPException) as err:
+                    raise PaddleCloudError(
+                        f"The log stream from {self.server} broke: {err}.", code="connection"
+                    ) from None
+                if not line:
+                    return
+                text = line.decode("utf-8", "replace")
+                if text.endswith("\n"):
+                    text = text[:-1]
+                    if text.endswith("\r"):
+                        text = text[:-1]
+                yield text
+
+    # ------------------------------------------------------------------- account
+
+    def me(self) -> Dict[str, Any]:
+        """Who the key belongs to: ``{"user_id", "email", "role", "account": {...}}``."""
+        return self._json("GET", "/me")
+

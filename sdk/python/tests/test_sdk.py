@@ -1,0 +1,501 @@
+"""The SDK against the real `paddlecloud` server: no mocks.
+
+Run from the repository root after `cargo build --release -p server`:
+
+    python3 -m unittest discover -s sdk/python/tests -v
+
+The binary is `$PADDLECLOUD_BIN`, else `$CARGO_TARGET_DIR/release/paddlecloud`, else
+`target/release/paddlecloud`. A missing binary, or one without `admin create-key`, fails
+the run with a message saying so.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+import uuid
+from pathlib import Path
+from unittest import mock
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "sdk" / "python"))
+
+import paddlecloud  # noqa: E402
+from paddlecloud import Client, PaddleCloudError  # noqa: E402
+
+ACCOUNT = "sdk"
+EMAIL = "sdk@example.com"
+PASSWORD = "sdk-password-1"
+
+# Set by setUpModule.
+SERVER = ""
+KEY = ""
+CREDENTIALS = ""
+_tmp = None
+_server_proc = None
+_server_log = None
+
+
+def _binary() -> Path:
+    if os.environ.get("PADDLECLOUD_BIN"):
+        return Path(os.environ["PADDLECLOUD_BIN"])
+    if os.environ.get("CARGO_TARGET_DIR"):
+        return Path(os.environ["CARGO_TARGET_DIR"]) / "release" / "paddlecloud"
+    return REPO / "target" / "release" / "paddlecloud"
+
+
+def _run(args, stdin=None):
+    done = subprocess.run(
+        args, input=stdin, capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"`{' '.join(map(str, args))}` exited with {done.returncode}:\n"
+            f"{done.stdout}\n{done.stderr}"
+        )
+    return done.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def setUpModule():
+    global SERVER, KEY, CREDENTIALS, _tmp, _server_proc, _server_log
+    binary = _binary()
+    if not binary.is_file():
+        raise RuntimeError(
+            f"The paddlecloud server binary is not at {binary}. Build it with "
+            "`cargo build --locked --release -p server` from the repository root, "
+            "or point PADDLECLOUD_BIN at it."
+        )
+    probe = subprocess.run(
+        [str(binary), "admin", "create-key", "--help"], capture_output=True, text=True
+    )
+    if probe.returncode != 0:
+        raise RuntimeError(
+            f"{binary} does not support `paddlecloud admin create-key` (exit "
+            f"{probe.returncode}: {probe.stderr.strip()[:300]}); the SDK needs a server "
+            "with access keys and the /api/v1 REST API. Rebuild it from this checkout."
+        )
+
+    _tmp = tempfile.mkdtemp(prefix="paddlecloud-sdk-")
+    data = os.path.join(_tmp, "data")
+    try:
+        _run(
+            [binary, "admin", "create-account", "--name", ACCOUNT, "--email", EMAIL,
+             "--password-stdin", "--data-dir", data],
+            stdin=PASSWORD + "\n",
+        )
+        out = _run(
+            [binary, "admin", "create-key", "--account", ACCOUNT, "--user", EMAIL,
+             "--data-dir", data]
+        )
+        KEY = out.strip().splitlines()[-1].strip()
+        if not KEY.startswith("pck_"):
+            raise RuntimeError(f"`admin create-key` printed no key on its last line:\n{out}")
+
+        port = _free_port()
+        SERVER = f"http://127.0.0.1:{port}"
+        _server_log = open(os.path.join(_tmp, "server.log"), "w+")
+        env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "info,sqlx=warn"))
+        env.pop("DATABASE_URL", None)
+        _server_proc = subprocess.Popen(
+            [str(binary), "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data,
+             "--stop-grace", "1"],
+            cwd=REPO, stdout=_server_log, stderr=subprocess.STDOUT, env=env,
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            if _server_proc.poll() is not None:
+                raise RuntimeError(f"The server exited with {_server_proc.returncode}:\n{_log()}")
+            try:
+                with urllib.request.urlopen(f"{SERVER}/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"The server did not answer /healthz within 60 s:\n{_log()}")
+            time.sleep(0.1)
+
+        CREDENTIALS = os.path.join(_tmp, "credentials.json")
+        with open(CREDENTIALS, "w") as f:
+            json.dump({"server": SERVER, "account": ACCOUNT, "user": EMAIL, "key": KEY,
+                       "created_at": "ignored"}, f)
+    except BaseException:
+        tearDownModule()
+        raise
+
+
+def _log() -> str:
+    if _server_log is None:
+        return ""
+    _server_log.flush()
+    _server_log.seek(0)
+    return _server_log.read()[-4000:]
+
+
+def tearDownModule():
+    global _server_proc, _server_log
+    if _server_proc is not None and _server_proc.poll() is None:
+        _server_proc.terminate()
+        try:
+            _server_proc.wait(10)
+        except subprocess.TimeoutExpired:
+            _server_proc.kill()
+            _server_proc.wait()
+    _server_proc = None
+    if _server_log is not None:
+        _server_log.close()
+        _server_log = None
+    if _tmp is not None:
+        shutil.rmtree(_tmp, ignore_errors=True)
+
+
+def job_name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+# Prints who it is; trainers exit 0, the parameter server waits to be stopped
+# (one that exits before the trainers fail the job).
+ROLE_SCRIPT = (
+    "import os, sys, time\n"
+    "role = os.environ['TRAINING_ROLE']\n"
+    "print('role', role, 'trainer id', os.environ.get('PADDLE_TRAINER_ID'), "
+    "'greeting', os.environ.get('GREETING'), flush=True)\n"
+    "if role == 'PSERVER':\n"
+    "    time.sleep(60)\n"
+)
+
+
+class ClientTestCase(unittest.TestCase):
+    def setUp(self):
+        self.client = Client(server=SERVER, key=KEY, timeout=30)
+        self.jobs = []
+
+    def tearDown(self):
+        for name in self.jobs:
+            try:
+                self.client.delete_job(name)
+            except PaddleCloudError:
+                pass
+
+    def submit(self, prefix, command, num_trainer=1, num_ps=0, **kwargs):
+        name = job_name(prefix)
+        self.jobs.append(name)
+        return self.client.create_cloud_job(
+            name, num_trainer, "256Mi", 0, "500m", num_ps, "256Mi", "250m",
+            command=command, **kwargs,
+        )
+
+    def wait_until(self, name, status, timeout=30):
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.client.get_job(name)
+            if job["status"] == status:
+                return job
+            if time.monotonic() > deadline:
+                self.fail(f"{name} is {job['status']}, not {status}, after {timeout} s: {job}")
+            time.sleep(0.2)
+
+
+class JobLifecycleTest(ClientTestCase):
+    def test_a_submitted_job_runs_to_success_and_its_log_can_be_read(self):
+        job = self.submit(
+            "ok", ["python3", "-c", ROLE_SCRIPT], num_trainer=2, num_ps=1,
+        )
+        name = job["name"]
+        self.assertIn(job["status"], ("pending", "running"))
+        self.assertEqual(job["spec"]["num_trainers"], 2)
+        self.assertEqual(job["spec"]["num_ps"], 1)
+        self.assertEqual(job["spec"]["trainer"], {"cpu": "500m", "memory": "256Mi", "gpu": 0})
+        self.assertEqual(job["spec"]["ps"], {"cpu": "250m", "memory": "256Mi", "gpu": 0})
+
+        done = self.client.wait_job(name, timeout=60, poll=0.2)
+        self.assertEqual(done["status"], "succeeded", done)
+        self.assertEqual(done["trainers"]["succeeded"], 2, done)
+        self.assertIsNotNone(done["finished_at"])
+
+        pods = {p["name"]: p for p in self.client.pods(name)}
+        self.assertEqual(set(pods), {"ps-0", "trainer-0", "trainer-1"})
+        self.assertEqual(pods["trainer-1"]["role"], "trainer")
+        self.assertEqual(pods["trainer-1"]["phase"], "succeeded")
+        self.assertEqual(pods["trainer-1"]["exit_code"], 0)
+
+        log = self.client.logs(name, "trainer-1")
+        self.assertIn("role TRAINER trainer id 1", log)
+        self.assertNotIn("trainer id 0", log)
+        self.assertIn("role TRAINER trainer id 0", self.client.logs(name, "trainer-0"))
+        # Without a pod: the job's first pod, the parameter server.
+        self.assertIn("role PSERVER", self.client.logs(name))
+        stamped = self.client.logs(name, "trainer-1", tail=1, timestamps=True)
+        self.assertRegex(stamped, r"^\d{4}-\d\d-\d\dT\S+ role TRAINER trainer id 1 greeting None\n?$")
+
+    def test_a_command_string_is_split_like_a_shell_and_env_reaches_every_replica(self):
+        script = ROLE_SCRIPT.replace("'", '"')
+        job = self.submit(
+            "env", f"python3 -c '{script}'", env={"GREETING": "hello there"},
+        )
+        self.assertEqual(job["spec"]["command"], ["python3", "-c", script])
+        self.assertEqual(job["spec"]["env"], [{"name": "GREETING", "value": "hello there"}])
+        self.assertEqual(self.client.wait_job(job["name"], timeout=60, poll=0.2)["status"],
+                         "succeeded")
+        self.assertIn("greeting hello there", self.client.logs(job["name"], "trainer-0"))
+
+    def test_a_long_running_job_is_stopped_by_stop_job_and_ends_stopped(self):
+        name = self.submit("sleepy", "sleep 60", num_trainer=1, num_ps=1)["name"]
+        self.wait_until(name, "running")
+        started = time.monotonic()
+        self.client.stop_job(name)
+        job = self.client.wait_job(name, timeout=20, poll=0.2)
+        self.assertEqual(job["status"], "stopped", job)
+        self.assertLess(time.monotonic() - started, 15, "stop did not end `sleep 60` quickly")
+        phases = {p["name"]: p["phase"] for p in self.client.pods(name)}
+        self.assertEqual(phases, {"ps-0": "stopped", "trainer-0": "stopped"})
+        # Stopping a finished job changes nothing.
+        self.assertEqual(self.client.stop_job(name)["status"], "stopped")
+
+    def test_list_jobs_filters_by_status_and_by_name(self):
+        running = self.submit("listed-run", "sleep 60")["name"]
+        finished = self.submit("listed-done", ["true"])["name"]
+        self.wait_until(running, "running")
+        self.client.wait_job(finished, timeout=30, poll=0.2)
+
+        names = [j["name"] for j in self.client.list_jobs(status="running")]
+        self.assertIn(running, names)
+        self.assertNotIn(finished, names)
+        self.assertTrue(all(j["status"] == "running"
+                            for j in self.client.list_jobs(status="running")))
+        self.assertIn(finished, [j["name"] for j in self.client.list_jobs(status="succeeded")])
+
+        self.assertEqual([j["name"] for j in self.client.list_jobs(name=running)], [running])
+        page = self.client.list_jobs_page(name="listed-", per_page=1, sort="name")
+        self.assertGreaterEqual(page["total"], 2)
+        self.assertEqual((page["page"], page["per_page"], len(page["jobs"])), (1, 1, 1))
+        # Without a page, list_jobs gathers every page.
+        every = [j["name"] for j in self.client.list_jobs(name="listed-", per_page=1)]
+        self.assertIn(running, every)
+        self.assertIn(finished, every)
+
+        today = time.strftime("%Y-%m-%d", time.gmtime())
+        self.assertIn(running, [j["name"] for j in self.client.list_jobs(since=today, until=today)])
+        self.assertNotIn(running, [j["name"] for j in self.client.list_jobs(until="2000-01-01")])
+        self.client.stop_job(running)
+
+    def test_a_deleted_job_is_gone(self):
+        name = self.submit("gone", ["true"])["name"]
+        self.client.wait_job(name, timeout=30, poll=0.2)
+        self.assertIsNone(self.client.delete_job(name))
+        with self.assertRaises(PaddleCloudError) as caught:
+            self.client.get_job(name)
+        self.assertEqual(caught.exception.status, 404)
+
+    def test_wait_job_gives_up_after_its_timeout(self):
+        name = self.submit("patient", "sleep 60")["name"]
+        with self.assertRaises(PaddleCloudError) as caught:
+            self.client.wait_job(name, timeout=0.5, poll=0.1)
+        self.assertEqual(caught.exception.code, "timeout")
+        self.assertIsNone(caught.exception.status)
+        self.client.stop_job(name)
+
+
+class FollowLogsTest(ClientTestCase):
+    def test_follow_logs_yields_lines_as_they_are_printed_and_ends_when_the_job_ends(self):
+        script = (
+            "import time\n"
+            "for i in range(1, 4):\n"
+            "    print('line', i, flush=True)\n"
+            "    time.sleep(1)\n"
+        )
+        name = self.submit("follow", ["python3", "-c", script])["name"]
+        self.wait_until(name, "running")
+
+        seen = []
+        status_at_first_line = None
+        result = {}
+
+        def read():
+            nonlocal status_at_first_line
+            try:
+                for line in self.client.follow_logs(name, "trainer-0"):
+                    seen.append((time.monotonic(), line))
+                    if status_at_first_line is None:
+                        status_at_first_line = self.client.get_job(name)["status"]
+                result["ended"] = True
+            except BaseException as err:  # reported below, on the test's thread
+                result["error"] = err
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(30)
+        self.assertFalse(reader.is_alive(), f"follow_logs did not end with the job; got {seen}")
+        if "error" in result:
+            raise result["error"]
+        self.assertEqual([line for _, line in seen], ["line 1", "line 2", "line 3"])
+        # Lines arrive as printed, not all at once when the pod ends.
+        self.assertEqual(status_at_first_line, "running")
+        self.assertGreater(seen[-1][0] - seen[0][0], 1.5, seen)
+        self.assertEqual(self.client.get_job(name)["status"], "succeeded")
+
+    def test_a_followed_log_can_be_left_early(self):
+        name = self.submit("chatty", ["python3", "-c",
+                                      "import time\nwhile True:\n    print('tick', flush=True)\n"
+                                      "    time.sleep(0.2)\n"])["name"]
+        self.wait_until(name, "running")
+        lines = self.client.follow_logs(name, "trainer-0")
+        self.assertEqual(next(lines), "tick")
+        lines.close()
+        self.client.stop_job(name)
+
+
+class ErrorTest(ClientTestCase):
+    def test_a_spec_without_trainers_is_refused_naming_the_field(self):
+        with self.assertRaises(PaddleCloudError) as caught:
+            self.client.create_cloud_job(job_name("none"), 0, "1Gi", 0, "1", command="true")
+        err = caught.exception
+        self.assertEqual((err.status, err.code, err.field), (400, "invalid", "num_trainers"))
+        self.assertTrue(str(err).startswith("num_trainers: "), str(err))
+        self.assertTrue(str(err).endswith(" (400 invalid)"), str(err))
+
+    def test_a_bad_quantity_is_refused_naming_the_field(self):
+        with self.assertRaises(PaddleCloudError) as caught:
+            self.client.create_cloud_job(job_name("fat"), 1, "4GB", 0, "1", command="true")
+        self.assertEqual((caught.exception.status, caught.exception.field),
+                         (400, "trainer.memory"))
+
+    def test_a_taken_name_is_a_conflict(self):
+        name = self.submit("twice", "sleep 60")["name"]
+        with self.assertRaises(PaddleCloudError) as caught:
+            self.client.create_cloud_job(name, 1, "1Gi", 0, "1", command="true")
+        self.assertEqual((caught.exception.status, caught.exception.code), (409, "conflict"))
+        self.client.stop_job(name)
+
+    def test_a_wrong_key_is_refused_with_401(self):
+        wrong = Client(server=SERVER, key="pck_" + "0" * 64)
+        for call in (wrong.me, wrong.list_jobs, lambda: wrong.get_job("anything")):
+            with self.assertRaises(PaddleCloudError) as caught:
+                call()
+            self.assertEqual(caught.exception.status, 401)
+            self.assertEqual(caught.exception.code, "unauthenticated")
+            self.assertIn("create-key", caught.exception.message)
+
+    def test_a_job_that_does_not_exist_is_404(self):
+        for call in (
+            lambda: self.client.get_job("no-such-job"),
+            lambda: self.client.stop_job("no-such-job"),
+            lambda: self.client.delete_job("no-such-job"),
+            lambda: self.client.pods("no-such-job"),
+            lambda: self.client.logs("no-such-job", "trainer-0"),
+            lambda: self.client.follow_logs("no-such-job", "trainer-0"),
+        ):
+            with self.assertRaises(PaddleCloudError) as caught:
+                call()
+            self.assertEqual((caught.exception.status, caught.exception.code),
+                             (404, "not_found"))
+
+    def test_a_pod_that_does_not_exist_is_404(self):
+        name = self.submit("pods", ["true"])["name"]
+        self.client.wait_job(name, timeout=30, poll=0.2)
+        with self.assertRaises(PaddleCloudError) as caught:
+            self.client.logs(name, "trainer-9")
+        self.assertEqual(caught.exception.status, 404)
+
+    def test_names_are_quoted_into_the_path(self):
+        with self.assertRaises(PaddleCloudError) as caught:
+            self.client.get_job("../me")
+        self.assertIn(caught.exception.status, (400, 404))
+
+    def test_an_unreachable_server_is_a_connection_error(self):
+        unreachable = Client(server=f"http://127.0.0.1:{_free_port()}", key=KEY, timeout=5)
+        with self.assertRaises(PaddleCloudError) as caught:
+            unreachable.me()
+        self.assertIsNone(caught.exception.status)
+        self.assertEqual(caught.exception.code, "connection")
+
+
+class CredentialsTest(unittest.TestCase):
+    def test_me_names_the_account_and_user_of_the_key(self):
+        me = Client(credentials=CREDENTIALS).me()
+        self.assertEqual(me["email"], EMAIL)
+        self.assertEqual(me["account"]["name"], ACCOUNT)
+        self.assertEqual(me["account"]["namespace"], "pc-sdk")
+        self.assertIn("role", me)
+
+    def test_the_credentials_file_fills_in_what_the_arguments_do_not_give(self):
+        client = Client(credentials=CREDENTIALS)
+        self.assertEqual((client.server, client.account, client.user), (SERVER, ACCOUNT, EMAIL))
+        self.assertNotIn(KEY, repr(client))
+        with mock.patch.dict(os.environ, {"PADDLECLOUD_SERVER": "http://elsewhere:1"}):
+            self.assertEqual(Client(credentials=CREDENTIALS).server, "http://elsewhere:1")
+        with mock.patch.dict(os.environ, {"PADDLECLOUD_CREDENTIALS": CREDENTIALS}):
+            self.assertEqual(Client().me()["email"], EMAIL)
+
+    def test_a_missing_credentials_file_says_where_to_get_one(self):
+        missing = os.path.join(_tmp, "nowhere.json")
+        with mock.patch.dict(os.environ, {"PADDLECLOUD_CREDENTIALS": missing}):
+            with self.assertRaises(PaddleCloudError) as caught:
+                Client()
+        text = str(caught.exception)
+        self.assertIn(missing, text)
+        self.assertIn("Account page", text)
+        self.assertIn("paddlecloud admin create-key", text)
+        self.assertIsNone(caught.exception.status)
+
+    def test_a_malformed_credentials_file_says_what_is_wrong(self):
+        bad = os.path.join(_tmp, "bad.json")
+        with open(bad, "w") as f:
+            f.write("{not json")
+        with self.assertRaises(PaddleCloudError) as caught:
+            Client(credentials=bad)
+        self.assertIn("could not be read", str(caught.exception))
+        keyless = os.path.join(_tmp, "keyless.json")
+        with open(keyless, "w") as f:
+            json.dump({"server": SERVER}, f)
+        with self.assertRaises(PaddleCloudError) as caught:
+            Client(credentials=keyless)
+        self.assertIn("'key'", str(caught.exception))
+
+    def test_the_module_level_functions_use_the_credentials_named_by_the_environment(self):
+        with mock.patch.dict(os.environ, {"PADDLECLOUD_CREDENTIALS": CREDENTIALS}):
+            os.environ.pop("PADDLECLOUD_SERVER", None)
+            self.assertEqual(paddlecloud.me()["email"], EMAIL)
+            name = job_name("module")
+            job = paddlecloud.create_cloud_job(
+                name, 1, "128Mi", 0, 1, command=["python3", "-c", ROLE_SCRIPT],
+            )
+            try:
+                self.assertEqual(job["spec"]["trainer"]["cpu"], "1")
+                self.assertEqual(paddlecloud.wait_job(name, timeout=60, poll=0.2)["status"],
+                                 "succeeded")
+                self.assertIn(name, [j["name"] for j in paddlecloud.list_jobs(name=name)])
+                self.assertEqual(paddlecloud.get_job(name)["name"], name)
+                self.assertEqual([p["name"] for p in paddlecloud.pods(name)], ["trainer-0"])
+                self.assertIn("trainer id 0", paddlecloud.logs(name))
+                self.assertIn("trainer id 0", "\n".join(paddlecloud.follow_logs(name)))
+                self.assertEqual(paddlecloud.stop_job(name)["status"], "succeeded")
+            finally:
+                paddlecloud.delete_job(name)
+
+
+class ErrorTextTest(unittest.TestCase):
+    def test_an_error_reads_field_message_status_and_code(self):
+        err = PaddleCloudError("Must be at least 1.", status=400, code="invalid",
+                               field="num_trainers")
+        self.assertEqual(str(err), "num_trainers: Must be at least 1. (400 invalid)")
+        self.assertEqual(str(PaddleCloudError("Job not found.", status=404, code="not_found")),
+                         "Job not found. (404 not_found)")
+        self.assertEqual(str(PaddleCloudError("No file.")), "No file.")
+
+
+if __name__ == "__main__":
+    unittest.main()
