@@ -3,13 +3,66 @@
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{ParentRoute, Redirect, Route, Router, Routes};
-use leptos_router::{path, SsrMode};
+use leptos_router::{lazy_route, path, Lazy, LazyRoute, SsrMode};
 
 use crate::components::layout::Layout;
 use crate::pages::{
     account::AccountPage, auth::LoginPage, auth::SignUpPage, jobs::JobsPage, not_found::NotFound,
     placeholder::SectionPage,
 };
+
+// Each page below is a lazy route: its code is a separate wasm module that the
+// browser fetches with the page (scripts/build.sh splits the bundle), so the
+// first load carries the shell and the page at hand, not the whole console.
+// A page's data still loads with its view: each page creates its own resources.
+
+/// `/login`.
+struct LoginRoute;
+#[lazy_route]
+impl LazyRoute for LoginRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <LoginPage /> }.into_any()
+    }
+}
+
+/// `/signup`.
+struct SignUpRoute;
+#[lazy_route]
+impl LazyRoute for SignUpRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <SignUpPage /> }.into_any()
+    }
+}
+
+/// `/jobs`.
+struct JobsRoute;
+#[lazy_route]
+impl LazyRoute for JobsRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <JobsPage /> }.into_any()
+    }
+}
+
+/// `/account`.
+struct AccountRoute;
+#[lazy_route]
+impl LazyRoute for AccountRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <AccountPage /> }.into_any()
+    }
+}
 
 /// The whole HTML document the server streams for every page.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -50,11 +103,11 @@ pub fn App() -> impl IntoView {
         <Title formatter=|text| format!("{text} · PaddleCloud") />
         <Router>
             <Routes fallback=NotFound>
-                <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
-                <Route path=path!("/signup") view=SignUpPage ssr=SsrMode::Async />
+                <Route path=path!("/login") view={Lazy::<LoginRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/signup") view={Lazy::<SignUpRoute>::new()} ssr=SsrMode::Async />
                 <ParentRoute path=path!("") view=Layout ssr=SsrMode::Async>
                     <Route path=path!("") view=|| view! { <Redirect path="/jobs" /> } />
-                    <Route path=path!("jobs") view=JobsPage />
+                    <Route path=path!("jobs") view={Lazy::<JobsRoute>::new()} />
                     <Route
                         path=path!("paddleboard")
                         view=|| view! { <SectionPage section="paddleboard" /> }
@@ -75,7 +128,7 @@ pub fn App() -> impl IntoView {
                         path=path!("notebooks")
                         view=|| view! { <SectionPage section="notebooks" /> }
                     />
-                    <Route path=path!("account") view=AccountPage />
+                    <Route path=path!("account") view={Lazy::<AccountRoute>::new()} />
                 </ParentRoute>
             </Routes>
         </Router>

@@ -4,5 +4,7 @@
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(app::App);
+    // The pages are lazy routes (separate wasm modules): hydration waits for
+    // the current page's module instead of panicking on it.
+    leptos::mount::hydrate_lazy(app::App);
 }

@@ -1,5 +1,29 @@
 //! Kubernetes resource quantities (`500m`, `2`, `4Gi`), parsed the same way in
 //! the submit dialog and on the server, so totals shown live match what is checked.
+//!
+//! Integer arithmetic only: exact, and it keeps float parsing and formatting
+//! (tens of KB) out of the browser bundle.
+
+/// `"1.25"` as the integer `125` scaled by `10^digits` (here 2), rounded half
+/// up past `digits`; `None` if it is not a plain non-negative decimal.
+fn parse_decimal(s: &str, digits: u32) -> Option<u128> {
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    let is_digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if (int.is_empty() && frac.is_empty()) || !is_digits(int) || !is_digits(frac) || int.len() > 20
+    {
+        return None;
+    }
+    let int: u128 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    let mut value = int.checked_mul(10u128.pow(digits))?;
+    let frac = frac.as_bytes();
+    for (i, b) in frac.iter().take(digits as usize).enumerate() {
+        value += u128::from(b - b'0') * 10u128.pow(digits - 1 - i as u32);
+    }
+    if frac.get(digits as usize).is_some_and(|b| *b >= b'5') {
+        value += 1;
+    }
+    Some(value)
+}
 
 use crate::error::AppError;
 
@@ -17,11 +41,12 @@ pub fn parse_cpu_millis(field: &str, raw: &str) -> Result<u64, AppError> {
     let millis = if let Some(m) = s.strip_suffix('m') {
         m.parse::<u64>().map_err(|_| bad())?
     } else {
-        let cores: f64 = s.parse().map_err(|_| bad())?;
-        if !cores.is_finite() || !(0.0..=1.0e6).contains(&cores) {
+        // Cores to three decimals: millicores.
+        let millis = parse_decimal(s, 3).ok_or_else(bad)?;
+        if millis > 1_000_000_000 {
             return Err(bad());
         }
-        (cores * 1000.0).round() as u64
+        millis as u64
     };
     Ok(millis)
 }
@@ -52,15 +77,14 @@ pub fn parse_memory_bytes(field: &str, raw: &str) -> Result<u64, AppError> {
         .iter()
         .find_map(|(suffix, unit)| s.strip_suffix(suffix).map(|n| (n, *unit)))
         .unwrap_or((s, 1));
-    let value: f64 = number.trim().parse().map_err(|_| bad())?;
-    if !value.is_finite() || value < 0.0 {
+    // Nine decimals are more than any unit needs to come out in whole bytes.
+    const SCALE: u128 = 1_000_000_000;
+    let value = parse_decimal(number.trim(), 9).ok_or_else(bad)?;
+    let bytes = (value * u128::from(unit) + SCALE / 2) / SCALE;
+    if bytes > 1_000_000_000_000_000_000 {
         return Err(bad());
     }
-    let bytes = value * unit as f64;
-    if bytes > 1.0e18 {
-        return Err(bad());
-    }
-    Ok(bytes.round() as u64)
+    Ok(bytes as u64)
 }
 
 /// Millicores as people read them: `500m`, `2`, `2.5`.
@@ -70,7 +94,7 @@ pub fn format_cpu(millis: u64) -> String {
     } else if millis < 1000 {
         format!("{millis}m")
     } else {
-        let s = format!("{:.3}", millis as f64 / 1000.0);
+        let s = format!("{}.{:03}", millis / 1000, millis % 1000);
         s.trim_end_matches('0').to_owned()
     }
 }
@@ -78,16 +102,24 @@ pub fn format_cpu(millis: u64) -> String {
 /// Bytes in binary units: `512 MiB`, `4 GiB`, `1.5 GiB`.
 pub fn format_memory(bytes: u64) -> String {
     const UNITS: &[&str] = &["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut value = bytes as f64;
     let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
+    while bytes >> (10 * (unit + 1)) > 0 && unit + 1 < UNITS.len() {
         unit += 1;
     }
-    if (value - value.round()).abs() < 0.05 {
-        format!("{} {}", value.round() as u64, UNITS[unit])
+    // Tenths of the unit, rounded half up; rounding may reach the next unit.
+    let tenths_in = |unit: usize| {
+        let size = 1u128 << (10 * unit);
+        (u128::from(bytes) * 10 + size / 2) / size
+    };
+    let mut tenths = tenths_in(unit);
+    if tenths >= 10240 && unit + 1 < UNITS.len() {
+        unit += 1;
+        tenths = tenths_in(unit);
+    }
+    if tenths % 10 == 0 {
+        format!("{} {}", tenths / 10, UNITS[unit])
     } else {
-        format!("{value:.1} {}", UNITS[unit])
+        format!("{}.{} {}", tenths / 10, tenths % 10, UNITS[unit])
     }
 }
 
@@ -100,7 +132,10 @@ mod tests {
         assert_eq!(parse_cpu_millis("cpu", "500m").unwrap(), 500);
         assert_eq!(parse_cpu_millis("cpu", "2").unwrap(), 2000);
         assert_eq!(parse_cpu_millis("cpu", "0.25").unwrap(), 250);
-        for bad in ["", "two", "-1", "1.5m", "NaN", "inf"] {
+        assert_eq!(parse_cpu_millis("cpu", ".5").unwrap(), 500);
+        assert_eq!(parse_cpu_millis("cpu", "1.0005").unwrap(), 1001);
+        assert_eq!(parse_cpu_millis("cpu", "3.").unwrap(), 3000);
+        for bad in ["", ".", "two", "-1", "1.5m", "NaN", "inf", "1e3", "1.2.3", "9".repeat(30).as_str()] {
             assert_eq!(
                 parse_cpu_millis("cpu", bad).unwrap_err().field(),
                 Some("cpu"),
@@ -116,7 +151,9 @@ mod tests {
         assert_eq!(parse_memory_bytes("m", "1G").unwrap(), 1_000_000_000);
         assert_eq!(parse_memory_bytes("m", "1.5Gi").unwrap(), 3 << 29);
         assert_eq!(parse_memory_bytes("m", "1000").unwrap(), 1000);
-        for bad in ["", "4GB", "lots", "-1Gi"] {
+        assert_eq!(parse_memory_bytes("m", "0.5Ki").unwrap(), 512);
+        assert_eq!(parse_memory_bytes("m", "0.1").unwrap(), 0);
+        for bad in ["", "4GB", "lots", "-1Gi", "1e9", "2000000Ti"] {
             assert!(parse_memory_bytes("m", bad).is_err(), "{bad}");
         }
     }
@@ -129,5 +166,11 @@ mod tests {
         assert_eq!(format_memory(512 << 20), "512 MiB");
         assert_eq!(format_memory(3 << 29), "1.5 GiB");
         assert_eq!(format_memory(0), "0 B");
+        assert_eq!(format_memory(1023), "1023 B");
+        assert_eq!(format_memory(1024), "1 KiB");
+        assert_eq!(format_memory((1 << 30) - 1), "1 GiB");
+        assert_eq!(format_memory(1_000_000_000), "953.7 MiB");
+        assert_eq!(format_cpu(1250), "1.25");
+        assert_eq!(format_cpu(1001), "1.001");
     }
 }

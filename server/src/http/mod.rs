@@ -75,6 +75,13 @@ pub fn router(state: AppState) -> Router {
     let site = ServeDir::new(&*state.leptos.site_root)
         .precompressed_gzip()
         .not_found_service(not_found.with_state(state.clone()));
+    // The split bundle's module names carry no content hash: browsers must
+    // revalidate (a cheap 304) so an upgrade never mixes old and new modules.
+    let site = tower_http::set_header::SetResponseHeader::if_not_present(
+        site,
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-cache"),
+    );
 
     Router::new()
         .route("/healthz", get(healthz))

@@ -176,12 +176,12 @@ fn LogPane(job: String, pod: String, tail: String) -> impl IntoView {
             </form>
             <pre class=move || if wrap.get() { "log wrap" } else { "log" } data-testid="log">
                 {move || {
-                    let needle = search.get().to_lowercase();
+                    let needle = search.get().to_ascii_lowercase();
                     let show_stamps = stamps.get();
                     let only = only.get();
                     let render = |all: &[String]| {
                         all.iter()
-                            .filter(|line| !only || needle.is_empty() || line.to_lowercase().contains(&needle))
+                            .filter(|line| !only || needle.is_empty() || line.to_ascii_lowercase().contains(&needle))
                             .map(|line| {
                                 let (stamp, text) = split_stamp(line);
                                 let stamp = stamp.filter(|_| show_stamps).map(|s| view! { <span class="ts">{s.to_owned()}" "</span> });
@@ -199,14 +199,15 @@ fn LogPane(job: String, pod: String, tail: String) -> impl IntoView {
     }
 }
 
-/// The text with every case-insensitive match of `needle` in a `<mark>`.
+/// The text with every match of `needle` in a `<mark>`, ignoring ASCII case
+/// (Unicode case tables would cost the bundle tens of KB; log words that
+/// matter are ASCII, and other text still matches as typed).
 /// Plain pieces are `<span>`s, never bare neighbouring text nodes, which the
 /// server's HTML would merge and hydration would then not find.
 fn highlight(text: &str, needle: &str) -> Vec<AnyView> {
     let plain = |piece: &str| view! { <span>{piece.to_owned()}</span> }.into_any();
-    let lower = text.to_lowercase();
-    // Lower-casing can change byte lengths outside ASCII; no marks then.
-    if needle.is_empty() || lower.len() != text.len() {
+    let lower = text.to_ascii_lowercase();
+    if needle.is_empty() {
         return vec![plain(text)];
     }
     let mut parts = Vec::new();
