@@ -19,6 +19,7 @@ use server::accounts::SqlAccounts;
 use server::http::{router, AppState};
 use server::jobs::JobStore;
 use server::local::LocalCluster;
+use server::paddleboard::SqlMetrics;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -89,8 +90,8 @@ fn main() -> anyhow::Result<()> {
             JobStatus::Running,
         ];
         for i in 0..jobs {
-            let job = store
-                .insert(me.account.id, &spec(i), "local")
+            let (job, _token) = store
+                .insert(&me, &spec(i), "local")
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             store
@@ -119,8 +120,9 @@ fn main() -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("{e}"))?;
         let services = Services {
             accounts,
-            access_keys: SqlAccessKeys::new(pool),
+            access_keys: SqlAccessKeys::new(pool.clone()),
             cluster: Arc::new(cluster),
+            metrics: Arc::new(SqlMetrics::new(pool, 1_000_000)),
             secure_cookies: false,
         };
         let app = router(AppState {

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use sqlx::AnyPool;
 
 use crate::accounts::{internal, me_from, random_token, token_hash, user_columns, UserRow};
+use crate::jobs::store::JOB_TOKEN_PREFIX;
 use crate::time::now_ms;
 
 /// `last_used_at` is written at most this often per key, so that a script
@@ -55,9 +56,40 @@ impl SqlAccessKeys {
     }
 }
 
-fn is_well_formed(key: &str) -> bool {
-    key.strip_prefix(ACCESS_KEY_PREFIX)
+fn is_well_formed_with(prefix: &str, key: &str) -> bool {
+    key.strip_prefix(prefix)
         .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+fn is_well_formed(key: &str) -> bool {
+    is_well_formed_with(ACCESS_KEY_PREFIX, key)
+}
+
+impl SqlAccessKeys {
+    /// A job's token acts as the user who submitted the job, scoped to it.
+    async fn resolve_job_token(&self, token: &str) -> Result<Option<Principal>, AppError> {
+        if !is_well_formed_with(JOB_TOKEN_PREFIX, token) {
+            return Ok(None);
+        }
+        /// The job's id and name, then its submitter as [`UserRow`] has it.
+        type JobTokenRow = (i64, String, i64, String, String, i64, String, String, i64);
+        let row: Option<JobTokenRow> = sqlx::query_as(concat!(
+            "SELECT j.id, j.name, ",
+            user_columns!(),
+            " FROM jobs j JOIN users u ON u.id = j.user_id \
+                 JOIN accounts a ON a.id = u.account_id WHERE j.token_hash = $1"
+        ))
+        .bind(token_hash(token))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(internal("look up job token"))?;
+        Ok(
+            row.map(|(job_id, job, u, e, r, ai, an, ans, ac)| Principal {
+                me: me_from((u, e, r, ai, an, ans, ac)),
+                credential: Credential::JobToken { job_id, job },
+            }),
+        )
+    }
 }
 
 #[async_trait]
@@ -130,6 +162,9 @@ impl AccessKeys for SqlAccessKeys {
     }
 
     async fn resolve_key(&self, key: &str) -> Result<Option<Principal>, AppError> {
+        if key.starts_with(JOB_TOKEN_PREFIX) {
+            return self.resolve_job_token(key).await;
+        }
         if !is_well_formed(key) {
             return Ok(None);
         }

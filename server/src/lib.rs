@@ -10,4 +10,5 @@ pub mod http;
 pub mod jobs;
 pub mod local;
 pub mod logfile;
+pub mod paddleboard;
 pub mod time;

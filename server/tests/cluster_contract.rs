@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use app::models::{
-    Account, Job, JobQuery, JobSort, JobSpec, JobStatus, LogRequest, PodPhase, Resources,
+    Account, Job, JobQuery, JobSort, JobSpec, JobStatus, LogRequest, Me, PodPhase, Resources,
 };
 use app::ports::Cluster;
 use server::jobs::JobStore;
@@ -21,6 +21,9 @@ struct Harness {
     cluster: Arc<dyn Cluster>,
     ann: Account,
     eve: Account,
+    /// The owners of `ann` and `eve`, who submit their jobs.
+    ann_user: Me,
+    eve_user: Me,
     _db: common::TestDb,
 }
 
@@ -49,10 +52,14 @@ async fn local(db: common::TestDb) -> Harness {
     )
     .await
     .unwrap();
+    let ann = account(&db, "ann").await;
+    let eve = account(&db, "eve").await;
     Harness {
         cluster: Arc::new(cluster),
-        ann: account(&db, "ann").await,
-        eve: account(&db, "eve").await,
+        ann_user: common::user_in(&db.pool, &ann).await,
+        eve_user: common::user_in(&db.pool, &eve).await,
+        ann,
+        eve,
         _db: db,
     }
 }
@@ -162,7 +169,7 @@ contract!(
 async fn a_job_succeeds_when_every_trainer_exits_zero(h: Harness) {
     let submitted = h
         .cluster
-        .submit(&h.ann, job("mnist", 1, 2, PS_AND_TRAINERS))
+        .submit(&h.ann_user, job("mnist", 1, 2, PS_AND_TRAINERS))
         .await
         .unwrap();
     assert_eq!(submitted.cluster, "local");
@@ -193,7 +200,7 @@ async fn a_job_succeeds_when_every_trainer_exits_zero(h: Harness) {
 
 async fn replicas_get_the_environment_paddle_expects(h: Harness) {
     h.cluster
-        .submit(&h.ann, job("env", 2, 2, PS_AND_TRAINERS))
+        .submit(&h.ann_user, job("env", 2, 2, PS_AND_TRAINERS))
         .await
         .unwrap();
     wait_for(&h, &h.ann, "env", JobStatus::Succeeded).await;
@@ -240,7 +247,7 @@ async fn a_failing_trainer_fails_the_job_and_stops_the_rest(h: Harness) {
         name: "EXIT_1".into(),
         value: "3".into(),
     });
-    h.cluster.submit(&h.ann, spec).await.unwrap();
+    h.cluster.submit(&h.ann_user, spec).await.unwrap();
     let failed = wait_for(&h, &h.ann, "bad", JobStatus::Failed).await;
     assert!(
         failed.message.contains("trainer-1 exited with code 3"),
@@ -262,7 +269,7 @@ async fn stopping_a_job_ends_every_process_it_started(h: Harness) {
     // Each replica leaves a grandchild behind, as launchers and data loaders do.
     let script = "sleep 300 & echo \"child $!\"; wait";
     h.cluster
-        .submit(&h.ann, job("long", 1, 2, script))
+        .submit(&h.ann_user, job("long", 1, 2, script))
         .await
         .unwrap();
     let running = wait_for(&h, &h.ann, "long", JobStatus::Running).await;
@@ -296,7 +303,7 @@ async fn stopping_a_job_ends_every_process_it_started(h: Harness) {
 async fn a_replica_that_ignores_sigterm_is_killed_after_the_grace_period(h: Harness) {
     let script = "trap '' TERM; echo stubborn; while true; do sleep 0.1; done";
     h.cluster
-        .submit(&h.ann, job("stubborn", 0, 1, script))
+        .submit(&h.ann_user, job("stubborn", 0, 1, script))
         .await
         .unwrap();
     wait_for(&h, &h.ann, "stubborn", JobStatus::Running).await;
@@ -313,25 +320,25 @@ async fn a_replica_that_ignores_sigterm_is_killed_after_the_grace_period(h: Harn
 
 async fn names_are_unique_per_account_and_bad_specs_name_their_field(h: Harness) {
     h.cluster
-        .submit(&h.ann, job("same", 0, 1, "exit 0"))
+        .submit(&h.ann_user, job("same", 0, 1, "exit 0"))
         .await
         .unwrap();
     let err = h
         .cluster
-        .submit(&h.ann, job("same", 0, 1, "exit 0"))
+        .submit(&h.ann_user, job("same", 0, 1, "exit 0"))
         .await
         .unwrap_err();
     assert_eq!((err.status(), err.field()), (409, Some("name")));
     // Another account may use the name.
     h.cluster
-        .submit(&h.eve, job("same", 0, 1, "exit 0"))
+        .submit(&h.eve_user, job("same", 0, 1, "exit 0"))
         .await
         .unwrap();
 
     let mut bad = job("Bad_Name", 0, 1, "exit 0");
     assert_eq!(
         h.cluster
-            .submit(&h.ann, bad.clone())
+            .submit(&h.ann_user, bad.clone())
             .await
             .unwrap_err()
             .field(),
@@ -341,7 +348,7 @@ async fn names_are_unique_per_account_and_bad_specs_name_their_field(h: Harness)
     bad.num_trainers = 0;
     assert_eq!(
         h.cluster
-            .submit(&h.ann, bad.clone())
+            .submit(&h.ann_user, bad.clone())
             .await
             .unwrap_err()
             .field(),
@@ -349,7 +356,7 @@ async fn names_are_unique_per_account_and_bad_specs_name_their_field(h: Harness)
     );
     bad.num_trainers = 1;
     bad.trainer.memory = "lots".into();
-    let err = h.cluster.submit(&h.ann, bad).await.unwrap_err();
+    let err = h.cluster.submit(&h.ann_user, bad).await.unwrap_err();
     assert_eq!((err.status(), err.field()), (400, Some("trainer.memory")));
     assert!(
         h.cluster.job(&h.ann, "fine").await.is_err(),
@@ -359,7 +366,7 @@ async fn names_are_unique_per_account_and_bad_specs_name_their_field(h: Harness)
 
 async fn another_accounts_job_is_not_found(h: Harness) {
     h.cluster
-        .submit(&h.ann, job("private", 0, 1, "sleep 30"))
+        .submit(&h.ann_user, job("private", 0, 1, "sleep 30"))
         .await
         .unwrap();
     let eve = &h.eve;
@@ -411,7 +418,7 @@ async fn another_accounts_job_is_not_found(h: Harness) {
 async fn the_job_list_filters_sorts_and_pages(h: Harness) {
     for name in ["alpha", "beta", "gamma-one"] {
         h.cluster
-            .submit(&h.ann, job(name, 0, 1, "exit 0"))
+            .submit(&h.ann_user, job(name, 0, 1, "exit 0"))
             .await
             .unwrap();
         wait_for(&h, &h.ann, name, JobStatus::Succeeded).await;
@@ -419,7 +426,7 @@ async fn the_job_list_filters_sorts_and_pages(h: Harness) {
     }
     let mut failing = job("delta", 0, 1, "exit 1");
     failing.env.clear();
-    h.cluster.submit(&h.ann, failing).await.unwrap();
+    h.cluster.submit(&h.ann_user, failing).await.unwrap();
     wait_for(&h, &h.ann, "delta", JobStatus::Failed).await;
 
     let names =
@@ -486,7 +493,7 @@ async fn the_job_list_filters_sorts_and_pages(h: Harness) {
 async fn logs_can_be_tailed_followed_and_read_without_timestamps(h: Harness) {
     let script = "for i in 1 2 3 4 5; do echo line $i; sleep 0.2; done; echo oops >&2";
     h.cluster
-        .submit(&h.ann, job("chatty", 0, 1, script))
+        .submit(&h.ann_user, job("chatty", 0, 1, script))
         .await
         .unwrap();
     wait_for(&h, &h.ann, "chatty", JobStatus::Running).await;
@@ -534,7 +541,7 @@ async fn logs_can_be_tailed_followed_and_read_without_timestamps(h: Harness) {
 
 async fn deleting_a_job_removes_its_record_and_logs(h: Harness) {
     h.cluster
-        .submit(&h.ann, job("gone", 0, 1, "echo bye; sleep 30"))
+        .submit(&h.ann_user, job("gone", 0, 1, "echo bye; sleep 30"))
         .await
         .unwrap();
     wait_for(&h, &h.ann, "gone", JobStatus::Running).await;
@@ -545,7 +552,7 @@ async fn deleting_a_job_removes_its_record_and_logs(h: Harness) {
     );
     // The name is free again, and the new job starts with an empty log.
     h.cluster
-        .submit(&h.ann, job("gone", 0, 1, "echo again"))
+        .submit(&h.ann_user, job("gone", 0, 1, "echo again"))
         .await
         .unwrap();
     wait_for(&h, &h.ann, "gone", JobStatus::Succeeded).await;
@@ -558,7 +565,7 @@ async fn deleting_a_job_removes_its_record_and_logs(h: Harness) {
 async fn a_program_that_cannot_start_fails_the_job_with_the_reason(h: Harness) {
     let mut spec = job("missing", 1, 1, "");
     spec.command = vec!["/nonexistent/python3".into(), "train.py".into()];
-    h.cluster.submit(&h.ann, spec).await.unwrap();
+    h.cluster.submit(&h.ann_user, spec).await.unwrap();
     let failed = wait_for(&h, &h.ann, "missing", JobStatus::Failed).await;
     assert!(
         failed

@@ -38,7 +38,8 @@ fn a_restart_marks_running_jobs_failed_and_kills_what_is_left_of_them() {
             ps: Resources::default(),
             trainer: Resources::default(),
         };
-        cluster.submit(&account, spec).await.unwrap();
+        let owner = common::user_in(&db.pool, &account).await;
+        cluster.submit(&owner, spec).await.unwrap();
         let child = common::printed_child(&cluster, &account, "survivor", "trainer-0").await;
         (account, child)
     });

@@ -109,7 +109,10 @@ async fn a_job_submitted_with_a_key_runs_and_its_pods_and_logs_can_be_read() {
     assert_eq!(me.status, StatusCode::OK);
     assert_eq!(me.json()["account"]["name"], "vision");
 
-    let script = "echo \"hi from $TRAINING_ROLE $PADDLE_TRAINER_ID of $PADDLE_TRAINERS_NUM\"";
+    // The parameter server serves until the trainers are done (a PS that
+    // exits first fails the job).
+    let script = "echo \"hi from $TRAINING_ROLE $PADDLE_TRAINER_ID of $PADDLE_TRAINERS_NUM\"; \
+                  [ \"$TRAINING_ROLE\" = PSERVER ] && exec sleep 30; exit 0";
     let made = call(
         &site,
         Method::POST,
@@ -433,6 +436,7 @@ async fn another_accounts_job_is_not_found_on_every_route() {
     )
     .await;
     assert_eq!(made.status, StatusCode::CREATED);
+    wait_for(&site, &ann, "secret", "running").await;
 
     for (method, path) in [
         (Method::GET, "/api/v1/jobs/secret"),
@@ -508,6 +512,9 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         "POST /api/v1/jobs/{name}/stop",
         "GET /api/v1/jobs/{name}/pods",
         "GET /api/v1/jobs/{name}/pods/{pod}/log",
+        "GET /api/v1/jobs/{name}/metrics",
+        "POST /api/v1/jobs/{name}/metrics",
+        "GET /api/v1/jobs/{name}/metrics/{tag}",
     ];
     expected.sort();
     assert_eq!(documented, expected);
@@ -515,7 +522,10 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
     // Every documented route answers as a route (a missing job, not a missing route).
     for line in &documented {
         let (method, path) = line.split_once(' ').unwrap();
-        let path = path.replace("{name}", "nope").replace("{pod}", "ps-0");
+        let path = path
+            .replace("{name}", "nope")
+            .replace("{pod}", "ps-0")
+            .replace("{tag}", "train/loss");
         let got = call(
             &site,
             method.parse().unwrap(),

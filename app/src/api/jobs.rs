@@ -20,7 +20,7 @@ pub async fn list_jobs(query: JobQuery) -> Result<JobPage, AppError> {
 pub async fn submit_job(form: JobForm) -> Result<Job, AppError> {
     let who = principal()?;
     let spec = form.to_spec()?;
-    let job = services()?.cluster.submit(&who.me.account, spec).await?;
+    let job = services()?.cluster.submit(&who.me, spec).await?;
     tracing::info!(account = %who.me.account.name, job = %job.name, user = %who.me.email, "job submitted");
     redirect_back_without("submit", "/jobs")?;
     Ok(job)

@@ -169,6 +169,8 @@ pub const RESERVED_ENV: &[&str] = &[
     "PADDLE_TRAINER_ENDPOINTS",
     "PADDLE_CURRENT_ENDPOINT",
     "POD_IP",
+    "PADDLECLOUD_JOB_TOKEN",
+    "PADDLECLOUD_SERVER",
 ];
 
 impl JobSpec {

@@ -6,6 +6,7 @@ pub mod account;
 pub mod job_form;
 pub mod job_query;
 pub mod jobs;
+pub mod metrics;
 pub mod quantity;
 pub mod time;
 
@@ -14,3 +15,4 @@ pub use account::*;
 pub use job_form::*;
 pub use job_query::*;
 pub use jobs::*;
+pub use metrics::*;

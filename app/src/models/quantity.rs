@@ -135,7 +135,18 @@ mod tests {
         assert_eq!(parse_cpu_millis("cpu", ".5").unwrap(), 500);
         assert_eq!(parse_cpu_millis("cpu", "1.0005").unwrap(), 1001);
         assert_eq!(parse_cpu_millis("cpu", "3.").unwrap(), 3000);
-        for bad in ["", ".", "two", "-1", "1.5m", "NaN", "inf", "1e3", "1.2.3", "9".repeat(30).as_str()] {
+        for bad in [
+            "",
+            ".",
+            "two",
+            "-1",
+            "1.5m",
+            "NaN",
+            "inf",
+            "1e3",
+            "1.2.3",
+            "9".repeat(30).as_str(),
+        ] {
             assert_eq!(
                 parse_cpu_millis("cpu", bad).unwrap_err().field(),
                 Some("cpu"),

@@ -16,18 +16,34 @@ pub struct Principal {
 }
 
 /// How a request proved who it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Credential {
     /// A browser's session cookie (the session's id).
     Session(i64),
     /// An access key in `Authorization: Bearer` (the key's id).
     AccessKey(i64),
+    /// A job's own token (`PADDLECLOUD_JOB_TOKEN`), held by its replicas: it
+    /// acts as the job's submitter, for that job's metrics only.
+    JobToken {
+        /// The job's database id.
+        job_id: i64,
+        /// The job's name.
+        job: String,
+    },
 }
 
 impl Principal {
     /// Whether `session_id` is the session making this request.
     pub fn is_session(&self, session_id: i64) -> bool {
         self.credential == Credential::Session(session_id)
+    }
+
+    /// The job whose token this is, if a job's token made the request.
+    pub fn job_scope(&self) -> Option<&str> {
+        match &self.credential {
+            Credential::JobToken { job, .. } => Some(job),
+            _ => None,
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use futures_core::Stream;
 
 use crate::error::AppError;
-use crate::models::{Account, Job, JobPage, JobQuery, JobSpec, LogRequest, Pod};
+use crate::models::{Account, Job, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod};
 
 /// A pod's log as it is read: chunks of whole lines.
 pub type LogStream = Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>;
@@ -30,8 +30,9 @@ pub struct JobEvent {
 pub trait Cluster: Send + Sync {
     /// Where jobs submitted here run, as the table's "where" column shows it.
     fn name(&self) -> String;
-    /// Validates and starts a job; a taken name is a conflict on `name`.
-    async fn submit(&self, account: &Account, spec: JobSpec) -> Result<Job, AppError>;
+    /// Validates and starts a job in `by`'s account, recording `by` as its
+    /// submitter; a taken name is a conflict on `name`.
+    async fn submit(&self, by: &Me, spec: JobSpec) -> Result<Job, AppError>;
     /// The account's jobs matching `query`, one page of them.
     async fn list_jobs(&self, account: &Account, query: &JobQuery) -> Result<JobPage, AppError>;
     /// One job.

@@ -5,12 +5,14 @@
 mod access_keys;
 mod accounts;
 mod cluster;
+mod metrics;
 
 use std::sync::Arc;
 
 pub use access_keys::*;
 pub use accounts::*;
 pub use cluster::*;
+pub use metrics::*;
 
 /// Everything a server function can reach, provided as context on every request.
 #[derive(Clone)]
@@ -21,6 +23,8 @@ pub struct Services {
     pub access_keys: Arc<dyn AccessKeys>,
     /// Where jobs run: the local executor or Kubernetes.
     pub cluster: Arc<dyn Cluster>,
+    /// PaddleBoard's training metrics.
+    pub metrics: Arc<dyn Metrics>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

@@ -9,6 +9,9 @@
     paddlecloud.wait_job("mnist")
     print(paddlecloud.logs("mnist", "trainer-0"))
 
+Inside a training job, ``paddlecloud.draw_board(loss, "train/loss")`` charts a
+scalar on PaddleBoard (see `paddlecloud.board`).
+
 The module-level functions use a default `Client()`, which reads
 ``$PADDLECLOUD_CREDENTIALS`` or ``~/.config/paddlecloud/credentials.json``
 (download it from the Account page of the console). Use `Client` directly for
@@ -30,6 +33,7 @@ from .client import (
     credentials_path,
     load_credentials,
 )
+from .board import Board, draw_board, flush_board
 from .errors import PaddleCloudError
 
 __version__ = "0.1.0"
@@ -52,6 +56,12 @@ __all__ = [
     "logs",
     "follow_logs",
     "me",
+    "Board",
+    "draw_board",
+    "flush_board",
+    "log_metrics",
+    "metric_tags",
+    "metric_series",
 ]
 
 _lock = threading.Lock()
@@ -96,3 +106,6 @@ pods = _module_function("pods")
 logs = _module_function("logs")
 follow_logs = _module_function("follow_logs")
 me = _module_function("me")
+log_metrics = _module_function("log_metrics")
+metric_tags = _module_function("metric_tags")
+metric_series = _module_function("metric_series")

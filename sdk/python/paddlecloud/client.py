@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import http.client
 import json
+import math
 import os
 import shlex
 import socket
@@ -147,6 +148,24 @@ def _count(value: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be an int, not {type(value).__name__}")
     return value
+
+
+def _json_float(value: Any) -> Union[float, str]:
+    """A metric value for JSON: a number, or "NaN"/"Infinity"/"-Infinity",
+    which JSON cannot write as numbers. Accepts anything ``float()`` takes,
+    and 1-element tensors or arrays through ``.item()``."""
+    if hasattr(value, "item") and not isinstance(value, (int, float)):
+        value = value.item()
+    value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+def _from_json_float(value: Any) -> float:
+    return float(value) if not isinstance(value, str) else float(value.replace("Infinity", "inf"))
 
 
 def _date(value: Optional[DateLike], what: str) -> Optional[str]:
@@ -555,6 +574,49 @@ class Client:
                     if text.endswith("\r"):
                         text = text[:-1]
                 yield text
+
+    # ------------------------------------------------------------------- metrics
+
+    def log_metrics(self, name: str, points: Iterable[Mapping[str, Any]]) -> Dict[str, Any]:
+        """Stores points of job ``name`` in one call (at most 10,000):
+        ``[{"tag": "loss", "step": 3, "value": 0.25, "wall_time": 1.7e9}]``.
+        ``wall_time`` (seconds) defaults to now; NaN and ±inf are kept. A step
+        that repeats replaces the tag's points from that step on (a resumed
+        job). Returns ``{"accepted", "tags", "replaced"}``."""
+        body = [
+            {
+                "tag": p["tag"],
+                "step": _count(int(p["step"]), "step"),
+                "value": _json_float(p["value"]),
+                **({"wall_time": float(p["wall_time"])} if p.get("wall_time") is not None else {}),
+            }
+            for p in points
+        ]
+        return self._json("POST", f"/jobs/{_quote(name)}/metrics", body=body)
+
+    def metric_tags(self, name: str) -> List[Dict[str, Any]]:
+        """Job ``name``'s series: ``[{"tag", "points", "last_step"}]``."""
+        return self._json("GET", f"/jobs/{_quote(name)}/metrics")
+
+    def metric_series(
+        self,
+        name: str,
+        tag: str,
+        *,
+        start: Optional[int] = None,
+        end: Optional[int] = None,
+        width: int = 1000,
+    ) -> Dict[str, Any]:
+        """A series between steps ``start`` and ``end`` as a chart ``width`` pixels
+        wide sees it: every point when there are few, else each bucket's minimum
+        and maximum (no spike lost). ``{"points": [{"step", "wall_time",
+        "value"}], "min", "max", "total", ...}``; values may be ``nan``/``inf``."""
+        query = [("from", start), ("to", end), ("width", width)]
+        path = f"/jobs/{_quote(name)}/metrics/" + urllib.parse.quote(tag, safe="")
+        result = self._json("GET", path, query=query)
+        for point in result.get("points", []):
+            point["value"] = _from_json_float(point["value"])
+        return result
 
     # ------------------------------------------------------------------- account
 

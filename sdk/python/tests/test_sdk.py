@@ -10,6 +10,7 @@ the run with a message saying so.
 """
 
 import json
+import math
 import os
 import shutil
 import socket
@@ -499,3 +500,74 @@ class ErrorTextTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# A training loop as users write it: draw_board inside the job, no set-up.
+BOARD_SCRIPT = (
+    "import math, paddlecloud\n"
+    "for step in range(300):\n"
+    "    paddlecloud.draw_board(1.0 / (step + 1), 'train/loss')\n"
+    "    if step % 10 == 0:\n"
+    "        paddlecloud.draw_board(step / 300, 'eval/acc', step=step)\n"
+    "paddlecloud.draw_board(float('nan'), 'train/loss')\n"
+    "paddlecloud.draw_board(math.inf, 'train/loss')\n"
+    "print('done', flush=True)\n"
+)
+
+
+class BoardTest(ClientTestCase):
+    def test_draw_board_inside_a_job_reaches_paddleboard_without_set_up(self):
+        sdk = str(REPO / "sdk" / "python")
+        job = self.submit("board", ["python3", "-c", BOARD_SCRIPT], env={"PYTHONPATH": sdk})
+        done = self.client.wait_job(job["name"], timeout=60, poll=0.2)
+        self.assertEqual(done["status"], "succeeded", self.client.logs(job["name"]))
+
+        # Queued points are sent when the program exits: nothing is lost.
+        tags = {t["tag"]: t for t in self.client.metric_tags(job["name"])}
+        self.assertEqual(tags["train/loss"]["points"], 302)
+        self.assertEqual(tags["train/loss"]["last_step"], 301)
+        self.assertEqual(tags["eval/acc"]["points"], 30)
+        self.assertEqual(tags["eval/acc"]["last_step"], 290)
+
+        series = self.client.metric_series(job["name"], "train/loss", width=1000)
+        values = [p["value"] for p in series["points"]]
+        self.assertEqual(values[0], 1.0)
+        self.assertAlmostEqual(values[299], 1 / 300, places=6)
+        self.assertTrue(math.isnan(values[300]))
+        self.assertEqual(values[301], math.inf)
+        self.assertEqual((series["nan"], series["pos_inf"]), (1, 1))
+
+    def test_log_metrics_round_trips_and_a_chart_keeps_every_spike(self):
+        job = self.submit("metrics", ["true"])
+        name = job["name"]
+        points = [{"tag": "loss", "step": s, "value": 1.0} for s in range(20_000)]
+        points[12_345]["value"] = 99.0
+        for start in range(0, len(points), 10_000):
+            self.client.log_metrics(name, points[start:start + 10_000])
+        chart = self.client.metric_series(name, "loss", width=200)
+        self.assertLessEqual(len(chart["points"]), 400)
+        self.assertIn(99.0, [p["value"] for p in chart["points"]])
+        self.assertEqual(chart["total"], 20_000)
+        zoom = self.client.metric_series(name, "loss", start=12_300, end=12_399, width=200)
+        self.assertEqual(len(zoom["points"]), 100)
+
+    def test_a_board_outside_a_job_says_which_job_it_needs(self):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PADDLE_JOB_ID", "PADDLECLOUD_JOB", "PADDLECLOUD_JOB_TOKEN")}
+        with mock.patch.dict(os.environ, env, clear=True):
+            with self.assertRaises(PaddleCloudError) as caught:
+                paddlecloud.Board(client=self.client)
+        self.assertIn("PADDLECLOUD_JOB", str(caught.exception))
+
+    def test_points_drawn_while_the_server_is_away_are_sent_when_it_answers(self):
+        job = self.submit("retry", ["true"])
+        # A client pointed at a port nobody listens on, then mended.
+        gone = Client(server="http://127.0.0.1:9", key=KEY, timeout=2)
+        board = paddlecloud.Board(job=job["name"], client=gone, flush_interval=0.1)
+        for step in range(50):
+            board.draw(step, "loss")
+        self.assertFalse(board.flush(timeout=0.5), "nothing can be sent yet")
+        board.client = self.client
+        self.assertTrue(board.close(timeout=30))
+        tags = self.client.metric_tags(job["name"])
+        self.assertEqual(tags, [{"tag": "loss", "points": 50, "last_step": 49}])

@@ -21,6 +21,7 @@ use crate::db;
 use crate::http::{router, AppState};
 use crate::jobs::JobStore;
 use crate::local::LocalCluster;
+use crate::paddleboard::SqlMetrics;
 
 /// PaddleCloud Console: run, watch and serve PaddlePaddle work on a cluster.
 #[derive(Debug, Parser)]
@@ -100,6 +101,18 @@ pub struct ServeArgs {
     /// Seconds a stopped job's processes get between SIGTERM and SIGKILL.
     #[arg(long, env = "PADDLECLOUD_STOP_GRACE", default_value_t = 10)]
     pub stop_grace: u64,
+    /// The console's URL as jobs reach it (given to them as `PADDLECLOUD_SERVER`
+    /// for the SDK). Default: the listen address.
+    #[arg(long, env = "PADDLECLOUD_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// How many metric points PaddleBoard keeps in memory for charts (about
+    /// 40 bytes each); the least recently charted series go first.
+    #[arg(
+        long,
+        env = "PADDLECLOUD_METRICS_CACHE_POINTS",
+        default_value_t = 20_000_000
+    )]
+    pub metrics_cache_points: usize,
     /// Log format on stdout: `text` or `json`.
     #[arg(long, env = "PADDLECLOUD_LOG_FORMAT", default_value = "text")]
     pub log_format: String,
@@ -212,24 +225,45 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await
     .map_err(|err| anyhow::anyhow!("starting the local executor: {err}"))?;
-    let services = Services {
-        accounts: SqlAccounts::new(pool.clone()),
-        access_keys: SqlAccessKeys::new(pool),
-        cluster: Arc::new(cluster),
-        secure_cookies: args.secure_cookies,
-    };
     let addr = leptos.site_addr;
-    let app = router(AppState { leptos, services });
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("listening on {addr}"))?;
     let local = listener.local_addr()?;
+    cluster.set_console_url(
+        args.public_url
+            .clone()
+            .unwrap_or_else(|| reachable_url(local)),
+    );
+    let metrics: Arc<SqlMetrics> =
+        Arc::new(SqlMetrics::new(pool.clone(), args.metrics_cache_points));
+    cluster.set_metrics(metrics.clone());
+    let services = Services {
+        accounts: SqlAccounts::new(pool.clone()),
+        access_keys: SqlAccessKeys::new(pool),
+        cluster: Arc::new(cluster),
+        metrics,
+        secure_cookies: args.secure_cookies,
+    };
+    let app = router(AppState { leptos, services });
     tracing::info!(url = %format!("http://{local}"), "PaddleCloud Console is up");
     println!("PaddleCloud Console: http://{local}  (sign up at http://{local}/signup)");
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     Ok(())
+}
+
+/// The address jobs on this machine reach the console at: a wildcard
+/// listen address is reached through loopback.
+fn reachable_url(local: SocketAddr) -> String {
+    let ip = match local.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_owned(),
+        ip if ip.is_unspecified() => "[::1]".to_owned(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    format!("http://{ip}:{}", local.port())
 }
 
 async fn shutdown_signal() {

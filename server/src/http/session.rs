@@ -14,6 +14,10 @@ use leptos_axum::AxumRouteListing;
 
 use super::api_error::ApiError;
 
+/// Where the MLflow tracking API lives: its clients authenticate with
+/// `MLFLOW_TRACKING_TOKEN`, which they send as a Bearer key.
+pub const MLFLOW_API: &str = "/api/2.0/mlflow/";
+
 /// Pages anyone may open; every other page of the app needs a session.
 const PUBLIC_PAGES: &[&str] = &["/login", "/signup"];
 
@@ -24,10 +28,24 @@ pub async fn resolve_session(
     next: Next,
 ) -> Response {
     let (mut parts, body) = request.into_parts();
-    if parts.uri.path().starts_with("/api/v1/") {
+    let path = parts.uri.path();
+    if path.starts_with("/api/v1/") || path.starts_with(MLFLOW_API) {
         if let Some(key) = bearer_key(&parts) {
             return match services.access_keys.resolve_key(key).await {
                 Ok(Some(principal)) => {
+                    if let Some(job) = principal.job_scope() {
+                        if !parts
+                            .uri
+                            .path()
+                            .starts_with(&format!("/api/v1/jobs/{job}/metrics"))
+                        {
+                            return ApiError(AppError::forbidden(format!(
+                                "A job's token may only write and read the metrics of job \
+                                 “{job}”; use an access key for anything else."
+                            )))
+                            .into_response();
+                        }
+                    }
                     parts.extensions.insert(principal);
                     next.run(Request::from_parts(parts, body)).await
                 }

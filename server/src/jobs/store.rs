@@ -2,12 +2,16 @@
 
 use app::error::AppError;
 use app::models::{
-    Job, JobPage, JobQuery, JobRole, JobSort, JobSpec, JobStatus, Pod, PodPhase, RoleCounts,
+    Job, JobPage, JobQuery, JobRole, JobSort, JobSpec, JobStatus, Me, Pod, PodPhase, RoleCounts,
 };
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, AssertSqlSafe, Row};
 
+use crate::accounts::{random_token, token_hash};
 use crate::time::now_ms;
+
+/// Every job token starts with this (access keys with `pck_`).
+pub const JOB_TOKEN_PREFIX: &str = "pcj_";
 
 /// A job row with the id the store uses to address it.
 #[derive(Debug, Clone)]
@@ -124,22 +128,27 @@ impl JobStore {
         Self { pool }
     }
 
-    /// Records a new job and its pods, all Pending.
+    /// Records a new job of `by`'s account and its pods, all Pending, with a
+    /// fresh job token (returned; only its hash is kept) that lets the job's
+    /// replicas write the job's metrics.
     pub async fn insert(
         &self,
-        account_id: i64,
+        by: &Me,
         spec: &JobSpec,
         cluster: &str,
-    ) -> Result<StoredJob, AppError> {
+    ) -> Result<(StoredJob, String), AppError> {
         let now = now_ms();
+        let account_id = by.account.id;
+        let token = format!("{JOB_TOKEN_PREFIX}{}", random_token());
         let spec_json = serde_json::to_string(spec).map_err(|e| {
             tracing::error!(error = %e, "serialising a job spec");
             AppError::Internal
         })?;
         let mut tx = self.pool.begin().await.map_err(internal("begin submit"))?;
         let inserted = sqlx::query_scalar::<_, i64>(
-            "INSERT INTO jobs (account_id, name, spec, status, cluster, created_at, ps_total, tr_total) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+            "INSERT INTO jobs (account_id, name, spec, status, cluster, created_at, ps_total, \
+             tr_total, user_id, token_hash) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
         )
         .bind(account_id)
         .bind(&spec.name)
@@ -149,6 +158,8 @@ impl JobStore {
         .bind(now)
         .bind(i64::from(spec.num_ps))
         .bind(i64::from(spec.num_trainers))
+        .bind(by.user_id)
+        .bind(token_hash(&token))
         .fetch_one(&mut *tx)
         .await;
         let id = match inserted {
@@ -178,7 +189,18 @@ impl JobStore {
             .map_err(internal("insert pod"))?;
         }
         tx.commit().await.map_err(internal("commit submit"))?;
-        self.by_id(id).await
+        Ok((self.by_id(id).await?, token))
+    }
+
+    /// The id of the account's job `name`; another account's is "not found".
+    pub async fn id_of(&self, account_id: i64, name: &str) -> Result<i64, AppError> {
+        sqlx::query_scalar("SELECT id FROM jobs WHERE account_id = $1 AND name = $2")
+            .bind(account_id)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(internal("look up job id"))?
+            .ok_or_else(|| AppError::not_found(format!("Job “{name}”")))
     }
 
     /// A job by id.
@@ -391,6 +413,21 @@ impl JobStore {
 
     /// Removes a job and its pods.
     pub async fn delete(&self, job_id: i64) -> Result<(), AppError> {
+        // Children first, explicitly: SQLite enforces ON DELETE CASCADE only
+        // where foreign keys are switched on.
+        sqlx::query(
+            "DELETE FROM metric_points WHERE series_id IN \
+             (SELECT id FROM metric_series WHERE job_id = $1)",
+        )
+        .bind(job_id)
+        .execute(&self.pool)
+        .await
+        .map_err(internal("delete metric points"))?;
+        sqlx::query("DELETE FROM metric_series WHERE job_id = $1")
+            .bind(job_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("delete metric series"))?;
         sqlx::query("DELETE FROM pods WHERE job_id = $1")
             .bind(job_id)
             .execute(&self.pool)

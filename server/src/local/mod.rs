@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use app::error::AppError;
-use app::models::{Account, Job, JobPage, JobQuery, JobSpec, LogRequest, Pod};
-use app::ports::{Cluster, JobEvent, LogStream};
+use app::models::{Account, Job, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod};
+use app::ports::{Cluster, JobEvent, LogStream, Metrics};
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use tokio::sync::{broadcast, watch};
@@ -40,6 +40,11 @@ struct Inner {
     controls: Mutex<HashMap<i64, Arc<Control>>>,
     /// Per running pod: becomes true once its log is complete.
     log_done: Mutex<HashMap<(i64, String), watch::Receiver<bool>>>,
+    /// The console's address as jobs reach it (`PADDLECLOUD_SERVER`), set
+    /// once the server listens.
+    console_url: std::sync::OnceLock<String>,
+    /// Where scalars from the TensorBoard/VisualDL files jobs write go.
+    metrics: std::sync::OnceLock<Arc<dyn Metrics>>,
 }
 
 impl LocalCluster {
@@ -59,10 +64,24 @@ impl LocalCluster {
                 events,
                 controls: Mutex::new(HashMap::new()),
                 log_done: Mutex::new(HashMap::new()),
+                console_url: std::sync::OnceLock::new(),
+                metrics: std::sync::OnceLock::new(),
             }),
         };
         recovery::recover(&cluster.inner.store).await?;
         Ok(cluster)
+    }
+
+    /// Tells jobs where the console is, so the SDK inside them can report
+    /// metrics (`PADDLECLOUD_SERVER`); the first call wins.
+    pub fn set_console_url(&self, url: String) {
+        let _ = self.inner.console_url.set(url);
+    }
+
+    /// Has running jobs' TensorBoard and VisualDL files read into `metrics`;
+    /// the first call wins.
+    pub fn set_metrics(&self, metrics: Arc<dyn Metrics>) {
+        let _ = self.inner.metrics.set(metrics);
     }
 
     fn job_dir(&self, account: &Account, job: &str) -> PathBuf {
@@ -99,9 +118,10 @@ impl Cluster for LocalCluster {
         LOCAL.to_owned()
     }
 
-    async fn submit(&self, account: &Account, spec: JobSpec) -> Result<Job, AppError> {
+    async fn submit(&self, by: &Me, spec: JobSpec) -> Result<Job, AppError> {
         spec.validate()?;
-        let stored = self.inner.store.insert(account.id, &spec, LOCAL).await?;
+        let account = &by.account;
+        let (stored, token) = self.inner.store.insert(by, &spec, LOCAL).await?;
         let dir = self.job_dir(account, &spec.name);
         // A deleted job of the same name may have left files behind.
         let _ = tokio::fs::remove_dir_all(&dir).await;
@@ -119,6 +139,15 @@ impl Cluster for LocalCluster {
         }
         let (stop, stop_rx) = watch::channel(false);
         let (done_tx, done) = watch::channel(false);
+        if let Some(metrics) = self.inner.metrics.get() {
+            tokio::spawn(crate::paddleboard::watch::watch_job(
+                metrics.clone(),
+                account.clone(),
+                spec.name.clone(),
+                dir.clone(),
+                done.clone(),
+            ));
+        }
         self.inner
             .controls
             .lock()
@@ -130,6 +159,8 @@ impl Cluster for LocalCluster {
             account: account.name.clone(),
             spec,
             dir,
+            token,
+            console_url: self.inner.console_url.get().cloned(),
         };
         tokio::spawn(supervisor::supervise(
             self.inner.clone(),

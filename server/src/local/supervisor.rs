@@ -35,6 +35,10 @@ pub struct Run {
     pub spec: JobSpec,
     /// `<data>/jobs/<account>/<job>`.
     pub dir: PathBuf,
+    /// The job's own token (`PADDLECLOUD_JOB_TOKEN`): writes this job's metrics.
+    pub token: String,
+    /// Where the console is (`PADDLECLOUD_SERVER`), when known.
+    pub console_url: Option<String>,
 }
 
 /// A replica whose process was started.
@@ -113,9 +117,13 @@ fn env_for(
             ("PYTHONUNBUFFERED", "1".to_owned()),
             ("PADDLECLOUD_ACCOUNT", run.account.clone()),
             ("PADDLECLOUD_POD", pod.to_owned()),
+            ("PADDLECLOUD_JOB_TOKEN", run.token.clone()),
         ]
         .map(|(k, v)| (k.to_owned(), v)),
     );
+    if let Some(url) = &run.console_url {
+        env.push(("PADDLECLOUD_SERVER".to_owned(), url.clone()));
+    }
     match role {
         JobRole::Trainer => env.push(("PADDLE_TRAINER_ID".into(), index.to_string())),
         JobRole::Pserver => env.push(("PADDLE_PSERVER_ID".into(), index.to_string())),

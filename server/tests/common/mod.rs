@@ -3,6 +3,7 @@
 //! (`scripts/with-postgres.sh` starts one; `make test` always does).
 #![allow(dead_code)]
 
+pub mod metric_logs;
 pub mod site;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -89,6 +90,26 @@ macro_rules! on_both_databases {
             }
         }
     };
+}
+
+/// A user (the owner) in `account`, for calls that record who acted.
+pub async fn user_in(pool: &AnyPool, account: &app::models::Account) -> app::models::Me {
+    let email = format!("owner@{}.example", account.name);
+    let user_id: i64 = sqlx::query_scalar(
+        "INSERT INTO users (account_id, email, password_hash, role, created_at) \
+         VALUES ($1, $2, 'not a hash', 'owner', 0) RETURNING id",
+    )
+    .bind(account.id)
+    .bind(&email)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    app::models::Me {
+        user_id,
+        email,
+        role: app::models::Role::Owner,
+        account: account.clone(),
+    }
 }
 
 /// Whether a process runs (or sleeps); a zombie has exited and does not count.

@@ -10,6 +10,7 @@ use server::accounts::SqlAccounts;
 use server::http::{router, AppState};
 use server::jobs::JobStore;
 use server::local::LocalCluster;
+use server::paddleboard::SqlMetrics;
 use tower::ServiceExt;
 
 use super::TestDb;
@@ -17,6 +18,8 @@ use super::TestDb;
 pub struct Site {
     /// The whole app's router, driven without a socket.
     pub router: Router,
+    /// The ports behind it, for tests that act as the server does.
+    pub services: Services,
     /// The database (and data directory) behind it.
     pub db: TestDb,
 }
@@ -35,17 +38,21 @@ pub async fn site_with(secure_cookies: bool) -> Site {
     )
     .await
     .unwrap();
+    let metrics = std::sync::Arc::new(SqlMetrics::new(db.pool.clone(), 1_000_000));
+    cluster.set_metrics(metrics.clone());
     let services = Services {
         accounts: SqlAccounts::new(db.pool.clone()),
         access_keys: SqlAccessKeys::new(db.pool.clone()),
         cluster: std::sync::Arc::new(cluster),
+        metrics,
         secure_cookies,
     };
     Site {
         router: router(AppState {
             leptos: conf.leptos_options,
-            services,
+            services: services.clone(),
         }),
+        services,
         db,
     }
 }
@@ -55,6 +62,29 @@ pub async fn site() -> Site {
 }
 
 impl Site {
+    /// The owner of `account` (signed up with [`Site::sign_up`]).
+    pub async fn owner(&self, account: &str) -> app::models::Me {
+        let (user_id, email, account_id, created_at): (i64, String, i64, i64) = sqlx::query_as(
+            "SELECT u.id, u.email, a.id, a.created_at FROM users u \
+             JOIN accounts a ON a.id = u.account_id WHERE a.name = $1 AND u.role = 'owner'",
+        )
+        .bind(account)
+        .fetch_one(&self.db.pool)
+        .await
+        .unwrap();
+        app::models::Me {
+            user_id,
+            email,
+            role: app::models::Role::Owner,
+            account: app::models::Account {
+                id: account_id,
+                name: account.to_owned(),
+                namespace: format!("pc-{account}"),
+                created_at,
+            },
+        }
+    }
+
     pub async fn send(&self, req: Request<Body>) -> Response<Body> {
         self.router.clone().oneshot(req).await.unwrap()
     }

@@ -111,7 +111,7 @@ pub async fn submit(
 ) -> Result<Response, ApiError> {
     let who = caller(principal)?;
     let Json(spec) = spec?;
-    let job = state.services.cluster.submit(&who.me.account, spec).await?;
+    let job = state.services.cluster.submit(&who.me, spec).await?;
     tracing::info!(account = %who.me.account.name, job = %job.name, user = %who.me.email, "job submitted through the API");
     let mut response = (StatusCode::CREATED, Json(&job)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/api/v1/jobs/{}", job.name)) {

@@ -6,6 +6,7 @@
 //! two cannot drift apart.
 
 mod jobs;
+pub mod metrics;
 
 use std::sync::Arc;
 
@@ -33,10 +34,14 @@ use super::AppState;
                        or with `paddlecloud admin create-key`). Errors are \
                        `{\"error\": {\"code\", \"message\", \"field\"}}` with a 4xx status."
     ),
+    // A tag may contain `/`, which the router matches with a wildcard that
+    // OpenAPI cannot spell: this one path is listed here and routed by hand.
+    paths(metrics::series),
     components(schemas(ErrorBody)),
     modifiers(&AccessKeyScheme),
     security(("access_key" = [])),
     tags((name = "jobs", description = "Distributed training jobs"),
+         (name = "metrics", description = "PaddleBoard: training metrics of jobs"),
          (name = "account", description = "Who is calling"))
 )]
 struct ApiDoc;
@@ -67,6 +72,11 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::stop))
         .routes(routes!(jobs::pods))
         .routes(routes!(jobs::pod_log))
+        .routes(routes!(metrics::append, metrics::tags))
+        // A batch of 10,000 points with long tags is larger than axum's 2 MB default.
+        .layer(axum::extract::DefaultBodyLimit::max(
+            metrics::MAX_BATCH_BYTES,
+        ))
         .split_for_parts()
 }
 
@@ -75,6 +85,7 @@ pub fn router() -> Router<AppState> {
     let (routes, doc) = api();
     let doc = Arc::new(doc);
     routes
+        .route("/api/v1/jobs/{name}/metrics/{*tag}", get(metrics::series))
         .route(
             "/api/v1/openapi.json",
             get(move || {

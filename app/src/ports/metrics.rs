@@ -1,0 +1,54 @@
+//! PaddleBoard's store of training metrics.
+
+use async_trait::async_trait;
+
+use crate::error::AppError;
+use crate::models::{
+    Account, AppendSummary, ChartPoint, MetricPoint, RangeQuery, SeriesEnvelope, TagSummary,
+};
+
+/// New points arrived for a job: live charts of it refresh.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsEvent {
+    /// The account that owns the job.
+    pub account_id: i64,
+    /// The job's name.
+    pub job: String,
+}
+
+/// Metrics of jobs, always within one account: another account's job is
+/// "not found".
+#[async_trait]
+pub trait Metrics: Send + Sync {
+    /// Stores a batch (validated first; one transaction; durable when it
+    /// returns). A step that repeats or goes back replaces the series' points
+    /// from that step on.
+    async fn append(
+        &self,
+        account: &Account,
+        job: &str,
+        points: Vec<MetricPoint>,
+    ) -> Result<AppendSummary, AppError>;
+    /// The job's series, by tag.
+    async fn tags(&self, account: &Account, job: &str) -> Result<Vec<TagSummary>, AppError>;
+    /// One series over a step range, at most about `2 × width` points that
+    /// keep every bucket's minimum and maximum.
+    async fn envelope(
+        &self,
+        account: &Account,
+        job: &str,
+        tag: &str,
+        range: RangeQuery,
+    ) -> Result<SeriesEnvelope, AppError>;
+    /// Every point of a series in a step range, by step (exports, history).
+    async fn points(
+        &self,
+        account: &Account,
+        job: &str,
+        tag: &str,
+        from: Option<i64>,
+        to: Option<i64>,
+    ) -> Result<Vec<ChartPoint>, AppError>;
+    /// Changes to any job's metrics, for live charts.
+    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<MetricsEvent>;
+}

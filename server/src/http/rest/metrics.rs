@@ -1,0 +1,276 @@
+//! `/api/v1/jobs/{name}/metrics`: write a batch of points, list a job's
+//! tags, read a series' envelope (or all its points as CSV).
+
+use app::error::AppError;
+use app::models::{AppendSummary, MetricPoint, RangeQuery, SeriesEnvelope, TagSummary, MAX_WIDTH};
+use app::ports::Principal;
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use http::{header, HeaderValue, StatusCode};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::caller;
+use crate::http::api_error::{ApiError, ErrorBody};
+use crate::http::AppState;
+
+/// Largest request body the batch route reads (10,000 points with long tags).
+pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
+
+/// Python's `json.dumps` writes NaN and ±Infinity as bare `NaN`, `Infinity`
+/// and `-Infinity`, which JSON does not allow. Writers should not have to
+/// care: outside strings, those tokens are quoted before parsing, and the
+/// points' values accept the quoted forms.
+pub fn quote_bare_specials(body: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    const TOKENS: [&[u8]; 3] = [b"-Infinity", b"Infinity", b"NaN"];
+    let mut out: Option<Vec<u8>> = None;
+    let (mut i, mut in_string, mut escaped) = (0, false, false);
+    while i < body.len() {
+        let b = body[i];
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if let Some(token) = TOKENS.iter().find(|t| body[i..].starts_with(t)) {
+            let out = out.get_or_insert_with(|| body[..i].to_vec());
+            out.push(b'"');
+            out.extend_from_slice(token);
+            out.push(b'"');
+            i += token.len();
+            continue;
+        }
+        if let Some(out) = out.as_mut() {
+            out.push(b);
+        }
+        i += 1;
+    }
+    match out {
+        Some(out) => std::borrow::Cow::Owned(out),
+        None => std::borrow::Cow::Borrowed(body),
+    }
+}
+
+/// The batch as sent: an array of points, or `{"points": [...]}`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum BatchBody {
+    Points(Vec<MetricPoint>),
+    Wrapped { points: Vec<MetricPoint> },
+}
+
+/// Stores a batch of points (at most 10,000) in one transaction, durable
+/// when answered. A bad point rejects the whole batch, naming its index.
+/// A step that repeats or goes back (a resumed job) replaces the series'
+/// points from that step on.
+#[utoipa::path(
+    post,
+    path = "/api/v1/jobs/{name}/metrics",
+    tag = "metrics",
+    params(("name" = String, Path, description = "The job's name")),
+    request_body(content = Vec<MetricPoint>, description = "`[{tag, step, value, wall_time}]`; \
+        `value` may be `\"NaN\"`, `\"Infinity\"`, `\"-Infinity\"`; `wall_time` in seconds, \
+        default now"),
+    responses(
+        (status = 200, description = "Stored", body = AppendSummary),
+        (status = 400, description = "A bad point, named in `field` as `[index].key`", body = ErrorBody),
+        (status = 401, description = "No or a wrong key", body = ErrorBody),
+        (status = 404, description = "No such job in this account", body = ErrorBody),
+    )
+)]
+pub async fn append(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<AppendSummary>, ApiError> {
+    let who = caller(principal)?;
+    let text = quote_bare_specials(&body);
+    let points = match serde_json::from_slice::<BatchBody>(&text) {
+        Ok(BatchBody::Points(points) | BatchBody::Wrapped { points }) => points,
+        Err(_) => {
+            // The untagged error says nothing useful: parse as an array again
+            // to report where and why.
+            let err = serde_json::from_slice::<Vec<MetricPoint>>(&text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_else(|| "expected an array of points".into());
+            return Err(ApiError(AppError::Invalid {
+                field: None,
+                message: format!(
+                    "The body is not a JSON array of {{tag, step, value, wall_time}}: {err}"
+                ),
+            }));
+        }
+    };
+    let summary = state
+        .services
+        .metrics
+        .append(&who.me.account, &name, points)
+        .await?;
+    Ok(Json(summary))
+}
+
+/// The job's series: tag, number of points, last step.
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{name}/metrics",
+    tag = "metrics",
+    params(("name" = String, Path, description = "The job's name")),
+    responses(
+        (status = 200, description = "The tags", body = Vec<TagSummary>),
+        (status = 401, description = "No or a wrong key", body = ErrorBody),
+        (status = 404, description = "No such job in this account", body = ErrorBody),
+    )
+)]
+pub async fn tags(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Path(name): Path<String>,
+) -> Result<Json<Vec<TagSummary>>, ApiError> {
+    let who = caller(principal)?;
+    Ok(Json(
+        state.services.metrics.tags(&who.me.account, &name).await?,
+    ))
+}
+
+/// Query of the series route.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SeriesParams {
+    /// First step (inclusive).
+    from: Option<i64>,
+    /// Last step (inclusive).
+    to: Option<i64>,
+    /// Pixels across the chart (default 1,000): at most about twice as many
+    /// points come back, keeping every bucket's minimum and maximum.
+    width: Option<usize>,
+    /// `csv`: every point of the range as `step,wall_time,value` instead.
+    format: Option<String>,
+}
+
+/// One series over a step range: an envelope of at most ~2 × `width`
+/// points that keeps every local minimum and maximum (all points when there
+/// are few), or, with `format=csv`, every point.
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{name}/metrics/{tag}",
+    tag = "metrics",
+    params(
+        ("name" = String, Path, description = "The job's name"),
+        ("tag" = String, Path, description = "The tag; may contain `/`"),
+        SeriesParams,
+    ),
+    responses(
+        (status = 200, description = "The envelope (or CSV)", body = SeriesEnvelope),
+        (status = 400, description = "A malformed parameter", body = ErrorBody),
+        (status = 401, description = "No or a wrong key", body = ErrorBody),
+        (status = 404, description = "No such job or tag in this account", body = ErrorBody),
+    )
+)]
+pub async fn series(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Path((name, tag)): Path<(String, String)>,
+    query: Result<Query<SeriesParams>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let who = caller(principal)?;
+    let Query(query) = query?;
+    let metrics = &state.services.metrics;
+    match query.format.as_deref() {
+        None | Some("json") => {
+            let width = query.width.unwrap_or(1000);
+            if width == 0 || width > MAX_WIDTH {
+                return Err(ApiError(AppError::invalid(
+                    "width",
+                    format!("width is the chart's pixels across: 1 to {MAX_WIDTH}."),
+                )));
+            }
+            let range = RangeQuery {
+                from: query.from,
+                to: query.to,
+                width,
+            };
+            let envelope = metrics
+                .envelope(&who.me.account, &name, &tag, range)
+                .await?;
+            Ok(Json(envelope).into_response())
+        }
+        Some("csv") => {
+            let points = metrics
+                .points(&who.me.account, &name, &tag, query.from, query.to)
+                .await?;
+            let mut csv = String::with_capacity(points.len() * 32 + 32);
+            csv.push_str("step,wall_time,value\n");
+            for p in points {
+                csv.push_str(&format!(
+                    "{},{},{}\n",
+                    p.step,
+                    p.wall_time,
+                    csv_value(p.value)
+                ));
+            }
+            let file = format!(
+                "attachment; filename=\"{}-{}.csv\"",
+                name,
+                tag.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")
+            );
+            let mut response = (StatusCode::OK, Body::from(csv)).into_response();
+            let headers = response.headers_mut();
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/csv; charset=utf-8"),
+            );
+            if let Ok(value) = HeaderValue::from_str(&file) {
+                headers.insert(header::CONTENT_DISPOSITION, value);
+            }
+            Ok(response)
+        }
+        Some(other) => Err(ApiError(AppError::invalid(
+            "format",
+            format!("Unknown format “{other}”: use json (the default) or csv."),
+        ))),
+    }
+}
+
+/// A value as spreadsheets read it: `NaN`, `inf`, `-inf` spelled out.
+pub fn csv_value(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v == f64::INFINITY {
+        "Infinity".into()
+    } else if v == f64::NEG_INFINITY {
+        "-Infinity".into()
+    } else {
+        v.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_nan_and_infinity_from_python_are_quoted_outside_strings_only() {
+        let body = br#"[{"tag":"NaN Infinity","step":1,"value":NaN},{"tag":"x\"NaN","step":2,"value":-Infinity},{"tag":"y","step":3,"value":Infinity}]"#;
+        let fixed = quote_bare_specials(body);
+        let text = std::str::from_utf8(&fixed).unwrap();
+        assert_eq!(
+            text,
+            r#"[{"tag":"NaN Infinity","step":1,"value":"NaN"},{"tag":"x\"NaN","step":2,"value":"-Infinity"},{"tag":"y","step":3,"value":"Infinity"}]"#
+        );
+        let plain = br#"[{"tag":"a","step":1,"value":1.5}]"#;
+        assert!(matches!(
+            quote_bare_specials(plain),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+}

@@ -1,0 +1,144 @@
+//! Series held in memory for charts, loaded on first use, kept in step with
+//! batches written by this process, checked against the database's revision
+//! (another console process may write too), and evicted least recently used
+//! when they hold more points than the budget.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use app::error::AppError;
+use tokio::sync::RwLock;
+
+use super::series::Series;
+use super::store::{Head, PointStore, Written};
+
+/// One series in memory.
+pub struct Cached {
+    /// The points, with their envelope pyramid.
+    pub series: RwLock<Series>,
+    /// The database revision `series` reflects.
+    revision: AtomicU64,
+    /// When it was last used (a counter, not a clock).
+    used: AtomicU64,
+    /// Serialises loading, so two first queries load once.
+    loading: tokio::sync::Mutex<bool>,
+}
+
+/// The in-memory series of this process.
+pub struct SeriesCache {
+    entries: Mutex<HashMap<i64, Arc<Cached>>>,
+    clock: AtomicU64,
+    budget: usize,
+}
+
+impl SeriesCache {
+    /// A cache that keeps at most about `budget` points.
+    pub fn new(budget: usize) -> Self {
+        Self {
+            entries: Mutex::new(HashMap::new()),
+            clock: AtomicU64::new(0),
+            budget,
+        }
+    }
+
+    fn entry(&self, id: i64) -> Arc<Cached> {
+        let mut entries = self.entries.lock().expect("series cache lock");
+        entries
+            .entry(id)
+            .or_insert_with(|| {
+                Arc::new(Cached {
+                    series: RwLock::new(Series::new()),
+                    revision: AtomicU64::new(0),
+                    used: AtomicU64::new(0),
+                    loading: tokio::sync::Mutex::new(false),
+                })
+            })
+            .clone()
+    }
+
+    /// The series at `head`'s revision, loading it when it is not in memory
+    /// or is older than the database's.
+    pub async fn get_or_load(
+        &self,
+        head: Head,
+        store: &PointStore,
+    ) -> Result<Arc<Cached>, AppError> {
+        let cached = self.entry(head.id);
+        cached.used.store(
+            self.clock.fetch_add(1, Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        let reloaded = {
+            let mut loaded = cached.loading.lock().await;
+            let stale = !*loaded || cached.revision.load(Ordering::Acquire) != head.revision as u64;
+            if stale {
+                let (revision, rows) = store.load(head.id).await?;
+                let mut series = Series::new();
+                series.extend(rows.iter().map(|r| (r.step, r.wall_time, r.value)));
+                *cached.series.write().await = series;
+                cached.revision.store(revision as u64, Ordering::Release);
+                *loaded = true;
+            }
+            stale
+        };
+        if reloaded {
+            self.evict_beyond_budget(head.id).await;
+        }
+        Ok(cached)
+    }
+
+    /// Applies a batch this process wrote, if the cached copy was exactly
+    /// one revision behind; otherwise the next query reloads it.
+    pub async fn apply(&self, written: &Written) {
+        let cached = {
+            let entries = self.entries.lock().expect("series cache lock");
+            entries.get(&written.series_id).cloned()
+        };
+        let Some(cached) = cached else { return };
+        let loaded = cached.loading.lock().await;
+        if !*loaded {
+            return;
+        }
+        let mut series = cached.series.write().await;
+        if cached.revision.load(Ordering::Acquire) != written.revision_before as u64 {
+            return;
+        }
+        // A cut always starts at the batch's first step, which `extend`
+        // treats as a restart: the stored points from there on go.
+        debug_assert!(written.cut.is_none() || written.cut == written.rows.first().map(|r| r.step));
+        series.extend(written.rows.iter().map(|r| (r.step, r.wall_time, r.value)));
+        cached
+            .revision
+            .store(written.revision_after as u64, Ordering::Release);
+    }
+
+    /// Drops the least recently used series (never `keep`) while the cache
+    /// holds more points than its budget.
+    async fn evict_beyond_budget(&self, keep: i64) {
+        let entries: Vec<(i64, Arc<Cached>)> = {
+            let entries = self.entries.lock().expect("series cache lock");
+            entries.iter().map(|(k, v)| (*k, v.clone())).collect()
+        };
+        let mut sizes = Vec::with_capacity(entries.len());
+        let mut total = 0usize;
+        for (id, cached) in &entries {
+            let len = cached.series.read().await.len();
+            total += len;
+            sizes.push((cached.used.load(Ordering::Relaxed), *id, len));
+        }
+        if total <= self.budget {
+            return;
+        }
+        sizes.sort_unstable();
+        let mut entries = self.entries.lock().expect("series cache lock");
+        for (_, id, len) in sizes {
+            if total <= self.budget {
+                break;
+            }
+            if id != keep && entries.remove(&id).is_some() {
+                total -= len;
+            }
+        }
+    }
+}

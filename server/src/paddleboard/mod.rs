@@ -1,0 +1,157 @@
+//! PaddleBoard's metrics store: [`app::ports::Metrics`] on the console's
+//! database, with an in-memory envelope per series for charts.
+//!
+//! Points live in `metric_points` (one row per step). A chart query never
+//! scans them: each series is loaded once into a [`Series`] (a min/max
+//! pyramid) and kept in step with every batch written here. Another console
+//! process writing to the same database bumps the series' `revision`, which a
+//! query checks before trusting its copy.
+
+pub mod batch;
+pub mod cache;
+pub mod logfiles;
+pub mod series;
+pub mod store;
+pub mod watch;
+
+use app::error::AppError;
+use app::models::{
+    Account, AppendSummary, ChartPoint, MetricPoint, RangeQuery, SeriesEnvelope, TagSummary,
+};
+use app::ports::{Metrics, MetricsEvent};
+use async_trait::async_trait;
+use sqlx::AnyPool;
+use tokio::sync::broadcast;
+
+use crate::jobs::JobStore;
+pub use series::Series;
+
+/// Metrics in the console's database, charts from memory.
+pub struct SqlMetrics {
+    store: store::PointStore,
+    jobs: JobStore,
+    cache: cache::SeriesCache,
+    events: broadcast::Sender<MetricsEvent>,
+}
+
+impl SqlMetrics {
+    /// Wraps a migrated pool; `cache_points` bounds the points kept in memory.
+    pub fn new(pool: AnyPool, cache_points: usize) -> Self {
+        let (events, _) = broadcast::channel(1024);
+        Self {
+            store: store::PointStore::new(pool.clone()),
+            jobs: JobStore::new(pool),
+            cache: cache::SeriesCache::new(cache_points),
+            events,
+        }
+    }
+
+    /// The series of a job's tag, loaded (or checked) in the cache.
+    async fn series(
+        &self,
+        account: &Account,
+        job: &str,
+        tag: &str,
+    ) -> Result<std::sync::Arc<cache::Cached>, AppError> {
+        let job_id = self.jobs.id_of(account.id, job).await?;
+        let head = self
+            .store
+            .head(job_id, tag)
+            .await?
+            .ok_or_else(|| AppError::not_found(format!("Tag “{tag}” of job “{job}”")))?;
+        self.cache.get_or_load(head, &self.store).await
+    }
+}
+
+/// The envelope as the API sends it.
+fn to_model(e: series::Envelope) -> SeriesEnvelope {
+    SeriesEnvelope {
+        points: e
+            .points
+            .into_iter()
+            .map(|p| ChartPoint {
+                step: p.step,
+                wall_time: p.wall_time,
+                value: p.value,
+            })
+            .collect(),
+        min: e.min,
+        max: e.max,
+        total: e.total as u64,
+        nan: e.nan as u64,
+        pos_inf: e.pos_inf as u64,
+        neg_inf: e.neg_inf as u64,
+        full_resolution: e.full_resolution,
+    }
+}
+
+#[async_trait]
+impl Metrics for SqlMetrics {
+    async fn append(
+        &self,
+        account: &Account,
+        job: &str,
+        points: Vec<MetricPoint>,
+    ) -> Result<AppendSummary, AppError> {
+        app::models::validate_batch(&points)?;
+        let job_id = self.jobs.id_of(account.id, job).await?;
+        let now = crate::time::now_ms() as f64 / 1000.0;
+        let by_tag = batch::group(points, now);
+        let written = self.store.append(job_id, &by_tag).await?;
+        let mut summary = AppendSummary {
+            tags: written.len(),
+            ..Default::default()
+        };
+        for w in &written {
+            summary.accepted += w.inserted;
+            summary.replaced += w.deleted;
+            self.cache.apply(w).await;
+        }
+        let _ = self.events.send(MetricsEvent {
+            account_id: account.id,
+            job: job.to_owned(),
+        });
+        Ok(summary)
+    }
+
+    async fn tags(&self, account: &Account, job: &str) -> Result<Vec<TagSummary>, AppError> {
+        let job_id = self.jobs.id_of(account.id, job).await?;
+        self.store.tags(job_id).await
+    }
+
+    async fn envelope(
+        &self,
+        account: &Account,
+        job: &str,
+        tag: &str,
+        range: RangeQuery,
+    ) -> Result<SeriesEnvelope, AppError> {
+        let cached = self.series(account, job, tag).await?;
+        let series = cached.series.read().await;
+        Ok(to_model(series.query(range.from, range.to, range.width)))
+    }
+
+    async fn points(
+        &self,
+        account: &Account,
+        job: &str,
+        tag: &str,
+        from: Option<i64>,
+        to: Option<i64>,
+    ) -> Result<Vec<ChartPoint>, AppError> {
+        let cached = self.series(account, job, tag).await?;
+        let series = cached.series.read().await;
+        Ok(series
+            .points(from, to)
+            .map(|p| ChartPoint {
+                step: p.step,
+                wall_time: p.wall_time,
+                value: p.value,
+            })
+            .collect())
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<MetricsEvent> {
+        self.events.subscribe()
+    }
+}
