@@ -67,13 +67,28 @@ build_tools() {
   fi
 }
 
+# The real Python writers and clients the tests drive (tensorboardX, VisualDL,
+# mlflow-skinny): one venv, rebuilt when scripts/python-requirements.txt changes.
+python_venv() {
+  local venv="$TOOLS/pyvenv" stamp
+  stamp=$(sha256sum scripts/python-requirements.txt | cut -c1-16)
+  if [ "$(cat "$venv/.requirements" 2>/dev/null)" != "$stamp" ]; then
+    say "installing the Python test packages into $venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/python-requirements.txt
+    echo "$stamp" >"$venv/.requirements"
+  fi
+}
+
 test_tools() {
   build_tools
-  apt_install chromium postgresql python3
+  apt_install chromium postgresql python3 python3-venv
   if [ ! -d end2end/node_modules/@playwright/test ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
     say "installing end2end npm packages"
     (cd end2end && npm ci --silent --no-audit --no-fund)
   fi
+  python_venv
 }
 
 case "${1:-build}" in

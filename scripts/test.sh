@@ -10,13 +10,13 @@ cd "$(dirname "$0")/.."
 rust_tests() {
   echo "==> Rust tests (release profile: reuses the server build's dependencies)"
   # With PostgreSQL started here, its tests must run: a skip would be a silent pass.
-  PADDLECLOUD_REQUIRE_POSTGRES=1 scripts/with-postgres.sh \
+  PADDLECLOUD_REQUIRE_POSTGRES=1 PADDLECLOUD_REQUIRE_PYTHON_WRITERS=1 scripts/with-postgres.sh \
     cargo test --locked --release -p app -p server --features app/ssr
 }
 
 sdk_tests() {
   echo "==> Python SDK (standard library only; against the release binary)"
-  PADDLECLOUD_BIN="${CARGO_TARGET_DIR:-target}/release/paddlecloud" \
+  PADDLECLOUD_BIN="${CARGO_TARGET_DIR:-target}/release/paddlecloud" PADDLECLOUD_REQUIRE_PYTHON_WRITERS=1 \
     python3 -m unittest discover -s sdk/python/tests
 }
 

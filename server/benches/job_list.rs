@@ -122,10 +122,12 @@ fn main() -> anyhow::Result<()> {
             accounts,
             access_keys: SqlAccessKeys::new(pool.clone()),
             cluster: Arc::new(cluster),
-            metrics: Arc::new(SqlMetrics::new(pool, 1_000_000)),
+            metrics: Arc::new(SqlMetrics::new(pool.clone(), 1_000_000)),
             secure_cookies: false,
         };
+        let mlflow = server::mlflow::store::MlflowStore::new(pool.clone());
         let app = router(AppState {
+            mlflow,
             leptos: conf.leptos_options,
             services,
         });

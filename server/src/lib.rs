@@ -10,5 +10,6 @@ pub mod http;
 pub mod jobs;
 pub mod local;
 pub mod logfile;
+pub mod mlflow;
 pub mod paddleboard;
 pub mod time;

@@ -435,6 +435,40 @@ pub struct Job {
     pub trainers: RoleCounts,
     /// Why it ended, when it did not succeed.
     pub message: String,
+    /// Who ran it: the console's executor, or an MLflow client that logged it.
+    #[serde(default)]
+    pub source: JobSource,
+}
+
+/// How a job came to be in the table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub enum JobSource {
+    /// Submitted to the console, which runs its replicas.
+    #[default]
+    Console,
+    /// An MLflow run logged to the console's tracking API; it ran wherever
+    /// its client ran, and the console only records it.
+    Mlflow,
+}
+
+impl JobSource {
+    /// Stored form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobSource::Console => "console",
+            JobSource::Mlflow => "mlflow",
+        }
+    }
+
+    /// Reads the stored form back.
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "mlflow" => JobSource::Mlflow,
+            _ => JobSource::Console,
+        }
+    }
 }
 
 impl Job {

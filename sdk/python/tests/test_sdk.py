@@ -571,3 +571,42 @@ class BoardTest(ClientTestCase):
         self.assertTrue(board.close(timeout=30))
         tags = self.client.metric_tags(job["name"])
         self.assertEqual(tags, [{"tag": "loss", "points": 50, "last_step": 49}])
+
+
+def _venv_python():
+    path = os.environ.get("PADDLECLOUD_PYTHON") or os.path.expanduser(
+        "~/.cache/paddlecloud/pyvenv/bin/python")
+    return path if os.path.exists(path) else None
+
+
+class MlflowClientTest(ClientTestCase):
+    """The real `mlflow` client (mlflow-skinny, in the test venv) logging to the
+    console's MLflow tracking API, unchanged but for the tracking URI and token."""
+
+    def test_the_real_mlflow_client_logs_runs_that_appear_as_jobs_with_their_metrics(self):
+        python = _venv_python()
+        if python is None:
+            if os.environ.get("PADDLECLOUD_REQUIRE_PYTHON_WRITERS"):
+                self.fail("no ~/.cache/paddlecloud/pyvenv with mlflow-skinny (run scripts/setup.sh test)")
+            self.skipTest("no ~/.cache/paddlecloud/pyvenv with mlflow-skinny")
+        env = dict(os.environ, PADDLECLOUD_URL=SERVER, PADDLECLOUD_TOKEN=KEY,
+                   MLFLOW_TEST_BIG_HISTORY="26000")
+        done = subprocess.run(
+            [python, "-m", "unittest", "-v", "mlflow_compat"],
+            cwd=Path(__file__).parent, env=env, capture_output=True, text=True, timeout=600,
+        )
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn("OK", done.stderr)
+        self.assertNotIn("skipped", done.stderr.splitlines()[-1])
+
+        # The run is a job in the table, finished, with its metrics on PaddleBoard.
+        runs = [j for j in self.client.list_jobs() if j.get("source") == "mlflow"]
+        self.assertTrue(runs, "an MLflow run shows up as a job")
+        run = next(j for j in runs if j["name"].startswith("run-"))
+        self.assertEqual(run["status"], "succeeded")
+        self.assertEqual(run["cluster"], "local")
+        tags = {t["tag"]: t for t in self.client.metric_tags(run["name"])}
+        self.assertEqual(tags["big"]["points"], 26000)
+        loss = self.client.metric_series(run["name"], "loss")
+        self.assertEqual(loss["total"], 13)
+        self.assertEqual((loss["nan"], loss["pos_inf"], loss["neg_inf"]), (1, 1, 1))

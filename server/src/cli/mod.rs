@@ -21,6 +21,7 @@ use crate::db;
 use crate::http::{router, AppState};
 use crate::jobs::JobStore;
 use crate::local::LocalCluster;
+use crate::mlflow::store::MlflowStore;
 use crate::paddleboard::SqlMetrics;
 
 /// PaddleCloud Console: run, watch and serve PaddlePaddle work on a cluster.
@@ -235,6 +236,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .clone()
             .unwrap_or_else(|| reachable_url(local)),
     );
+    let pool_for_mlflow = pool.clone();
     let metrics: Arc<SqlMetrics> =
         Arc::new(SqlMetrics::new(pool.clone(), args.metrics_cache_points));
     cluster.set_metrics(metrics.clone());
@@ -245,7 +247,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         metrics,
         secure_cookies: args.secure_cookies,
     };
-    let app = router(AppState { leptos, services });
+    let app = router(AppState {
+        leptos,
+        services,
+        mlflow: MlflowStore::new(pool_for_mlflow),
+    });
     tracing::info!(url = %format!("http://{local}"), "PaddleCloud Console is up");
     println!("PaddleCloud Console: http://{local}  (sign up at http://{local}/signup)");
     axum::serve(listener, app)

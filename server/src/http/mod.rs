@@ -28,6 +28,8 @@ pub struct AppState {
     pub leptos: LeptosOptions,
     /// The ports' implementations.
     pub services: Services,
+    /// MLflow's experiments and runs (the tracking API only the server serves).
+    pub mlflow: crate::mlflow::store::MlflowStore,
 }
 
 /// The server's version, as `/healthz` reports it.
@@ -46,6 +48,7 @@ pub fn router(state: AppState) -> Router {
         .route("/events/log", get(events::log))
         .route("/account/keys", axum::routing::post(keys::create))
         .merge(rest::router())
+        .merge(crate::mlflow::router().layer(axum::extract::DefaultBodyLimit::max(8 * 1024 * 1024)))
         .route(
             "/api/{*fn_name}",
             get(server_fn_handler).post(server_fn_handler),

@@ -39,11 +39,13 @@ pub async fn resolve_session(
                             .path()
                             .starts_with(&format!("/api/v1/jobs/{job}/metrics"))
                         {
-                            return ApiError(AppError::forbidden(format!(
-                                "A job's token may only write and read the metrics of job \
-                                 “{job}”; use an access key for anything else."
-                            )))
-                            .into_response();
+                            return refuse(
+                                parts.uri.path(),
+                                AppError::forbidden(format!(
+                                    "A job's token may only write and read the metrics of job \
+                                     “{job}”; use an access key for anything else."
+                                )),
+                            );
                         }
                     }
                     parts.extensions.insert(principal);
@@ -51,8 +53,8 @@ pub async fn resolve_session(
                 }
                 // A wrong key is an error even where no key is needed: the
                 // script would otherwise learn of it only later, and puzzlingly.
-                Ok(None) => ApiError(AppError::Unauthenticated).into_response(),
-                Err(err) => ApiError(err).into_response(),
+                Ok(None) => refuse(parts.uri.path(), AppError::Unauthenticated),
+                Err(err) => refuse(parts.uri.path(), err),
             };
         }
     }
@@ -73,6 +75,16 @@ pub async fn resolve_session(
     }
     request = Request::from_parts(parts, body);
     next.run(request).await
+}
+
+/// An API error in the shape the caller's client reads: MLflow's for the
+/// MLflow tracking API, ours everywhere else.
+fn refuse(path: &str, err: AppError) -> Response {
+    if path.starts_with(MLFLOW_API) {
+        crate::mlflow::wire::MlflowError::from(err).into_response()
+    } else {
+        ApiError(err).into_response()
+    }
 }
 
 /// The key in `Authorization: Bearer <key>`, if the header is there.

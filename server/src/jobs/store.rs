@@ -2,7 +2,8 @@
 
 use app::error::AppError;
 use app::models::{
-    Job, JobPage, JobQuery, JobRole, JobSort, JobSpec, JobStatus, Me, Pod, PodPhase, RoleCounts,
+    Job, JobPage, JobQuery, JobRole, JobSort, JobSource, JobSpec, JobStatus, Me, Pod, PodPhase,
+    RoleCounts,
 };
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, AssertSqlSafe, Row};
@@ -56,7 +57,7 @@ fn internal(context: &'static str) -> impl FnOnce(sqlx::Error) -> AppError {
 
 const JOB_COLUMNS: &str = "id, account_id, name, spec, status, cluster, created_at, started_at, \
      finished_at, message, ps_total, ps_ready, ps_succeeded, ps_failed, tr_total, tr_ready, \
-     tr_succeeded, tr_failed";
+     tr_succeeded, tr_failed, source";
 
 fn count(row: &AnyRow, col: &str) -> Result<u32, sqlx::Error> {
     Ok(u32::try_from(row.try_get::<i64, _>(col)?).unwrap_or(0))
@@ -91,6 +92,7 @@ fn job_from(row: &AnyRow) -> Result<StoredJob, sqlx::Error> {
                 succeeded: count(row, "tr_succeeded")?,
                 failed: count(row, "tr_failed")?,
             },
+            source: JobSource::parse(&row.try_get::<String, _>("source")?),
         },
     })
 }
@@ -423,6 +425,20 @@ impl JobStore {
         .execute(&self.pool)
         .await
         .map_err(internal("delete metric points"))?;
+        for table in ["mlflow_params", "mlflow_run_tags"] {
+            sqlx::query(AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM mlflow_runs WHERE job_id = $1)"
+            )))
+            .bind(job_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("delete mlflow run children"))?;
+        }
+        sqlx::query("DELETE FROM mlflow_runs WHERE job_id = $1")
+            .bind(job_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("delete mlflow runs"))?;
         sqlx::query("DELETE FROM metric_series WHERE job_id = $1")
             .bind(job_id)
             .execute(&self.pool)
@@ -444,7 +460,8 @@ impl JobStore {
     /// Jobs of `cluster` still marked Pending or Running, for recovery at start.
     pub async fn active(&self, cluster: &str) -> Result<Vec<StoredJob>, AppError> {
         let rows = sqlx::query(AssertSqlSafe(format!(
-            "SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = $1 AND status IN ('pending', 'running')"
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = $1 AND source = 'console' \
+             AND status IN ('pending', 'running')"
         )))
         .bind(cluster)
         .fetch_all(&self.pool)

@@ -51,6 +51,7 @@ pub async fn site_with(secure_cookies: bool) -> Site {
         router: router(AppState {
             leptos: conf.leptos_options,
             services: services.clone(),
+            mlflow: server::mlflow::store::MlflowStore::new(db.pool.clone()),
         }),
         services,
         db,
