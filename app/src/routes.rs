@@ -8,7 +8,7 @@ use leptos_router::{lazy_route, path, Lazy, LazyRoute, SsrMode};
 use crate::components::layout::Layout;
 use crate::pages::{
     account::AccountPage, auth::LoginPage, auth::SignUpPage, jobs::JobsPage, not_found::NotFound,
-    placeholder::SectionPage,
+    paddleboard::PaddleBoardPage, placeholder::SectionPage,
 };
 
 // Each page below is a lazy route: its code is a separate wasm module that the
@@ -49,6 +49,18 @@ impl LazyRoute for JobsRoute {
     }
     fn view(_this: Self) -> AnyView {
         view! { <JobsPage /> }.into_any()
+    }
+}
+
+/// `/paddleboard`.
+struct PaddleBoardRoute;
+#[lazy_route]
+impl LazyRoute for PaddleBoardRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <PaddleBoardPage /> }.into_any()
     }
 }
 
@@ -108,10 +120,7 @@ pub fn App() -> impl IntoView {
                 <ParentRoute path=path!("") view=Layout ssr=SsrMode::Async>
                     <Route path=path!("") view=|| view! { <Redirect path="/jobs" /> } />
                     <Route path=path!("jobs") view={Lazy::<JobsRoute>::new()} />
-                    <Route
-                        path=path!("paddleboard")
-                        view=|| view! { <SectionPage section="paddleboard" /> }
-                    />
+                    <Route path=path!("paddleboard") view={Lazy::<PaddleBoardRoute>::new()} />
                     <Route
                         path=path!("serving")
                         view=|| view! { <SectionPage section="serving" /> }

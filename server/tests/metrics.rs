@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::models::{Account, MetricPoint, RangeQuery};
+use app::models::{Account, ChartRange, MetricPoint, RangeQuery};
 use app::ports::Metrics;
 use common::TestDb;
 use server::jobs::JobStore;
@@ -63,12 +63,12 @@ fn p(tag: &str, step: i64, value: f64) -> MetricPoint {
     }
 }
 
-fn all(width: usize) -> RangeQuery {
-    RangeQuery {
+fn all(width: usize) -> ChartRange {
+    ChartRange::Steps(RangeQuery {
         from: None,
         to: None,
         width,
-    }
+    })
 }
 
 async fn a_batch_is_stored_and_read_back_with_nan_and_infinities(db: TestDb) {
@@ -212,11 +212,11 @@ async fn a_single_spike_among_200000_points_is_in_a_1000_pixel_chart() {
     assert_eq!(e.max, Some(50.0));
 
     // Zooming in gives every point of the range.
-    let zoom = RangeQuery {
+    let zoom = ChartRange::Steps(RangeQuery {
         from: Some(123_000),
         to: Some(123_999),
         width: 1000,
-    };
+    });
     let e = metrics.envelope(&ann, "long", "loss", zoom).await.unwrap();
     assert!(e.full_resolution);
     assert_eq!(e.points.len(), 1000);
@@ -345,5 +345,37 @@ async fn scalars_from_tensorboard_and_visualdl_files_a_job_writes_reach_its_boar
     assert!(
         e.nan + e.pos_inf + e.neg_inf > 0,
         "NaN/Inf written by tensorboardX are kept"
+    );
+}
+
+#[tokio::test]
+async fn a_chart_against_time_gets_the_points_logged_in_that_time() {
+    let db = common::sqlite().await;
+    let ann = with_job(&db, "ann", "timed").await;
+    let metrics = SqlMetrics::new(db.pool.clone(), 1_000_000);
+    // p() logs step s at wall time 1.7e9 + s.
+    metrics
+        .append(
+            &ann,
+            "timed",
+            (0..100).map(|s| p("loss", s, s as f64)).collect(),
+        )
+        .await
+        .unwrap();
+    let range = ChartRange::WallTime {
+        from: 1_700_000_010.0,
+        to: 1_700_000_019.5,
+        width: 100,
+    };
+    let e = metrics
+        .envelope(&ann, "timed", "loss", range)
+        .await
+        .unwrap();
+    let steps: Vec<i64> = e.points.iter().map(|p| p.step).collect();
+    assert_eq!(steps, (10..20).collect::<Vec<_>>());
+    assert_eq!(
+        e.origin,
+        Some(1_700_000_000.0),
+        "relative time starts at the first point"
     );
 }

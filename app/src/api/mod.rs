@@ -5,3 +5,4 @@ pub mod accounts;
 #[cfg(feature = "ssr")]
 pub mod context;
 pub mod jobs;
+pub mod paddleboard;

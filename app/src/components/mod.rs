@@ -1,5 +1,6 @@
 //! Pieces of UI shared by several pages.
 
+pub mod chart;
 pub mod form;
 pub mod layout;
 pub mod sse;

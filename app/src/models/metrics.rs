@@ -242,6 +242,10 @@ pub struct SeriesEnvelope {
     pub neg_inf: u64,
     /// Whether `points` is every point of the range.
     pub full_resolution: bool,
+    /// Wall time of the series' first point (origin of relative time).
+    #[serde(default, with = "json_float::option")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<f64>))]
+    pub origin: Option<f64>,
 }
 
 /// A step range and a width, as a chart asks.
@@ -253,6 +257,23 @@ pub struct RangeQuery {
     pub to: Option<i64>,
     /// Pixels across: at most about twice as many points come back.
     pub width: usize,
+}
+
+/// The range a chart shows: steps, or wall times (seconds) for charts
+/// against time, which the store turns into the steps logged then.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum ChartRange {
+    /// A step range.
+    Steps(RangeQuery),
+    /// Points logged between two wall times, at a width.
+    WallTime {
+        /// From, seconds since the Unix epoch.
+        from: f64,
+        /// To.
+        to: f64,
+        /// Pixels across.
+        width: usize,
+    },
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 pub mod access_key;
 pub mod account;
+pub mod board;
 pub mod job_form;
 pub mod job_query;
 pub mod jobs;
@@ -12,6 +13,7 @@ pub mod time;
 
 pub use access_key::*;
 pub use account::*;
+pub use board::{BoardJob, BoardView, XAxis};
 pub use job_form::*;
 pub use job_query::*;
 pub use jobs::*;

@@ -5,4 +5,5 @@ pub mod account;
 pub mod auth;
 pub mod jobs;
 pub mod not_found;
+pub mod paddleboard;
 pub mod placeholder;

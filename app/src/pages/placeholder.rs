@@ -12,11 +12,6 @@ const SECTIONS: &[(&str, &str, &str)] = &[
         "Distributed training jobs (parameter servers and trainers) you submit will be listed here, with their status, per-role readiness, logs and resource charts.",
     ),
     (
-        "paddleboard",
-        "PaddleBoard",
-        "Training metrics your jobs log (costs, evaluators, your own scalars) will be charted here live, and compared across jobs.",
-    ),
-    (
         "serving",
         "Serving",
         "Models you serve as HTTP inference services will be listed here, with replicas, QPS and latency, ready to scale or stop.",

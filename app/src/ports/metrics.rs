@@ -4,7 +4,8 @@ use async_trait::async_trait;
 
 use crate::error::AppError;
 use crate::models::{
-    Account, AppendSummary, ChartPoint, MetricPoint, RangeQuery, SeriesEnvelope, TagSummary,
+    Account, AppendSummary, BoardJob, ChartPoint, ChartRange, MetricPoint, SeriesEnvelope,
+    TagSummary,
 };
 
 /// New points arrived for a job: live charts of it refresh.
@@ -38,8 +39,10 @@ pub trait Metrics: Send + Sync {
         account: &Account,
         job: &str,
         tag: &str,
-        range: RangeQuery,
+        range: ChartRange,
     ) -> Result<SeriesEnvelope, AppError>;
+    /// The account's jobs that have metrics, newest first (at most 200).
+    async fn jobs(&self, account: &Account) -> Result<Vec<BoardJob>, AppError>;
     /// Every point of a series in a step range, by step (exports, history).
     async fn points(
         &self,

@@ -45,7 +45,8 @@ pub async fn jobs(
     sse(events)
 }
 
-fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
+/// A stream of events as an SSE response, kept alive through proxies.
+pub fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
     Sse::new(events)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()

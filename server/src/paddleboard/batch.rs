@@ -51,14 +51,20 @@ pub fn group(points: Vec<MetricPoint>, now: f64) -> Vec<TagBatch> {
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut out: Vec<TagBatch> = Vec::new();
     for p in points {
-        let i = *index.entry(p.tag.clone()).or_insert_with(|| {
-            out.push(TagBatch {
-                tag: p.tag.clone(),
-                rows: Vec::new(),
-                restart_from: None,
-            });
-            out.len() - 1
-        });
+        // Look up before inserting: a batch is mostly one tag, and cloning
+        // its name for every point would cost more than the rest.
+        let i = match index.get(&p.tag) {
+            Some(i) => *i,
+            None => {
+                out.push(TagBatch {
+                    tag: p.tag.clone(),
+                    rows: Vec::new(),
+                    restart_from: None,
+                });
+                index.insert(p.tag.clone(), out.len() - 1);
+                out.len() - 1
+            }
+        };
         let batch = &mut out[i];
         let row = Row {
             step: p.step,

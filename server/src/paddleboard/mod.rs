@@ -16,7 +16,8 @@ pub mod watch;
 
 use app::error::AppError;
 use app::models::{
-    Account, AppendSummary, ChartPoint, MetricPoint, RangeQuery, SeriesEnvelope, TagSummary,
+    Account, AppendSummary, BoardJob, ChartPoint, ChartRange, MetricPoint, SeriesEnvelope,
+    TagSummary,
 };
 use app::ports::{Metrics, MetricsEvent};
 use async_trait::async_trait;
@@ -82,6 +83,7 @@ fn to_model(e: series::Envelope) -> SeriesEnvelope {
         pos_inf: e.pos_inf as u64,
         neg_inf: e.neg_inf as u64,
         full_resolution: e.full_resolution,
+        origin: None,
     }
 }
 
@@ -124,11 +126,37 @@ impl Metrics for SqlMetrics {
         account: &Account,
         job: &str,
         tag: &str,
-        range: RangeQuery,
+        range: ChartRange,
     ) -> Result<SeriesEnvelope, AppError> {
         let cached = self.series(account, job, tag).await?;
         let series = cached.series.read().await;
-        Ok(to_model(series.query(range.from, range.to, range.width)))
+        let origin = series.points(None, None).next().map(|p| p.wall_time);
+        let envelope = match range {
+            ChartRange::Steps(r) => series.query(r.from, r.to, r.width),
+            ChartRange::WallTime { from, to, width } => {
+                // Wall times mostly rise with steps but need not (clock
+                // changes, restarts): take the steps of every point inside.
+                let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+                for p in series.points(None, None) {
+                    if p.wall_time >= from && p.wall_time <= to {
+                        lo = lo.min(p.step);
+                        hi = hi.max(p.step);
+                    }
+                }
+                if lo > hi {
+                    series.query(Some(1), Some(0), width)
+                } else {
+                    series.query(Some(lo), Some(hi), width)
+                }
+            }
+        };
+        let mut model = to_model(envelope);
+        model.origin = origin;
+        Ok(model)
+    }
+
+    async fn jobs(&self, account: &Account) -> Result<Vec<BoardJob>, AppError> {
+        self.store.jobs(account.id).await
     }
 
     async fn points(

@@ -1,15 +1,18 @@
 //! SQL for metric series and points.
 
 use app::error::AppError;
-use app::models::TagSummary;
-use sqlx::{AnyPool, AssertSqlSafe};
+use app::models::{BoardJob, TagSummary};
+use sqlx::AnyPool;
 
 use super::batch::{Row, TagBatch};
 use crate::accounts::internal;
 
-/// Rows per INSERT: 4 bound values each stays far below both engines'
-/// limits on bound parameters, and few statements make a batch fast.
-const ROWS_PER_INSERT: usize = 1000;
+/// Rows per INSERT. A tag's points go to the database as one JSON array
+/// bound to one parameter and unpacked by the engine (`json_each`,
+/// `json_array_elements`): binding four values per row through sqlx costs
+/// far more than the insert itself (measured: 19 ms per 1,000-row VALUES
+/// statement against 1–2 ms this way).
+const ROWS_PER_INSERT: usize = 20_000;
 
 /// Where a series stands in the database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,12 +48,17 @@ pub struct Written {
 #[derive(Clone)]
 pub struct PointStore {
     pool: AnyPool,
+    /// Whether the pool is PostgreSQL (else SQLite), learnt on first write.
+    postgres: std::sync::Arc<std::sync::OnceLock<bool>>,
 }
 
 impl PointStore {
     /// Wraps a migrated pool.
     pub fn new(pool: AnyPool) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            postgres: Default::default(),
+        }
     }
 
     /// A job's series by tag, if it exists.
@@ -98,6 +106,29 @@ impl PointStore {
             .collect())
     }
 
+    /// The account's jobs with metrics, newest first.
+    pub async fn jobs(&self, account_id: i64) -> Result<Vec<BoardJob>, AppError> {
+        let rows: Vec<(String, String, i64, i64)> = sqlx::query_as(
+            "SELECT j.name, j.status, j.created_at, COUNT(s.id) FROM jobs j \
+             JOIN metric_series s ON s.job_id = j.id WHERE j.account_id = $1 \
+             GROUP BY j.id, j.name, j.status, j.created_at ORDER BY j.created_at DESC, j.id DESC \
+             LIMIT 200",
+        )
+        .bind(account_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("list jobs with metrics"))?;
+        Ok(rows
+            .into_iter()
+            .map(|(name, status, created_at, tags)| BoardJob {
+                name,
+                status,
+                created_at,
+                tags: u32::try_from(tags).unwrap_or(u32::MAX),
+            })
+            .collect())
+    }
+
     /// Every point of a series, by step, with the revision they are from.
     pub async fn load(&self, series_id: i64) -> Result<(i64, Vec<Row>), AppError> {
         let mut tx = self
@@ -138,6 +169,12 @@ impl PointStore {
             .begin()
             .await
             .map_err(internal("begin metrics batch"))?;
+        let postgres = match self.postgres.get() {
+            Some(pg) => *pg,
+            None => *self
+                .postgres
+                .get_or_init(|| tx.backend_name().eq_ignore_ascii_case("postgresql")),
+        };
         let mut written = Vec::with_capacity(batch.len());
         for tag in batch {
             sqlx::query(
@@ -172,7 +209,7 @@ impl PointStore {
                 None => 0,
             };
             for chunk in tag.rows.chunks(ROWS_PER_INSERT) {
-                insert_rows(&mut tx, series_id, chunk).await?;
+                insert_rows(&mut tx, postgres, series_id, chunk).await?;
             }
             let inserted = tag.rows.len();
             let last = tag.rows.last().map(|r| r.step);
@@ -204,39 +241,89 @@ impl PointStore {
     }
 }
 
+/// `[[step, wall_time, value], …]`, with NaN as `null` (stored as NULL) and
+/// infinities as each engine reads them from JSON: SQLite takes `9e999` as
+/// infinity, PostgreSQL casts the text `"Infinity"`.
+fn rows_json(rows: &[Row], postgres: bool) -> String {
+    let mut json = String::with_capacity(rows.len() * 40);
+    json.push('[');
+    for (i, r) in rows.iter().enumerate() {
+        if i > 0 {
+            json.push(',');
+        }
+        let value = match r.value {
+            v if v.is_nan() => "null".to_owned(),
+            v if v.is_infinite() => match (postgres, v > 0.0) {
+                (true, true) => "\"Infinity\"".to_owned(),
+                (true, false) => "\"-Infinity\"".to_owned(),
+                (false, true) => "9e999".to_owned(),
+                (false, false) => "-9e999".to_owned(),
+            },
+            v => format!("{v:?}"),
+        };
+        json.push_str(&format!("[{},{:?},{value}]", r.step, r.wall_time));
+    }
+    json.push(']');
+    json
+}
+
 async fn insert_rows(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    postgres: bool,
     series_id: i64,
     rows: &[Row],
 ) -> Result<(), AppError> {
-    let mut sql =
-        String::from("INSERT INTO metric_points (series_id, step, wall_time, value) VALUES ");
-    for i in 0..rows.len() {
-        let n = i * 4;
-        if i > 0 {
-            sql.push(',');
-        }
-        sql.push_str(&format!("(${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4));
-    }
     // A concurrent writer may have stored the same step meanwhile: last wins.
-    sql.push_str(
-        " ON CONFLICT (series_id, step) DO UPDATE SET wall_time = excluded.wall_time, \
-         value = excluded.value",
-    );
-    // Only the number of placeholders varies; every value is bound.
-    let mut query = sqlx::query(AssertSqlSafe(sql));
-    for row in rows {
-        // NaN is stored as NULL: SQLite cannot keep a NaN in a REAL.
-        let value = (!row.value.is_nan()).then_some(row.value);
-        query = query
-            .bind(series_id)
-            .bind(row.step)
-            .bind(row.wall_time)
-            .bind(value);
-    }
-    query
+    let sql = if postgres {
+        "INSERT INTO metric_points (series_id, step, wall_time, value) \
+         SELECT $1, (e->>0)::bigint, (e->>1)::float8, (e->>2)::float8 \
+         FROM json_array_elements($2::json) AS e \
+         ON CONFLICT (series_id, step) DO UPDATE SET wall_time = excluded.wall_time, \
+         value = excluded.value"
+    } else {
+        // `WHERE true` keeps SQLite from reading ON CONFLICT as a join clause.
+        "INSERT INTO metric_points (series_id, step, wall_time, value) \
+         SELECT $1, json_extract(value, '$[0]'), json_extract(value, '$[1]'), \
+         json_extract(value, '$[2]') FROM json_each($2) WHERE true \
+         ON CONFLICT (series_id, step) DO UPDATE SET wall_time = excluded.wall_time, \
+         value = excluded.value"
+    };
+    sqlx::query(sql)
+        .bind(series_id)
+        .bind(rows_json(rows, postgres))
         .execute(&mut **tx)
         .await
         .map_err(internal("insert metric points"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn points_travel_to_the_database_as_json_each_engine_reads() {
+        let rows = [
+            Row {
+                step: 1,
+                wall_time: 1.5,
+                value: f64::NAN,
+            },
+            Row {
+                step: 2,
+                wall_time: 2.0,
+                value: f64::INFINITY,
+            },
+            Row {
+                step: 3,
+                wall_time: 3.0,
+                value: -0.25,
+            },
+        ];
+        assert_eq!(
+            rows_json(&rows, false),
+            "[[1,1.5,null],[2,2.0,9e999],[3,3.0,-0.25]]"
+        );
+        assert_eq!(rows_json(&rows[1..2], true), "[[2,2.0,\"Infinity\"]]");
+    }
 }

@@ -2,7 +2,9 @@
 //! tags, read a series' envelope (or all its points as CSV).
 
 use app::error::AppError;
-use app::models::{AppendSummary, MetricPoint, RangeQuery, SeriesEnvelope, TagSummary, MAX_WIDTH};
+use app::models::{
+    AppendSummary, ChartRange, MetricPoint, RangeQuery, SeriesEnvelope, TagSummary, MAX_WIDTH,
+};
 use app::ports::Principal;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::QueryRejection;
@@ -200,7 +202,7 @@ pub async fn series(
                 width,
             };
             let envelope = metrics
-                .envelope(&who.me.account, &name, &tag, range)
+                .envelope(&who.me.account, &name, &tag, ChartRange::Steps(range))
                 .await?;
             Ok(Json(envelope).into_response())
         }

@@ -1,0 +1,112 @@
+//! `/paddleboard`: training metrics of one or more jobs, one chart per tag
+//! with one line per job. Every choice lives in the URL, so a link shows the
+//! same charts; the controls are a GET form, so the page works without
+//! JavaScript. Hydrated, charts redraw at once as the view changes, follow
+//! new points live, show every line's value under the pointer, and zoom to a
+//! dragged range.
+
+mod chart_card;
+mod controls;
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::paddleboard::{board_charts, board_jobs};
+use crate::components::sse::use_event_source;
+use crate::models::board::{encode, Board, BoardView};
+
+/// The page's view, from the URL.
+fn view_from_url() -> Memo<BoardView> {
+    let params = use_query_map();
+    Memo::new(move |_| {
+        params.with(|p| BoardView::from_params(|k| p.get(k), |k| p.get_all(k).unwrap_or_default()))
+    })
+}
+
+/// The PaddleBoard page.
+#[component]
+pub fn PaddleBoardPage() -> impl IntoView {
+    let view = view_from_url();
+    // Bumped when a chosen job logs new points: refetches the charts.
+    let tick = RwSignal::new(0u64);
+    use_event_source(
+        move || {
+            let jobs = view.with(|v| v.jobs.clone());
+            (!jobs.is_empty()).then(|| {
+                let q: Vec<String> = jobs.iter().map(|j| format!("job={}", encode(j))).collect();
+                format!("/events/metrics?{}", q.join("&"))
+            })
+        },
+        move |_| tick.update(|t| *t += 1),
+    );
+    let jobs = Resource::new(|| (), |_| board_jobs());
+    let data = Resource::new(
+        move || (view.with(BoardView::query), tick.get()),
+        |(query, _)| async move {
+            if query.jobs.is_empty() {
+                Ok(Board {
+                    charts: Vec::new(),
+                    matching_tags: 0,
+                    filter_error: None,
+                })
+            } else {
+                board_charts(query).await
+            }
+        },
+    );
+    // The smoothing slider redraws as it moves; the URL follows when it stops.
+    let smoothing = RwSignal::new(view.with_untracked(|v| v.smoothing));
+    Effect::new(move |_| smoothing.set(view.with(|v| v.smoothing)));
+
+    view! {
+        <Title text="PaddleBoard" />
+        <div class="page-head">
+            <h1>"PaddleBoard"</h1>
+        </div>
+        <div class="board">
+            <controls::Controls view jobs smoothing />
+            <section class="charts" aria-label="Charts">
+                <Transition fallback=|| view! { <p class="loading">"Loading charts…"</p> }>
+                    {move || Suspend::new(async move {
+                        match data.await {
+                            Err(err) => view! { <p class="banner error" role="alert">{err.to_string()}</p> }.into_any(),
+                            Ok(board) => charts(board, view, smoothing).into_any(),
+                        }
+                    })}
+                </Transition>
+            </section>
+        </div>
+    }
+}
+
+fn charts(board: Board, view: Memo<BoardView>, smoothing: RwSignal<f64>) -> impl IntoView {
+    let shown = board.charts.len();
+    let none_chosen = view.with_untracked(|v| v.jobs.is_empty());
+    let nothing = !none_chosen && shown == 0 && board.filter_error.is_none();
+    view! {
+        {board.filter_error.map(|e| view! { <p class="banner error" role="alert">{e}</p> })}
+        {none_chosen.then(|| view! {
+            <div class="empty-state">
+                <p>"Pick one or more jobs to chart the metrics they log: costs, evaluators, your own scalars."</p>
+                <p class="muted">
+                    "Jobs log with " <code>"paddlecloud.draw_board(value, name)"</code>
+                    ", the REST API, TensorBoard or VisualDL log files in their directory, or the MLflow client."
+                </p>
+            </div>
+        })}
+        {nothing.then(|| view! {
+            <p class="empty">"No metrics match yet. New points appear here as the jobs log them."</p>
+        })}
+        {(board.matching_tags > shown).then(|| view! {
+            <p class="hint">{format!("Showing {shown} of {} tags; narrow the tag filter to see the others.", board.matching_tags)}</p>
+        })}
+        <div class="chart-grid">
+            {board
+                .charts
+                .into_iter()
+                .map(|chart| view! { <chart_card::ChartCard chart view smoothing /> })
+                .collect_view()}
+        </div>
+    }
+}
