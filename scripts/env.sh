@@ -16,3 +16,30 @@ wasm_bindgen_version() {
 leptos_conf() {
   sed -n "s/^$1 *= *\"\(.*\)\"/\1/p" Leptos.toml | head -n 1
 }
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Installs the Debian packages that are missing.
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  say "installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  # The mirror has once answered with a missing archive; a retry got it.
+  for attempt in 1 2 3; do
+    if as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
+      return 0
+    fi
+    say "apt-get install failed (attempt $attempt), retrying"
+    sleep 5
+    as_root apt-get update -qq || true
+  done
+  return 1
+}

@@ -9,32 +9,6 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
 
-say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
-
-as_root() {
-  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
-}
-
-apt_install() {
-  local missing=()
-  for pkg in "$@"; do
-    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  say "installing Debian packages: ${missing[*]}"
-  as_root apt-get update -qq
-  # The mirror has once answered with a missing archive; a retry got it.
-  for attempt in 1 2 3; do
-    if as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
-      return 0
-    fi
-    say "apt-get install failed (attempt $attempt), retrying"
-    sleep 5
-    as_root apt-get update -qq || true
-  done
-  return 1
-}
-
 build_tools() {
   command -v cargo >/dev/null || { echo "Rust is required: https://rustup.rs" >&2; exit 1; }
   if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
@@ -89,6 +63,9 @@ test_tools() {
     (cd end2end && npm ci --silent --no-audit --no-fund)
   fi
   python_venv
+  # A real Kubernetes API server for the Kubernetes backend's tests: built
+  # once from Debian's source package into ~/.cache (about 8 minutes).
+  scripts/kube-test-cluster.sh build
 }
 
 case "${1:-build}" in

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the tests against the release build that scripts/build.sh made.
-#   scripts/test.sh        Rust tests (SQLite + a throwaway PostgreSQL), the Python SDK, then Playwright
+#   scripts/test.sh        Rust tests (SQLite + a throwaway PostgreSQL + a throwaway Kubernetes API server), the Python SDK, then Playwright
 #   scripts/test.sh rust   only the Rust tests
 #   scripts/test.sh sdk    only the Python SDK's tests (against the release binary)
 #   scripts/test.sh e2e    only the Playwright suite
@@ -9,8 +9,11 @@ cd "$(dirname "$0")/.."
 
 rust_tests() {
   echo "==> Rust tests (release profile: reuses the server build's dependencies)"
-  # With PostgreSQL started here, its tests must run: a skip would be a silent pass.
-  PADDLECLOUD_REQUIRE_POSTGRES=1 PADDLECLOUD_REQUIRE_PYTHON_WRITERS=1 scripts/with-postgres.sh \
+  # With PostgreSQL and a Kubernetes API server started here, their tests must
+  # run: a skip would be a silent pass. KUBECONFIG is dropped so the tests get
+  # the throwaway cluster, never a real one this shell happens to point at.
+  env -u KUBECONFIG PADDLECLOUD_REQUIRE_POSTGRES=1 PADDLECLOUD_REQUIRE_PYTHON_WRITERS=1 \
+    PADDLECLOUD_REQUIRE_KUBE=1 scripts/kube-test-cluster.sh run scripts/with-postgres.sh \
     cargo test --locked --release -p app -p server --features app/ssr
 }
 

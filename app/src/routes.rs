@@ -6,6 +6,9 @@ use leptos_router::components::{ParentRoute, Redirect, Route, Router, Routes};
 use leptos_router::{lazy_route, path, Lazy, LazyRoute, SsrMode};
 
 use crate::components::layout::Layout;
+use crate::models::AssetKind;
+use crate::pages::assets::settings::AssetSettingsPage;
+use crate::pages::assets::{detail::AssetPage, detail::SharedPage, AssetsPage};
 use crate::pages::{
     account::AccountPage, auth::LoginPage, auth::SignUpPage, jobs::JobsPage, not_found::NotFound,
     paddleboard::PaddleBoardPage, placeholder::SectionPage,
@@ -64,6 +67,90 @@ impl LazyRoute for PaddleBoardRoute {
     }
 }
 
+/// `/datasets`.
+struct DatasetsRoute;
+#[lazy_route]
+impl LazyRoute for DatasetsRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <AssetsPage kind=AssetKind::Dataset /> }.into_any()
+    }
+}
+
+/// `/models`.
+struct ModelsRoute;
+#[lazy_route]
+impl LazyRoute for ModelsRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <AssetsPage kind=AssetKind::Model /> }.into_any()
+    }
+}
+
+/// `/datasets/:owner/:name`.
+struct DatasetRoute;
+#[lazy_route]
+impl LazyRoute for DatasetRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <AssetPage kind=AssetKind::Dataset /> }.into_any()
+    }
+}
+
+/// `/models/:owner/:name`.
+struct ModelRoute;
+#[lazy_route]
+impl LazyRoute for ModelRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <AssetPage kind=AssetKind::Model /> }.into_any()
+    }
+}
+
+/// `/datasets/:owner/:name/settings`.
+struct DatasetSettingsRoute;
+#[lazy_route]
+impl LazyRoute for DatasetSettingsRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <AssetSettingsPage kind=AssetKind::Dataset /> }.into_any()
+    }
+}
+
+/// `/models/:owner/:name/settings`.
+struct ModelSettingsRoute;
+#[lazy_route]
+impl LazyRoute for ModelSettingsRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <AssetSettingsPage kind=AssetKind::Model /> }.into_any()
+    }
+}
+
+/// `/shared/:token`: open to anyone holding the link.
+struct SharedRoute;
+#[lazy_route]
+impl LazyRoute for SharedRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <SharedPage /> }.into_any()
+    }
+}
+
 /// `/account`.
 struct AccountRoute;
 #[lazy_route]
@@ -117,6 +204,7 @@ pub fn App() -> impl IntoView {
             <Routes fallback=NotFound>
                 <Route path=path!("/login") view={Lazy::<LoginRoute>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/signup") view={Lazy::<SignUpRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/shared/:token") view={Lazy::<SharedRoute>::new()} ssr=SsrMode::Async />
                 <ParentRoute path=path!("") view=Layout ssr=SsrMode::Async>
                     <Route path=path!("") view=|| view! { <Redirect path="/jobs" /> } />
                     <Route path=path!("jobs") view={Lazy::<JobsRoute>::new()} />
@@ -125,14 +213,12 @@ pub fn App() -> impl IntoView {
                         path=path!("serving")
                         view=|| view! { <SectionPage section="serving" /> }
                     />
-                    <Route
-                        path=path!("datasets")
-                        view=|| view! { <SectionPage section="datasets" /> }
-                    />
-                    <Route
-                        path=path!("models")
-                        view=|| view! { <SectionPage section="models" /> }
-                    />
+                    <Route path=path!("datasets") view={Lazy::<DatasetsRoute>::new()} />
+                    <Route path=path!("datasets/:owner/:name") view={Lazy::<DatasetRoute>::new()} />
+                    <Route path=path!("datasets/:owner/:name/settings") view={Lazy::<DatasetSettingsRoute>::new()} />
+                    <Route path=path!("models") view={Lazy::<ModelsRoute>::new()} />
+                    <Route path=path!("models/:owner/:name") view={Lazy::<ModelRoute>::new()} />
+                    <Route path=path!("models/:owner/:name/settings") view={Lazy::<ModelSettingsRoute>::new()} />
                     <Route
                         path=path!("notebooks")
                         view=|| view! { <SectionPage section="notebooks" /> }

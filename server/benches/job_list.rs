@@ -48,6 +48,7 @@ fn spec(i: usize) -> JobSpec {
             memory: "8Gi".into(),
             gpu: 1,
         },
+        datasets: vec![],
     }
 }
 
@@ -123,6 +124,11 @@ fn main() -> anyhow::Result<()> {
             access_keys: SqlAccessKeys::new(pool.clone()),
             cluster: Arc::new(cluster),
             metrics: Arc::new(SqlMetrics::new(pool.clone(), 1_000_000)),
+            assets: Arc::new(server::assets::SqlAssets::new(
+                pool.clone(),
+                server::assets::objects::Objects::local(dir.path().join("objects"), 1 << 30)?,
+                dir.path().join("dataset-cache"),
+            )),
             secure_cookies: false,
         };
         let mlflow = server::mlflow::store::MlflowStore::new(pool.clone());

@@ -173,6 +173,7 @@ fn main() -> anyhow::Result<()> {
                 num_trainers: 1,
                 ps: Default::default(),
                 trainer: Default::default(),
+                datasets: vec![],
             };
             JobStore::new(pool.clone())
                 .insert(&me, &spec, "local")
@@ -188,6 +189,11 @@ fn main() -> anyhow::Result<()> {
             access_keys: keys,
             cluster: Arc::new(cluster),
             metrics: Arc::new(SqlMetrics::new(pool.clone(), 50_000_000)),
+            assets: Arc::new(server::assets::SqlAssets::new(
+                pool.clone(),
+                server::assets::objects::Objects::local(dir.path().join("objects"), 1 << 30)?,
+                dir.path().join("dataset-cache"),
+            )),
             secure_cookies: false,
         };
         let app = router(AppState {

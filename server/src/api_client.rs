@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use app::models::{Credentials, Job, JobPage, JobSpec, Pod};
+
+pub mod assets;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -86,7 +88,7 @@ pub fn credentials_path(explicit: Option<&Path>) -> PathBuf {
 pub struct ApiClient {
     server: String,
     key: String,
-    agent: ureq::Agent,
+    pub(crate) agent: ureq::Agent,
 }
 
 impl ApiClient {
@@ -146,7 +148,7 @@ impl ApiClient {
         &self.server
     }
 
-    fn url(&self, segments: &[&str]) -> String {
+    pub(crate) fn url(&self, segments: &[&str]) -> String {
         let mut url = format!("{}/api/v1", self.server);
         for segment in segments {
             url.push('/');
@@ -155,7 +157,7 @@ impl ApiClient {
         url
     }
 
-    fn connection(&self, err: ureq::Error) -> ClientError {
+    pub(crate) fn connection(&self, err: ureq::Error) -> ClientError {
         ClientError::Connection {
             server: self.server.clone(),
             reason: err.to_string(),
@@ -163,7 +165,10 @@ impl ApiClient {
     }
 
     /// The answer if it is a success, else the server's error.
-    fn check(&self, result: Result<Response<Body>, ureq::Error>) -> Result<Body, ClientError> {
+    pub(crate) fn check(
+        &self,
+        result: Result<Response<Body>, ureq::Error>,
+    ) -> Result<Body, ClientError> {
         let response = result.map_err(|err| self.connection(err))?;
         let status = response.status().as_u16();
         if (200..300).contains(&status) {
@@ -209,7 +214,7 @@ impl ApiClient {
         })
     }
 
-    fn json<T: DeserializeOwned>(
+    pub(crate) fn json<T: DeserializeOwned>(
         &self,
         result: Result<Response<Body>, ureq::Error>,
     ) -> Result<T, ClientError> {
@@ -219,7 +224,7 @@ impl ApiClient {
     }
 
     /// Every request carries the key and says who sends it.
-    fn signed<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+    pub(crate) fn signed<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
         request
             .header("Authorization", &format!("Bearer {}", self.key))
             .header(
@@ -228,11 +233,11 @@ impl ApiClient {
             )
     }
 
-    fn get(&self, url: &str) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
+    pub(crate) fn get(&self, url: &str) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
         self.signed(self.agent.get(url))
     }
 
-    fn post(&self, url: &str) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
+    pub(crate) fn post(&self, url: &str) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
         self.signed(self.agent.post(url))
     }
 

@@ -4,10 +4,13 @@
 pub mod access_keys;
 pub mod accounts;
 pub mod api_client;
+pub mod assets;
 pub mod cli;
+pub mod clusters;
 pub mod db;
 pub mod http;
 pub mod jobs;
+pub mod kubernetes;
 pub mod local;
 pub mod logfile;
 pub mod mlflow;

@@ -492,6 +492,44 @@ fn timestamp_len(s: &[u8]) -> usize {
     }
 }
 
+/// A pod's log file as the `Cluster` port serves it: the last `tail` lines
+/// or all of it, then (`follow`) what is written until `done` turns true;
+/// with or without each line's timestamp.
+pub async fn serve(
+    path: PathBuf,
+    request: app::models::LogRequest,
+    done: watch::Receiver<bool>,
+) -> Result<app::ports::LogStream, app::error::AppError> {
+    use futures_util::StreamExt;
+    let io_err = |err: io::Error| {
+        tracing::error!(error = %err, path = %path.display(), "reading a pod log");
+        app::error::AppError::Internal
+    };
+    let stream: app::ports::LogStream = match (request.tail, request.follow) {
+        (Some(lines), false) => {
+            let chunk = tail(&path, lines).await.map_err(io_err)?;
+            Box::pin(futures_util::stream::once(
+                async move { Ok(Bytes::from(chunk)) },
+            ))
+        }
+        (Some(lines), true) => {
+            let (chunk, offset) = tail_with_offset(&path, lines).await.map_err(io_err)?;
+            let head = futures_util::stream::once(async move { Ok(Bytes::from(chunk)) });
+            Box::pin(head.chain(follow(path, offset, done)))
+        }
+        (None, true) => Box::pin(follow(path, 0, done)),
+        // The whole log, streamed in whole lines, never loaded at once.
+        (None, false) => Box::pin(follow(path, 0, watch::channel(true).1)),
+    };
+    if request.timestamps {
+        Ok(stream)
+    } else {
+        Ok(Box::pin(stream.map(|chunk| {
+            chunk.map(|bytes| Bytes::from(strip_timestamps(&bytes)))
+        })))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -413,3 +413,201 @@ fn a_job_running_when_the_console_is_killed_is_marked_failed_after_restart_with_
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Every file under `root`, by relative path, with its bytes.
+fn tree(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_owned();
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_user_uploads_a_folder_a_job_reads_it_and_downloads_resume_where_they_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let console = Console::start(dir.path());
+    let creds = set_up(dir.path(), &console.url);
+
+    // A folder with nested files and one of 6 MB (several chunks).
+    let src = dir.path().join("mnist-data");
+    std::fs::create_dir_all(src.join("train/images")).unwrap();
+    std::fs::write(src.join("train/labels.txt"), "7\n2\n1\n").unwrap();
+    std::fs::write(src.join("README.md"), "# MNIST\n").unwrap();
+    let big: Vec<u8> = (0..6_000_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(src.join("train/images/all.bin"), &big).unwrap();
+    let src_str = src.to_str().unwrap();
+    let out = ok(&run(
+        &[
+            "upload",
+            "dataset",
+            "mnist",
+            src_str,
+            "--description",
+            "digits",
+        ],
+        &creds,
+        None,
+    ));
+    assert!(
+        out.contains("dataset vision/mnist: uploaded 3 files"),
+        "{out}"
+    );
+
+    // A job reads it where the executor says it is.
+    ok(&run(
+        &[
+            "submit",
+            "reader",
+            "--dataset",
+            "mnist",
+            "--wait",
+            "--",
+            "sh",
+            "-c",
+            "cat \"$PADDLE_DATASET_DIR/train/labels.txt\"; cat \"$PADDLE_DATASET_DIR_MNIST/README.md\"",
+        ],
+        &creds,
+        None,
+    ));
+    let log = ok(&run(&["logs", "reader"], &creds, None));
+    assert!(
+        log.contains("7\n2\n1\n") && log.contains("# MNIST"),
+        "{log}"
+    );
+    // A dataset the account cannot read is refused at submit.
+    let err = failed(&run(
+        &[
+            "submit",
+            "nosuch",
+            "--dataset",
+            "other/secret",
+            "--",
+            "true",
+        ],
+        &creds,
+        None,
+    ));
+    assert!(err.contains("other/secret"), "{err}");
+
+    // Downloaded back, byte for byte.
+    let dest = dir.path().join("copy");
+    let out = ok(&run(
+        &[
+            "download",
+            "dataset",
+            "vision/mnist",
+            "--out",
+            dest.to_str().unwrap(),
+        ],
+        &creds,
+        None,
+    ));
+    assert!(out.contains("downloaded 3 files"), "{out}");
+    assert_eq!(tree(&dest), tree(&src));
+
+    // A download cut off halfway continues from its .part file, and files
+    // already there are kept.
+    let all = dest.join("train/images/all.bin");
+    std::fs::remove_file(&all).unwrap();
+    std::fs::write(dest.join("train/images/all.bin.part"), &big[..2_500_000]).unwrap();
+    let run_out = run(
+        &[
+            "download",
+            "dataset",
+            "mnist",
+            "--out",
+            dest.to_str().unwrap(),
+        ],
+        &creds,
+        None,
+    );
+    ok(&run_out);
+    let progress = String::from_utf8_lossy(&run_out.stderr).into_owned();
+    assert!(progress.contains("README.md  up to date"), "{progress}");
+    assert_eq!(std::fs::read(&all).unwrap(), big);
+    assert!(!dest.join("train/images/all.bin.part").exists());
+
+    // A model: each upload is a version; download takes the newest.
+    let model = dir.path().join("model");
+    std::fs::create_dir_all(&model).unwrap();
+    std::fs::write(model.join("inference.pdmodel"), "v1").unwrap();
+    let out = ok(&run(
+        &[
+            "upload",
+            "model",
+            "resnet",
+            model.to_str().unwrap(),
+            "--tags",
+            "candidate",
+        ],
+        &creds,
+        None,
+    ));
+    assert!(out.contains("model vision/resnet v1"), "{out}");
+    std::fs::write(model.join("inference.pdmodel"), "v2").unwrap();
+    let out = ok(&run(
+        &["upload", "model", "resnet", model.to_str().unwrap()],
+        &creds,
+        None,
+    ));
+    assert!(out.contains("v2"), "{out}");
+    let got = dir.path().join("got");
+    ok(&run(
+        &[
+            "download",
+            "model",
+            "resnet",
+            "--out",
+            got.to_str().unwrap(),
+        ],
+        &creds,
+        None,
+    ));
+    assert_eq!(
+        std::fs::read_to_string(got.join("inference.pdmodel")).unwrap(),
+        "v2"
+    );
+    let got1 = dir.path().join("got1");
+    ok(&run(
+        &[
+            "download",
+            "model",
+            "resnet",
+            "--version",
+            "1",
+            "--out",
+            got1.to_str().unwrap(),
+        ],
+        &creds,
+        None,
+    ));
+    assert_eq!(
+        std::fs::read_to_string(got1.join("inference.pdmodel")).unwrap(),
+        "v1"
+    );
+
+    // Bad input is refused with a reason, never a panic.
+    let err = failed(&run(
+        &["upload", "dataset", "Bad Name", src_str],
+        &creds,
+        None,
+    ));
+    assert!(err.contains("name"), "{err}");
+    let err = failed(&run(&["download", "dataset", "vision/none"], &creds, None));
+    assert!(err.contains("vision/none"), "{err}");
+}

@@ -1,6 +1,8 @@
 //! The `Cluster` contract: what any backend must do, checked with real
 //! processes. The local executor runs it here on SQLite and PostgreSQL; the
-//! Kubernetes backend will run the same functions against a real API server.
+//! Kubernetes backend runs the same functions against a real API server
+//! (`scripts/kube-test-cluster.sh`), whose pods the test kubelet
+//! (`common/kubelet.rs`) runs as local processes.
 //!
 //! The "training program" is a small shell script: it prints its PaddlePaddle
 //! environment and exits with the code a test chooses.
@@ -19,6 +21,11 @@ use server::local::LocalCluster;
 
 struct Harness {
     cluster: Arc<dyn Cluster>,
+    /// Whether this is the Kubernetes backend (replicas reach each other by
+    /// DNS name there, by loopback port locally).
+    kube: bool,
+    /// Plays the node while the Kubernetes backend's tests run.
+    _kubelet: Option<common::kubelet::TestKubelet>,
     ann: Account,
     eve: Account,
     /// The owners of `ann` and `eve`, who submit their jobs.
@@ -27,19 +34,19 @@ struct Harness {
     _db: common::TestDb,
 }
 
-async fn account(db: &common::TestDb, name: &str) -> Account {
+async fn account(db: &common::TestDb, name: &str, namespace: &str) -> Account {
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO accounts (name, namespace, created_at) VALUES ($1, $2, 0) RETURNING id",
     )
     .bind(name)
-    .bind(format!("pc-{name}"))
+    .bind(namespace)
     .fetch_one(&db.pool)
     .await
     .unwrap();
     Account {
         id,
         name: name.into(),
-        namespace: format!("pc-{name}"),
+        namespace: namespace.into(),
         created_at: 0,
     }
 }
@@ -52,16 +59,47 @@ async fn local(db: common::TestDb) -> Harness {
     )
     .await
     .unwrap();
-    let ann = account(&db, "ann").await;
-    let eve = account(&db, "eve").await;
+    let ann = account(&db, "ann", "pc-ann").await;
+    let eve = account(&db, "eve", "pc-eve").await;
     Harness {
         cluster: Arc::new(cluster),
+        kube: false,
+        _kubelet: None,
         ann_user: common::user_in(&db.pool, &ann).await,
         eve_user: common::user_in(&db.pool, &eve).await,
         ann,
         eve,
         _db: db,
     }
+}
+
+/// The Kubernetes backend on the test cluster, or `None` (skipped) without one.
+async fn kube(db: common::TestDb) -> Option<Harness> {
+    let client = common::kubelet::test_client().await?;
+    let kubelet =
+        common::kubelet::TestKubelet::start(client.clone(), "contract", &db.dir().join("kubelet"))
+            .await;
+    let cluster = server::kubernetes::KubeCluster::start(
+        client,
+        JobStore::new(db.pool.clone()),
+        db.dir(),
+        Duration::from_secs(1),
+        "test-kube".into(),
+    );
+    // Tests share the cluster: namespaces of their own.
+    let tag = format!("{:08x}", getrandom::u32().unwrap());
+    let ann = account(&db, "ann", &format!("pc-ann-{tag}")).await;
+    let eve = account(&db, "eve", &format!("pc-eve-{tag}")).await;
+    Some(Harness {
+        cluster: Arc::new(cluster),
+        kube: true,
+        _kubelet: Some(kubelet),
+        ann_user: common::user_in(&db.pool, &ann).await,
+        eve_user: common::user_in(&db.pool, &eve).await,
+        ann,
+        eve,
+        _db: db,
+    })
 }
 
 /// A job running `script` in `sh -c` for every replica.
@@ -84,6 +122,7 @@ fn job(name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
             gpu: 0,
         },
         trainer: Resources::default(),
+        datasets: vec![],
     }
 }
 
@@ -147,6 +186,13 @@ macro_rules! contract {
                         super::$name(super::local(db).await).await;
                     }
                 }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn on_kubernetes() {
+                    if let Some(h) = super::kube(super::common::sqlite().await).await {
+                        super::$name(h).await;
+                    }
+                }
             }
         )*
     };
@@ -172,7 +218,7 @@ async fn a_job_succeeds_when_every_trainer_exits_zero(h: Harness) {
         .submit(&h.ann_user, job("mnist", 1, 2, PS_AND_TRAINERS))
         .await
         .unwrap();
-    assert_eq!(submitted.cluster, "local");
+    assert_eq!(submitted.cluster, h.cluster.name());
     assert_eq!((submitted.ps.total, submitted.trainers.total), (1, 2));
     let done = wait_for(&h, &h.ann, "mnist", JobStatus::Succeeded).await;
     assert_eq!(done.trainers.succeeded, 2);
@@ -226,7 +272,14 @@ async fn replicas_get_the_environment_paddle_expects(h: Harness) {
         .map(str::to_owned)
         .collect();
     assert_eq!((ps.len(), trainers.len()), (2, 2));
-    let me = format!("127.0.0.1:{}", var("PADDLE_PORT"));
+    // Locally replicas share loopback and differ by port; on Kubernetes each
+    // has its own DNS name through the job's headless Service.
+    let host = if h.kube {
+        "trainer-1.env".to_owned()
+    } else {
+        "127.0.0.1".to_owned()
+    };
+    let me = format!("{host}:{}", var("PADDLE_PORT"));
     assert_eq!(
         trainers[1], me,
         "a trainer's own endpoint is its entry in the list"
@@ -235,8 +288,15 @@ async fn replicas_get_the_environment_paddle_expects(h: Harness) {
     let mut all: Vec<&String> = ps.iter().chain(&trainers).collect();
     all.sort();
     all.dedup();
-    assert_eq!(all.len(), 4, "every replica has its own port");
-    assert!(all.iter().all(|e| e.starts_with("127.0.0.1:")));
+    assert_eq!(all.len(), 4, "every replica has its own endpoint");
+    if h.kube {
+        assert_eq!(
+            ps[1],
+            format!("ps-1.env:{}", ps[1].rsplit(':').next().unwrap())
+        );
+    } else {
+        assert!(all.iter().all(|e| e.starts_with("127.0.0.1:")));
+    }
     // The console's own secrets never reach a job.
     assert!(!log.contains("DATABASE_URL"));
 }
@@ -576,7 +636,10 @@ async fn a_program_that_cannot_start_fails_the_job_with_the_reason(h: Harness) {
     );
     let pods = h.cluster.pods(&h.ann, "missing").await.unwrap();
     assert!(pods.iter().all(|p| p.phase.is_finished()), "{pods:?}");
-    assert!(log_text(&h, &h.ann, "missing", "ps-0", whole_log())
+    // The replica whose failure the job names says why in its log (which
+    // one fails first is a race on Kubernetes).
+    let culprit = failed.message.split([' ', ':']).next().unwrap().to_owned();
+    assert!(log_text(&h, &h.ann, "missing", &culprit, whole_log())
         .await
         .contains("Could not start"));
 }

@@ -251,7 +251,7 @@ async fn a_signed_in_page_fetches_each_piece_of_its_data_once() {
     let site = site().await;
     let cookie = site.sign_up("vision").await;
     let html = text(site.get("/account", Some(&cookie)).await).await;
-    // The current user, the members, the access keys, the sessions: serialised
-    // once each for hydration.
-    assert_eq!(html.matches("__RESOLVED_RESOURCES[").count(), 4);
+    // The current user, the cluster's health (the banner), the members, the
+    // access keys, the sessions: serialised once each for hydration.
+    assert_eq!(html.matches("__RESOLVED_RESOURCES[").count(), 5);
 }

@@ -37,6 +37,7 @@ fn a_restart_marks_running_jobs_failed_and_kills_what_is_left_of_them() {
             num_trainers: 1,
             ps: Resources::default(),
             trainer: Resources::default(),
+            datasets: vec![],
         };
         let owner = common::user_in(&db.pool, &account).await;
         cluster.submit(&owner, spec).await.unwrap();

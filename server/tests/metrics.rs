@@ -46,6 +46,7 @@ async fn with_job(db: &TestDb, name: &str, job: &str) -> Account {
         num_trainers: 1,
         ps: Default::default(),
         trainer: Default::default(),
+        datasets: vec![],
     };
     JobStore::new(db.pool.clone())
         .insert(&me, &spec, "local")
@@ -294,6 +295,7 @@ async fn scalars_from_tensorboard_and_visualdl_files_a_job_writes_reach_its_boar
         num_trainers: 1,
         ps: Default::default(),
         trainer: Default::default(),
+        datasets: vec![],
     };
     let services = &site.services;
     services.cluster.submit(&by, spec).await.unwrap();

@@ -515,6 +515,27 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         "GET /api/v1/jobs/{name}/metrics",
         "POST /api/v1/jobs/{name}/metrics",
         "GET /api/v1/jobs/{name}/metrics/{tag}",
+        "GET /api/v1/{kind}",
+        "POST /api/v1/{kind}",
+        "GET /api/v1/{kind}/{owner}/{name}",
+        "PATCH /api/v1/{kind}/{owner}/{name}",
+        "DELETE /api/v1/{kind}/{owner}/{name}",
+        "GET /api/v1/{kind}/{owner}/{name}/files",
+        "PUT /api/v1/{kind}/{owner}/{name}/files/{path}",
+        "GET /api/v1/{kind}/{owner}/{name}/files/{path}",
+        "DELETE /api/v1/{kind}/{owner}/{name}/files/{path}",
+        "GET /api/v1/{kind}/{owner}/{name}/archive.zip",
+        "GET /api/v1/{kind}/{owner}/{name}/shares",
+        "POST /api/v1/{kind}/{owner}/{name}/shares",
+        "DELETE /api/v1/{kind}/{owner}/{name}/shares/{id}",
+        "PUT /api/v1/{kind}/{owner}/{name}/public",
+        "GET /api/v1/models/{owner}/{name}/versions",
+        "POST /api/v1/models/{owner}/{name}/versions",
+        "POST /api/v1/models/{owner}/{name}/versions/{version}/finish",
+        "PUT /api/v1/models/{owner}/{name}/versions/{version}/tags",
+        "GET /api/v1/shared/{token}",
+        "GET /api/v1/shared/{token}/files/{path}",
+        "GET /api/v1/shared/{token}/archive.zip",
     ];
     expected.sort();
     assert_eq!(documented, expected);
@@ -525,7 +546,13 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         let path = path
             .replace("{name}", "nope")
             .replace("{pod}", "ps-0")
-            .replace("{tag}", "train/loss");
+            .replace("{tag}", "train/loss")
+            .replace("{kind}", "datasets")
+            .replace("{owner}", "vision")
+            .replace("{path}", "a/b.txt")
+            .replace("{id}", "1")
+            .replace("{version}", "1")
+            .replace("{token}", "pcs_nope");
         let got = call(
             &site,
             method.parse().unwrap(),

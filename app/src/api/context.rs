@@ -4,6 +4,7 @@ use http::request::Parts;
 use leptos::prelude::*;
 
 use crate::error::AppError;
+use crate::models::url::encode;
 use crate::ports::{Principal, Services};
 
 /// Name of the cookie that carries the session token.
@@ -98,26 +99,42 @@ pub fn set_session_cookie(token: &str, max_age_secs: i64) -> Result<(), AppError
 /// After a form post, sends the browser back to the page it came from minus
 /// `param` (e.g. the dialog that was open), keeping every other filter.
 pub fn redirect_back_without(param: &str, fallback: &str) -> Result<(), AppError> {
+    redirect_back(&[(param, None)], fallback)
+}
+
+/// After a form post, sends the browser back to the page it came from with
+/// `changes` to its query (`None` removes a parameter), keeping the rest.
+/// (A script's action follows the same redirect, so both end up alike.)
+pub fn redirect_back(changes: &[(&str, Option<String>)], fallback: &str) -> Result<(), AppError> {
     let parts = request_parts()?;
-    let back = parts
+    let referer = parts
         .headers
         .get(http::header::REFERER)
         .and_then(|v| v.to_str().ok())
-        .and_then(|r| r.parse::<http::Uri>().ok())
-        .map(|uri| {
-            let query: Vec<&str> = uri
-                .query()
-                .unwrap_or("")
-                .split('&')
-                .filter(|kv| !kv.is_empty() && kv.split('=').next() != Some(param))
-                .collect();
-            if query.is_empty() {
-                uri.path().to_owned()
-            } else {
-                format!("{}?{}", uri.path(), query.join("&"))
-            }
+        .and_then(|r| r.parse::<http::Uri>().ok());
+    let (path, query) = match &referer {
+        Some(uri) => (uri.path(), uri.query().unwrap_or("")),
+        None => (fallback, ""),
+    };
+    // The referer's own pairs stay as they were sent (already encoded).
+    let mut pairs: Vec<String> = query
+        .split('&')
+        .filter(|kv| {
+            let key = kv.split('=').next().unwrap_or("");
+            !kv.is_empty() && !changes.iter().any(|(c, _)| *c == key)
         })
-        .unwrap_or_else(|| fallback.to_owned());
+        .map(str::to_owned)
+        .collect();
+    for (key, value) in changes {
+        if let Some(value) = value {
+            pairs.push(format!("{}={}", encode(key), encode(value)));
+        }
+    }
+    let back = if pairs.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{}", pairs.join("&"))
+    };
     leptos_axum::redirect(&back);
     Ok(())
 }

@@ -8,6 +8,14 @@ use crate::models::{Job, JobForm, JobPage, JobQuery, LogView};
 #[cfg(feature = "ssr")]
 use super::context::{principal, redirect_back_without, services};
 
+/// `Some(why)` while the cluster jobs run on cannot be reached: every page
+/// shows it as a banner (the job table itself comes from the database).
+#[server(prefix = "/api", endpoint = "cluster_health")]
+pub async fn cluster_health() -> Result<Option<String>, AppError> {
+    principal()?;
+    Ok(services()?.cluster.health())
+}
+
 /// One page of the caller's jobs.
 #[server(prefix = "/api", endpoint = "list_jobs")]
 pub async fn list_jobs(query: JobQuery) -> Result<JobPage, AppError> {

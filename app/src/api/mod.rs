@@ -2,6 +2,7 @@
 
 pub mod access_keys;
 pub mod accounts;
+pub mod assets;
 #[cfg(feature = "ssr")]
 pub mod context;
 pub mod jobs;

@@ -4,6 +4,7 @@ use leptos::prelude::*;
 use leptos_router::components::{Outlet, Redirect, A};
 
 use crate::api::accounts::{current_user, SignOut};
+use crate::api::jobs::cluster_health;
 use crate::error::AppError;
 use crate::models::Me;
 
@@ -47,9 +48,30 @@ pub fn Layout() -> impl IntoView {
                 }
             })}
         </Suspense>
+        <ClusterBanner />
         <main class="page">
             <Outlet />
         </main>
+    }
+}
+
+/// "Cluster unreachable", when it is: pages still show what the console
+/// knows, and say why actions on the cluster fail.
+#[component]
+fn ClusterBanner() -> impl IntoView {
+    let health = OnceResource::new(cluster_health());
+    view! {
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                health.await.ok().flatten().map(|why| view! {
+                    <p class="banner error cluster-banner" role="alert" data-testid="cluster-banner">
+                        <strong>"Cluster unreachable. "</strong>
+                        {why}
+                        " Jobs shown are as last seen; submitting, stopping and logs of running pods wait for it."
+                    </p>
+                })
+            })}
+        </Suspense>
     }
 }
 

@@ -3,4 +3,5 @@
 pub mod chart;
 pub mod form;
 pub mod layout;
+pub mod links;
 pub mod sse;

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::metrics::json_float;
+use super::url::encode;
 
 /// Charts a page shows at most; the rest are counted, and narrowing the tag
 /// filter brings them in.
@@ -181,19 +182,6 @@ impl BoardView {
             xmax: self.xmax,
         }
     }
-}
-
-/// Percent-encodes all but the unreserved characters.
-pub fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// What the page asks the server for.

@@ -37,6 +37,9 @@ pub struct JobForm {
     /// GPUs per trainer.
     #[serde(default)]
     pub trainer_gpu: String,
+    /// Datasets it reads, `name` or `owner/name`, separated by commas or spaces.
+    #[serde(default)]
+    pub datasets: String,
 }
 
 fn count(field: &str, raw: &str, what: &str) -> Result<u32, AppError> {
@@ -135,6 +138,12 @@ impl JobForm {
                 memory: self.trainer_memory.clone(),
                 gpu,
             },
+            datasets: self
+                .datasets
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .filter(|d| !d.is_empty())
+                .map(str::to_owned)
+                .collect(),
         })
     }
 
@@ -153,6 +162,7 @@ impl JobForm {
             trainer_cpu: "2".into(),
             trainer_memory: "4Gi".into(),
             trainer_gpu: "0".into(),
+            datasets: String::new(),
         }
     }
 }

@@ -156,6 +156,11 @@ pub struct JobSpec {
     /// Per trainer.
     #[serde(default)]
     pub trainer: Resources,
+    /// Datasets the job reads: names of the account's own, or `owner/name`
+    /// of one shared with it or public. Each replica finds them through
+    /// `PADDLE_DATASET_DIR` (the first) and `PADDLE_DATASET_DIR_<NAME>`.
+    #[serde(default)]
+    pub datasets: Vec<String>,
 }
 
 /// Env names the executor sets itself; a spec may not override them.
@@ -171,6 +176,7 @@ pub const RESERVED_ENV: &[&str] = &[
     "POD_IP",
     "PADDLECLOUD_JOB_TOKEN",
     "PADDLECLOUD_SERVER",
+    "PADDLE_DATASET_DIR",
 ];
 
 impl JobSpec {
@@ -221,12 +227,37 @@ impl JobSpec {
                     format!("“{}” is not a valid environment variable name.", var.name),
                 ));
             }
-            if RESERVED_ENV.contains(&var.name.as_str()) {
+            if RESERVED_ENV.contains(&var.name.as_str())
+                || var.name.starts_with("PADDLE_DATASET_DIR_")
+            {
                 return Err(AppError::invalid(
                     "env",
                     format!("{} is set by PaddleCloud for each replica.", var.name),
                 ));
             }
+        }
+        if self.datasets.len() > 20 {
+            return Err(AppError::invalid(
+                "datasets",
+                "A job reads at most 20 datasets.",
+            ));
+        }
+        for d in &self.datasets {
+            let (owner, name) = d.split_once('/').unwrap_or(("", d.as_str()));
+            if !owner.is_empty() {
+                crate::models::validate_account_name(owner).map_err(|_| {
+                    AppError::invalid(
+                        "datasets",
+                        format!("“{d}” is not a dataset: use name or owner/name."),
+                    )
+                })?;
+            }
+            crate::models::validate_asset_name(name).map_err(|_| {
+                AppError::invalid(
+                    "datasets",
+                    format!("“{d}” is not a dataset: use name or owner/name."),
+                )
+            })?;
         }
         self.totals().map(|_| ())
     }
@@ -519,6 +550,7 @@ mod tests {
                 memory: "4Gi".into(),
                 gpu: 1,
             },
+            datasets: vec![],
         }
     }
 

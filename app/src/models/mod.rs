@@ -3,6 +3,8 @@
 
 pub mod access_key;
 pub mod account;
+pub mod asset_views;
+pub mod assets;
 pub mod board;
 pub mod job_form;
 pub mod job_query;
@@ -10,9 +12,12 @@ pub mod jobs;
 pub mod metrics;
 pub mod quantity;
 pub mod time;
+pub mod url;
 
 pub use access_key::*;
 pub use account::*;
+pub use asset_views::*;
+pub use assets::*;
 pub use board::{BoardJob, BoardView, XAxis};
 pub use job_form::*;
 pub use job_query::*;

@@ -2,6 +2,7 @@
 
 pub mod access_keys;
 pub mod account;
+pub mod assets;
 pub mod auth;
 pub mod jobs;
 pub mod not_found;

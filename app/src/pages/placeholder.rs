@@ -7,24 +7,9 @@ use leptos_meta::Title;
 /// `(path segment, title, what it will hold)` for each section still to come.
 const SECTIONS: &[(&str, &str, &str)] = &[
     (
-        "jobs",
-        "Jobs",
-        "Distributed training jobs (parameter servers and trainers) you submit will be listed here, with their status, per-role readiness, logs and resource charts.",
-    ),
-    (
         "serving",
         "Serving",
         "Models you serve as HTTP inference services will be listed here, with replicas, QPS and latency, ready to scale or stop.",
-    ),
-    (
-        "datasets",
-        "Datasets",
-        "Your datasets and public ones will be here to browse, upload, download and share.",
-    ),
-    (
-        "models",
-        "Models",
-        "Models and their versions, produced by jobs or uploaded, will be here to download, share and serve.",
     ),
     (
         "notebooks",

@@ -30,6 +30,11 @@ pub struct JobEvent {
 pub trait Cluster: Send + Sync {
     /// Where jobs submitted here run, as the table's "where" column shows it.
     fn name(&self) -> String;
+    /// `Some(why)` while the cluster cannot be reached (pages show it as a
+    /// banner); a local executor is always there.
+    fn health(&self) -> Option<String> {
+        None
+    }
     /// Validates and starts a job in `by`'s account, recording `by` as its
     /// submitter; a taken name is a conflict on `name`.
     async fn submit(&self, by: &Me, spec: JobSpec) -> Result<Job, AppError>;

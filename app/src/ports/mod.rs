@@ -4,6 +4,7 @@
 
 mod access_keys;
 mod accounts;
+mod assets;
 mod cluster;
 mod metrics;
 
@@ -11,6 +12,7 @@ use std::sync::Arc;
 
 pub use access_keys::*;
 pub use accounts::*;
+pub use assets::*;
 pub use cluster::*;
 pub use metrics::*;
 
@@ -25,6 +27,8 @@ pub struct Services {
     pub cluster: Arc<dyn Cluster>,
     /// PaddleBoard's training metrics.
     pub metrics: Arc<dyn Metrics>,
+    /// Datasets and models.
+    pub assets: Arc<dyn Assets>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

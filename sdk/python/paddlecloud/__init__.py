@@ -10,7 +10,9 @@
     print(paddlecloud.logs("mnist", "trainer-0"))
 
 Inside a training job, ``paddlecloud.draw_board(loss, "train/loss")`` charts a
-scalar on PaddleBoard (see `paddlecloud.board`).
+scalar on PaddleBoard (see `paddlecloud.board`), ``paddlecloud.dataset_dir()``
+is where its dataset is, and ``paddlecloud.register_model("resnet", "output/")``
+makes its output a new model version (see `paddlecloud.files`).
 
 The module-level functions use a default `Client()`, which reads
 ``$PADDLECLOUD_CREDENTIALS`` or ``~/.config/paddlecloud/credentials.json``
@@ -35,6 +37,7 @@ from .client import (
 )
 from .board import Board, draw_board, flush_board
 from .errors import PaddleCloudError
+from .files import dataset_dir
 
 __version__ = "0.1.0"
 
@@ -62,20 +65,34 @@ __all__ = [
     "log_metrics",
     "metric_tags",
     "metric_series",
+    "list_datasets",
+    "list_models",
+    "upload_dataset",
+    "register_model",
+    "model_versions",
+    "download_dataset",
+    "download_model",
+    "dataset_dir",
 ]
 
 _lock = threading.Lock()
-_default: Optional[Tuple[Tuple[Optional[str], Optional[str]], Client]] = None
+_default: Optional[Tuple[Tuple[Optional[str], Optional[str], Optional[str]], Client]] = None
 
 
 def default_client() -> Client:
     """The `Client()` the module-level functions use. It is made on first use and
     made again when ``PADDLECLOUD_CREDENTIALS`` or ``PADDLECLOUD_SERVER`` change."""
     global _default
-    env = (os.environ.get(CREDENTIALS_ENV), os.environ.get(SERVER_ENV))
+    token = os.environ.get("PADDLECLOUD_JOB_TOKEN")
+    env = (os.environ.get(CREDENTIALS_ENV), os.environ.get(SERVER_ENV), token)
     with _lock:
         if _default is None or _default[0] != env:
-            _default = (env, Client())
+            # Inside a job (and no credentials file named): the job's own token.
+            if token and env[1] and not env[0]:
+                client = Client(server=env[1], key=token)
+            else:
+                client = Client()
+            _default = (env, client)
         return _default[1]
 
 
@@ -109,3 +126,10 @@ me = _module_function("me")
 log_metrics = _module_function("log_metrics")
 metric_tags = _module_function("metric_tags")
 metric_series = _module_function("metric_series")
+list_datasets = _module_function("list_datasets")
+list_models = _module_function("list_models")
+upload_dataset = _module_function("upload_dataset")
+register_model = _module_function("register_model")
+model_versions = _module_function("model_versions")
+download_dataset = _module_function("download_dataset")
+download_model = _module_function("download_model")

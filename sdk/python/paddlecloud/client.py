@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .errors import PaddleCloudError, code_for_status
+from .files import FilesMixin
 
 __all__ = ["Client", "DEFAULT_CREDENTIALS", "credentials_path", "load_credentials"]
 
@@ -183,7 +184,7 @@ def _date(value: Optional[DateLike], what: str) -> Optional[str]:
     raise TypeError(f"{what} must be a date, a datetime or 'YYYY-MM-DD', not {type(value).__name__}")
 
 
-class Client:
+class Client(FilesMixin):
     """A connection to one PaddleCloud Console as one user, by access key.
 
     ``Client()`` reads the credentials file (see `credentials_path`); ``server`` and
@@ -243,6 +244,7 @@ class Client:
         body: Any = _UNSET,
         timeout: Any = _UNSET,
         accept: str = "application/json",
+        stream: Optional[tuple] = None,
     ):
         url = f"{self.server}/api/v1{path}"
         if query:
@@ -255,7 +257,12 @@ class Client:
             "User-Agent": _USER_AGENT,
         }
         data = None
-        if body is not _UNSET:
+        if stream is not None:
+            # (file object, size): http.client sends it block by block.
+            data = stream[0]
+            headers["Content-Type"] = "application/octet-stream"
+            headers["Content-Length"] = str(stream[1])
+        elif body is not _UNSET:
             data = json.dumps(body).encode("utf-8")
             headers["Content-Type"] = "application/json"
         elif method in ("POST", "PUT", "PATCH"):
@@ -362,6 +369,7 @@ class Client:
         image: str = "",
         working_dir: str = "",
         env: Any = None,
+        datasets: Sequence[str] = (),
     ) -> Dict[str, Any]:
         """Submits a distributed job and returns it (status ``pending`` or later).
 
@@ -370,7 +378,9 @@ class Client:
         int) and ``gpu_per_trainer`` GPUs; ``num_ps`` parameter servers each get
         ``cpu_per_ps`` and ``mem_per_ps``. ``command`` is the program (a list, or a
         string split like a shell would), ``args`` more arguments, ``env`` a dict of
-        extra environment variables for every replica.
+        extra environment variables for every replica. ``datasets`` names the
+        datasets it reads (``name`` or ``owner/name``): in the job,
+        `paddlecloud.dataset_dir()` is where the first one is.
         """
         spec = {
             "name": name,
@@ -391,6 +401,7 @@ class Client:
                 "memory": _memory(mem_per_trainer, "mem_per_trainer"),
                 "gpu": _count(gpu_per_trainer, "gpu_per_trainer"),
             },
+            "datasets": [datasets] if isinstance(datasets, str) else list(datasets),
         }
         return self._json("POST", "/jobs", body=spec)
 

@@ -579,6 +579,89 @@ def _venv_python():
     return path if os.path.exists(path) else None
 
 
+# A training job's end: reads its dataset, writes its model, registers it.
+TRAIN_AND_REGISTER = (
+    "import os, paddlecloud\n"
+    "data = paddlecloud.dataset_dir()\n"
+    "labels = open(os.path.join(data, 'train', 'labels.txt')).read()\n"
+    "os.makedirs('output/params', exist_ok=True)\n"
+    "open('output/inference.pdmodel', 'w').write('model trained on ' + labels)\n"
+    "open('output/params/w.bin', 'wb').write(bytes(range(256)) * 4096)\n"
+    "v = paddlecloud.register_model('digits', 'output', tags='candidate')\n"
+    "print('registered', v['version'], v['state'], flush=True)\n"
+)
+
+
+class FilesTest(ClientTestCase):
+    def test_a_folder_uploaded_as_a_dataset_downloads_byte_for_byte(self):
+        src = Path(tempfile.mkdtemp(dir=_tmp))
+        (src / "train").mkdir()
+        (src / "train" / "labels.txt").write_text("7\n2\n")
+        (src / "big.bin").write_bytes(os.urandom(3_000_000))
+        name = job_name("ds")
+        dataset = self.client.upload_dataset(name, src, description="digits", tags=["mnist"])
+        self.assertEqual((dataset["files"], dataset["bytes"]), (2, 3_000_004))
+        self.assertEqual(dataset["tags"], ["mnist"])
+        self.assertIn(name, [d["name"] for d in self.client.list_datasets()])
+        dest = Path(tempfile.mkdtemp(dir=_tmp))
+        got = self.client.download_dataset(name, dest)
+        self.assertEqual(len(got), 2)
+        for rel in ("train/labels.txt", "big.bin"):
+            self.assertEqual((dest / rel).read_bytes(), (src / rel).read_bytes(), rel)
+
+    def test_a_job_reads_its_dataset_and_registers_its_output_as_a_model_version(self):
+        src = Path(tempfile.mkdtemp(dir=_tmp))
+        (src / "train").mkdir()
+        (src / "train" / "labels.txt").write_text("7 2 1")
+        dataset = job_name("mnist")
+        self.client.upload_dataset(dataset, src)
+        sdk = str(REPO / "sdk" / "python")
+        job = self.submit(
+            "train", ["python3", "-c", TRAIN_AND_REGISTER],
+            env={"PYTHONPATH": sdk}, datasets=[dataset],
+        )
+        done = self.client.wait_job(job["name"], timeout=60, poll=0.2)
+        log = self.client.logs(job["name"])
+        self.assertEqual(done["status"], "succeeded", log)
+        self.assertIn("registered 1 ready", log)
+        versions = self.client.model_versions("digits")
+        self.assertEqual(versions[0]["job"], job["name"])
+        self.assertEqual(versions[0]["tags"], ["candidate"])
+        dest = Path(tempfile.mkdtemp(dir=_tmp))
+        self.client.download_model("digits", dest)
+        self.assertEqual((dest / "inference.pdmodel").read_text(), "model trained on 7 2 1")
+        self.assertEqual((dest / "params" / "w.bin").read_bytes(), bytes(range(256)) * 4096)
+
+    def test_a_job_token_cannot_delete_a_dataset(self):
+        name = job_name("keep")
+        src = Path(tempfile.mkdtemp(dir=_tmp)) / "a.txt"
+        src.write_text("keep me")
+        self.client.upload_dataset(name, src)
+        script = (
+            "import os, sys, paddlecloud\n"
+            "c = paddlecloud.default_client()\n"
+            "try:\n"
+            f"    c._json('DELETE', '/datasets/' + c.me()['account']['name'] + '/{name}')\n"
+            "except paddlecloud.PaddleCloudError as e:\n"
+            "    print('refused', e.status, flush=True)\n"
+        )
+        sdk = str(REPO / "sdk" / "python")
+        job = self.submit("deleter", ["python3", "-c", script], env={"PYTHONPATH": sdk})
+        self.client.wait_job(job["name"], timeout=60, poll=0.2)
+        self.assertIn("refused 403", self.client.logs(job["name"]))
+        self.assertIn(name, [d["name"] for d in self.client.list_datasets()])
+
+    def test_a_missing_path_and_a_bad_name_are_refused_with_a_reason(self):
+        with self.assertRaises(PaddleCloudError) as err:
+            self.client.upload_dataset("fine", "/nonexistent/folder")
+        self.assertIn("/nonexistent/folder", str(err.exception))
+        f = Path(tempfile.mkdtemp(dir=_tmp)) / "x.txt"
+        f.write_text("x")
+        with self.assertRaises(PaddleCloudError) as err:
+            self.client.upload_dataset("Bad Name", f)
+        self.assertEqual((err.exception.status, err.exception.field), (400, "name"))
+
+
 class MlflowClientTest(ClientTestCase):
     """The real `mlflow` client (mlflow-skinny, in the test venv) logging to the
     console's MLflow tracking API, unchanged but for the tracking URI and token."""

@@ -1,6 +1,7 @@
 //! The `paddlecloud` command line: `serve`, `admin …`, and the commands that
 //! talk to a running console (`submit`, `jobs`, `logs`, `stop`, `delete`).
 
+mod files;
 mod remote;
 
 use std::io::BufRead;
@@ -17,9 +18,12 @@ use clap::{Args, Parser, Subcommand};
 pub use self::remote::{JobNameArgs, JobsArgs, LogsArgs, RemoteArgs, SubmitArgs};
 use crate::access_keys::SqlAccessKeys;
 use crate::accounts::SqlAccounts;
+use crate::assets::objects::Objects;
+use crate::assets::SqlAssets;
 use crate::db;
 use crate::http::{router, AppState};
 use crate::jobs::JobStore;
+use crate::kubernetes::KubeCluster;
 use crate::local::LocalCluster;
 use crate::mlflow::store::MlflowStore;
 use crate::paddleboard::SqlMetrics;
@@ -55,6 +59,12 @@ pub enum Command {
     Stop(JobNameArgs),
     /// Delete a job and its logs.
     Delete(JobNameArgs),
+    /// Upload files and folders into a dataset, or as a new model version, e.g.
+    /// `paddlecloud upload dataset mnist ./mnist-data`.
+    Upload(files::UploadArgs),
+    /// Download a dataset or a model version (or one file or folder of it),
+    /// resuming cut-off files, e.g. `paddlecloud download model vision/resnet --version 2`.
+    Download(files::DownloadArgs),
 }
 
 /// Administrative subcommands.
@@ -99,6 +109,11 @@ pub struct ServeArgs {
     /// Mark the session cookie `Secure` even when no proxy says the request came over https.
     #[arg(long, env = "PADDLECLOUD_SECURE_COOKIES")]
     pub secure_cookies: bool,
+    /// Where jobs run: `local` (processes on this machine) or `kube` (the
+    /// Kubernetes cluster of `KUBECONFIG`, `~/.kube/config`, or the
+    /// in-cluster service account).
+    #[arg(long, env = "PADDLECLOUD_CLUSTER", default_value = "local", value_parser = ["local", "kube"])]
+    pub cluster: String,
     /// Seconds a stopped job's processes get between SIGTERM and SIGKILL.
     #[arg(long, env = "PADDLECLOUD_STOP_GRACE", default_value_t = 10)]
     pub stop_grace: u64,
@@ -114,6 +129,14 @@ pub struct ServeArgs {
         default_value_t = 20_000_000
     )]
     pub metrics_cache_points: usize,
+    /// Where dataset and model files go: a folder, or `s3://bucket/prefix`
+    /// (credentials, region and `AWS_ENDPOINT_URL` from the usual `AWS_*`
+    /// variables). Default: `objects` in the data directory.
+    #[arg(long = "storage", env = "PADDLECLOUD_STORAGE")]
+    pub storage_url: Option<String>,
+    /// Largest file an upload may bring, bytes.
+    #[arg(long, env = "PADDLECLOUD_MAX_UPLOAD_BYTES", default_value_t = 50 * 1024 * 1024 * 1024)]
+    pub max_upload_bytes: u64,
     /// Log format on stdout: `text` or `json`.
     #[arg(long, env = "PADDLECLOUD_LOG_FORMAT", default_value = "text")]
     pub log_format: String,
@@ -177,6 +200,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logs(args) => blocking(move || remote::logs(args)).await,
         Command::Stop(args) => blocking(move || remote::stop(args)).await,
         Command::Delete(args) => blocking(move || remote::delete(args)).await,
+        Command::Upload(args) => blocking(move || files::upload(args)).await,
+        Command::Download(args) => blocking(move || files::download(args)).await,
     }
 }
 
@@ -200,6 +225,8 @@ fn init_logging(format: &str) -> anyhow::Result<()> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(&args.log_format)?;
+    // One TLS crypto provider for every client (S3, Kubernetes): ring.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     if !args.leptos_config.exists() {
         bail!(
             "site configuration {} not found: run from the repository root or pass --leptos-config",
@@ -219,32 +246,57 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let url = args.storage.database_url();
     let pool = db::connect(&url).await?;
     tracing::info!(database = %db::redact(&url), "database ready");
-    let cluster = LocalCluster::start(
-        JobStore::new(pool.clone()),
-        &args.storage.data_dir,
-        Duration::from_secs(args.stop_grace),
-    )
-    .await
-    .map_err(|err| anyhow::anyhow!("starting the local executor: {err}"))?;
+    let grace = Duration::from_secs(args.stop_grace);
+    let cluster = LocalCluster::start(JobStore::new(pool.clone()), &args.storage.data_dir, grace)
+        .await
+        .map_err(|err| anyhow::anyhow!("starting the local executor: {err}"))?;
     let addr = leptos.site_addr;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("listening on {addr}"))?;
     let local = listener.local_addr()?;
-    cluster.set_console_url(
-        args.public_url
-            .clone()
-            .unwrap_or_else(|| reachable_url(local)),
-    );
+    let console_url = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| reachable_url(local));
+    cluster.set_console_url(console_url.clone());
     let pool_for_mlflow = pool.clone();
     let metrics: Arc<SqlMetrics> =
         Arc::new(SqlMetrics::new(pool.clone(), args.metrics_cache_points));
     cluster.set_metrics(metrics.clone());
+    let storage = args
+        .storage_url
+        .clone()
+        .unwrap_or_else(|| args.storage.data_dir.join("objects").display().to_string());
+    let objects = Objects::from_setting(&storage, args.max_upload_bytes)
+        .with_context(|| format!("opening the file storage {storage}"))?;
+    let assets = Arc::new(SqlAssets::new(
+        pool.clone(),
+        objects,
+        args.storage.data_dir.join("dataset-cache"),
+    ));
+    cluster.set_assets(assets.clone());
+    let cluster: Arc<dyn app::ports::Cluster> = if args.cluster == "kube" {
+        let kube = KubeCluster::connect(JobStore::new(pool.clone()), &args.storage.data_dir, grace)
+            .await
+            .context("connecting to Kubernetes (KUBECONFIG, ~/.kube/config or the in-cluster service account)")?;
+        kube.set_console_url(console_url);
+        tracing::info!(cluster = %app::ports::Cluster::name(&kube), "jobs run on Kubernetes");
+        // Jobs that ran locally (before, or MLflow runs) stay controllable.
+        Arc::new(crate::clusters::Clusters::new(
+            Arc::new(kube),
+            vec![Arc::new(cluster)],
+            JobStore::new(pool.clone()),
+        ))
+    } else {
+        Arc::new(cluster)
+    };
     let services = Services {
         accounts: SqlAccounts::new(pool.clone()),
         access_keys: SqlAccessKeys::new(pool),
-        cluster: Arc::new(cluster),
+        cluster,
         metrics,
+        assets,
         secure_cookies: args.secure_cookies,
     };
     let app = router(AppState {

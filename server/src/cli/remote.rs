@@ -25,7 +25,7 @@ pub struct RemoteArgs {
 }
 
 impl RemoteArgs {
-    fn client(&self) -> anyhow::Result<ApiClient> {
+    pub(crate) fn client(&self) -> anyhow::Result<ApiClient> {
         let path = credentials_path(self.credentials.as_deref());
         Ok(ApiClient::from_credentials(&path, self.server.as_deref())?)
     }
@@ -66,6 +66,10 @@ pub struct SubmitArgs {
     /// Extra environment for every replica, `NAME=VALUE` (repeatable).
     #[arg(long = "env", value_name = "NAME=VALUE")]
     pub env: Vec<String>,
+    /// A dataset the job reads, `name` or `owner/name` (repeatable); the
+    /// first is at `$PADDLE_DATASET_DIR`, each at `$PADDLE_DATASET_DIR_<NAME>`.
+    #[arg(long = "dataset", value_name = "DATASET")]
+    pub datasets: Vec<String>,
     /// Wait until the job ends; exit non-zero unless it succeeded.
     #[arg(long)]
     pub wait: bool,
@@ -185,6 +189,7 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
             memory: args.trainer_memory,
             gpu: args.trainer_gpu,
         },
+        datasets: args.datasets,
     };
     let job = client.submit(&spec)?;
     println!(

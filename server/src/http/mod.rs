@@ -8,6 +8,7 @@ mod keys;
 mod rest;
 mod session;
 mod status;
+mod uploads;
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use app::ports::Services;
 use app::{shell, App};
 use axum::extract::State;
 use axum::handler::Handler;
+use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
 use leptos::prelude::*;
@@ -51,6 +53,11 @@ pub fn router(state: AppState) -> Router {
         .route("/events/metrics", get(board::events))
         .route("/paddleboard/export.csv", get(board::export_csv))
         .route("/paddleboard/export.zip", get(board::export_zip))
+        // Streams: no body limit here; the store enforces --max-upload-bytes.
+        .route(
+            "/upload/{kind}/{owner}/{name}",
+            axum::routing::post(uploads::upload).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
         .merge(rest::router())
         .merge(crate::mlflow::router().layer(axum::extract::DefaultBodyLimit::max(8 * 1024 * 1024)))
         .route(
@@ -90,10 +97,23 @@ pub fn router(state: AppState) -> Router {
         http::HeaderValue::from_static("no-cache"),
     );
 
+    let fallback = move |request: axum::extract::Request| {
+        let site = site.clone();
+        async move {
+            if request.uri().path().starts_with("/api/v1/") {
+                return rest::unknown_route();
+            }
+            match tower::ServiceExt::oneshot(site, request).await {
+                Ok(response) => response.into_response(),
+                Err(never) => match never {},
+            }
+        }
+    };
+
     Router::new()
         .route("/healthz", get(healthz))
         .merge(console)
-        .fallback_service(site)
+        .fallback(fallback)
         // Followed logs are text/plain streams: compressing would hold back
         // chunks. The fastest level: answers are small and time matters more
         // than the last few percent (a chart's 100 KB of JSON: ~4× smaller
@@ -102,18 +122,38 @@ pub fn router(state: AppState) -> Router {
             tower_http::compression::CompressionLayer::new()
                 .quality(tower_http::CompressionLevel::Fastest)
                 .compress_when(
-                    DefaultPredicate::new().and(NotForContentType::const_new("text/plain")),
+                    DefaultPredicate::new()
+                        .and(NotForContentType::const_new("text/plain"))
+                        .and(not_a_download),
                 ),
         )
         .with_state(state)
 }
 
+/// Files people download (datasets, models, exports) go out as stored:
+/// often compressed already, large, and read by `Range` to resume.
+fn not_a_download(
+    _: http::StatusCode,
+    _: http::Version,
+    headers: &http::HeaderMap,
+    _: &http::Extensions,
+) -> bool {
+    !headers.contains_key(http::header::CONTENT_DISPOSITION)
+        && !headers.contains_key(http::header::CONTENT_RANGE)
+}
+
 async fn server_fn_handler(
     State(state): State<AppState>,
     request: axum::extract::Request,
-) -> impl axum::response::IntoResponse {
+) -> axum::response::Response {
+    // `/api/{*fn_name}` also catches REST paths no route takes.
+    if request.uri().path().starts_with("/api/v1/") {
+        return rest::unknown_route();
+    }
     let services = state.services.clone();
-    handle_server_fns_with_context(move || provide_context(services.clone()), request).await
+    handle_server_fns_with_context(move || provide_context(services.clone()), request)
+        .await
+        .into_response()
 }
 
 async fn healthz() -> Json<serde_json::Value> {

@@ -18,8 +18,11 @@ use super::api_error::ApiError;
 /// `MLFLOW_TRACKING_TOKEN`, which they send as a Bearer key.
 pub const MLFLOW_API: &str = "/api/2.0/mlflow/";
 
-/// Pages anyone may open; every other page of the app needs a session.
+/// Pages for the signed-out; every other page of the app needs a session,
+/// except the open pages.
 const PUBLIC_PAGES: &[&str] = &["/login", "/signup"];
+/// Pages anyone may open, signed in or not: what a share link opens.
+const OPEN_PAGES: &[&str] = &["/shared/:token"];
 
 /// Resolves the session cookie, once per request, for every later handler.
 pub async fn resolve_session(
@@ -34,16 +37,13 @@ pub async fn resolve_session(
             return match services.access_keys.resolve_key(key).await {
                 Ok(Some(principal)) => {
                     if let Some(job) = principal.job_scope() {
-                        if !parts
-                            .uri
-                            .path()
-                            .starts_with(&format!("/api/v1/jobs/{job}/metrics"))
-                        {
+                        if !job_token_may(job, &parts.method, parts.uri.path()) {
                             return refuse(
                                 parts.uri.path(),
                                 AppError::forbidden(format!(
                                     "A job's token may only write and read the metrics of job \
-                                     “{job}”; use an access key for anything else."
+                                     “{job}”, read datasets and register models; use an \
+                                     access key for anything else."
                                 )),
                             );
                         }
@@ -75,6 +75,24 @@ pub async fn resolve_session(
     }
     request = Request::from_parts(parts, body);
     next.run(request).await
+}
+
+/// What a job's own token may do: write and read that job's metrics, say
+/// whose it is, make models and register versions of them (recorded as the
+/// job's output), read datasets and models. Never delete anything.
+fn job_token_may(job: &str, method: &Method, path: &str) -> bool {
+    if path.starts_with(&format!("/api/v1/jobs/{job}/metrics")) {
+        return true;
+    }
+    if method == Method::DELETE {
+        return false;
+    }
+    let models = path == "/api/v1/models" || path.starts_with("/api/v1/models/");
+    let reads = method == Method::GET
+        && (path == "/api/v1/me"
+            || path == "/api/v1/datasets"
+            || path.starts_with("/api/v1/datasets/"));
+    models || reads
 }
 
 /// An API error in the shape the caller's client reads: MLflow's for the
@@ -109,7 +127,7 @@ impl PageGuard {
         let protected = routes
             .iter()
             .map(|r| r.path().to_owned())
-            .filter(|p| !PUBLIC_PAGES.contains(&p.as_str()))
+            .filter(|p| !PUBLIC_PAGES.contains(&p.as_str()) && !OPEN_PAGES.contains(&p.as_str()))
             .map(|p| segments(&p).map(str::to_owned).collect())
             .collect();
         Self { protected }

@@ -130,6 +130,11 @@ impl JobStore {
         Self { pool }
     }
 
+    /// The pool, for backends that read the account a job belongs to.
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
     /// Records a new job of `by`'s account and its pods, all Pending, with a
     /// fresh job token (returned; only its hash is kept) that lets the job's
     /// replicas write the job's metrics.
@@ -330,6 +335,31 @@ impl JobStore {
             .map(pod_from)
             .collect::<Result<Vec<_>, _>>()
             .map_err(internal("decode pods"))
+    }
+
+    /// The pods of the account's job `name` (the `Cluster` port's `pods`).
+    pub async fn pods_of(&self, account_id: i64, name: &str) -> Result<Vec<Pod>, AppError> {
+        let stored = self.get(account_id, name).await?;
+        self.pods(stored.id).await
+    }
+
+    /// The account's job `job` and its pod `pod`; either missing is "not found".
+    pub async fn pod_of(
+        &self,
+        account_id: i64,
+        job: &str,
+        pod: &str,
+    ) -> Result<(StoredJob, Pod), AppError> {
+        let stored = self.get(account_id, job).await?;
+        let found = self
+            .pods(stored.id)
+            .await?
+            .into_iter()
+            .find(|p| p.name == pod);
+        match found {
+            Some(p) => Ok((stored, p)),
+            None => Err(AppError::not_found(format!("Pod “{pod}”"))),
+        }
     }
 
     /// Process groups of a job's pods that were started, for recovery.

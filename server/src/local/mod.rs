@@ -14,9 +14,8 @@ use std::time::Duration;
 
 use app::error::AppError;
 use app::models::{Account, Job, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod};
-use app::ports::{Cluster, JobEvent, LogStream, Metrics};
+use app::ports::{Assets, Cluster, JobEvent, LogStream, Metrics};
 use async_trait::async_trait;
-use futures_util::StreamExt;
 use tokio::sync::{broadcast, watch};
 
 use crate::jobs::JobStore;
@@ -45,6 +44,8 @@ struct Inner {
     console_url: std::sync::OnceLock<String>,
     /// Where scalars from the TensorBoard/VisualDL files jobs write go.
     metrics: std::sync::OnceLock<Arc<dyn Metrics>>,
+    /// Where the datasets jobs read are.
+    assets: std::sync::OnceLock<Arc<dyn Assets>>,
 }
 
 impl LocalCluster {
@@ -66,6 +67,7 @@ impl LocalCluster {
                 log_done: Mutex::new(HashMap::new()),
                 console_url: std::sync::OnceLock::new(),
                 metrics: std::sync::OnceLock::new(),
+                assets: std::sync::OnceLock::new(),
             }),
         };
         recovery::recover(&cluster.inner.store).await?;
@@ -82,6 +84,46 @@ impl LocalCluster {
     /// the first call wins.
     pub fn set_metrics(&self, metrics: Arc<dyn Metrics>) {
         let _ = self.inner.metrics.set(metrics);
+    }
+
+    /// Lets jobs read datasets (`PADDLE_DATASET_DIR`); the first call wins.
+    pub fn set_assets(&self, assets: Arc<dyn Assets>) {
+        let _ = self.inner.assets.set(assets);
+    }
+
+    /// Each dataset a job reads and the local folder that holds it.
+    async fn dataset_dirs(
+        &self,
+        by: &Me,
+        names: &[String],
+    ) -> Result<Vec<(String, PathBuf)>, AppError> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let Some(assets) = self.inner.assets.get() else {
+            return Err(AppError::invalid(
+                "datasets",
+                "This console keeps no datasets.",
+            ));
+        };
+        let mut out = Vec::new();
+        for full in names {
+            let (owner, name) = full.split_once('/').unwrap_or((&by.account.name, full));
+            let r = app::models::AssetRef {
+                kind: app::models::AssetKind::Dataset,
+                owner: owner.to_owned(),
+                name: name.to_owned(),
+            };
+            let dir = assets.local_dir(by, &r).await.map_err(|err| match err {
+                AppError::NotFound { .. } => AppError::invalid(
+                    "datasets",
+                    format!("There is no dataset “{full}” you can read."),
+                ),
+                other => other,
+            })?;
+            out.push((name.to_owned(), dir));
+        }
+        Ok(out)
     }
 
     fn job_dir(&self, account: &Account, job: &str) -> PathBuf {
@@ -120,6 +162,7 @@ impl Cluster for LocalCluster {
 
     async fn submit(&self, by: &Me, spec: JobSpec) -> Result<Job, AppError> {
         spec.validate()?;
+        let datasets = self.dataset_dirs(by, &spec.datasets).await?;
         let account = &by.account;
         let (stored, token) = self.inner.store.insert(by, &spec, LOCAL).await?;
         let dir = self.job_dir(account, &spec.name);
@@ -161,6 +204,7 @@ impl Cluster for LocalCluster {
             dir,
             token,
             console_url: self.inner.console_url.get().cloned(),
+            datasets,
         };
         tokio::spawn(supervisor::supervise(
             self.inner.clone(),
@@ -213,8 +257,7 @@ impl Cluster for LocalCluster {
     }
 
     async fn pods(&self, account: &Account, name: &str) -> Result<Vec<Pod>, AppError> {
-        let stored = self.inner.store.get(account.id, name).await?;
-        self.inner.store.pods(stored.id).await
+        self.inner.store.pods_of(account.id, name).await
     }
 
     async fn log(
@@ -224,11 +267,7 @@ impl Cluster for LocalCluster {
         pod: &str,
         request: LogRequest,
     ) -> Result<LogStream, AppError> {
-        let stored = self.inner.store.get(account.id, job).await?;
-        let pods = self.inner.store.pods(stored.id).await?;
-        if !pods.iter().any(|p| p.name == pod) {
-            return Err(AppError::not_found(format!("Pod “{pod}”")));
-        }
+        let (stored, _) = self.inner.store.pod_of(account.id, job, pod).await?;
         let path = log_path(&self.job_dir(account, job), pod);
         let done = self
             .inner
@@ -239,35 +278,7 @@ impl Cluster for LocalCluster {
             .cloned()
             // Not running: its log is complete.
             .unwrap_or_else(|| watch::channel(true).1);
-        let io_err = |err: std::io::Error| {
-            tracing::error!(error = %err, "reading a pod log");
-            AppError::Internal
-        };
-        let stream: LogStream = match (request.tail, request.follow) {
-            (Some(lines), false) => {
-                let chunk = logfile::tail(&path, lines).await.map_err(io_err)?;
-                Box::pin(futures_util::stream::once(async move {
-                    Ok(bytes::Bytes::from(chunk))
-                }))
-            }
-            (Some(lines), true) => {
-                let (chunk, offset) = logfile::tail_with_offset(&path, lines)
-                    .await
-                    .map_err(io_err)?;
-                let head = futures_util::stream::once(async move { Ok(bytes::Bytes::from(chunk)) });
-                Box::pin(head.chain(logfile::follow(path, offset, done)))
-            }
-            (None, true) => Box::pin(logfile::follow(path, 0, done)),
-            // The whole log, streamed in whole lines, never loaded at once.
-            (None, false) => Box::pin(logfile::follow(path, 0, watch::channel(true).1)),
-        };
-        if request.timestamps {
-            Ok(stream)
-        } else {
-            Ok(Box::pin(stream.map(|chunk| {
-                chunk.map(|bytes| bytes::Bytes::from(logfile::strip_timestamps(&bytes)))
-            })))
-        }
+        logfile::serve(path, request, done).await
     }
 
     fn subscribe(&self) -> broadcast::Receiver<JobEvent> {

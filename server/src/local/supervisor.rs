@@ -39,6 +39,8 @@ pub struct Run {
     pub token: String,
     /// Where the console is (`PADDLECLOUD_SERVER`), when known.
     pub console_url: Option<String>,
+    /// The datasets it reads: name and local folder.
+    pub datasets: Vec<(String, PathBuf)>,
 }
 
 /// A replica whose process was started.
@@ -123,6 +125,23 @@ fn env_for(
     );
     if let Some(url) = &run.console_url {
         env.push(("PADDLECLOUD_SERVER".to_owned(), url.clone()));
+    }
+    for (i, (name, dir)) in run.datasets.iter().enumerate() {
+        let dir = dir.display().to_string();
+        if i == 0 {
+            env.push(("PADDLE_DATASET_DIR".to_owned(), dir.clone()));
+        }
+        let key: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        env.push((format!("PADDLE_DATASET_DIR_{key}"), dir));
     }
     match role {
         JobRole::Trainer => env.push(("PADDLE_TRAINER_ID".into(), index.to_string())),

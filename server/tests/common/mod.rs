@@ -3,6 +3,8 @@
 //! (`scripts/with-postgres.sh` starts one; `make test` always does).
 #![allow(dead_code)]
 
+pub mod assets;
+pub mod kubelet;
 pub mod metric_logs;
 pub mod site;
 

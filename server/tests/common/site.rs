@@ -25,7 +25,17 @@ pub struct Site {
 }
 
 pub async fn site_with(secure_cookies: bool) -> Site {
+    site_on(secure_cookies, |_| None).await
+}
+
+/// The app with the cluster `cluster` makes from the test database, or the
+/// local executor when it makes none.
+pub async fn site_on(
+    secure_cookies: bool,
+    cluster: impl FnOnce(&TestDb) -> Option<std::sync::Arc<dyn app::ports::Cluster>>,
+) -> Site {
     let db = super::sqlite().await;
+    let other = cluster(&db);
     let conf = leptos_config::get_configuration(Some(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../Leptos.toml"
@@ -40,11 +50,20 @@ pub async fn site_with(secure_cookies: bool) -> Site {
     .unwrap();
     let metrics = std::sync::Arc::new(SqlMetrics::new(db.pool.clone(), 1_000_000));
     cluster.set_metrics(metrics.clone());
+    let objects =
+        server::assets::objects::Objects::local(db.dir().join("objects"), 1 << 30).unwrap();
+    let assets = std::sync::Arc::new(server::assets::SqlAssets::new(
+        db.pool.clone(),
+        objects,
+        db.dir().join("dataset-cache"),
+    ));
+    cluster.set_assets(assets.clone());
     let services = Services {
         accounts: SqlAccounts::new(db.pool.clone()),
         access_keys: SqlAccessKeys::new(db.pool.clone()),
-        cluster: std::sync::Arc::new(cluster),
+        cluster: other.unwrap_or_else(|| std::sync::Arc::new(cluster)),
         metrics,
+        assets,
         secure_cookies,
     };
     Site {

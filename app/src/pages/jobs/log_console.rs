@@ -9,9 +9,10 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 
-use super::{jobs_href, urlencode};
+use super::jobs_href;
 use crate::api::jobs::log_console;
 use crate::components::sse::use_event_source;
+use crate::models::url::encode as urlencode;
 use crate::models::LogView;
 use crate::models::Pod;
 

@@ -12,40 +12,13 @@ use leptos_router::hooks::use_query_map;
 use leptos_router::params::ParamsMap;
 
 use crate::api::jobs::list_jobs;
+use crate::components::links::page_href;
 use crate::components::sse::use_event_source;
 use crate::models::{ms_to_date, JobQuery, JobSort, JobStatus};
 
 /// `/jobs?…` with `changes` applied to the current parameters (`None` removes one).
 pub fn jobs_href(params: &ParamsMap, changes: &[(&'static str, Option<String>)]) -> String {
-    let mut params = params.clone();
-    for (key, value) in changes {
-        params.remove(key);
-        if let Some(value) = value {
-            params.insert(*key, value.clone());
-        }
-    }
-    let query: Vec<String> = params
-        .latest_values()
-        .map(|(k, v)| format!("{}={}", urlencode(k), urlencode(v)))
-        .collect();
-    if query.is_empty() {
-        "/jobs".to_owned()
-    } else {
-        format!("/jobs?{}", query.join("&"))
-    }
-}
-
-/// Percent-encodes all but the unreserved characters, so names like
-/// `trainer-1` stay readable in links.
-pub fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    page_href("/jobs", params, changes)
 }
 
 /// The Jobs page.

@@ -7,8 +7,9 @@ use leptos::prelude::*;
 use super::controls::go;
 use crate::components::chart::{css_color, format_value, format_x, frame, render, Frame, Line};
 use crate::models::board::{
-    encode, smooth, BoardChart, BoardSeries, BoardView, XAxis, CHART_HEIGHT, CHART_WIDTH,
+    smooth, BoardChart, BoardSeries, BoardView, XAxis, CHART_HEIGHT, CHART_WIDTH,
 };
+use crate::models::url::encode;
 
 /// x of each point on `axis`.
 fn xs(series: &BoardSeries, axis: XAxis) -> Vec<f64> {

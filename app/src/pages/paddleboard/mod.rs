@@ -14,7 +14,8 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::paddleboard::{board_charts, board_jobs};
 use crate::components::sse::use_event_source;
-use crate::models::board::{encode, Board, BoardView};
+use crate::models::board::{Board, BoardView};
+use crate::models::url::encode;
 
 /// The page's view, from the URL.
 fn view_from_url() -> Memo<BoardView> {

@@ -5,6 +5,8 @@
 //! `/api/v1/openapi.json` is built from the very routes that answer, so the
 //! two cannot drift apart.
 
+mod archive;
+pub mod assets;
 mod jobs;
 pub mod metrics;
 
@@ -34,14 +36,17 @@ use super::AppState;
                        or with `paddlecloud admin create-key`). Errors are \
                        `{\"error\": {\"code\", \"message\", \"field\"}}` with a 4xx status."
     ),
-    // A tag may contain `/`, which the router matches with a wildcard that
-    // OpenAPI cannot spell: this one path is listed here and routed by hand.
-    paths(metrics::series),
+    // A tag or a file path may contain `/`, which the router matches with a
+    // wildcard that OpenAPI cannot spell: these paths are listed here and
+    // routed by hand.
+    paths(metrics::series, assets::put_file, assets::get_file, assets::delete_file,
+          assets::shared_file),
     components(schemas(ErrorBody)),
     modifiers(&AccessKeyScheme),
     security(("access_key" = [])),
     tags((name = "jobs", description = "Distributed training jobs"),
          (name = "metrics", description = "PaddleBoard: training metrics of jobs"),
+         (name = "files", description = "Datasets and models: files, versions, sharing"),
          (name = "account", description = "Who is calling"))
 )]
 struct ApiDoc;
@@ -73,6 +78,18 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::pods))
         .routes(routes!(jobs::pod_log))
         .routes(routes!(metrics::append, metrics::tags))
+        .routes(routes!(assets::list, assets::create))
+        .routes(routes!(assets::get_one, assets::update, assets::delete))
+        .routes(routes!(assets::list_dir))
+        .routes(routes!(assets::archive))
+        .routes(routes!(assets::shares, assets::share))
+        .routes(routes!(assets::revoke))
+        .routes(routes!(assets::set_public))
+        .routes(routes!(assets::versions, assets::create_version))
+        .routes(routes!(assets::finish_version))
+        .routes(routes!(assets::tag_version))
+        .routes(routes!(assets::shared))
+        .routes(routes!(assets::shared_archive))
         // A batch of 10,000 points with long tags is larger than axum's 2 MB default.
         .layer(axum::extract::DefaultBodyLimit::max(
             metrics::MAX_BATCH_BYTES,
@@ -86,6 +103,19 @@ pub fn router() -> Router<AppState> {
     let doc = Arc::new(doc);
     routes
         .route("/api/v1/jobs/{name}/metrics/{*tag}", get(metrics::series))
+        // Uploads stream: no body limit here; the store enforces
+        // --max-upload-bytes as the bytes arrive.
+        .route(
+            "/api/v1/{kind}/{owner}/{name}/files/{*path}",
+            get(assets::get_file)
+                .put(assets::put_file)
+                .delete(assets::delete_file)
+                .layer(axum::extract::DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/api/v1/shared/{token}/files/{*path}",
+            get(assets::shared_file),
+        )
         .route(
             "/api/v1/openapi.json",
             get(move || {
@@ -93,12 +123,12 @@ pub fn router() -> Router<AppState> {
                 async move { Json(doc) }
             }),
         )
-        .route(
-            "/api/v1/{*path}",
-            axum::routing::any(|| async {
-                ApiError(AppError::not_found("API route")).into_response()
-            }),
-        )
+}
+
+/// The answer to a path under `/api/v1/` that no route takes. (A catch-all
+/// route cannot sit beside `/api/v1/{kind}/…`, so the site's fallback asks.)
+pub fn unknown_route() -> axum::response::Response {
+    ApiError(AppError::not_found("API route")).into_response()
 }
 
 /// The signed-in caller, or 401.

@@ -1,0 +1,250 @@
+//! One dataset or model: its files folder by folder with previews, uploads,
+//! a model's versions, and the owner's sharing panel. The same page shows
+//! an asset opened through a share link (read-only, signed out or not).
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+use super::files::FileBrowser;
+use super::upload::Uploader;
+use super::versions::{NewVersionDialog, VersionList};
+use crate::api::assets::{open_asset, ChangeAsset};
+use crate::error::AppError;
+use crate::models::time::format_utc;
+use crate::models::{format_bytes, Access, AssetKind, AssetOp, AssetRef, AssetSource, AssetView};
+
+/// `/datasets/:owner/:name` or `/models/:owner/:name`.
+#[component]
+pub fn AssetPage(
+    /// Which kind the route is for.
+    kind: AssetKind,
+) -> impl IntoView {
+    let route = use_params_map();
+    let source = Memo::new(move |_| {
+        route.with(|p| AssetSource {
+            asset: Some(AssetRef {
+                kind,
+                owner: p.get("owner").unwrap_or_default(),
+                name: p.get("name").unwrap_or_default(),
+            }),
+            token: None,
+        })
+    });
+    view! { <AssetDetail source /> }
+}
+
+/// `/shared/:token`: what a share link opens.
+#[component]
+pub fn SharedPage() -> impl IntoView {
+    let route = use_params_map();
+    let source = Memo::new(move |_| {
+        route.with(|p| AssetSource {
+            asset: None,
+            token: Some(p.get("token").unwrap_or_default()),
+        })
+    });
+    view! {
+        <header class="topbar">
+            <a class="brand" href="/jobs">
+                <span class="logo" aria-hidden="true">"▲"</span>
+                "PaddleCloud"
+            </a>
+            <span class="muted">"Shared with you by link"</span>
+        </header>
+        <main class="page">
+            <AssetDetail source />
+        </main>
+    }
+}
+
+/// The page body for either source.
+#[component]
+fn AssetDetail(source: Memo<AssetSource>) -> impl IntoView {
+    let params = use_query_map();
+    // Bumped when uploads finish, so the listing shows the new files.
+    let tick = RwSignal::new(0u64);
+    let key = Memo::new(move |_| {
+        params.with(|p| {
+            (
+                source.get(),
+                p.get("version").and_then(|v| v.parse::<u32>().ok()),
+                p.get("dir").unwrap_or_default(),
+            )
+        })
+    });
+    let view = Resource::new(
+        move || (key.get(), tick.get()),
+        |((source, version, dir), _)| open_asset(source, version, dir),
+    );
+    provide_context(Refresh(tick));
+    provide_context(super::upload::UploadQueue::new(tick));
+    view! {
+        <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            {move || {
+                // Every URL change redraws the page from the cached view
+                // (only folder, version and the tick refetch it).
+                params.track();
+                Suspend::new(async move {
+                match view.await {
+                    Err(err) => view! { <NotReadable err /> }.into_any(),
+                    Ok(v) => view! { <Loaded v source=source.get_untracked() /> }.into_any(),
+                }
+            })
+            }}
+        </Transition>
+    }
+}
+
+/// Bumped to refetch the page's view after a change.
+#[derive(Debug, Clone, Copy)]
+pub struct Refresh(pub RwSignal<u64>);
+
+/// Refetches the page's view each time `action` succeeds (its redirect may
+/// leave the URL as it was).
+pub fn refresh_after<A, S>(action: ServerAction<A>)
+where
+    A: leptos::server_fn::ServerFn<Output = S, Error = AppError> + Clone + Send + Sync + 'static,
+    S: Clone + Send + Sync + 'static,
+{
+    let Some(Refresh(tick)) = use_context::<Refresh>() else {
+        return;
+    };
+    Effect::new(move |_| {
+        if action.value().with(|v| matches!(v, Some(Ok(_)))) {
+            tick.update(|t| *t += 1);
+        }
+    });
+}
+
+#[component]
+fn NotReadable(err: AppError) -> impl IntoView {
+    view! {
+        <Title text="Not found" />
+        <h1>"Not available"</h1>
+        <p class="banner error" role="alert">{err.to_string()}</p>
+        <p class="muted">
+            "It may have been deleted, the link revoked or expired, or it is not shared with your account."
+        </p>
+    }
+}
+
+#[component]
+fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
+    let params = use_query_map();
+    let a = v.asset.clone();
+    let r = a.reference();
+    let owner = a.access == Access::Owner;
+    let files = source.files();
+    let page_path = source.page_path();
+    let version = v
+        .version
+        .and_then(|n| v.versions.iter().find(|x| x.version == n).cloned());
+    let can_upload = owner
+        && match a.kind {
+            AssetKind::Dataset => true,
+            AssetKind::Model => version.as_ref().is_some_and(|x| x.state == "uploading"),
+        };
+    let access = match a.access {
+        Access::Owner => "yours",
+        Access::Shared => "shared with your account",
+        Access::Public => "public",
+        Access::Link => "opened by link",
+    };
+    let zip_label = match (a.kind, v.version) {
+        (AssetKind::Model, Some(n)) => format!("Download v{n} (zip)"),
+        _ => "Download all (zip)".to_owned(),
+    };
+    let has_files = match a.kind {
+        AssetKind::Dataset => a.files > 0,
+        AssetKind::Model => version.as_ref().is_some_and(|x| x.files > 0),
+    };
+    let title = format!("{}/{}", a.owner, a.name);
+    view! {
+        <Title text=title.clone() />
+        <div class="page-head">
+            <h1>
+                <a href=format!("/{}", a.kind.plural()) class="crumb">{a.kind.label()}"s"</a>
+                " / "{title}
+            </h1>
+            <span class="tag access" data-testid="access">{access}</span>
+            {a.public.then(|| view! { <span class="tag public">"public"</span> })}
+            {has_files.then(|| view! {
+                <a class="button" href=files.archive_url(v.version) download data-testid="download-zip">{zip_label.clone()}</a>
+            })}
+        </div>
+        <p class="description">{a.description.clone()}</p>
+        <p>{a.tags.iter().map(|t| view! { <span class="tag">{t.clone()}</span> }).collect_view()}</p>
+        <dl class="facts">
+            <dt>"Files"</dt>
+            <dd data-testid="file-count">{a.files}</dd>
+            <dt>"Size"</dt>
+            <dd>{format_bytes(a.bytes)}</dd>
+            <dt>"Updated"</dt>
+            <dd>{format_utc(a.updated_at)}</dd>
+            <dt>"Created"</dt>
+            <dd>{format_utc(a.created_at)}</dd>
+        </dl>
+        {owner.then(|| {
+            let shares = v.shares.as_ref().map_or(0, Vec::len);
+            view! {
+                <p>
+                    <a class="button" href=format!("{}/settings", r.href()) data-testid="settings-link">
+                        {format!("Sharing and settings ({shares} shares{})", if a.public { ", public" } else { "" })}
+                    </a>
+                </p>
+            }
+        })}
+        {(a.kind == AssetKind::Model).then(|| view! {
+            <VersionList r=r.clone() versions=v.versions.clone() shown=v.version owner page_path=page_path.clone() />
+        })}
+        <FileBrowser
+            view=v.clone()
+            source=source.clone()
+            files=files.clone()
+            owner
+        />
+        {can_upload.then(|| view! { <Uploader r=r.clone() version=v.version dir=v.dir.clone() queue=expect_context() /> })}
+        {(owner && a.kind == AssetKind::Model && params.with_untracked(|p| p.get("new").is_some()))
+            .then(|| view! { <NewVersionDialog r=r.clone() page_path=page_path.clone() /> })}
+    }
+}
+
+/// A form for one [`AssetOp`] on `r`: the op and the asset as hidden
+/// fields, the op's own fields as children (named `change[...]`).
+#[component]
+pub fn ChangeForm(
+    /// The action (one per form, so each shows its own errors).
+    action: ServerAction<ChangeAsset>,
+    /// The asset.
+    r: AssetRef,
+    /// What the form does.
+    op: AssetOp,
+    /// The form's class.
+    class: &'static str,
+    /// The op's fields and the submit button.
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <ActionForm action attr:class=class>
+            <AssetRefInputs r field="asset" />
+            <input type="hidden" name="change[op]" value=op.as_str() />
+            {children()}
+        </ActionForm>
+    }
+}
+
+/// An [`AssetRef`] argument of a server function, as hidden form fields.
+#[component]
+pub fn AssetRefInputs(
+    /// The asset.
+    r: AssetRef,
+    /// The argument's name.
+    field: &'static str,
+) -> impl IntoView {
+    view! {
+        <input type="hidden" name=format!("{field}[kind]") value=r.kind.as_str() />
+        <input type="hidden" name=format!("{field}[owner]") value=r.owner.clone() />
+        <input type="hidden" name=format!("{field}[name]") value=r.name.clone() />
+    }
+}

@@ -1,0 +1,168 @@
+//! Datasets and models: metadata, files in an object store, sharing.
+//!
+//! Every call says who asks (`Viewer`): a user of an account, or the holder
+//! of a share link. An asset the viewer may not read is "not found", never
+//! "forbidden", so its existence does not leak.
+
+use std::path::PathBuf;
+use std::pin::Pin;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_core::Stream;
+
+use crate::error::AppError;
+use crate::models::{
+    Asset, AssetForm, AssetKind, AssetRef, FileEntry, Me, ModelVersion, NewLink, Share, VersionForm,
+};
+
+/// Bytes in or out, chunk by chunk: files are never held whole in memory.
+pub type ByteStream = Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>;
+
+/// Who reads.
+#[derive(Debug, Clone)]
+pub enum Viewer {
+    /// A signed-in user (or a key or job token acting as one).
+    User(Me),
+    /// Whoever holds a share link's token (signed in or not).
+    Link(String),
+}
+
+/// Where in an asset: the dataset itself, or one version of a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// A dataset's files.
+    Dataset,
+    /// A model version's files.
+    Version(u32),
+}
+
+/// Part of a file to read: `bytes=start-end` (inclusive end), or from `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteRange {
+    /// First byte.
+    pub start: u64,
+    /// Last byte (inclusive), or to the end.
+    pub end: Option<u64>,
+}
+
+/// A file being read.
+pub struct OpenFile {
+    /// What it is.
+    pub entry: FileEntry,
+    /// The part being read (`None`: all of it).
+    pub range: Option<(u64, u64)>,
+    /// Its bytes.
+    pub body: ByteStream,
+}
+
+/// Datasets and models.
+#[async_trait]
+pub trait Assets: Send + Sync {
+    /// Those the user can read: their account's, shared with it, and public.
+    async fn list(&self, me: &Me, kind: AssetKind) -> Result<Vec<Asset>, AppError>;
+    /// Creates one in the user's account.
+    async fn create(&self, me: &Me, kind: AssetKind, form: AssetForm) -> Result<Asset, AppError>;
+    /// Changes its description and tags (owner).
+    async fn update(&self, me: &Me, asset: &AssetRef, form: AssetForm) -> Result<Asset, AppError>;
+    /// Deletes it with its files and shares (owner).
+    async fn delete(&self, me: &Me, asset: &AssetRef) -> Result<(), AppError>;
+    /// One asset, with how the viewer reaches it.
+    async fn get(&self, viewer: &Viewer, asset: &AssetRef) -> Result<Asset, AppError>;
+    /// The asset a share link opens.
+    async fn resolve_link(&self, token: &str) -> Result<AssetRef, AppError>;
+
+    /// One folder: its files and subfolders (with sizes), sorted folders first.
+    async fn list_dir(
+        &self,
+        viewer: &Viewer,
+        asset: &AssetRef,
+        slot: Slot,
+        dir: &str,
+    ) -> Result<Vec<FileEntry>, AppError>;
+    /// Every file, by path.
+    async fn all_files(
+        &self,
+        viewer: &Viewer,
+        asset: &AssetRef,
+        slot: Slot,
+    ) -> Result<Vec<FileEntry>, AppError>;
+    /// Writes a file from a stream (owner). It appears whole or not at all:
+    /// an interrupted upload leaves nothing, and a retry replaces the file.
+    async fn put_file(
+        &self,
+        me: &Me,
+        asset: &AssetRef,
+        slot: Slot,
+        path: &str,
+        body: ByteStream,
+    ) -> Result<FileEntry, AppError>;
+    /// Reads a file, or part of it.
+    async fn open_file(
+        &self,
+        viewer: &Viewer,
+        asset: &AssetRef,
+        slot: Slot,
+        path: &str,
+        range: Option<ByteRange>,
+    ) -> Result<OpenFile, AppError>;
+    /// Deletes a file, or a folder with everything in it (owner).
+    async fn delete_path(
+        &self,
+        me: &Me,
+        asset: &AssetRef,
+        slot: Slot,
+        path: &str,
+    ) -> Result<(), AppError>;
+
+    /// Its shares (owner).
+    async fn shares(&self, me: &Me, asset: &AssetRef) -> Result<Vec<Share>, AppError>;
+    /// Shares it read-only with another account (owner).
+    async fn share_with(&self, me: &Me, asset: &AssetRef, account: &str)
+        -> Result<Share, AppError>;
+    /// Makes a share link, optionally expiring (owner).
+    async fn create_link(
+        &self,
+        me: &Me,
+        asset: &AssetRef,
+        expires_in_days: Option<u32>,
+    ) -> Result<NewLink, AppError>;
+    /// Revokes a share (owner).
+    async fn revoke(&self, me: &Me, asset: &AssetRef, share: i64) -> Result<(), AppError>;
+    /// Publishes it to every account, or stops (owner).
+    async fn set_public(&self, me: &Me, asset: &AssetRef, public: bool) -> Result<Asset, AppError>;
+
+    /// A model's versions, newest first.
+    async fn versions(
+        &self,
+        viewer: &Viewer,
+        model: &AssetRef,
+    ) -> Result<Vec<ModelVersion>, AppError>;
+    /// Starts a new version (state `uploading`); its files go in with `put_file`.
+    async fn create_version(
+        &self,
+        me: &Me,
+        model: &AssetRef,
+        form: VersionForm,
+    ) -> Result<ModelVersion, AppError>;
+    /// Marks a version's upload complete (state `ready`).
+    async fn finish_version(
+        &self,
+        me: &Me,
+        model: &AssetRef,
+        version: u32,
+    ) -> Result<ModelVersion, AppError>;
+    /// Replaces a version's tags (`production`, `candidate`, …).
+    async fn tag_version(
+        &self,
+        me: &Me,
+        model: &AssetRef,
+        version: u32,
+        tags: &str,
+    ) -> Result<ModelVersion, AppError>;
+
+    /// A folder on this machine holding a dataset's files, for a local job
+    /// to read (`PADDLE_DATASET_DIR`): the store's own folder when files are
+    /// local, else a copy fetched into a cache.
+    async fn local_dir(&self, me: &Me, dataset: &AssetRef) -> Result<PathBuf, AppError>;
+}

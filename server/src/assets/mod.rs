@@ -1,0 +1,913 @@
+//! [`app::ports::Assets`]: datasets and models with their files in an
+//! object store ([`objects`]) and their index, versions and shares in the
+//! database ([`store`]).
+//!
+//! Objects are laid out as `datasets/<owner>/<name>/files/<path>` and
+//! `models/<owner>/<name>/v<N>/<path>`.
+
+pub mod objects;
+pub mod store;
+
+use std::path::PathBuf;
+
+use app::error::AppError;
+use app::models::{
+    parse_tags, validate_asset_name, validate_dir, validate_path, Access, Asset, AssetForm,
+    AssetKind, AssetRef, FileEntry, Me, ModelVersion, NewLink, Share, VersionForm,
+};
+use app::ports::{Assets, ByteRange, ByteStream, OpenFile, Slot, Viewer};
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use object_store::path::Path;
+
+use crate::accounts::{internal, random_token, token_hash};
+use crate::time::now_ms;
+use objects::Objects;
+use store::{AssetRow, AssetStore};
+
+/// Every share link token starts with this.
+pub const LINK_PREFIX: &str = "pcs_";
+/// Model version tags a model has on one version at a time.
+const STAGES: &[&str] = &["production", "candidate"];
+/// The state of a version whose files are all in.
+const READY: &str = "ready";
+
+/// Datasets and models on the SQL database and an object store.
+pub struct SqlAssets {
+    store: AssetStore,
+    objects: Objects,
+    /// Where datasets from a remote store are copied for local jobs.
+    cache_dir: PathBuf,
+    /// One job's dataset folder is prepared at a time.
+    syncing: tokio::sync::Mutex<()>,
+}
+
+impl SqlAssets {
+    /// Wraps a migrated pool and a store; `cache_dir` holds copies of remote
+    /// datasets for local jobs.
+    pub fn new(pool: sqlx::AnyPool, objects: Objects, cache_dir: PathBuf) -> Self {
+        Self {
+            store: AssetStore::new(pool),
+            objects,
+            cache_dir,
+            syncing: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The asset if the viewer may read it, with how; "not found" otherwise.
+    async fn readable(
+        &self,
+        viewer: &Viewer,
+        r: &AssetRef,
+    ) -> Result<(AssetRow, Access), AppError> {
+        let missing =
+            || AppError::not_found(format!("{} “{}/{}”", r.kind.label(), r.owner, r.name));
+        let row = self.store.find(r).await?.ok_or_else(missing)?;
+        let access = match viewer {
+            Viewer::User(me) if me.account.id == row.account_id => Access::Owner,
+            Viewer::User(me) if self.store.shared_with(row.id, me.account.id).await? => {
+                Access::Shared
+            }
+            Viewer::User(_) if row.asset.public => Access::Public,
+            Viewer::Link(token) => match self.store.link(&token_hash(token), now_ms()).await? {
+                Some(id) if id == row.id => Access::Link,
+                _ => return Err(missing()),
+            },
+            Viewer::User(_) => return Err(missing()),
+        };
+        Ok((row, access))
+    }
+
+    /// The asset if the user's account owns it; read-only viewers are told so.
+    async fn owned(&self, me: &Me, r: &AssetRef) -> Result<AssetRow, AppError> {
+        let (row, access) = self.readable(&Viewer::User(me.clone()), r).await?;
+        if !access.can_write() {
+            return Err(AppError::forbidden(format!(
+                "{} “{}/{}” is shared with you read-only.",
+                r.kind.label(),
+                r.owner,
+                r.name
+            )));
+        }
+        Ok(row)
+    }
+
+    /// The version number of a slot, checked against the asset's kind. A
+    /// version still uploading is its owner's only: to anyone else it is not
+    /// there yet.
+    async fn slot_version(
+        &self,
+        row: &AssetRow,
+        access: Access,
+        slot: Slot,
+    ) -> Result<i64, AppError> {
+        match (row.asset.kind, slot) {
+            (AssetKind::Dataset, Slot::Dataset) => Ok(0),
+            (AssetKind::Model, Slot::Version(v)) => {
+                let versions = self.store.versions(row.id).await?;
+                if versions
+                    .iter()
+                    .any(|x| x.version == v && (access == Access::Owner || x.state == READY))
+                {
+                    Ok(i64::from(v))
+                } else {
+                    Err(AppError::not_found(format!(
+                        "Version {v} of model “{}”",
+                        row.asset.name
+                    )))
+                }
+            }
+            (AssetKind::Dataset, Slot::Version(_)) => {
+                Err(AppError::invalid("version", "Datasets have no versions."))
+            }
+            (AssetKind::Model, Slot::Dataset) => Err(AppError::invalid(
+                "version",
+                "Say which version of the model.",
+            )),
+        }
+    }
+
+    fn prefix(row: &AssetRow, version: i64) -> Path {
+        let slot = if row.asset.kind == AssetKind::Dataset {
+            "files".to_owned()
+        } else {
+            format!("v{version}")
+        };
+        Path::from_iter([
+            row.asset.kind.plural(),
+            row.asset.owner.as_str(),
+            row.asset.name.as_str(),
+            slot.as_str(),
+        ])
+    }
+
+    fn key(row: &AssetRow, version: i64, path: &str) -> Path {
+        let prefix = Self::prefix(row, version);
+        Path::from_iter(prefix.parts().chain(path.split('/').map(Into::into)))
+    }
+
+    fn with_access(mut row: AssetRow, access: Access) -> Asset {
+        row.asset.access = access;
+        row.asset
+    }
+}
+
+/// The entries of one folder of `files`: its files, and its subfolders with
+/// their total size, count and newest change. Folders first, then by name.
+pub fn folder(files: &[FileEntry], dir: &str) -> Vec<FileEntry> {
+    let prefix = if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    };
+    let mut out: Vec<FileEntry> = Vec::new();
+    for f in files.iter().filter(|f| f.path.starts_with(&prefix)) {
+        let rest = &f.path[prefix.len()..];
+        match rest.split_once('/') {
+            None => out.push(f.clone()),
+            Some((sub, _)) => {
+                let path = format!("{prefix}{sub}");
+                match out.iter_mut().find(|e| e.dir && e.path == path) {
+                    Some(d) => {
+                        d.size += f.size;
+                        d.files += 1;
+                        d.modified = d.modified.max(f.modified);
+                    }
+                    None => out.push(FileEntry {
+                        path,
+                        dir: true,
+                        size: f.size,
+                        modified: f.modified,
+                        files: 1,
+                    }),
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| b.dir.cmp(&a.dir).then_with(|| a.path.cmp(&b.path)));
+    out
+}
+
+#[async_trait]
+impl Assets for SqlAssets {
+    async fn list(&self, me: &Me, kind: AssetKind) -> Result<Vec<Asset>, AppError> {
+        Ok(self
+            .store
+            .readable(me.account.id, kind)
+            .await?
+            .into_iter()
+            .map(|(row, access)| Self::with_access(row, access))
+            .collect())
+    }
+
+    async fn create(&self, me: &Me, kind: AssetKind, form: AssetForm) -> Result<Asset, AppError> {
+        let name = validate_asset_name(&form.name)?;
+        let tags = parse_tags(&form.tags)?;
+        let now = now_ms();
+        let created = sqlx::query(
+            "INSERT INTO assets (account_id, kind, name, description, tags, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $6)",
+        )
+        .bind(me.account.id)
+        .bind(kind.as_str())
+        .bind(&name)
+        .bind(form.description.trim())
+        .bind(serde_json::to_string(&tags).unwrap_or_default())
+        .bind(now)
+        .execute(self.store.pool())
+        .await;
+        match created {
+            Ok(_) => {}
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+                return Err(AppError::conflict(
+                    "name",
+                    format!(
+                        "Your account already has a {} called “{name}”.",
+                        kind.as_str()
+                    ),
+                ))
+            }
+            Err(err) => return Err(internal("create asset")(err)),
+        }
+        tracing::info!(account = %me.account.name, user = %me.email, kind = kind.as_str(), name, "asset created");
+        let r = AssetRef {
+            kind,
+            owner: me.account.name.clone(),
+            name,
+        };
+        self.get(&Viewer::User(me.clone()), &r).await
+    }
+
+    async fn update(&self, me: &Me, r: &AssetRef, form: AssetForm) -> Result<Asset, AppError> {
+        let row = self.owned(me, r).await?;
+        let tags = parse_tags(&form.tags)?;
+        sqlx::query("UPDATE assets SET description = $1, tags = $2, updated_at = $3 WHERE id = $4")
+            .bind(form.description.trim())
+            .bind(serde_json::to_string(&tags).unwrap_or_default())
+            .bind(now_ms())
+            .bind(row.id)
+            .execute(self.store.pool())
+            .await
+            .map_err(internal("update asset"))?;
+        self.get(&Viewer::User(me.clone()), r).await
+    }
+
+    async fn delete(&self, me: &Me, r: &AssetRef) -> Result<(), AppError> {
+        let row = self.owned(me, r).await?;
+        let versions: Vec<i64> = match row.asset.kind {
+            AssetKind::Dataset => vec![0],
+            AssetKind::Model => self
+                .store
+                .versions(row.id)
+                .await?
+                .iter()
+                .map(|v| i64::from(v.version))
+                .collect(),
+        };
+        for v in versions {
+            let keys = self
+                .store
+                .files(row.id, v)
+                .await?
+                .iter()
+                .map(|f| Self::key(&row, v, &f.path))
+                .collect();
+            self.objects.delete(keys).await?;
+        }
+        let pool = self.store.pool();
+        let mut tx = pool.begin().await.map_err(internal("begin delete asset"))?;
+        for table in ["asset_files", "model_versions", "asset_shares"] {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE asset_id = $1"
+            )))
+            .bind(row.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(internal("delete asset children"))?;
+        }
+        sqlx::query("DELETE FROM assets WHERE id = $1")
+            .bind(row.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(internal("delete asset"))?;
+        tx.commit().await.map_err(internal("commit delete asset"))?;
+        tracing::info!(account = %me.account.name, user = %me.email, asset = %r.href(), "asset deleted");
+        Ok(())
+    }
+
+    async fn get(&self, viewer: &Viewer, r: &AssetRef) -> Result<Asset, AppError> {
+        let (row, access) = self.readable(viewer, r).await?;
+        Ok(Self::with_access(row, access))
+    }
+
+    async fn resolve_link(&self, token: &str) -> Result<AssetRef, AppError> {
+        let gone = || AppError::not_found("Share link (it may have been revoked or have expired)");
+        if !token.starts_with(LINK_PREFIX) {
+            return Err(gone());
+        }
+        let id = self
+            .store
+            .link(&token_hash(token), now_ms())
+            .await?
+            .ok_or_else(gone)?;
+        let row = self.store.by_id(id).await?.ok_or_else(gone)?;
+        Ok(row.asset.reference())
+    }
+
+    async fn list_dir(
+        &self,
+        viewer: &Viewer,
+        r: &AssetRef,
+        slot: Slot,
+        dir: &str,
+    ) -> Result<Vec<FileEntry>, AppError> {
+        let dir = validate_dir(dir)?;
+        let (row, access) = self.readable(viewer, r).await?;
+        let v = self.slot_version(&row, access, slot).await?;
+        Ok(folder(&self.store.files(row.id, v).await?, &dir))
+    }
+
+    async fn all_files(
+        &self,
+        viewer: &Viewer,
+        r: &AssetRef,
+        slot: Slot,
+    ) -> Result<Vec<FileEntry>, AppError> {
+        let (row, access) = self.readable(viewer, r).await?;
+        let v = self.slot_version(&row, access, slot).await?;
+        self.store.files(row.id, v).await
+    }
+
+    async fn put_file(
+        &self,
+        me: &Me,
+        r: &AssetRef,
+        slot: Slot,
+        path: &str,
+        body: ByteStream,
+    ) -> Result<FileEntry, AppError> {
+        if path.ends_with('/') {
+            return Err(AppError::invalid(
+                "path",
+                format!("“{path}” names a folder; give the file's name after the last /."),
+            ));
+        }
+        let path = validate_path(path)?;
+        let row = self.owned(me, r).await?;
+        let v = self.slot_version(&row, Access::Owner, slot).await?;
+        self.unfinished(&row, slot).await?;
+        // A file and a folder cannot share a path.
+        let files = self.store.files(row.id, v).await?;
+        if files
+            .iter()
+            .any(|f| f.path.starts_with(&format!("{path}/")))
+        {
+            return Err(AppError::conflict("path", format!("“{path}” is a folder.")));
+        }
+        if let Some(parent) = path.rsplit_once('/').map(|(p, _)| p) {
+            let mut at = String::new();
+            for seg in parent.split('/') {
+                at = if at.is_empty() {
+                    seg.to_owned()
+                } else {
+                    format!("{at}/{seg}")
+                };
+                if files.iter().any(|f| f.path == at) {
+                    return Err(AppError::conflict(
+                        "path",
+                        format!("“{at}” is a file, not a folder."),
+                    ));
+                }
+            }
+        }
+        let size = self.objects.put(&Self::key(&row, v, &path), body).await?;
+        let now = now_ms();
+        self.store.index_file(row.id, v, &path, size, now).await?;
+        Ok(FileEntry {
+            path,
+            dir: false,
+            size,
+            modified: now,
+            files: 1,
+        })
+    }
+
+    async fn open_file(
+        &self,
+        viewer: &Viewer,
+        r: &AssetRef,
+        slot: Slot,
+        path: &str,
+        range: Option<ByteRange>,
+    ) -> Result<OpenFile, AppError> {
+        let path = validate_path(path)?;
+        let (row, access) = self.readable(viewer, r).await?;
+        let v = self.slot_version(&row, access, slot).await?;
+        let mut entry = self
+            .store
+            .file(row.id, v, &path)
+            .await?
+            .ok_or_else(|| AppError::not_found(format!("File “{path}”")))?;
+        let (body, range, size) = self.objects.get(&Self::key(&row, v, &path), range).await?;
+        // The bytes about to be sent: the index may lag a replacement being written.
+        entry.size = size;
+        Ok(OpenFile { entry, range, body })
+    }
+
+    async fn delete_path(
+        &self,
+        me: &Me,
+        r: &AssetRef,
+        slot: Slot,
+        path: &str,
+    ) -> Result<(), AppError> {
+        let path = validate_path(path)?;
+        let row = self.owned(me, r).await?;
+        let v = self.slot_version(&row, Access::Owner, slot).await?;
+        self.unfinished(&row, slot).await?;
+        let below = format!("{path}/");
+        let gone: Vec<String> = self
+            .store
+            .files(row.id, v)
+            .await?
+            .into_iter()
+            .map(|f| f.path)
+            .filter(|p| *p == path || p.starts_with(&below))
+            .collect();
+        if gone.is_empty() {
+            return Err(AppError::not_found(format!("“{path}”")));
+        }
+        self.objects
+            .delete(gone.iter().map(|p| Self::key(&row, v, p)).collect())
+            .await?;
+        self.store.unindex(row.id, v, &gone).await
+    }
+
+    async fn shares(&self, me: &Me, r: &AssetRef) -> Result<Vec<Share>, AppError> {
+        let row = self.owned(me, r).await?;
+        self.store.shares(row.id).await
+    }
+
+    async fn share_with(&self, me: &Me, r: &AssetRef, account: &str) -> Result<Share, AppError> {
+        let row = self.owned(me, r).await?;
+        let account = account.trim().to_ascii_lowercase();
+        let target: Option<i64> = sqlx::query_scalar("SELECT id FROM accounts WHERE name = $1")
+            .bind(&account)
+            .fetch_optional(self.store.pool())
+            .await
+            .map_err(internal("find account to share with"))?;
+        let target = target.ok_or_else(|| {
+            AppError::invalid("account", format!("There is no account “{account}”."))
+        })?;
+        if target == row.account_id {
+            return Err(AppError::invalid("account", "That is your own account."));
+        }
+        if self.store.shared_with(row.id, target).await? {
+            return Err(AppError::conflict(
+                "account",
+                format!("Already shared with “{account}”."),
+            ));
+        }
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO asset_shares (asset_id, account_id, created_by, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
+        )
+        .bind(row.id)
+        .bind(target)
+        .bind(&me.email)
+        .bind(now_ms())
+        .fetch_one(self.store.pool())
+        .await
+        .map_err(internal("share asset"))?;
+        tracing::info!(asset = %r.href(), with = %account, user = %me.email, "asset shared");
+        self.store
+            .shares(row.id)
+            .await?
+            .into_iter()
+            .find(|s| s.id == id)
+            .ok_or(AppError::Internal)
+    }
+
+    async fn create_link(
+        &self,
+        me: &Me,
+        r: &AssetRef,
+        expires_in_days: Option<u32>,
+    ) -> Result<NewLink, AppError> {
+        let row = self.owned(me, r).await?;
+        if expires_in_days.is_some_and(|d| d == 0 || d > 3650) {
+            return Err(AppError::invalid(
+                "expires_in_days",
+                "A link lasts 1 to 3,650 days, or until revoked.",
+            ));
+        }
+        let token = format!("{LINK_PREFIX}{}", random_token());
+        let now = now_ms();
+        let expires = expires_in_days.map(|d| now + i64::from(d) * 24 * 3600 * 1000);
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO asset_shares (asset_id, token_hash, prefix, expires_at, created_by, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+        )
+        .bind(row.id)
+        .bind(token_hash(&token))
+        .bind(&token[..12])
+        .bind(expires)
+        .bind(&me.email)
+        .bind(now)
+        .fetch_one(self.store.pool())
+        .await
+        .map_err(internal("create share link"))?;
+        tracing::info!(asset = %r.href(), user = %me.email, "share link created");
+        let share = self
+            .store
+            .shares(row.id)
+            .await?
+            .into_iter()
+            .find(|s| s.id == id)
+            .ok_or(AppError::Internal)?;
+        Ok(NewLink {
+            share,
+            path: format!("/shared/{token}"),
+        })
+    }
+
+    async fn revoke(&self, me: &Me, r: &AssetRef, share: i64) -> Result<(), AppError> {
+        let row = self.owned(me, r).await?;
+        let done = sqlx::query("DELETE FROM asset_shares WHERE id = $1 AND asset_id = $2")
+            .bind(share)
+            .bind(row.id)
+            .execute(self.store.pool())
+            .await
+            .map_err(internal("revoke share"))?;
+        if done.rows_affected() == 0 {
+            return Err(AppError::not_found("Share"));
+        }
+        tracing::info!(asset = %r.href(), share, user = %me.email, "share revoked");
+        Ok(())
+    }
+
+    async fn set_public(&self, me: &Me, r: &AssetRef, public: bool) -> Result<Asset, AppError> {
+        let row = self.owned(me, r).await?;
+        sqlx::query("UPDATE assets SET public = $1 WHERE id = $2")
+            .bind(i64::from(public))
+            .bind(row.id)
+            .execute(self.store.pool())
+            .await
+            .map_err(internal("publish asset"))?;
+        tracing::info!(asset = %r.href(), public, user = %me.email, "asset visibility changed");
+        self.get(&Viewer::User(me.clone()), r).await
+    }
+
+    async fn versions(&self, viewer: &Viewer, r: &AssetRef) -> Result<Vec<ModelVersion>, AppError> {
+        let (row, access) = self.readable(viewer, r).await?;
+        if row.asset.kind != AssetKind::Model {
+            return Err(AppError::invalid("version", "Datasets have no versions."));
+        }
+        let mut versions = self.store.versions(row.id).await?;
+        if access != Access::Owner {
+            versions.retain(|v| v.state == READY);
+        }
+        Ok(versions)
+    }
+
+    async fn create_version(
+        &self,
+        me: &Me,
+        r: &AssetRef,
+        form: VersionForm,
+    ) -> Result<ModelVersion, AppError> {
+        let row = self.owned(me, r).await?;
+        if row.asset.kind != AssetKind::Model {
+            return Err(AppError::invalid("version", "Datasets have no versions."));
+        }
+        let tags = parse_tags(&form.tags)?;
+        let job = form
+            .job
+            .map(|j| j.trim().to_owned())
+            .filter(|j| !j.is_empty());
+        // The next number and the row in one statement; two registrations at
+        // once may still pick the same number, and the loser tries again.
+        let mut attempt = 0;
+        let next: i64 = loop {
+            attempt += 1;
+            let inserted = sqlx::query_scalar(
+                "INSERT INTO model_versions (asset_id, version, description, tags, job, created_by, created_at, state) \
+                 SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6, 'uploading' \
+                 FROM model_versions WHERE asset_id = $1 RETURNING version",
+            )
+            .bind(row.id)
+            .bind(form.description.trim())
+            .bind(serde_json::to_string(&tags).unwrap_or_default())
+            .bind(&job)
+            .bind(&me.email)
+            .bind(now_ms())
+            .fetch_one(self.store.pool())
+            .await;
+            match inserted {
+                Ok(n) => break n,
+                Err(sqlx::Error::Database(db)) if db.is_unique_violation() && attempt < 5 => {
+                    continue
+                }
+                Err(err) => return Err(internal("create version")(err)),
+            }
+        };
+        let n = u32::try_from(next).unwrap_or(0);
+        if !tags.is_empty() {
+            return self.tag_version(me, r, n, &tags.join(",")).await;
+        }
+        self.find_version(row.id, n).await
+    }
+
+    async fn finish_version(
+        &self,
+        me: &Me,
+        r: &AssetRef,
+        version: u32,
+    ) -> Result<ModelVersion, AppError> {
+        let row = self.owned(me, r).await?;
+        let v = self
+            .slot_version(&row, Access::Owner, Slot::Version(version))
+            .await?;
+        if self.store.files(row.id, v).await?.is_empty() {
+            return Err(AppError::invalid(
+                "version",
+                "Upload the version's files first: it has none.",
+            ));
+        }
+        sqlx::query(
+            "UPDATE model_versions SET state = 'ready' WHERE asset_id = $1 AND version = $2",
+        )
+        .bind(row.id)
+        .bind(v)
+        .execute(self.store.pool())
+        .await
+        .map_err(internal("finish version"))?;
+        self.find_version(row.id, version).await
+    }
+
+    async fn tag_version(
+        &self,
+        me: &Me,
+        r: &AssetRef,
+        version: u32,
+        tags: &str,
+    ) -> Result<ModelVersion, AppError> {
+        let row = self.owned(me, r).await?;
+        let v = self
+            .slot_version(&row, Access::Owner, Slot::Version(version))
+            .await?;
+        let tags = parse_tags(tags)?;
+        let mut tx = self
+            .store
+            .pool()
+            .begin()
+            .await
+            .map_err(internal("begin tag version"))?;
+        // A stage (production, candidate) is on one version at a time: it moves.
+        for other in self.store.versions(row.id).await? {
+            if other.version == version {
+                continue;
+            }
+            let kept: Vec<&String> = other
+                .tags
+                .iter()
+                .filter(|t| !(STAGES.contains(&t.as_str()) && tags.contains(t)))
+                .collect();
+            if kept.len() != other.tags.len() {
+                sqlx::query(
+                    "UPDATE model_versions SET tags = $1 WHERE asset_id = $2 AND version = $3",
+                )
+                .bind(serde_json::to_string(&kept).unwrap_or_default())
+                .bind(row.id)
+                .bind(i64::from(other.version))
+                .execute(&mut *tx)
+                .await
+                .map_err(internal("move stage tag"))?;
+            }
+        }
+        sqlx::query("UPDATE model_versions SET tags = $1 WHERE asset_id = $2 AND version = $3")
+            .bind(serde_json::to_string(&tags).unwrap_or_default())
+            .bind(row.id)
+            .bind(v)
+            .execute(&mut *tx)
+            .await
+            .map_err(internal("tag version"))?;
+        tx.commit().await.map_err(internal("commit tag version"))?;
+        self.find_version(row.id, version).await
+    }
+
+    async fn local_dir(&self, me: &Me, r: &AssetRef) -> Result<PathBuf, AppError> {
+        let (row, _) = self.readable(&Viewer::User(me.clone()), r).await?;
+        if row.asset.kind != AssetKind::Dataset {
+            return Err(AppError::invalid(
+                "datasets",
+                format!("“{}” is not a dataset.", r.name),
+            ));
+        }
+        let files = self.store.files(row.id, 0).await?;
+        let prefix = Self::prefix(&row, 0);
+        if let Some(dir) = self.objects.local_path(&prefix) {
+            // The store keeps most names as they are; then the job reads its
+            // own folder. Some characters (`[`, `~`, `#`, `%`, …) it encodes.
+            let plain = files
+                .iter()
+                .all(|f| Self::key(&row, 0, &f.path).as_ref() == format!("{prefix}/{}", f.path));
+            if plain {
+                tokio::fs::create_dir_all(&dir)
+                    .await
+                    .map_err(io_error("creating a dataset folder"))?;
+                return Ok(dir);
+            }
+        }
+        // A folder of the dataset's files under their own names: links into
+        // a local store, copies fetched from a remote one.
+        let dir = self.cache_dir.join(&row.asset.owner).join(&row.asset.name);
+        let _one_at_a_time = self.syncing.lock().await;
+        self.sync_view(&row, &files, &dir).await?;
+        Ok(dir)
+    }
+}
+
+fn io_error(context: &'static str) -> impl Fn(std::io::Error) -> AppError {
+    move |e| {
+        tracing::error!(error = %e, "{context}");
+        AppError::Internal
+    }
+}
+
+/// `path` relative to `root`, `/`-separated (`None` if not valid UTF-8).
+fn relative(root: &std::path::Path, path: &std::path::Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?;
+    let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
+    Some(parts?.join("/"))
+}
+
+impl SqlAssets {
+    /// Makes `dir` hold exactly `files` of the dataset: stale entries go,
+    /// missing or changed files come (a copy is fresh when its size and
+    /// modification time are the indexed ones).
+    async fn sync_view(
+        &self,
+        row: &AssetRow,
+        files: &[FileEntry],
+        dir: &std::path::Path,
+    ) -> Result<(), AppError> {
+        let io = io_error("preparing a dataset folder for a job");
+        let wanted: std::collections::HashSet<&str> =
+            files.iter().map(|f| f.path.as_str()).collect();
+        let folders: std::collections::HashSet<&str> = files
+            .iter()
+            .flat_map(|f| f.path.match_indices('/').map(|(i, _)| &f.path[..i]))
+            .collect();
+        tokio::fs::create_dir_all(dir).await.map_err(&io)?;
+        // First away with what is no longer in the dataset (and leftovers of
+        // interrupted copies), so that a file can become a folder and back.
+        let mut todo = vec![dir.to_path_buf()];
+        while let Some(at) = todo.pop() {
+            let mut entries = tokio::fs::read_dir(&at).await.map_err(&io)?;
+            while let Some(entry) = entries.next_entry().await.map_err(&io)? {
+                let path = entry.path();
+                let kind = entry.file_type().await.map_err(&io)?;
+                let rel = relative(dir, &path);
+                let keep = rel.as_deref().is_some_and(|rel| {
+                    if kind.is_dir() {
+                        folders.contains(rel)
+                    } else {
+                        wanted.contains(rel)
+                    }
+                });
+                match (keep, kind.is_dir()) {
+                    (true, true) => todo.push(path),
+                    (true, false) => {}
+                    (false, true) => tokio::fs::remove_dir_all(&path).await.map_err(&io)?,
+                    (false, false) => tokio::fs::remove_file(&path).await.map_err(&io)?,
+                }
+            }
+        }
+        for f in files {
+            let target = dir.join(&f.path);
+            let key = Self::key(row, 0, &f.path);
+            if let Some(parent) = target.parent() {
+                tokio::fs::create_dir_all(parent).await.map_err(&io)?;
+            }
+            if let Some(source) = self.objects.local_path(&key) {
+                if tokio::fs::read_link(&target)
+                    .await
+                    .is_ok_and(|l| l == source)
+                {
+                    continue;
+                }
+                let _ = tokio::fs::remove_file(&target).await;
+                tokio::fs::symlink(&source, &target).await.map_err(&io)?;
+                continue;
+            }
+            let modified = std::time::UNIX_EPOCH
+                + std::time::Duration::from_millis(u64::try_from(f.modified).unwrap_or(0));
+            let fresh = tokio::fs::symlink_metadata(&target).await.is_ok_and(|m| {
+                m.is_file() && m.len() == f.size && m.modified().is_ok_and(|t| t == modified)
+            });
+            if fresh {
+                continue;
+            }
+            // Written beside the target under a name no dataset file has
+            // (names may not start with a space), then renamed into place.
+            let part = target.with_file_name(format!(" {}.part", random_token()));
+            let copied = async {
+                let (mut body, _, _) = self.objects.get(&key, None).await?;
+                let mut out = tokio::fs::File::create(&part).await.map_err(&io)?;
+                while let Some(chunk) = body.next().await {
+                    let chunk = chunk.map_err(&io)?;
+                    tokio::io::AsyncWriteExt::write_all(&mut out, &chunk)
+                        .await
+                        .map_err(&io)?;
+                }
+                tokio::io::AsyncWriteExt::flush(&mut out)
+                    .await
+                    .map_err(&io)?;
+                out.into_std().await.set_modified(modified).map_err(&io)?;
+                tokio::fs::rename(&part, &target).await.map_err(&io)
+            }
+            .await;
+            if copied.is_err() {
+                let _ = tokio::fs::remove_file(&part).await;
+            }
+            copied?;
+        }
+        Ok(())
+    }
+}
+
+impl SqlAssets {
+    /// Refuses to change the files of a finished model version.
+    async fn unfinished(&self, row: &AssetRow, slot: Slot) -> Result<(), AppError> {
+        if let Slot::Version(n) = slot {
+            let ready = self
+                .store
+                .versions(row.id)
+                .await?
+                .iter()
+                .any(|x| x.version == n && x.state == READY);
+            if ready {
+                return Err(AppError::Conflict {
+                    field: None,
+                    message: format!(
+                        "Version {n} is complete and cannot change; register a new version."
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn find_version(&self, asset_id: i64, version: u32) -> Result<ModelVersion, AppError> {
+        self.store
+            .versions(asset_id)
+            .await?
+            .into_iter()
+            .find(|v| v.version == version)
+            .ok_or(AppError::Internal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(path: &str, size: u64, modified: i64) -> FileEntry {
+        FileEntry {
+            path: path.into(),
+            dir: false,
+            size,
+            modified,
+            files: 1,
+        }
+    }
+
+    #[test]
+    fn a_folder_lists_its_files_and_subfolders_with_their_totals() {
+        let files = [
+            file("a.txt", 1, 10),
+            file("img/x.png", 5, 20),
+            file("img/y.png", 7, 30),
+            file("img/deep/z.png", 1, 5),
+            file("z.csv", 2, 1),
+        ];
+        let root = folder(&files, "");
+        let names: Vec<(&str, bool, u64, u64)> = root
+            .iter()
+            .map(|e| (e.path.as_str(), e.dir, e.size, e.files))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("img", true, 13, 3),
+                ("a.txt", false, 1, 1),
+                ("z.csv", false, 2, 1)
+            ]
+        );
+        assert_eq!(root[0].modified, 30);
+        let img = folder(&files, "img");
+        let names: Vec<&str> = img.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(names, ["img/deep", "img/x.png", "img/y.png"]);
+        assert!(folder(&files, "nope").is_empty());
+    }
+}

@@ -1,0 +1,633 @@
+//! The Kubernetes backend: the [`Cluster`] port on any cluster, through its
+//! API with kube-rs (no operator). An account's jobs live in its namespace;
+//! a job is the objects of [`objects`]; its status comes from a watch on the
+//! console's pods ([`watch`]), written into the same job store the local
+//! executor uses, so the table, filters and pages work alike. Logs stream
+//! from `pods/log` while a pod exists and are collected into files when it
+//! ends, so they outlive the pod.
+
+pub mod errors;
+pub mod objects;
+mod watch;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use app::error::AppError;
+use app::models::{
+    Account, Job, JobPage, JobQuery, JobSpec, JobStatus, LogRequest, Me, Pod, PodPhase,
+};
+use app::ports::{Cluster, JobEvent, LogStream};
+use async_trait::async_trait;
+use futures_util::{AsyncBufReadExt, TryStreamExt};
+use k8s_openapi::api::batch::v1::Job as KubeJob;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, Pod as KubePod, ResourceQuota, Secret, Service,
+};
+use kube::api::{DeleteParams, ListParams, LogParams, PostParams, PropagationPolicy};
+use kube::{Api, Client};
+use tokio::sync::broadcast;
+
+use crate::jobs::{JobStore, PodUpdate};
+use crate::logfile;
+use crate::time::now_ms;
+use errors::{from_kube, is_conflict, is_not_found};
+use objects::{selector, JobContext, CONSOLE, CONTAINER, JOB_ID, MANAGED_BY, REPLICA};
+
+/// How often the API server is asked whether it is there.
+const PROBE_EVERY: Duration = Duration::from_secs(3);
+/// How long the probe waits for an answer: a page shows "unreachable"
+/// within this of the cluster going away.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// Jobs on a Kubernetes cluster.
+#[derive(Clone)]
+pub struct KubeCluster {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    client: Client,
+    store: JobStore,
+    /// The cluster's name in the "where it ran" column.
+    name: String,
+    /// Collected logs: `<root>/<account>/<job>/logs/<pod>.log`.
+    logs_root: PathBuf,
+    /// Seconds between SIGTERM and SIGKILL when a replica is stopped.
+    grace: Duration,
+    events: broadcast::Sender<JobEvent>,
+    console_url: OnceLock<String>,
+    /// `Some(why)` while the API server does not answer.
+    health: Mutex<Option<String>>,
+    /// Namespaces known to exist.
+    namespaces: Mutex<HashSet<String>>,
+    /// Jobs being finished (their outcome written, their workloads
+    /// removed): one finisher per job.
+    finishing: Mutex<HashSet<i64>>,
+}
+
+impl KubeCluster {
+    /// Connects with the kubeconfig (`KUBECONFIG`, `~/.kube/config`) or the
+    /// in-cluster service account, and starts watching the console's pods.
+    pub async fn connect(
+        store: JobStore,
+        data_dir: &Path,
+        grace: Duration,
+    ) -> anyhow::Result<Self> {
+        let config = kube::Config::infer().await?;
+        let name = kube::config::Kubeconfig::read()
+            .ok()
+            .and_then(|k| {
+                let current = k.current_context.clone()?;
+                k.contexts
+                    .iter()
+                    .find(|c| c.name == current)
+                    .and_then(|c| c.context.as_ref())
+                    .map(|c| c.cluster.clone())
+            })
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "kubernetes".to_owned());
+        let client = Client::try_from(config)?;
+        Ok(Self::start(client, store, data_dir, grace, name))
+    }
+
+    /// The backend on `client`, named `name`; starts the pod watch and the
+    /// health probe.
+    pub fn start(
+        client: Client,
+        store: JobStore,
+        data_dir: &Path,
+        grace: Duration,
+        name: String,
+    ) -> Self {
+        let (events, _) = broadcast::channel(1024);
+        let inner = Arc::new(Inner {
+            client,
+            store,
+            name,
+            logs_root: data_dir.join("kube-logs"),
+            grace,
+            events,
+            console_url: OnceLock::new(),
+            health: Mutex::new(None),
+            namespaces: Mutex::new(HashSet::new()),
+            finishing: Mutex::new(HashSet::new()),
+        });
+        tokio::spawn(watch::pods(Arc::downgrade(&inner)));
+        tokio::spawn(probe(Arc::downgrade(&inner)));
+        Self { inner }
+    }
+
+    /// Tells jobs where the console is (`PADDLECLOUD_SERVER`); the first call wins.
+    pub fn set_console_url(&self, url: String) {
+        let _ = self.inner.console_url.set(url);
+    }
+
+    /// The account's ResourceQuota as `(resource, hard, used)`, if it has one.
+    pub async fn quota(
+        &self,
+        account: &Account,
+    ) -> Result<Vec<(String, String, String)>, AppError> {
+        let api: Api<ResourceQuota> =
+            Api::namespaced(self.inner.client.clone(), &account.namespace);
+        let list = api
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| from_kube("read the namespace's quota", e))?;
+        let mut out = Vec::new();
+        for rq in list.items {
+            let status = rq.status.unwrap_or_default();
+            let used = status.used.unwrap_or_default();
+            for (resource, hard) in status.hard.unwrap_or_default() {
+                let used = used.get(&resource).map(|q| q.0.clone()).unwrap_or_default();
+                out.push((resource, hard.0, used));
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+impl Inner {
+    fn emit(&self, account_id: i64, job: &str) {
+        let _ = self.events.send(JobEvent {
+            account_id,
+            job: job.to_owned(),
+        });
+    }
+
+    fn api<K>(&self, namespace: &str) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    fn job_dir(&self, account: &str, job: &str) -> PathBuf {
+        self.logs_root.join(account).join(job)
+    }
+
+    fn log_path(&self, account: &str, job: &str, pod: &str) -> PathBuf {
+        crate::local::log_path(&self.job_dir(account, job), pod)
+    }
+
+    /// Creates the account's namespace, labelled as the console's, once.
+    async fn ensure_namespace(&self, account: &Account) -> Result<(), AppError> {
+        if self
+            .namespaces
+            .lock()
+            .expect("namespaces lock")
+            .contains(&account.namespace)
+        {
+            return Ok(());
+        }
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let ns: Namespace = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": account.namespace,
+                "labels": { MANAGED_BY: CONSOLE, "paddlecloud.org/account": account.name },
+            },
+        }))
+        .map_err(|_| AppError::Internal)?;
+        match api.create(&PostParams::default(), &ns).await {
+            Ok(_) => {}
+            Err(e) if is_conflict(&e) => {}
+            Err(e) => return Err(from_kube("create the account's namespace", e)),
+        }
+        self.namespaces
+            .lock()
+            .expect("namespaces lock")
+            .insert(account.namespace.clone());
+        Ok(())
+    }
+
+    /// Creates the job's objects; the parent first, so the rest hang off it.
+    async fn create_objects(
+        &self,
+        account: &Account,
+        spec: &JobSpec,
+        job_id: i64,
+        token: &str,
+    ) -> Result<(), AppError> {
+        let ns = &account.namespace;
+        let parent = objects::parent(spec, job_id)?;
+        let parent = match self
+            .api::<ConfigMap>(ns)
+            .create(&PostParams::default(), &parent)
+            .await
+        {
+            Ok(p) => p,
+            Err(e) if is_conflict(&e) => {
+                return Err(AppError::conflict(
+                    "name",
+                    format!(
+                        "Kubernetes still has objects of a job named “{}” in namespace {ns} \
+                         (being deleted?). Try again in a moment or choose another name.",
+                        spec.name
+                    ),
+                ))
+            }
+            Err(e) => return Err(from_kube("create the job", e)),
+        };
+        let pp = PostParams::default();
+        self.api::<Secret>(ns)
+            .create(&pp, &objects::token_secret(spec, job_id, &parent, token)?)
+            .await
+            .map_err(|e| from_kube("create the job's token", e))?;
+        self.api::<Service>(ns)
+            .create(&pp, &objects::service(spec, job_id, &parent)?)
+            .await
+            .map_err(|e| from_kube("create the job's service", e))?;
+        let ctx = JobContext {
+            job_id,
+            account: &account.name,
+            console_url: self.console_url.get().map(String::as_str),
+            grace_seconds: self.grace.as_secs().max(1) as i64,
+        };
+        let jobs = self.api::<KubeJob>(ns);
+        for replica in objects::replica_jobs(spec, &ctx, &parent)? {
+            jobs.create(&pp, &replica)
+                .await
+                .map_err(|e| from_kube("create a replica", e))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the replicas' workloads (their pods end with SIGTERM, then
+    /// SIGKILL after the grace period); the parent and the record stay.
+    async fn remove_workloads(&self, namespace: &str, job_id: i64) -> Result<(), AppError> {
+        let id = job_id.to_string();
+        let lp = ListParams::default().labels(&selector(&[(MANAGED_BY, CONSOLE), (JOB_ID, &id)]));
+        let dp = DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Background),
+            ..DeleteParams::default()
+        };
+        self.api::<KubeJob>(namespace)
+            .delete_collection(&dp, &lp)
+            .await
+            .map_err(|e| from_kube("stop the job's replicas", e))?;
+        // The pods too, at once: the garbage collector would get to them,
+        // but a stop should not wait for it.
+        self.api::<KubePod>(namespace)
+            .delete_collection(&DeleteParams::default(), &lp)
+            .await
+            .map_err(|e| from_kube("stop the job's pods", e))?;
+        Ok(())
+    }
+
+    /// The live pod of a replica, if there is one.
+    async fn live_pod(
+        &self,
+        namespace: &str,
+        job_id: i64,
+        replica: &str,
+    ) -> Result<Option<KubePod>, AppError> {
+        let id = job_id.to_string();
+        let lp = ListParams::default().labels(&selector(&[(JOB_ID, &id), (REPLICA, replica)]));
+        let mut pods = self
+            .api::<KubePod>(namespace)
+            .list(&lp)
+            .await
+            .map_err(|e| from_kube("find the pod", e))?
+            .items;
+        // A replacement (after an eviction) is the one that counts.
+        pods.sort_by_key(|p| p.metadata.creation_timestamp.clone());
+        Ok(pods.pop())
+    }
+
+    /// Copies a pod's whole log (with timestamps) into its file, so it is
+    /// served after the pod is gone. A pod that never started has none.
+    async fn collect_log(
+        &self,
+        account: &str,
+        job: &str,
+        job_id: i64,
+        namespace: &str,
+        replica: &str,
+    ) {
+        let Ok(Some(pod)) = self.live_pod(namespace, job_id, replica).await else {
+            return;
+        };
+        let Some(name) = pod.metadata.name.clone() else {
+            return;
+        };
+        let lp = LogParams {
+            container: Some(CONTAINER.to_owned()),
+            timestamps: true,
+            ..LogParams::default()
+        };
+        let path = self.log_path(account, job, replica);
+        let text = match self.api::<KubePod>(namespace).logs(&name, &lp).await {
+            // A program that could not start printed nothing: the reason is its log.
+            Ok(text) if text.is_empty() => match watch::update_of(&pod).message {
+                Some(why) if why.starts_with("Could not start") => {
+                    format!(
+                        "{} {why}\n",
+                        logfile::format_timestamp(time::OffsetDateTime::now_utc())
+                    )
+                }
+                _ => text,
+            },
+            Ok(text) => text,
+            // A pod that never ran has no log to read.
+            Err(kube::Error::Api(s)) if s.code == 400 || s.code == 404 => return,
+            Err(err) => {
+                tracing::warn!(error = %err, job, replica, "collecting a pod's log");
+                return;
+            }
+        };
+        let written = match path.parent() {
+            Some(dir) => match tokio::fs::create_dir_all(dir).await {
+                Ok(()) => tokio::fs::write(&path, text).await,
+                Err(err) => Err(err),
+            },
+            None => Ok(()),
+        };
+        if let Err(err) = written {
+            tracing::error!(error = %err, path = %path.display(), "saving a collected log");
+        }
+    }
+
+    /// Waits (at most the grace period and a margin) until the job has no
+    /// pods left: a stop returns once its processes have ended.
+    async fn wait_pods_gone(&self, namespace: &str, job_id: i64) {
+        let id = job_id.to_string();
+        let lp = ListParams::default().labels(&selector(&[(MANAGED_BY, CONSOLE), (JOB_ID, &id)]));
+        let deadline = tokio::time::Instant::now() + self.grace + Duration::from_secs(15);
+        while tokio::time::Instant::now() < deadline {
+            match self.api::<KubePod>(namespace).list(&lp).await {
+                Ok(list) if list.items.is_empty() => return,
+                Ok(_) => {}
+                Err(err) => {
+                    tracing::warn!(error = %err, job_id, "waiting for a job's pods to end");
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tracing::warn!(job_id, "a stopped job's pods are still terminating");
+    }
+
+    /// Ends an active job with `status`: collects every log, removes the
+    /// workloads, marks pods still going as stopped, writes the outcome.
+    async fn finish(
+        &self,
+        account: &Account,
+        job_id: i64,
+        status: JobStatus,
+        message: &str,
+        why_stopped: &str,
+    ) -> Result<(), AppError> {
+        if !self
+            .finishing
+            .lock()
+            .expect("finishing lock")
+            .insert(job_id)
+        {
+            return Ok(());
+        }
+        let result = async {
+            let stored = self.store.by_id(job_id).await?;
+            if !stored.job.status.is_active() {
+                return Ok(());
+            }
+            let pods = self.store.pods(job_id).await?;
+            for pod in &pods {
+                if pod.phase != PodPhase::Pending {
+                    self.collect_log(
+                        &account.name,
+                        &stored.job.name,
+                        job_id,
+                        &account.namespace,
+                        &pod.name,
+                    )
+                    .await;
+                }
+            }
+            let removed = self.remove_workloads(&account.namespace, job_id).await;
+            for pod in pods
+                .iter()
+                .filter(|p| matches!(p.phase, PodPhase::Pending | PodPhase::Running))
+            {
+                let never_ran = pod.phase == PodPhase::Pending;
+                self.store
+                    .update_pod(
+                        job_id,
+                        &pod.name,
+                        PodUpdate {
+                            phase: Some(PodPhase::Stopped),
+                            finished_at: (!never_ran).then(now_ms),
+                            message: Some(if never_ran && status == JobStatus::Failed {
+                                "Not started because the job failed.".to_owned()
+                            } else {
+                                why_stopped.to_owned()
+                            }),
+                            ..Default::default()
+                        },
+                    )
+                    .await?;
+            }
+            self.store.set_status(job_id, status, message).await?;
+            self.emit(account.id, &stored.job.name);
+            if removed.is_ok() {
+                self.wait_pods_gone(&account.namespace, job_id).await;
+            }
+            removed
+        }
+        .await;
+        self.finishing
+            .lock()
+            .expect("finishing lock")
+            .remove(&job_id);
+        result
+    }
+
+    /// Reads the API server's version, to tell whether it is there.
+    async fn check(&self) {
+        let answer = tokio::time::timeout(PROBE_TIMEOUT, self.client.apiserver_version()).await;
+        let why = match answer {
+            Ok(Ok(_)) => None,
+            Ok(Err(err)) => Some(format!("The Kubernetes API server does not answer: {err}")),
+            Err(_) => Some(format!(
+                "The Kubernetes API server did not answer within {} s.",
+                PROBE_TIMEOUT.as_secs_f32()
+            )),
+        };
+        let mut health = self.health.lock().expect("health lock");
+        if health.is_none() != why.is_none() {
+            match &why {
+                Some(why) => tracing::warn!(%why, "cluster unreachable"),
+                None => tracing::info!("cluster reachable again"),
+            }
+        }
+        *health = why;
+    }
+}
+
+/// Keeps [`Inner::health`] current while the backend lives.
+async fn probe(inner: std::sync::Weak<Inner>) {
+    loop {
+        let Some(inner) = inner.upgrade() else { return };
+        inner.check().await;
+        drop(inner);
+        tokio::time::sleep(PROBE_EVERY).await;
+    }
+}
+
+#[async_trait]
+impl Cluster for KubeCluster {
+    fn name(&self) -> String {
+        self.inner.name.clone()
+    }
+
+    fn health(&self) -> Option<String> {
+        self.inner.health.lock().expect("health lock").clone()
+    }
+
+    async fn submit(&self, by: &Me, spec: JobSpec) -> Result<Job, AppError> {
+        spec.validate()?;
+        objects::validate_for_kubernetes(&spec)?;
+        let inner = &self.inner;
+        inner.ensure_namespace(&by.account).await?;
+        let (stored, token) = inner.store.insert(by, &spec, &inner.name).await?;
+        if let Err(err) = inner
+            .create_objects(&by.account, &spec, stored.id, &token)
+            .await
+        {
+            // Nothing half-made stays: the parent owns whatever was created.
+            let _ = inner
+                .api::<ConfigMap>(&by.account.namespace)
+                .delete(&spec.name, &DeleteParams::background())
+                .await;
+            inner.store.delete(stored.id).await?;
+            return Err(err);
+        }
+        let _ = tokio::fs::remove_dir_all(inner.job_dir(&by.account.name, &spec.name)).await;
+        inner.emit(by.account.id, &spec.name);
+        Ok(stored.job)
+    }
+
+    async fn list_jobs(&self, account: &Account, query: &JobQuery) -> Result<JobPage, AppError> {
+        self.inner.store.list(account.id, query).await
+    }
+
+    async fn job(&self, account: &Account, name: &str) -> Result<Job, AppError> {
+        Ok(self.inner.store.get(account.id, name).await?.job)
+    }
+
+    async fn stop(&self, account: &Account, name: &str) -> Result<Job, AppError> {
+        let stored = self.inner.store.get(account.id, name).await?;
+        if stored.job.status.is_active() {
+            self.inner
+                .finish(
+                    account,
+                    stored.id,
+                    JobStatus::Stopped,
+                    "Stopped by a user.",
+                    "Stopped by a user.",
+                )
+                .await?;
+        }
+        Ok(self.inner.store.by_id(stored.id).await?.job)
+    }
+
+    async fn delete(&self, account: &Account, name: &str) -> Result<(), AppError> {
+        let job = self.stop(account, name).await?;
+        let stored = self.inner.store.get(account.id, &job.name).await?;
+        // Foreground: the parent goes last, after everything it owns, so
+        // the name is free for a new job once this returns.
+        let parents = self.inner.api::<ConfigMap>(&account.namespace);
+        match parents.delete(name, &DeleteParams::foreground()).await {
+            Ok(_) => {}
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(from_kube("delete the job", e)),
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while tokio::time::Instant::now() < deadline {
+            match parents.get_opt(name).await {
+                Ok(None) => break,
+                Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(100)).await,
+                Err(e) => return Err(from_kube("delete the job", e)),
+            }
+        }
+        self.inner.store.delete(stored.id).await?;
+        let _ = tokio::fs::remove_dir_all(self.inner.job_dir(&account.name, name)).await;
+        self.inner.emit(account.id, name);
+        Ok(())
+    }
+
+    async fn pods(&self, account: &Account, name: &str) -> Result<Vec<Pod>, AppError> {
+        self.inner.store.pods_of(account.id, name).await
+    }
+
+    async fn log(
+        &self,
+        account: &Account,
+        job: &str,
+        pod: &str,
+        request: LogRequest,
+    ) -> Result<LogStream, AppError> {
+        let inner = &self.inner;
+        let (stored, replica) = inner.store.pod_of(account.id, job, pod).await?;
+        let path = inner.log_path(&account.name, job, pod);
+        if tokio::fs::try_exists(&path).await.unwrap_or(false) {
+            // Collected when it ended: complete.
+            return logfile::serve(path, request, tokio::sync::watch::channel(true).1).await;
+        }
+        let mut phase = replica.phase;
+        if request.follow && phase == PodPhase::Pending {
+            // Following a pod that has not started: wait for it (a while).
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+            while phase == PodPhase::Pending && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                phase = inner
+                    .store
+                    .pods(stored.id)
+                    .await?
+                    .into_iter()
+                    .find(|p| p.name == pod)
+                    .map_or(PodPhase::Stopped, |p| p.phase);
+            }
+            if tokio::fs::try_exists(&path).await.unwrap_or(false) {
+                return logfile::serve(path, request, tokio::sync::watch::channel(true).1).await;
+            }
+        }
+        let live = match phase {
+            PodPhase::Running | PodPhase::Succeeded | PodPhase::Failed => {
+                inner.live_pod(&account.namespace, stored.id, pod).await?
+            }
+            _ => None,
+        };
+        let Some(name) = live.and_then(|p| p.metadata.name) else {
+            // Not started (or gone without a log): nothing to show yet.
+            return Ok(Box::pin(futures_util::stream::empty()));
+        };
+        let lp = LogParams {
+            container: Some(CONTAINER.to_owned()),
+            follow: request.follow,
+            tail_lines: request.tail.map(|t| t as i64),
+            timestamps: request.timestamps,
+            ..LogParams::default()
+        };
+        let reader = inner
+            .api::<KubePod>(&account.namespace)
+            .log_stream(&name, &lp)
+            .await
+            .map_err(|e| from_kube("read the pod's log", e))?;
+        // Whole lines, as the port promises.
+        let lines = reader.lines().map_ok(|mut line| {
+            line.push('\n');
+            bytes::Bytes::from(line)
+        });
+        Ok(Box::pin(lines))
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<JobEvent> {
+        self.inner.events.subscribe()
+    }
+}

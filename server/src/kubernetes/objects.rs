@@ -1,0 +1,396 @@
+//! The Kubernetes objects a job becomes, built from its spec.
+//!
+//! One parent ConfigMap (`<job>`, holding the spec) owns everything else
+//! through ownerReferences, so deleting it cascades: a Secret with the job's
+//! token, a headless Service that gives every replica a stable DNS name
+//! (`trainer-0.<job>`), and one batch/v1 Job per replica (`<job>-trainer-0`,
+//! backoffLimit 0), whose pod runs the replica. Per-replica Jobs work on
+//! Kubernetes 1.20 (no Indexed Jobs needed) and still give each replica a
+//! controller that records how it ended.
+
+use std::collections::BTreeMap;
+
+use app::error::AppError;
+use app::models::quantity::{parse_cpu_millis, parse_memory_bytes};
+use app::models::{JobRole, JobSpec};
+use k8s_openapi::api::batch::v1::Job as KubeJob;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use serde_json::json;
+
+use crate::jobs::store::pod_names;
+
+/// `app.kubernetes.io/managed-by` on everything the console creates.
+pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// Its value.
+pub const CONSOLE: &str = "paddlecloud";
+/// The job an object belongs to.
+pub const JOB: &str = "paddlecloud.org/job";
+/// The console's id of that job.
+pub const JOB_ID: &str = "paddlecloud.org/job-id";
+/// `pserver` or `trainer`.
+pub const ROLE: &str = "paddlecloud.org/role";
+/// The replica's index within its role.
+pub const INDEX: &str = "paddlecloud.org/index";
+/// The replica's name (`trainer-0`), which is its pod's name in the console.
+pub const REPLICA: &str = "paddlecloud.org/replica";
+/// The key of the job token in its Secret.
+pub const TOKEN_KEY: &str = "token";
+/// The one container of a replica's pod.
+pub const CONTAINER: &str = "paddle";
+/// The port parameter servers listen on.
+pub const PS_PORT: u16 = 6174;
+/// The port trainers listen on (collective training, endpoints).
+pub const TRAINER_PORT: u16 = 6170;
+/// Longest name a Kubernetes label value or DNS label may have.
+const MAX_LABEL: usize = 63;
+
+/// What a job needs beyond its spec.
+pub struct JobContext<'a> {
+    /// The console's id of the job.
+    pub job_id: i64,
+    /// The account's name.
+    pub account: &'a str,
+    /// The console's URL as the job reaches it (`PADDLECLOUD_SERVER`).
+    pub console_url: Option<&'a str>,
+    /// Seconds between SIGTERM and SIGKILL when a replica is stopped.
+    pub grace_seconds: i64,
+}
+
+/// The spec's extra rules on Kubernetes: an image to run, and names that fit
+/// in a DNS label once a replica's suffix is added.
+pub fn validate_for_kubernetes(spec: &JobSpec) -> Result<(), AppError> {
+    if spec.image.trim().is_empty() {
+        return Err(AppError::invalid(
+            "image",
+            "Kubernetes runs containers: give an image, e.g. paddlepaddle/paddle:2.6.1.",
+        ));
+    }
+    let longest = pod_names(spec)
+        .into_iter()
+        .map(|(name, _, _)| name.len())
+        .max()
+        .unwrap_or(0);
+    let room = MAX_LABEL.saturating_sub(longest + 1);
+    if spec.name.len() > room {
+        return Err(AppError::invalid(
+            "name",
+            format!("On Kubernetes a job's name has at most {room} characters here (its replicas' names are added to it)."),
+        ));
+    }
+    if !spec.datasets.is_empty() {
+        return Err(AppError::invalid(
+            "datasets",
+            "Jobs on Kubernetes cannot mount datasets yet; read them from the object store.",
+        ));
+    }
+    Ok(())
+}
+
+fn labels(spec: &JobSpec, job_id: i64) -> serde_json::Value {
+    json!({ MANAGED_BY: CONSOLE, JOB: spec.name, JOB_ID: job_id.to_string() })
+}
+
+/// The parent: holds the spec; owns everything else.
+pub fn parent(spec: &JobSpec, job_id: i64) -> Result<ConfigMap, AppError> {
+    let spec_json = serde_json::to_string(spec).map_err(|_| AppError::Internal)?;
+    from_json(json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": { "name": spec.name, "labels": labels(spec, job_id) },
+        "data": { "spec.json": spec_json },
+    }))
+}
+
+fn owner(parent: &ConfigMap) -> serde_json::Value {
+    json!([{
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": parent.metadata.name,
+        "uid": parent.metadata.uid,
+        "blockOwnerDeletion": true,
+    }])
+}
+
+/// The job token, for the SDK inside the job.
+pub fn token_secret(
+    spec: &JobSpec,
+    job_id: i64,
+    parent: &ConfigMap,
+    token: &str,
+) -> Result<Secret, AppError> {
+    from_json(json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": format!("{}-token", spec.name),
+            "labels": labels(spec, job_id),
+            "ownerReferences": owner(parent),
+        },
+        "type": "Opaque",
+        "stringData": { TOKEN_KEY: token },
+    }))
+}
+
+/// The headless Service that names every replica in DNS.
+pub fn service(spec: &JobSpec, job_id: i64, parent: &ConfigMap) -> Result<Service, AppError> {
+    from_json(json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": spec.name,
+            "labels": labels(spec, job_id),
+            "ownerReferences": owner(parent),
+        },
+        "spec": {
+            "clusterIP": "None",
+            "selector": { JOB: spec.name, JOB_ID: job_id.to_string() },
+            // Replicas find each other before they are ready.
+            "publishNotReadyAddresses": true,
+            "ports": [
+                { "name": "pserver", "port": PS_PORT },
+                { "name": "trainer", "port": TRAINER_PORT },
+            ],
+        },
+    }))
+}
+
+/// A replica's DNS name and port, as the others reach it.
+pub fn endpoint(job: &str, replica: &str, role: JobRole) -> String {
+    let port = match role {
+        JobRole::Pserver => PS_PORT,
+        JobRole::Trainer => TRAINER_PORT,
+    };
+    format!("{replica}.{job}:{port}")
+}
+
+/// One batch/v1 Job per replica.
+pub fn replica_jobs(
+    spec: &JobSpec,
+    ctx: &JobContext,
+    parent: &ConfigMap,
+) -> Result<Vec<KubeJob>, AppError> {
+    let replicas = pod_names(spec);
+    let list = |want: JobRole| {
+        replicas
+            .iter()
+            .filter(|(_, role, _)| *role == want)
+            .map(|(name, role, _)| endpoint(&spec.name, name, *role))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let (ps_list, trainer_list) = (list(JobRole::Pserver), list(JobRole::Trainer));
+    replicas
+        .iter()
+        .map(|(replica, role, index)| {
+            let resources = match role {
+                JobRole::Pserver => &spec.ps,
+                JobRole::Trainer => &spec.trainer,
+            };
+            let me = endpoint(&spec.name, replica, *role);
+            let port = me.rsplit_once(':').map(|(_, p)| p.to_owned()).unwrap_or_default();
+            let mut env: Vec<serde_json::Value> = spec
+                .env
+                .iter()
+                .map(|v| json!({ "name": v.name, "value": v.value }))
+                .collect();
+            let mut set = |name: &str, value: String| env.push(json!({ "name": name, "value": value }));
+            set("PADDLE_JOB_ID", spec.name.clone());
+            set("TRAINING_ROLE", role.training_role().to_owned());
+            set("PADDLE_TRAINERS_NUM", spec.num_trainers.to_string());
+            set("PADDLE_PSERVERS_NUM", spec.num_ps.to_string());
+            set("PADDLE_PSERVERS_IP_PORT_LIST", ps_list.clone());
+            set("PADDLE_TRAINER_ENDPOINTS", trainer_list.clone());
+            set("PADDLE_PORT", port.clone());
+            set("PADDLE_CURRENT_ENDPOINT", me.clone());
+            set("PYTHONUNBUFFERED", "1".to_owned());
+            set("PADDLECLOUD_ACCOUNT", ctx.account.to_owned());
+            set("PADDLECLOUD_POD", replica.clone());
+            match role {
+                JobRole::Trainer => set("PADDLE_TRAINER_ID", index.to_string()),
+                JobRole::Pserver => set("PADDLE_PSERVER_ID", index.to_string()),
+            }
+            if let Some(url) = ctx.console_url {
+                set("PADDLECLOUD_SERVER", url.to_owned());
+            }
+            env.push(json!({ "name": "POD_IP", "valueFrom": { "fieldRef": { "fieldPath": "status.podIP" } } }));
+            env.push(json!({
+                "name": "PADDLECLOUD_JOB_TOKEN",
+                "valueFrom": { "secretKeyRef": { "name": format!("{}-token", spec.name), "key": TOKEN_KEY } },
+            }));
+            // Requests and limits alike: a training replica's share is what it asked for.
+            let cpu = format!("{}m", parse_cpu_millis("cpu", &resources.cpu)?);
+            let memory = parse_memory_bytes("memory", &resources.memory)?.to_string();
+            let mut amounts = json!({ "cpu": cpu, "memory": memory });
+            if resources.gpu > 0 {
+                amounts["nvidia.com/gpu"] = json!(resources.gpu.to_string());
+            }
+            let mut pod_labels = labels(spec, ctx.job_id);
+            pod_labels[ROLE] = json!(role.as_str());
+            pod_labels[INDEX] = json!(index.to_string());
+            pod_labels[REPLICA] = json!(replica);
+            let mut container = json!({
+                "name": CONTAINER,
+                "image": spec.image,
+                "command": spec.command,
+                "args": spec.args,
+                "env": env,
+                "ports": [{ "containerPort": port.parse::<u16>().unwrap_or(PS_PORT) }],
+                "resources": { "requests": amounts, "limits": amounts },
+            });
+            if spec.working_dir.starts_with('/') {
+                container["workingDir"] = json!(spec.working_dir);
+            }
+            from_json(json!({
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {
+                    "name": format!("{}-{replica}", spec.name),
+                    "labels": pod_labels,
+                    "ownerReferences": owner(parent),
+                },
+                "spec": {
+                    "backoffLimit": 0,
+                    "completions": 1,
+                    "parallelism": 1,
+                    "template": {
+                        "metadata": { "labels": pod_labels },
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "hostname": replica,
+                            "subdomain": spec.name,
+                            "terminationGracePeriodSeconds": ctx.grace_seconds,
+                            "enableServiceLinks": false,
+                            "containers": [container],
+                        },
+                    },
+                },
+            }))
+        })
+        .collect()
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, AppError> {
+    serde_json::from_value(value).map_err(|err| {
+        tracing::error!(error = %err, "building a Kubernetes object");
+        AppError::Internal
+    })
+}
+
+/// Labels as a selector string: `a=b,c=d`.
+pub fn selector(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A label's value from an object's labels.
+pub fn label<'a>(labels: &'a Option<BTreeMap<String, String>>, key: &str) -> Option<&'a str> {
+    labels.as_ref()?.get(key).map(String::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use app::models::{EnvVar, Resources};
+
+    fn spec() -> JobSpec {
+        JobSpec {
+            name: "mnist".into(),
+            image: "paddlepaddle/paddle:2.6.1".into(),
+            command: vec!["python".into(), "train.py".into()],
+            args: vec![],
+            working_dir: "/workspace".into(),
+            env: vec![EnvVar {
+                name: "GREETING".into(),
+                value: "hi".into(),
+            }],
+            num_ps: 1,
+            num_trainers: 2,
+            ps: Resources {
+                cpu: "500m".into(),
+                memory: "1Gi".into(),
+                gpu: 0,
+            },
+            trainer: Resources {
+                cpu: "2".into(),
+                memory: "4Gi".into(),
+                gpu: 1,
+            },
+            datasets: vec![],
+        }
+    }
+
+    #[test]
+    fn every_replica_gets_a_job_with_dns_endpoints_resources_and_an_owner() {
+        let mut parent = parent(&spec(), 7).unwrap();
+        parent.metadata.uid = Some("uid-1".into());
+        let ctx = JobContext {
+            job_id: 7,
+            account: "vision",
+            console_url: Some("http://console"),
+            grace_seconds: 5,
+        };
+        let jobs = replica_jobs(&spec(), &ctx, &parent).unwrap();
+        let names: Vec<_> = jobs
+            .iter()
+            .map(|j| j.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(names, ["mnist-ps-0", "mnist-trainer-0", "mnist-trainer-1"]);
+        let t1 = serde_json::to_value(&jobs[2]).unwrap();
+        assert_eq!(t1["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+        assert_eq!(t1["spec"]["backoffLimit"], 0);
+        let pod = &t1["spec"]["template"]["spec"];
+        assert_eq!(pod["hostname"], "trainer-1");
+        assert_eq!(pod["subdomain"], "mnist");
+        let c = &pod["containers"][0];
+        assert_eq!(c["resources"]["limits"]["nvidia.com/gpu"], "1");
+        assert_eq!(c["resources"]["requests"]["cpu"], "2000m");
+        assert_eq!(c["workingDir"], "/workspace");
+        let env = |name: &str| {
+            c["env"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["name"] == name)
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(
+            env("PADDLE_PSERVERS_IP_PORT_LIST")["value"],
+            "ps-0.mnist:6174"
+        );
+        assert_eq!(
+            env("PADDLE_TRAINER_ENDPOINTS")["value"],
+            "trainer-0.mnist:6170,trainer-1.mnist:6170"
+        );
+        assert_eq!(
+            env("PADDLE_CURRENT_ENDPOINT")["value"],
+            "trainer-1.mnist:6170"
+        );
+        assert_eq!(env("PADDLE_TRAINER_ID")["value"], "1");
+        assert_eq!(env("GREETING")["value"], "hi");
+        assert_eq!(
+            env("PADDLECLOUD_JOB_TOKEN")["valueFrom"]["secretKeyRef"]["name"],
+            "mnist-token"
+        );
+    }
+
+    #[test]
+    fn kubernetes_needs_an_image_and_names_that_fit_a_dns_label() {
+        let mut s = spec();
+        s.image = " ".into();
+        assert_eq!(
+            validate_for_kubernetes(&s).unwrap_err().field(),
+            Some("image")
+        );
+        let mut s = spec();
+        s.name = "x".repeat(60);
+        assert_eq!(
+            validate_for_kubernetes(&s).unwrap_err().field(),
+            Some("name")
+        );
+        assert!(validate_for_kubernetes(&spec()).is_ok());
+    }
+}
