@@ -101,7 +101,7 @@ pub fn SubmitDialog(
                         on:input=move |ev| form.update(|f| f.env = event_target_value(&ev))
                     ></textarea>
                     <FieldError error field="env" />
-                    {field("datasets", "Datasets it reads (name or owner/name; the first is at $PADDLE_DATASET_DIR)", |f| f.datasets.clone(), |f, v| f.datasets = v)}
+                    {field("datasets", "Datasets it reads (comma-separated; the first is at $PADDLE_DATASET_DIR)", |f| f.datasets.clone(), |f, v| f.datasets = v)}
                     <p class="total" data-testid="job-total">"This job asks for " <strong>{total}</strong></p>
                     <footer>
                         <A href=close attr:class="button">"Cancel"</A>
