@@ -16,3 +16,7 @@ pub mod ports;
 pub mod routes;
 
 pub use routes::{shell, App};
+
+/// The attribute the browser puts on `<html>` once the page (its lazy module
+/// included) is hydrated: tests and scripts wait for it instead of guessing.
+pub const HYDRATED_MARK: &str = "data-hydrated";

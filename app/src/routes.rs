@@ -190,13 +190,6 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
-    // Runs only in the browser, once hydration has wired up the page: tests and
-    // scripts wait for this mark instead of guessing.
-    Effect::new(|_| {
-        if let Some(root) = document().document_element() {
-            let _ = root.set_attribute("data-hydrated", "true");
-        }
-    });
     view! {
         <Stylesheet id="leptos" href="/pkg/paddlecloud.css" />
         <Title formatter=|text| format!("{text} · PaddleCloud") />
