@@ -14,6 +14,7 @@ use app::ports::{Assets, ByteRange, ByteStream, Slot, Viewer};
 use axum::body::Body;
 use bytes::Bytes;
 use common::assets::{local_site, moto, site_on};
+use common::rest::key_for;
 use common::site::Site;
 use common::TestDb;
 use futures_util::StreamExt;
@@ -23,16 +24,6 @@ use serde_json::{json, Value};
 use server::access_keys::SqlAccessKeys;
 
 // ---------------------------------------------------------------- helpers
-
-/// Signs up `account` (owner ann@example.com) and returns an access key for her.
-async fn key_for(site: &Site, account: &str) -> String {
-    site.sign_up(account).await;
-    SqlAccessKeys::new(site.db.pool.clone())
-        .create_for(account, "ann@example.com", "tests")
-        .await
-        .unwrap()
-        .key
-}
 
 struct Answer {
     status: StatusCode,

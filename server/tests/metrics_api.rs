@@ -8,19 +8,10 @@ mod common;
 use std::time::Duration;
 
 use axum::body::Body;
+use common::rest::key_for;
 use common::site::{site, text, Site};
 use http::{header, Method, Request, StatusCode};
 use serde_json::{json, Value};
-use server::access_keys::SqlAccessKeys;
-
-async fn key_for(site: &Site, account: &str) -> String {
-    site.sign_up(account).await;
-    SqlAccessKeys::new(site.db.pool.clone())
-        .create_for(account, "ann@example.com", "tests")
-        .await
-        .unwrap()
-        .key
-}
 
 async fn call(
     site: &Site,

@@ -6,6 +6,7 @@
 pub mod assets;
 pub mod kubelet;
 pub mod metric_logs;
+pub mod rest;
 pub mod site;
 
 use std::sync::atomic::{AtomicU32, Ordering};

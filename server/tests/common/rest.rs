@@ -1,0 +1,103 @@
+//! `/api/v1` calls as the CLI and the SDK make them.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use http::{header, HeaderMap, Method, Request, StatusCode};
+use serde_json::{json, Value};
+use server::access_keys::SqlAccessKeys;
+
+use super::site::{text, Site};
+
+/// Signs up `account` (owner ann@example.com) and returns an access key for her.
+pub async fn key_for(site: &Site, account: &str) -> String {
+    site.sign_up(account).await;
+    SqlAccessKeys::new(site.db.pool.clone())
+        .create_for(account, "ann@example.com", "tests")
+        .await
+        .unwrap()
+        .key
+}
+
+/// A REST answer, read whole.
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+
+    pub fn error(&self) -> (String, Option<String>) {
+        let v = self.json();
+        (
+            v["error"]["code"].as_str().unwrap().to_owned(),
+            v["error"]["field"].as_str().map(str::to_owned),
+        )
+    }
+}
+
+/// One REST call with `key` (if any) and a JSON body (if any).
+pub async fn call(
+    site: &Site,
+    method: Method,
+    path: &str,
+    key: Option<&str>,
+    body: Option<Value>,
+) -> Answer {
+    let mut req = Request::builder().method(method).uri(path);
+    if let Some(key) = key {
+        req = req.header(header::AUTHORIZATION, format!("Bearer {key}"));
+    }
+    let body = match body {
+        Some(v) => {
+            req = req.header(header::CONTENT_TYPE, "application/json");
+            Body::from(v.to_string())
+        }
+        None => Body::empty(),
+    };
+    let res = site.send(req.body(body).unwrap()).await;
+    let status = res.status();
+    let headers = res.headers().clone();
+    Answer {
+        status,
+        headers,
+        body: text(res).await,
+    }
+}
+
+/// A job of one parameter server and two trainers running `script`.
+pub fn spec(name: &str, script: &str) -> Value {
+    json!({
+        "name": name,
+        "command": ["sh", "-c", script],
+        "num_ps": 1,
+        "num_trainers": 2,
+        "ps": {"cpu": "500m", "memory": "256Mi"},
+        "trainer": {"cpu": "1", "memory": "1Gi", "gpu": 0}
+    })
+}
+
+/// Polls the job until it has `status`.
+pub async fn wait_for(site: &Site, key: &str, job: &str, status: &str) -> Value {
+    for _ in 0..200 {
+        let got = call(
+            site,
+            Method::GET,
+            &format!("/api/v1/jobs/{job}"),
+            Some(key),
+            None,
+        )
+        .await;
+        assert_eq!(got.status, StatusCode::OK, "{}", got.body);
+        let job = got.json();
+        if job["status"] == status {
+            return job;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{job} never became {status}");
+}
