@@ -45,7 +45,8 @@ export default async function globalSetup() {
   // The embedded SQLite database in the throwaway dir, whatever the shell says.
   const env: NodeJS.ProcessEnv = { ...process.env, RUST_LOG: "info" };
   delete env.DATABASE_URL;
-  const server = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, "--data-dir", dataDir], {
+  // Sample replicas every second so resource charts move within a test.
+  const server = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, "--data-dir", dataDir, "--sample-secs", "1"], {
     cwd: repo,
     env,
     stdio: ["ignore", "pipe", "pipe"],

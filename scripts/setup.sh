@@ -57,7 +57,8 @@ python_venv() {
 
 test_tools() {
   build_tools
-  apt_install chromium postgresql python3 python3-venv
+  # prometheus: a real server for the Kubernetes resource charts tests.
+  apt_install chromium postgresql python3 python3-venv prometheus
   if [ ! -d end2end/node_modules/@playwright/test ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
     say "installing end2end npm packages"
     (cd end2end && npm ci --silent --no-audit --no-fund)

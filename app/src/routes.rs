@@ -10,8 +10,9 @@ use crate::models::AssetKind;
 use crate::pages::assets::settings::AssetSettingsPage;
 use crate::pages::assets::{detail::AssetPage, detail::SharedPage, AssetsPage};
 use crate::pages::{
-    account::AccountPage, auth::LoginPage, auth::SignUpPage, jobs::JobsPage, not_found::NotFound,
-    paddleboard::PaddleBoardPage, placeholder::SectionPage,
+    account::AccountPage, auth::LoginPage, auth::SignUpPage, jobs::resources::JobResourcesPage,
+    jobs::JobsPage, not_found::NotFound, paddleboard::PaddleBoardPage, placeholder::SectionPage,
+    quota::QuotaPageView,
 };
 
 // Each page below is a lazy route: its code is a separate wasm module that the
@@ -151,6 +152,30 @@ impl LazyRoute for SharedRoute {
     }
 }
 
+/// `/jobs/:name/resources`.
+struct JobResourcesRoute;
+#[lazy_route]
+impl LazyRoute for JobResourcesRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <JobResourcesPage /> }.into_any()
+    }
+}
+
+/// `/quota`.
+struct QuotaRoute;
+#[lazy_route]
+impl LazyRoute for QuotaRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <QuotaPageView /> }.into_any()
+    }
+}
+
 /// `/account`.
 struct AccountRoute;
 #[lazy_route]
@@ -201,6 +226,7 @@ pub fn App() -> impl IntoView {
                 <ParentRoute path=path!("") view=Layout ssr=SsrMode::Async>
                     <Route path=path!("") view=|| view! { <Redirect path="/jobs" /> } />
                     <Route path=path!("jobs") view={Lazy::<JobsRoute>::new()} />
+                    <Route path=path!("jobs/:name/resources") view={Lazy::<JobResourcesRoute>::new()} />
                     <Route path=path!("paddleboard") view={Lazy::<PaddleBoardRoute>::new()} />
                     <Route
                         path=path!("serving")
@@ -216,6 +242,7 @@ pub fn App() -> impl IntoView {
                         path=path!("notebooks")
                         view=|| view! { <SectionPage section="notebooks" /> }
                     />
+                    <Route path=path!("quota") view={Lazy::<QuotaRoute>::new()} />
                     <Route path=path!("account") view={Lazy::<AccountRoute>::new()} />
                 </ParentRoute>
             </Routes>

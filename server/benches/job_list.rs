@@ -119,6 +119,11 @@ fn main() -> anyhow::Result<()> {
         )
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let (resources, quotas) = server::resources::SqlResources::embedded(
+            &pool,
+            Arc::new(server::resources::ResourceStore::new(pool.clone())),
+            5,
+        );
         let services = Services {
             accounts,
             access_keys: SqlAccessKeys::new(pool.clone()),
@@ -129,6 +134,8 @@ fn main() -> anyhow::Result<()> {
                 server::assets::objects::Objects::local(dir.path().join("objects"), 1 << 30)?,
                 dir.path().join("dataset-cache"),
             )),
+            resources,
+            quotas,
             secure_cookies: false,
         };
         let mlflow = server::mlflow::store::MlflowStore::new(pool.clone());

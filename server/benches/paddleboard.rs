@@ -184,6 +184,11 @@ fn main() -> anyhow::Result<()> {
             env!("CARGO_MANIFEST_DIR"),
             "/../Leptos.toml"
         )))?;
+        let (resources, quotas) = server::resources::SqlResources::embedded(
+            &pool,
+            Arc::new(server::resources::ResourceStore::new(pool.clone())),
+            5,
+        );
         let services = Services {
             accounts,
             access_keys: keys,
@@ -194,6 +199,8 @@ fn main() -> anyhow::Result<()> {
                 server::assets::objects::Objects::local(dir.path().join("objects"), 1 << 30)?,
                 dir.path().join("dataset-cache"),
             )),
+            resources,
+            quotas,
             secure_cookies: false,
         };
         let app = router(AppState {

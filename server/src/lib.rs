@@ -15,4 +15,6 @@ pub mod local;
 pub mod logfile;
 pub mod mlflow;
 pub mod paddleboard;
+pub mod quota;
+pub mod resources;
 pub mod time;

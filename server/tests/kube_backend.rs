@@ -547,3 +547,65 @@ async fn a_job_that_ran_locally_is_still_stopped_and_read_where_it_ran_after_a_s
         503
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quota_set_in_the_console_becomes_the_namespaces_resource_quota_and_its_use_is_read_back()
+{
+    use app::models::{Quota, UsedFrom};
+    use app::ports::Quotas;
+    let Some(s) = set_up().await else { return };
+    let quotas = server::quota::SqlQuotas::new(
+        s.db.pool.clone(),
+        Some(std::sync::Arc::new(s.cluster.clone())),
+    );
+    let quota = Quota {
+        cpu_millis: Some(3000),
+        memory_bytes: Some(4 << 30),
+        gpu: Some(2),
+        max_jobs: Some(4),
+    };
+    quotas
+        .set_quota(&s.me, &s.me.account.name, quota)
+        .await
+        .unwrap();
+    let api = Api::<ResourceQuota>::namespaced(s.client.clone(), &s.me.account.namespace);
+    let rq = api.get(server::kubernetes::QUOTA_NAME).await.unwrap();
+    let hard = rq.spec.unwrap().hard.unwrap();
+    assert_eq!(hard["requests.cpu"].0, "3");
+    assert_eq!(hard["requests.memory"].0, "4Gi");
+    assert_eq!(hard["requests.nvidia.com/gpu"].0, "2");
+    assert!(
+        !hard.contains_key("count/pods"),
+        "the job count is the console's to enforce"
+    );
+
+    // One trainer (1 CPU, 1Gi, 1 GPU) running: the quota controller counts it.
+    s.cluster
+        .submit(&s.me, spec("counted", 0, 1, "sleep 30"))
+        .await
+        .unwrap();
+    until("the namespace's quota to count the pod", || {
+        let quotas = &quotas;
+        let account = s.me.account.clone();
+        async move {
+            let u = quotas.quota_use(&account).await.unwrap();
+            u.from == UsedFrom::Kubernetes && u.used.cpu_millis == 1000 && u.used.gpu == 1
+        }
+    })
+    .await;
+    let u = quotas.quota_use(&s.me.account).await.unwrap();
+    assert_eq!(u.used.memory_bytes, 1 << 30);
+    assert_eq!(u.jobs, 1);
+
+    // No limits at all: the ResourceQuota goes.
+    quotas
+        .set_quota(&s.me, &s.me.account.name, Quota::default())
+        .await
+        .unwrap();
+    assert!(api
+        .get_opt(server::kubernetes::QUOTA_NAME)
+        .await
+        .unwrap()
+        .is_none());
+    s.cluster.stop(&s.me.account, "counted").await.unwrap();
+}

@@ -7,3 +7,4 @@ pub mod assets;
 pub mod context;
 pub mod jobs;
 pub mod paddleboard;
+pub mod usage;

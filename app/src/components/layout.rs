@@ -16,6 +16,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("/datasets", "Datasets"),
     ("/models", "Models"),
     ("/notebooks", "Notebooks"),
+    ("/quota", "Quota"),
     ("/account", "Account"),
 ];
 

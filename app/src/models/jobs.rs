@@ -82,6 +82,7 @@ impl Default for Resources {
 
 /// Resources in numbers, for totals and quota checks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ResourceTotals {
     /// Millicores.
     pub cpu_millis: u64,

@@ -11,6 +11,8 @@ pub mod job_query;
 pub mod jobs;
 pub mod metrics;
 pub mod quantity;
+pub mod quota;
+pub mod resources;
 pub mod time;
 pub mod url;
 
@@ -23,3 +25,5 @@ pub use job_form::*;
 pub use job_query::*;
 pub use jobs::*;
 pub use metrics::*;
+pub use quota::*;
+pub use resources::*;

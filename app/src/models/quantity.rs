@@ -99,6 +99,17 @@ pub fn format_cpu(millis: u64) -> String {
     }
 }
 
+/// Bytes as an exact Kubernetes quantity (`16Gi`, `1536Mi`, `1000`), for a
+/// form field that is read back with [`parse_memory_bytes`].
+pub fn memory_quantity(bytes: u64) -> String {
+    for (shift, suffix) in [(40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki")] {
+        if bytes != 0 && bytes.trailing_zeros() >= shift {
+            return format!("{}{suffix}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
 /// Bytes in binary units: `512 MiB`, `4 GiB`, `1.5 GiB`.
 pub fn format_memory(bytes: u64) -> String {
     const UNITS: &[&str] = &["B", "KiB", "MiB", "GiB", "TiB", "PiB"];

@@ -16,6 +16,13 @@ pub fn format_utc(ms: i64) -> String {
     }
 }
 
+/// The UTC date of Unix milliseconds, `2026-11-22`.
+pub fn format_date(ms: i64) -> String {
+    let mut s = format_utc(ms);
+    s.truncate(10);
+    s
+}
+
 /// A duration in milliseconds the way a job table shows age: `45s`, `17m`,
 /// `3h12m`, `5d`.
 pub fn format_age(ms: i64) -> String {

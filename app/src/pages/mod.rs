@@ -8,3 +8,4 @@ pub mod jobs;
 pub mod not_found;
 pub mod paddleboard;
 pub mod placeholder;
+pub mod quota;

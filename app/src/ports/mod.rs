@@ -7,6 +7,7 @@ mod accounts;
 mod assets;
 mod cluster;
 mod metrics;
+mod resources;
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ pub use accounts::*;
 pub use assets::*;
 pub use cluster::*;
 pub use metrics::*;
+pub use resources::*;
 
 /// Everything a server function can reach, provided as context on every request.
 #[derive(Clone)]
@@ -29,6 +31,10 @@ pub struct Services {
     pub metrics: Arc<dyn Metrics>,
     /// Datasets and models.
     pub assets: Arc<dyn Assets>,
+    /// What jobs use over time.
+    pub resources: Arc<dyn Resources>,
+    /// Accounts' quotas and usage hours.
+    pub quotas: Arc<dyn Quotas>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

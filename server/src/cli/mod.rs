@@ -27,6 +27,8 @@ use crate::kubernetes::KubeCluster;
 use crate::local::LocalCluster;
 use crate::mlflow::store::MlflowStore;
 use crate::paddleboard::SqlMetrics;
+use crate::quota::SqlQuotas;
+use crate::resources::{ResourceStore, SqlResources};
 
 /// PaddleCloud Console: run, watch and serve PaddlePaddle work on a cluster.
 #[derive(Debug, Parser)]
@@ -74,6 +76,22 @@ pub enum AdminCommand {
     CreateAccount(CreateAccountArgs),
     /// Create an access key for a user and print it (or write a credentials file).
     CreateKey(CreateKeyArgs),
+    /// Make a user a site admin, who may set any account's quota
+    /// (`--revoke` takes it back).
+    Grant(GrantArgs),
+}
+
+/// `paddlecloud admin grant`.
+#[derive(Debug, Clone, Args)]
+pub struct GrantArgs {
+    /// The user's email (in every account they belong to).
+    pub email: String,
+    /// Take the role away instead.
+    #[arg(long)]
+    pub revoke: bool,
+    /// Storage settings.
+    #[command(flatten)]
+    pub storage: StorageArgs,
 }
 
 /// Where the console keeps its state.
@@ -140,6 +158,19 @@ pub struct ServeArgs {
     /// Log format on stdout: `text` or `json`.
     #[arg(long, env = "PADDLECLOUD_LOG_FORMAT", default_value = "text")]
     pub log_format: String,
+    /// Seconds between samples of what local job replicas use (CPU, memory,
+    /// GPU, network, disk).
+    #[arg(long, env = "PADDLECLOUD_SAMPLE_SECS", default_value_t = crate::resources::DEFAULT_SAMPLE_SECS,
+          value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub sample_secs: u32,
+    /// Days resource samples are kept (minute and hour means; raw samples a day).
+    #[arg(long, env = "PADDLECLOUD_RESOURCE_KEEP_DAYS", default_value_t = crate::resources::DEFAULT_KEEP_DAYS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub resource_keep_days: u32,
+    /// A Prometheus server with cAdvisor (and DCGM exporter) series, for
+    /// the resource charts of jobs on Kubernetes, e.g. `http://prometheus:9090`.
+    #[arg(long, env = "PADDLECLOUD_PROMETHEUS_URL")]
+    pub prometheus_url: Option<String>,
     /// Storage settings.
     #[command(flatten)]
     pub storage: StorageArgs,
@@ -193,6 +224,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Admin { command } => match command {
             AdminCommand::CreateAccount(args) => create_account(args).await,
             AdminCommand::CreateKey(args) => create_key(args).await,
+            AdminCommand::Grant(args) => grant(args).await,
         },
         // Blocking HTTP (ureq): off the async workers.
         Command::Submit(args) => blocking(move || remote::submit(args)).await,
@@ -276,27 +308,45 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         args.storage.data_dir.join("dataset-cache"),
     ));
     cluster.set_assets(assets.clone());
+    let samples = Arc::new(ResourceStore::new(pool.clone()));
+    SqlResources::spawn_pruning(samples.clone(), args.resource_keep_days);
+    cluster.set_sampler(
+        samples.clone(),
+        Duration::from_secs(args.sample_secs.into()),
+    );
+    let mut kube_backend = None;
     let cluster: Arc<dyn app::ports::Cluster> = if args.cluster == "kube" {
         let kube = KubeCluster::connect(JobStore::new(pool.clone()), &args.storage.data_dir, grace)
             .await
             .context("connecting to Kubernetes (KUBECONFIG, ~/.kube/config or the in-cluster service account)")?;
         kube.set_console_url(console_url);
         tracing::info!(cluster = %app::ports::Cluster::name(&kube), "jobs run on Kubernetes");
+        let kube = Arc::new(kube);
+        kube_backend = Some(kube.clone());
         // Jobs that ran locally (before, or MLflow runs) stay controllable.
         Arc::new(crate::clusters::Clusters::new(
-            Arc::new(kube),
+            kube,
             vec![Arc::new(cluster)],
             JobStore::new(pool.clone()),
         ))
     } else {
         Arc::new(cluster)
     };
+    let resources = SqlResources::new(
+        pool.clone(),
+        samples,
+        args.sample_secs,
+        args.prometheus_url.as_deref(),
+    )
+    .context("--prometheus-url")?;
     let services = Services {
         accounts: SqlAccounts::new(pool.clone()),
-        access_keys: SqlAccessKeys::new(pool),
+        access_keys: SqlAccessKeys::new(pool.clone()),
         cluster,
         metrics,
         assets,
+        resources: Arc::new(resources),
+        quotas: Arc::new(SqlQuotas::new(pool, kube_backend)),
         secure_cookies: args.secure_cookies,
     };
     let app = router(AppState {
@@ -359,6 +409,24 @@ async fn create_key(args: CreateKeyArgs) -> anyhow::Result<()> {
     write_private(&path, &credentials.to_json())
         .with_context(|| format!("writing {}", path.display()))?;
     println!("wrote {} (key {}…)", path.display(), created.info.prefix);
+    Ok(())
+}
+
+async fn grant(args: GrantArgs) -> anyhow::Result<()> {
+    let pool = db::connect(&args.storage.database_url()).await?;
+    let users = crate::quota::SqlQuotas::new(pool, None)
+        .grant_site_admin(&args.email, !args.revoke)
+        .await
+        .map_err(|err| anyhow::anyhow!("{err}"))?;
+    if users == 0 {
+        bail!("no user has the email {}", args.email);
+    }
+    let what = if args.revoke {
+        "is no longer"
+    } else {
+        "is now"
+    };
+    println!("{} {what} a site admin", args.email.trim().to_lowercase());
     Ok(())
 }
 

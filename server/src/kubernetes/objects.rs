@@ -163,6 +163,12 @@ pub fn endpoint(job: &str, replica: &str, role: JobRole) -> String {
     format!("{replica}.{job}:{port}")
 }
 
+/// The batch/v1 Job of one replica; its pod is named this plus `-` and a
+/// generated suffix.
+pub fn replica_job_name(job: &str, replica: &str) -> String {
+    format!("{job}-{replica}")
+}
+
 /// One batch/v1 Job per replica.
 pub fn replica_jobs(
     spec: &JobSpec,
@@ -244,7 +250,7 @@ pub fn replica_jobs(
                 "apiVersion": "batch/v1",
                 "kind": "Job",
                 "metadata": {
-                    "name": format!("{}-{replica}", spec.name),
+                    "name": replica_job_name(&spec.name, replica),
                     "labels": pod_labels,
                     "ownerReferences": owner(parent),
                 },

@@ -5,6 +5,8 @@
 
 mod process;
 mod recovery;
+pub mod sampler;
+mod sampling;
 mod supervisor;
 
 use std::collections::HashMap;
@@ -20,6 +22,7 @@ use tokio::sync::{broadcast, watch};
 
 use crate::jobs::JobStore;
 use crate::logfile;
+use crate::resources::ResourceStore;
 
 /// The name local runs show in the "where it ran" column.
 pub const LOCAL: &str = "local";
@@ -46,6 +49,8 @@ struct Inner {
     metrics: std::sync::OnceLock<Arc<dyn Metrics>>,
     /// Where the datasets jobs read are.
     assets: std::sync::OnceLock<Arc<dyn Assets>>,
+    /// Where what replicas use goes, and how often it is sampled.
+    sampler: std::sync::OnceLock<(Arc<ResourceStore>, Duration)>,
 }
 
 impl LocalCluster {
@@ -68,6 +73,7 @@ impl LocalCluster {
                 console_url: std::sync::OnceLock::new(),
                 metrics: std::sync::OnceLock::new(),
                 assets: std::sync::OnceLock::new(),
+                sampler: std::sync::OnceLock::new(),
             }),
         };
         recovery::recover(&cluster.inner.store).await?;
@@ -89,6 +95,12 @@ impl LocalCluster {
     /// Lets jobs read datasets (`PADDLE_DATASET_DIR`); the first call wins.
     pub fn set_assets(&self, assets: Arc<dyn Assets>) {
         let _ = self.inner.assets.set(assets);
+    }
+
+    /// Has running replicas' CPU, memory, GPU, network and disk use sampled
+    /// every `every` into `store`; the first call wins.
+    pub fn set_sampler(&self, store: Arc<ResourceStore>, every: Duration) {
+        let _ = self.inner.sampler.set((store, every));
     }
 
     /// Each dataset a job reads and the local folder that holds it.

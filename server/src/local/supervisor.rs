@@ -269,6 +269,19 @@ async fn drive(
         }
     }
 
+    let sampling = inner.sampler.get().cloned().map(|(store, every)| {
+        let pods = live
+            .iter()
+            .map(|(pod, replica)| (pod.clone(), replica.pgid as i32))
+            .collect();
+        let task = tokio::spawn(super::sampling::sample_pods(
+            store.clone(),
+            run.job_id,
+            pods,
+            every,
+        ));
+        (store, task)
+    });
     let mut outcome: Option<(JobStatus, String)> = failure.map(|m| (JobStatus::Failed, m));
     if outcome.is_none() {
         set_job(inner, run, JobStatus::Running, "").await?;
@@ -383,6 +396,12 @@ async fn drive(
                 },
             )
             .await?;
+        }
+    }
+    if let Some((store, task)) = sampling {
+        task.abort();
+        if let Err(err) = store.flush(run.job_id).await {
+            tracing::warn!(job = %run.spec.name, error = %err, "storing resource samples");
         }
     }
     {

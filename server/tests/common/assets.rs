@@ -51,12 +51,17 @@ pub async fn site_on(db: TestDb, objects: Objects) -> Site {
         db.dir().join("dataset-cache"),
     ));
     cluster.set_assets(assets.clone());
+    let samples = std::sync::Arc::new(server::resources::ResourceStore::new(db.pool.clone()));
+    cluster.set_sampler(samples.clone(), std::time::Duration::from_secs(1));
+    let (resources, quotas) = server::resources::SqlResources::embedded(&db.pool, samples, 1);
     let services = app::ports::Services {
         accounts: SqlAccounts::new(db.pool.clone()),
         access_keys: SqlAccessKeys::new(db.pool.clone()),
         cluster: std::sync::Arc::new(cluster),
         metrics,
         assets,
+        resources,
+        quotas,
         secure_cookies: false,
     };
     Site {

@@ -2,6 +2,7 @@
 //! dialog (`?submit=1`) and the log console (`?log=<job>&pod=<pod>`).
 
 mod log_console;
+pub mod resources;
 mod submit;
 mod table;
 

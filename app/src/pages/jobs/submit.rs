@@ -7,9 +7,10 @@ use leptos_router::hooks::use_query_map;
 
 use super::jobs_href;
 use crate::api::jobs::SubmitJob;
+use crate::api::usage::quota_left;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::models::quantity::{format_cpu, format_memory};
-use crate::models::JobForm;
+use crate::models::{JobForm, Quota};
 
 /// The dialog, open while the URL has `submit=1`.
 #[component]
@@ -37,6 +38,37 @@ pub fn SubmitDialog(
             ),
             Err(e) => e.to_string(),
         })
+    };
+    // What the account's quota leaves, and whether this job fits in it: the
+    // same check the server makes on submit, as the fields change.
+    let quota = Resource::new(move || action.version().get(), |_| quota_left());
+    let quota_line = move || {
+        let q = quota.get()?.ok()?;
+        if q.quota == Quota::default() {
+            return Some(view! { <p class="hint" data-testid="quota-left">"Your account has no quota limits."</p> }.into_any());
+        }
+        let left = q.left();
+        let part = |v: Option<u64>, f: fn(u64) -> String, what: &str| {
+            v.map(|v| format!("{} {what}", f(v)))
+        };
+        let text = [
+            part(left.cpu_millis, format_cpu, "CPU"),
+            part(left.memory_bytes, format_memory, "memory"),
+            part(left.gpu, |g| g.to_string(), "GPU"),
+            part(left.max_jobs, |j| j.to_string(), "more jobs"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" · ");
+        let fits = form
+            .with(|f| f.to_spec().and_then(|s| s.totals()))
+            .ok()
+            .map(|t| q.admit(t));
+        Some(view! {
+            <p class="hint" data-testid="quota-left">"Left in the account's quota: " <strong>{text}</strong></p>
+            {fits.and_then(Result::err).map(|e| view! { <p class="banner warn" role="alert" data-testid="quota-over">{e.to_string()}</p> })}
+        }.into_any())
     };
     // A text input bound to one field of the form.
     let field = move |name: &'static str,
@@ -103,6 +135,7 @@ pub fn SubmitDialog(
                     <FieldError error field="env" />
                     {field("datasets", "Datasets it reads (comma-separated; the first is at $PADDLE_DATASET_DIR)", |f| f.datasets.clone(), |f, v| f.datasets = v)}
                     <p class="total" data-testid="job-total">"This job asks for " <strong>{total}</strong></p>
+                    <Transition fallback=|| ()>{quota_line}</Transition>
                     <footer>
                         <A href=close attr:class="button">"Cancel"</A>
                         <button type="submit" class="primary">"Submit"</button>

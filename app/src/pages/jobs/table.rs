@@ -128,6 +128,7 @@ fn JobRow(
             <td>{job.cluster.clone()}</td>
             <td class="actions">
                 <A href=log_href>"Log"</A>
+                <A href=format!("/jobs/{}/resources", job.name)>"Resources"</A>
                 {if status.is_active() {
                     view! {
                         <ActionForm action=stop>

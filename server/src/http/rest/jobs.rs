@@ -101,6 +101,7 @@ pub async fn list(
         (status = 201, description = "Submitted; `Location` is the job's URL", body = Job),
         (status = 400, description = "A bad field, named in `field`", body = ErrorBody),
         (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 403, description = "Over the account's quota: what is over and by how much", body = ErrorBody),
         (status = 409, description = "The name is taken in this account", body = ErrorBody),
     )
 )]
@@ -111,7 +112,7 @@ pub async fn submit(
 ) -> Result<Response, ApiError> {
     let who = caller(principal)?;
     let Json(spec) = spec?;
-    let job = state.services.cluster.submit(&who.me, spec).await?;
+    let job = app::api::jobs::submit_within_quota(&state.services, &who.me, spec).await?;
     tracing::info!(account = %who.me.account.name, job = %job.name, user = %who.me.email, "job submitted through the API");
     let mut response = (StatusCode::CREATED, Json(&job)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/api/v1/jobs/{}", job.name)) {

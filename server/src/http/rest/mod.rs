@@ -9,6 +9,7 @@ mod archive;
 pub mod assets;
 mod jobs;
 pub mod metrics;
+mod usage;
 
 use std::sync::Arc;
 
@@ -47,6 +48,7 @@ use super::AppState;
     tags((name = "jobs", description = "Distributed training jobs"),
          (name = "metrics", description = "PaddleBoard: training metrics of jobs"),
          (name = "files", description = "Datasets and models: files, versions, sharing"),
+         (name = "usage", description = "Resource use of jobs, quota, CPU/GPU hours"),
          (name = "account", description = "Who is calling"))
 )]
 struct ApiDoc;
@@ -78,6 +80,10 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::pods))
         .routes(routes!(jobs::pod_log))
         .routes(routes!(metrics::append, metrics::tags))
+        .routes(routes!(usage::resources))
+        .routes(routes!(usage::quota, usage::set_quota))
+        .routes(routes!(usage::usage))
+        .routes(routes!(usage::usage_csv))
         .routes(routes!(assets::list, assets::create))
         .routes(routes!(assets::get_one, assets::update, assets::delete))
         .routes(routes!(assets::list_dir))

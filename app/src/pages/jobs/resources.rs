@@ -1,0 +1,230 @@
+//! `/jobs/:name/resources`: what each pod of a job used over time (CPU,
+//! GPU, memory, network, disk), one chart per metric and role with the
+//! requested amount as a line; live while the job runs. The range lives in
+//! the URL (`from`, `to`: Unix seconds), so a link shows the same view.
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+use crate::api::usage::resource_charts;
+use crate::components::chart::{css_color, frame, render, Line, PALETTE};
+use crate::components::links::page_href;
+use crate::models::board::XAxis;
+use crate::models::{JobResources, JobRole, MetricsSource, ResourceChart, ResourceMetric};
+
+/// Drawing size of one chart, px.
+const SIZE: (u32, u32) = (560, 220);
+/// The palette entry of the "requested" line.
+const REQUESTED: usize = 8;
+
+/// The divisor and unit that show `max` of `metric` in readable numbers.
+fn unit(metric: ResourceMetric, max: f64) -> (f64, &'static str) {
+    if !metric.is_bytes() {
+        return (1.0, "");
+    }
+    [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
+        .into_iter()
+        .find(|(d, _)| max >= *d as f64)
+        .map_or((1.0, "B"), |(d, u)| (d as f64, u))
+}
+
+/// The chart's lines: one per pod, then the requested amount.
+fn lines(chart: &ResourceChart, from: f64, to: f64) -> (Vec<Line>, &'static str) {
+    let max = chart
+        .series
+        .iter()
+        .flat_map(|s| s.values.iter().copied())
+        .chain(chart.requested)
+        .fold(0.0, f64::max);
+    let (div, label) = unit(chart.metric, max);
+    let mut out: Vec<Line> = chart
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let values: Vec<f64> = s.values.iter().map(|v| v / div).collect();
+            Line {
+                color: i % (PALETTE.len() - 2),
+                xs: s.ts.clone(),
+                raw: values.clone(),
+                smoothed: values,
+            }
+        })
+        .collect();
+    if let Some(r) = chart.requested.filter(|_| !out.is_empty()) {
+        out.push(Line {
+            color: REQUESTED,
+            xs: vec![from, to],
+            raw: vec![r / div; 2],
+            smoothed: vec![r / div; 2],
+        });
+    }
+    (out, label)
+}
+
+/// One metric of one role.
+#[component]
+fn ResourceCard(chart: ResourceChart, from: f64, to: f64) -> impl IntoView {
+    let role = match chart.role {
+        JobRole::Pserver => "parameter servers",
+        JobRole::Trainer => "trainers",
+    };
+    let (drawn, unit_label) = lines(&chart, from, to);
+    let title = if unit_label.is_empty() {
+        chart.metric.title().to_owned()
+    } else {
+        format!("{} ({unit_label})", chart.metric.title())
+    };
+    let svg = frame(&drawn, Some((from, to)), false, false, SIZE)
+        .map(|f| render(&drawn, &f, XAxis::Wall, false))
+        .unwrap_or_default();
+    let empty = chart.series.is_empty();
+    let gpu = matches!(
+        chart.metric,
+        ResourceMetric::GpuUtil | ResourceMetric::GpuMemory
+    );
+    let requested = chart.requested.filter(|_| !empty).map(|r| {
+        let (div, u) = unit(chart.metric, r);
+        format!("requested {:.2} {u}", r / div)
+    });
+    view! {
+        <figure class="chart-card resource" data-metric=chart.metric.as_str() data-role=chart.role.pod_prefix()>
+            <figcaption>
+                <strong>{title}</strong>
+                <span class="muted">{format!(" · {role}")}</span>
+            </figcaption>
+            {if empty {
+                let why = if gpu { "no GPU" } else { "no samples in this range yet" };
+                view! { <p class="empty chart-empty" data-testid="no-data">{why}</p> }.into_any()
+            } else {
+                view! { <div class="chart-svg" inner_html=svg></div> }.into_any()
+            }}
+            <ul class="legend">
+                {chart
+                    .series
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        let last = s.values.last().copied().unwrap_or(0.0);
+                        let (div, u) = unit(chart.metric, last);
+                        view! {
+                            <li data-pod=s.pod.clone()>
+                                <span class="swatch" style=format!("background:{}", css_color(i % (PALETTE.len() - 2)))></span>
+                                {s.pod.clone()}
+                                <span class="num" data-testid="last">{format!(" {:.2} {u}", last / div)}</span>
+                            </li>
+                        }
+                    })
+                    .collect_view()}
+                {requested.map(|r| view! {
+                    <li class="requested"><span class="swatch" style=format!("background:{}", css_color(REQUESTED))></span>{r}</li>
+                })}
+            </ul>
+        </figure>
+    }
+}
+
+/// The range links: the whole run, the last 15 minutes and hour, zoom in
+/// and out around the middle of what is shown.
+#[component]
+fn RangeBar(data: JobResources, page: String) -> impl IntoView {
+    let params = use_query_map();
+    let link = move |from: Option<f64>, to: Option<f64>| {
+        let f = from.map(|v| format!("{v:.0}"));
+        let t = to.map(|v| format!("{v:.0}"));
+        params.with_untracked(|p| page_href(&page, p, &[("from", f), ("to", t)]))
+    };
+    let (from, to) = (data.from, data.to);
+    let mid = (from + to) / 2.0;
+    let half = (to - from) / 2.0;
+    view! {
+        <nav class="range-bar" aria-label="Time range">
+            <A href=link(None, None)>"Whole run"</A>
+            <A href=link(Some(to - 900.0), None)>"Last 15 min"</A>
+            <A href=link(Some(to - 3600.0), None)>"Last hour"</A>
+            <A href=link(Some(mid - half / 2.0), Some(mid + half / 2.0)) attr:data-testid="zoom-in">"Zoom in"</A>
+            <A href=link(Some(mid - half * 2.0), Some(mid + half * 2.0))>"Zoom out"</A>
+            <span class="muted" data-testid="range">
+                {format!(
+                    "{} – {}",
+                    crate::models::time::format_utc((from * 1000.0) as i64),
+                    crate::models::time::format_utc((to * 1000.0) as i64)
+                )}
+            </span>
+        </nav>
+    }
+}
+
+/// The page.
+#[component]
+pub fn JobResourcesPage() -> impl IntoView {
+    let params = use_params_map();
+    let query = use_query_map();
+    let name = move || params.with(|p| p.get("name").unwrap_or_default());
+    let range = move || {
+        query.with(|q| {
+            let read = |k: &str| q.get(k).and_then(|v| v.parse::<f64>().ok());
+            (read("from"), read("to"))
+        })
+    };
+    // Bumped every few seconds while the job runs and the view follows now.
+    let tick = RwSignal::new(0u32);
+    let data = Resource::new(
+        move || (name(), range(), tick.get()),
+        |(job, (from, to), _)| resource_charts(job, from, to),
+    );
+    #[cfg(feature = "hydrate")]
+    {
+        let handle = set_interval_with_handle(
+            move || {
+                let follows_now = range().1.is_none();
+                let live = data
+                    .get_untracked()
+                    .and_then(Result::ok)
+                    .is_some_and(|d| d.live);
+                if follows_now && live {
+                    tick.update(|t| *t += 1);
+                }
+            },
+            std::time::Duration::from_secs(3),
+        );
+        if let Ok(handle) = handle {
+            on_cleanup(move || handle.clear());
+        }
+    }
+    view! {
+        <div class="page-head">
+            <h1>{move || format!("{} · resources", name())}</h1>
+            <nav class="page-links">
+                <A href=move || format!("/jobs?log={}", name())>"Log"</A>
+                <A href=move || format!("/paddleboard?jobs={}", name())>"PaddleBoard"</A>
+                <A href="/quota">"Quota"</A>
+            </nav>
+        </div>
+        <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                let page = format!("/jobs/{}/resources", name());
+                data.await.map(|d| {
+                    let source = match &d.source {
+                        MetricsSource::Sampler { every_secs } => format!("Sampled from /proc every {every_secs} s"),
+                        MetricsSource::Prometheus { url } => format!("From Prometheus at {url}"),
+                        MetricsSource::None { why } => why.clone(),
+                    };
+                    let none = matches!(d.source, MetricsSource::None { .. });
+                    let (from, to) = (d.from, d.to);
+                    view! {
+                        <p class=if none { "banner warn" } else { "muted" } data-testid="metrics-source">
+                            {source}
+                            {d.live.then(|| view! { <span class="live" data-testid="live">" · live"</span> })}
+                        </p>
+                        <RangeBar data=d.clone() page />
+                        <div class="chart-grid resources">
+                            {d.charts.into_iter().map(|chart| view! { <ResourceCard chart from to /> }).collect_view()}
+                        </div>
+                    }
+                })
+            })}
+        </Transition>
+    }
+}

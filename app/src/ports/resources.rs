@@ -1,0 +1,36 @@
+//! What jobs use (resource charts) and what an account may use (quota).
+
+use async_trait::async_trait;
+
+use crate::error::AppError;
+use crate::models::{Account, JobResources, Me, Quota, QuotaUse, UsageReport};
+
+/// A job's resource use over time, always within one account.
+#[async_trait]
+pub trait Resources: Send + Sync {
+    /// Every metric of the job's pods over `[from, to]` (Unix seconds; by
+    /// default the job's whole run up to now), about
+    /// [`crate::models::RESOURCE_CHART_POINTS`] points per pod.
+    async fn job_resources(
+        &self,
+        account: &Account,
+        job: &str,
+        from: Option<f64>,
+        to: Option<f64>,
+    ) -> Result<JobResources, AppError>;
+}
+
+/// Accounts' quotas: set by an owner or a site admin, enforced on submit.
+#[async_trait]
+pub trait Quotas: Send + Sync {
+    /// The account `name` as `who` may see its quota: their own account, or
+    /// any account for a site admin; others are "not found". The flag says
+    /// whether `who` may change the quota.
+    async fn scope(&self, who: &Me, name: Option<&str>) -> Result<(Account, bool), AppError>;
+    /// The quota and what the account's unfinished jobs use of it.
+    async fn quota_use(&self, account: &Account) -> Result<QuotaUse, AppError>;
+    /// Sets the quota of the account `name` (its owner or a site admin).
+    async fn set_quota(&self, who: &Me, name: &str, quota: Quota) -> Result<QuotaUse, AppError>;
+    /// CPU- and GPU-hours by window, member and day, up to now.
+    async fn usage(&self, account: &Account) -> Result<UsageReport, AppError>;
+}

@@ -1,0 +1,1067 @@
+//! What a local job replica's whole process tree uses, read from the kernel.
+//!
+//! A replica is a process group led by its root process. Its *tree* is every
+//! process in that group plus every descendant by parent pid, so a child that
+//! called `setsid` (and left the group) still counts. One [`snapshot`] per
+//! tick walks `/proc` once, dumps the host's TCP sockets once and asks
+//! `nvidia-smi` once; each replica's [`TreeSampler`] then turns the counters
+//! of its own processes into a [`PodUsage`] since its previous sample.
+//!
+//! Processes that exit between samples: a parent's counters (`cutime` and
+//! `cstime` in `/proc/<pid>/stat`, and `/proc/<pid>/io`) take in the children
+//! it reaps, so a child reaped inside the tree keeps counting, short-lived
+//! ones included; what was already counted of it is subtracted, so nothing
+//! counts twice. A process reaped outside the tree (the root, reaped by the
+//! executor; an orphan, reaped by init) loses its last interval. Every
+//! per-process difference is clamped at zero, so no rate is ever negative.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use app::models::PodUsage;
+
+/// How long one `nvidia-smi` call may take before it is killed: a wedged
+/// driver can make it hang, and the sampler must not stall with it.
+const NVIDIA_SMI_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Everything one tick reads once for all replicas: every process's
+/// `/proc/<pid>/stat`, the host's TCP byte counters by socket inode and the
+/// processes on GPUs. Built by [`snapshot`].
+#[derive(Debug, Clone)]
+pub struct Procs {
+    at: Instant,
+    stats: HashMap<i32, Stat>,
+    children: HashMap<i32, Vec<i32>>,
+    /// `None` when the kernel's socket diagnostics cannot be used.
+    tcp: Option<HashMap<u64, TcpBytes>>,
+    /// `None` when `nvidia-smi` is absent or fails.
+    gpus: Option<GpuTable>,
+}
+
+/// Reads the state of every process on the machine, once for all replicas.
+///
+/// Blocking (it reads `/proc`, talks netlink and may run `nvidia-smi` for up
+/// to a few seconds): call it off the async runtime, e.g. in
+/// `tokio::task::spawn_blocking`.
+pub fn snapshot() -> Procs {
+    let mut procs = processes();
+    procs.tcp = match tcp_table() {
+        Ok(table) => Some(table),
+        Err(err) => {
+            static WARNED: AtomicBool = AtomicBool::new(false);
+            if !WARNED.swap(true, Ordering::Relaxed) {
+                tracing::warn!(error = %err, "socket diagnostics (NETLINK_SOCK_DIAG) unavailable: replicas' network use reads as 0");
+            }
+            None
+        }
+    };
+    procs.gpus = probe_gpus("nvidia-smi");
+    procs
+}
+
+/// The process table alone (no sockets, no GPUs).
+fn processes() -> Procs {
+    let at = Instant::now();
+    let mut stats = HashMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            // A process may exit between the listing and the read: skip it.
+            let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            if let Some(stat) = parse_stat(&text) {
+                stats.insert(pid, stat);
+            }
+        }
+    }
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    for (&pid, stat) in &stats {
+        children.entry(stat.ppid).or_default().push(pid);
+    }
+    Procs {
+        at,
+        stats,
+        children,
+        tcp: None,
+        gpus: None,
+    }
+}
+
+/// The fields of `/proc/<pid>/stat` the sampler uses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Stat {
+    ppid: i32,
+    pgrp: i32,
+    /// Start time, clock ticks after boot: tells a reused pid from the old one.
+    start: u64,
+    /// `utime + stime`, clock ticks.
+    own: u64,
+    /// `cutime + cstime`: the reaped children's, clock ticks.
+    reaped: u64,
+}
+
+/// Parses `/proc/<pid>/stat`. The command name is in parentheses and may
+/// itself hold spaces and parentheses, so fields are counted from the last `)`.
+fn parse_stat(text: &str) -> Option<Stat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    // fields[0] is field 3 of proc(5) (state).
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| -> Option<u64> {
+        let v: i64 = fields.get(i)?.parse().ok()?;
+        Some(v.max(0) as u64)
+    };
+    Some(Stat {
+        ppid: fields.get(1)?.parse().ok()?,
+        pgrp: fields.get(2)?.parse().ok()?,
+        own: ticks(11)? + ticks(12)?,
+        reaped: ticks(13)? + ticks(14)?,
+        start: ticks(19)?,
+    })
+}
+
+/// The pids of `root`'s tree: its process group and every descendant.
+fn tree(root: i32, procs: &Procs) -> Vec<i32> {
+    // pgrp 0 is the kernel's threads and 1 is init's: never a replica.
+    if root <= 1 {
+        return Vec::new();
+    }
+    // The root leads its group, and the kernel does not reuse a pid while a
+    // group of that id lives, so matching the group by `root` stays right
+    // after the root itself has gone.
+    let mut todo: Vec<i32> = procs
+        .stats
+        .iter()
+        .filter(|(pid, s)| s.pgrp == root || **pid == root)
+        .map(|(pid, _)| *pid)
+        .collect();
+    let mut seen = HashSet::new();
+    while let Some(pid) = todo.pop() {
+        if seen.insert(pid) {
+            if let Some(kids) = procs.children.get(&pid) {
+                todo.extend(kids);
+            }
+        }
+    }
+    let mut pids: Vec<i32> = seen.into_iter().collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// Samples one replica's tree: give it every tick's [`Procs`].
+#[derive(Debug)]
+pub struct TreeSampler {
+    root: i32,
+    prev: Option<Prev>,
+}
+
+/// What the previous sample saw.
+#[derive(Debug)]
+struct Prev {
+    at: Instant,
+    procs: HashMap<i32, Seen>,
+    /// The tree's TCP sockets' counters, by inode.
+    sockets: HashMap<u64, TcpBytes>,
+    /// Whether that sample could read socket counters at all.
+    tcp_ok: bool,
+}
+
+/// One process of the tree at one sample.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    start: u64,
+    ppid: i32,
+    own: u64,
+    reaped: u64,
+    /// `None` when `/proc/<pid>/io` could not be read.
+    io: Option<IoBytes>,
+}
+
+/// `read_bytes` and `write_bytes` of `/proc/<pid>/io`: what reached (or came
+/// from) the block layer, so reads served from the page cache do not count.
+#[derive(Debug, Clone, Copy, Default)]
+struct IoBytes {
+    read: u64,
+    write: u64,
+}
+
+/// One TCP socket's byte counters from `struct tcp_info`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct TcpBytes {
+    /// `tcpi_bytes_acked`: sent and acknowledged by the peer.
+    sent: u64,
+    /// `tcpi_bytes_received`.
+    received: u64,
+}
+
+impl TreeSampler {
+    /// A sampler for the replica whose root process (and group leader) is
+    /// `root_pid`.
+    pub fn new(root_pid: i32) -> Self {
+        TreeSampler {
+            root: root_pid,
+            prev: None,
+        }
+    }
+
+    /// Usage since the previous call. The first call reports CPU and every
+    /// rate as 0 (there is no interval yet); memory and GPU are always the
+    /// present values.
+    ///
+    /// `memory` is the sum of the tree's proportional set sizes (`Pss` of
+    /// `/proc/<pid>/smaps_rollup`): a page shared by several processes of the
+    /// tree (a forked worker's copy-on-write heap, a shared library) counts
+    /// once in total rather than once per process; where `smaps_rollup` is
+    /// missing, the plain resident size of `/proc/<pid>/statm` is summed.
+    ///
+    /// `net_rx`/`net_tx` are the TCP payload bytes of the tree's own sockets
+    /// (`tcpi_bytes_received`, `tcpi_bytes_acked`); a socket closed between
+    /// samples loses what it moved since the previous sample, and one that
+    /// appeared counts all its bytes. UDP and Unix sockets are not counted.
+    ///
+    /// `gpu_memory` sums what `nvidia-smi` shows for the tree's processes, and
+    /// `gpu_util` sums the utilisation of every GPU one of them is on (a GPU
+    /// shared with another replica counts fully for both). Both are `None`
+    /// when no process of the tree is on a GPU or `nvidia-smi` is absent.
+    pub fn sample(&mut self, procs: &Procs) -> PodUsage {
+        let pids = tree(self.root, procs);
+        let mut now = HashMap::with_capacity(pids.len());
+        let mut memory = 0u64;
+        let mut inodes = HashSet::new();
+        for &pid in &pids {
+            let stat = procs.stats[&pid];
+            now.insert(
+                pid,
+                Seen {
+                    start: stat.start,
+                    ppid: stat.ppid,
+                    own: stat.own,
+                    reaped: stat.reaped,
+                    io: read_io(pid),
+                },
+            );
+            memory += read_memory(pid);
+            socket_inodes(pid, &mut inodes);
+        }
+        let (gpu_util, gpu_memory) = procs.gpus.as_ref().map_or((None, None), |g| g.usage(&pids));
+        let mut usage = PodUsage {
+            memory: memory as f64,
+            gpu_util,
+            gpu_memory,
+            ..PodUsage::default()
+        };
+
+        let prev = self.prev.as_ref();
+        // New sockets count in full only if the previous sample could see
+        // sockets too; else everything open is a baseline.
+        let count_new = prev.is_some_and(|p| p.tcp_ok) && procs.tcp.is_some();
+        let mut sockets = HashMap::new();
+        let mut net = TcpBytes::default();
+        for inode in inodes {
+            let old = prev.and_then(|p| p.sockets.get(&inode)).copied();
+            let cur = procs.tcp.as_ref().and_then(|t| t.get(&inode)).copied();
+            match (cur, old) {
+                (Some(cur), Some(old)) => {
+                    net.sent += cur.sent.saturating_sub(old.sent);
+                    net.received += cur.received.saturating_sub(old.received);
+                    sockets.insert(inode, cur);
+                }
+                (Some(cur), None) => {
+                    if count_new {
+                        net.sent += cur.sent;
+                        net.received += cur.received;
+                    }
+                    sockets.insert(inode, cur);
+                }
+                // Still open but not in this dump (or no dump): keep the old
+                // counters, lest it count from zero when it shows again.
+                (None, Some(old)) => {
+                    sockets.insert(inode, old);
+                }
+                (None, None) => {} // not TCP
+            }
+        }
+
+        if let Some(prev) = prev {
+            let dt = procs.at.saturating_duration_since(prev.at).as_secs_f64();
+            // Twice the same snapshot (or clocks that did not move): no rate.
+            if dt > 1e-3 {
+                let used = used_since(&prev.procs, &now, &procs.stats);
+                usage.cpu = used.ticks as f64 / clock_ticks() / dt;
+                usage.disk_read = used.io.read as f64 / dt;
+                usage.disk_write = used.io.write as f64 / dt;
+                usage.net_rx = net.received as f64 / dt;
+                usage.net_tx = net.sent as f64 / dt;
+            }
+        }
+        self.prev = Some(Prev {
+            at: procs.at,
+            procs: now,
+            sockets,
+            tcp_ok: procs.tcp.is_some(),
+        });
+        usage
+    }
+}
+
+/// CPU and disk used by a tree between two samples.
+#[derive(Debug, Default)]
+struct Used {
+    ticks: u64,
+    io: IoBytes,
+}
+
+/// Sums the tree's counters' growth from `prev` to `now`; `alive` is every
+/// process on the machine now.
+fn used_since(
+    prev: &HashMap<i32, Seen>,
+    now: &HashMap<i32, Seen>,
+    alive: &HashMap<i32, Stat>,
+) -> Used {
+    // What was already counted of each process that has gone, credited to
+    // the nearest ancestor still in the tree: that is who reaped it (or whose
+    // gone child reaped it and passed it up), so whose counters now hold it
+    // again. If someone else reaped it, the subtraction only clamps that
+    // ancestor's growth at zero: an undercount, never a double count.
+    let mut already: HashMap<i32, (u64, IoBytes)> = HashMap::new();
+    for (&pid, gone) in prev {
+        if alive.get(&pid).is_some_and(|s| s.start == gone.start) {
+            continue; // still alive (in the tree or not)
+        }
+        let mut up = gone.ppid;
+        // Bounded: a pid cycle cannot happen, but a bad read must not loop.
+        for _ in 0..64 {
+            let Some(ancestor) = prev.get(&up) else { break };
+            if now.get(&up).is_some_and(|n| n.start == ancestor.start) {
+                let entry = already.entry(up).or_default();
+                entry.0 += gone.own + gone.reaped;
+                if let Some(io) = gone.io {
+                    entry.1.read += io.read;
+                    entry.1.write += io.write;
+                }
+                break;
+            }
+            up = ancestor.ppid;
+        }
+    }
+
+    let mut used = Used::default();
+    for (pid, cur) in now {
+        let Some(old) = prev.get(pid).filter(|o| o.start == cur.start) else {
+            // New since the previous sample: all it used, used since then.
+            used.ticks += cur.own + cur.reaped;
+            if let Some(io) = cur.io {
+                used.io.read += io.read;
+                used.io.write += io.write;
+            }
+            continue;
+        };
+        let (done, done_io) = already.get(pid).copied().unwrap_or_default();
+        used.ticks += cur.own.saturating_sub(old.own);
+        used.ticks += cur.reaped.saturating_sub(old.reaped).saturating_sub(done);
+        // /proc/<pid>/io folds reaped children into the process's own
+        // counters, so the subtraction applies to the whole growth.
+        if let (Some(c), Some(o)) = (cur.io, old.io) {
+            used.io.read += c.read.saturating_sub(o.read).saturating_sub(done_io.read);
+            used.io.write += c
+                .write
+                .saturating_sub(o.write)
+                .saturating_sub(done_io.write);
+        }
+    }
+    used
+}
+
+/// Clock ticks per second, as `/proc/<pid>/stat` counts them.
+fn clock_ticks() -> f64 {
+    static TICKS: OnceLock<f64> = OnceLock::new();
+    *TICKS.get_or_init(
+        || match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {
+            Ok(Some(t)) if t > 0 => t as f64,
+            _ => 100.0, // Linux's USER_HZ everywhere
+        },
+    )
+}
+
+/// Bytes per page, as `/proc/<pid>/statm` counts them.
+fn page_size() -> u64 {
+    static SIZE: OnceLock<u64> = OnceLock::new();
+    *SIZE.get_or_init(
+        || match nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE) {
+            Ok(Some(s)) if s > 0 => s as u64,
+            _ => 4096,
+        },
+    )
+}
+
+/// `/proc/<pid>/io`, or `None` when it cannot be read (another user's
+/// process, a kernel without task I/O accounting, a process just gone).
+fn read_io(pid: i32) -> Option<IoBytes> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    let field = |name: &str| {
+        text.lines().find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(':')?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+    };
+    Some(IoBytes {
+        read: field("read_bytes")?,
+        write: field("write_bytes")?,
+    })
+}
+
+/// The process's proportional set size in bytes (its resident size where
+/// `smaps_rollup` is missing); 0 when gone.
+fn read_memory(pid: i32) -> u64 {
+    if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
+        let pss = text.lines().find_map(|l| {
+            let kib = l.strip_prefix("Pss:")?.trim().strip_suffix("kB")?.trim();
+            kib.parse::<u64>().ok()
+        });
+        if let Some(kib) = pss {
+            return kib * 1024;
+        }
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/statm"))
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * page_size())
+}
+
+/// Adds the inodes of the sockets `pid` has open (`socket:[inode]` links in
+/// `/proc/<pid>/fd`) to `out`.
+fn socket_inodes(pid: i32, out: &mut HashSet<u64>) {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let Ok(target) = std::fs::read_link(entry.path()) else {
+            continue;
+        };
+        let inode = target
+            .to_str()
+            .and_then(|t| t.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok());
+        if let Some(inode) = inode {
+            out.insert(inode);
+        }
+    }
+}
+
+/// Every TCP socket of the host (IPv4 and IPv6, all states but listening)
+/// with its byte counters, by inode, from the kernel's socket diagnostics
+/// (`NETLINK_SOCK_DIAG`, `SOCK_DIAG_BY_FAMILY` dumps asking for
+/// `INET_DIAG_INFO`, i.e. `struct tcp_info`; see sock_diag(7)). The structs
+/// are laid out by hand from `<linux/inet_diag.h>`, `<linux/tcp.h>` and
+/// `<linux/netlink.h>`: they are stable kernel ABI.
+fn tcp_table() -> io::Result<HashMap<u64, TcpBytes>> {
+    use nix::sys::socket::{
+        recv, sendto, socket, AddressFamily, MsgFlags, NetlinkAddr, SockFlag, SockProtocol,
+        SockType,
+    };
+
+    const NLM_F_REQUEST: u16 = 0x1;
+    const NLM_F_DUMP: u16 = 0x300;
+    const NLMSG_ERROR: u16 = 2;
+    const NLMSG_DONE: u16 = 3;
+    const NLMSG_HDRLEN: usize = 16;
+    /// `sizeof(struct inet_diag_req_v2)`.
+    const REQ_LEN: usize = 56;
+    /// `sizeof(struct inet_diag_msg)`; `idiag_inode` is its last field.
+    const MSG_LEN: usize = 72;
+    const MSG_INODE: usize = 68;
+    /// Every TCP state but `TCP_LISTEN` (10): a listener moves no bytes.
+    const STATES: u32 = 0xfff & !(1 << 10);
+
+    let fd = socket(
+        AddressFamily::Netlink,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        SockProtocol::NetlinkSockDiag,
+    )?;
+    let kernel = NetlinkAddr::new(0, 0);
+    let mut table = HashMap::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    // AF_INET and AF_INET6 as Linux numbers them.
+    for (seq, family) in [(1u32, 2u8), (2, 10)] {
+        let mut req = [0u8; NLMSG_HDRLEN + REQ_LEN];
+        req[0..4].copy_from_slice(&((NLMSG_HDRLEN + REQ_LEN) as u32).to_ne_bytes());
+        req[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+        req[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
+        req[8..12].copy_from_slice(&seq.to_ne_bytes());
+        // struct inet_diag_req_v2: family, protocol, extensions, pad, states; the
+        // socket id (all zero) matches any socket in a dump.
+        req[16] = family;
+        req[17] = 6; // IPPROTO_TCP
+        req[18] = 1 << (INET_DIAG_INFO - 1);
+        req[20..24].copy_from_slice(&STATES.to_ne_bytes());
+        sendto(fd.as_raw_fd(), &req, &kernel, MsgFlags::empty())?;
+
+        'dump: loop {
+            let n = recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty())?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "sock_diag dump ended early",
+                ));
+            }
+            let mut off = 0;
+            while off + NLMSG_HDRLEN <= n {
+                let len = u32::from_ne_bytes(buf[off..off + 4].try_into().unwrap()) as usize;
+                let kind = u16::from_ne_bytes(buf[off + 4..off + 6].try_into().unwrap());
+                if len < NLMSG_HDRLEN || off + len > n {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "malformed netlink message",
+                    ));
+                }
+                let body = &buf[off + NLMSG_HDRLEN..off + len];
+                match kind {
+                    NLMSG_DONE => break 'dump,
+                    NLMSG_ERROR => {
+                        let errno = body
+                            .get(..4)
+                            .map_or(0, |b| i32::from_ne_bytes(b.try_into().unwrap()));
+                        if errno != 0 {
+                            return Err(io::Error::from_raw_os_error(-errno));
+                        }
+                    }
+                    SOCK_DIAG_BY_FAMILY if body.len() >= MSG_LEN => {
+                        let inode =
+                            u32::from_ne_bytes(body[MSG_INODE..MSG_INODE + 4].try_into().unwrap());
+                        if let Some(bytes) = tcp_info_bytes(&body[MSG_LEN..]) {
+                            table.insert(u64::from(inode), bytes);
+                        }
+                    }
+                    _ => {}
+                }
+                off += align4(len);
+            }
+        }
+    }
+    Ok(table)
+}
+
+/// `SOCK_DIAG_BY_FAMILY` of `<linux/sock_diag.h>`: the request and answer type.
+const SOCK_DIAG_BY_FAMILY: u16 = 20;
+/// The `inet_diag` attribute (and, minus one, the extension bit) of `struct tcp_info`.
+const INET_DIAG_INFO: u16 = 2;
+/// Offsets of `tcpi_bytes_acked` and `tcpi_bytes_received` in `struct
+/// tcp_info` (Linux 4.1+; older kernels send a shorter one, whose sockets are
+/// skipped).
+const TCPI_BYTES_ACKED: usize = 120;
+const TCPI_BYTES_RECEIVED: usize = 128;
+
+/// The byte counters in the `INET_DIAG_INFO` attribute among a sock_diag
+/// answer's attributes, if there is one.
+fn tcp_info_bytes(mut attrs: &[u8]) -> Option<TcpBytes> {
+    while attrs.len() >= 4 {
+        let len = u16::from_ne_bytes([attrs[0], attrs[1]]) as usize;
+        let kind = u16::from_ne_bytes([attrs[2], attrs[3]]);
+        if len < 4 || len > attrs.len() {
+            return None;
+        }
+        let info = &attrs[4..len];
+        if kind == INET_DIAG_INFO && info.len() >= TCPI_BYTES_RECEIVED + 8 {
+            let u64_at = |at: usize| u64::from_ne_bytes(info[at..at + 8].try_into().unwrap());
+            return Some(TcpBytes {
+                sent: u64_at(TCPI_BYTES_ACKED),
+                received: u64_at(TCPI_BYTES_RECEIVED),
+            });
+        }
+        attrs = &attrs[align4(len).min(attrs.len())..];
+    }
+    None
+}
+
+/// Netlink messages and attributes start on 4-byte boundaries.
+fn align4(len: usize) -> usize {
+    (len + 3) & !3
+}
+
+/// What `nvidia-smi` shows: the processes on GPUs and each GPU's use.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct GpuTable {
+    /// (pid, GPU uuid, MiB used) of every compute process.
+    apps: Vec<(i32, String, u64)>,
+    /// Utilisation in percent, by GPU uuid.
+    util: HashMap<String, f64>,
+}
+
+impl GpuTable {
+    /// (`gpu_util`, `gpu_memory` in bytes) of the processes `pids`; both
+    /// `None` when none of them is on a GPU.
+    fn usage(&self, pids: &[i32]) -> (Option<f64>, Option<f64>) {
+        let mut gpus = HashSet::new();
+        let mut mib = 0u64;
+        for (pid, uuid, used) in &self.apps {
+            if pids.contains(pid) {
+                gpus.insert(uuid.as_str());
+                mib += used;
+            }
+        }
+        if gpus.is_empty() {
+            return (None, None);
+        }
+        let util = gpus.iter().filter_map(|g| self.util.get(*g)).sum();
+        (Some(util), Some((mib * 1024 * 1024) as f64))
+    }
+}
+
+/// Reads `nvidia-smi --query-gpu=index,uuid,utilization.gpu` and
+/// `--query-compute-apps=pid,gpu_uuid,used_memory` output (CSV, no header,
+/// no units). Lines it cannot read (`[N/A]`, `[Not Supported]`) are skipped.
+fn parse_gpu_tables(gpus_csv: &str, apps_csv: &str) -> GpuTable {
+    let rows = |csv: &str| -> Vec<Vec<String>> {
+        csv.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| l.split(',').map(|f| f.trim().to_string()).collect())
+            .collect()
+    };
+    let util = rows(gpus_csv)
+        .into_iter()
+        .filter_map(|r| Some((r.get(1)?.clone(), r.get(2)?.parse::<f64>().ok()?)))
+        .collect();
+    let apps = rows(apps_csv)
+        .into_iter()
+        .filter_map(|r| {
+            Some((
+                r.first()?.parse().ok()?,
+                r.get(1)?.clone(),
+                r.get(2)?.parse().ok()?,
+            ))
+        })
+        .collect();
+    GpuTable { apps, util }
+}
+
+/// Asks `program` (`nvidia-smi`) for the GPUs and their processes; `None`
+/// when it is not installed, fails or hangs.
+fn probe_gpus(program: &str) -> Option<GpuTable> {
+    let format = "--format=csv,noheader,nounits";
+    let gpus = run_with_timeout(program, &["--query-gpu=index,uuid,utilization.gpu", format])?;
+    let apps = run_with_timeout(
+        program,
+        &["--query-compute-apps=pid,gpu_uuid,used_memory", format],
+    )?;
+    Some(parse_gpu_tables(&gpus, &apps))
+}
+
+/// The standard output of `program args`, if it succeeds within
+/// [`NVIDIA_SMI_TIMEOUT`]; killed otherwise.
+fn run_with_timeout(program: &str, args: &[&str]) -> Option<String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdout = child.stdout.take()?;
+    // Read on a thread so a full pipe cannot block the wait, and the wait can
+    // time out.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        let _ = tx.send(text);
+    });
+    let text = rx.recv_timeout(NVIDIA_SMI_TIMEOUT);
+    if text.is_err() {
+        let _ = child.kill();
+    }
+    let status = child.wait().ok()?;
+    let text = text.ok()?;
+    status.success().then_some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Child, Command, Stdio};
+    use std::sync::{Mutex, MutexGuard};
+    use std::thread::sleep;
+    use std::time::Duration;
+
+    use nix::sys::signal::{kill, killpg, Signal};
+    use nix::unistd::Pid;
+
+    use super::*;
+
+    const MIB: f64 = 1024.0 * 1024.0;
+
+    /// The tests measure CPU time on a 2-core machine: one at a time, so two
+    /// busy loops do not share a core.
+    /// The share of a core a busy loop is sure to get: other tests of this
+    /// binary run beside it on a 2-core machine, so "about one core" is
+    /// checked as "clearly busy, and not counted twice".
+    const BUSY: std::ops::RangeInclusive<f64> = 0.4..=1.3;
+
+    fn serial() -> MutexGuard<'static, ()> {
+        static LOCK: Mutex<()> = Mutex::new(());
+        LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A process tree in its own group, killed (group and descendants that
+    /// left it) when dropped, even when an assertion fails.
+    struct Replica(Child);
+
+    impl Replica {
+        fn spawn(cmd: &mut Command) -> Replica {
+            Replica(
+                cmd.process_group(0)
+                    .spawn()
+                    .expect("spawning a test replica"),
+            )
+        }
+
+        fn sh(script: &str) -> Replica {
+            Replica::spawn(
+                Command::new("sh")
+                    .arg("-c")
+                    .arg(script)
+                    .stdin(Stdio::null()),
+            )
+        }
+
+        fn pid(&self) -> i32 {
+            self.0.id() as i32
+        }
+    }
+
+    impl Drop for Replica {
+        fn drop(&mut self) {
+            let root = self.pid();
+            for pid in tree(root, &processes()) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            let _ = killpg(Pid::from_raw(root), Signal::SIGKILL);
+            let _ = self.0.wait();
+        }
+    }
+
+    /// Samples `root` now and again after `wait`: the second usage and the
+    /// interval between the two snapshots, seconds.
+    fn measure(root: i32, wait: Duration) -> (PodUsage, f64) {
+        let mut sampler = TreeSampler::new(root);
+        let first = snapshot();
+        sampler.sample(&first);
+        sleep(wait);
+        let second = snapshot();
+        let usage = sampler.sample(&second);
+        (usage, (second.at - first.at).as_secs_f64())
+    }
+
+    #[test]
+    fn a_busy_loop_uses_about_one_core() {
+        let _serial = serial();
+        let child = Replica::sh("while :; do :; done");
+        let (usage, dt) = measure(child.pid(), Duration::from_millis(1500));
+        eprintln!("busy loop: {:.3} cores over {dt:.3} s", usage.cpu);
+        assert!(BUSY.contains(&usage.cpu), "{usage:?}");
+    }
+
+    #[test]
+    fn the_first_sample_reports_no_rates_but_real_memory() {
+        let _serial = serial();
+        let child = Replica::sh("while :; do :; done");
+        sleep(Duration::from_millis(300));
+        let usage = TreeSampler::new(child.pid()).sample(&snapshot());
+        eprintln!("first sample: {usage:?}");
+        assert_eq!(usage.cpu, 0.0);
+        assert_eq!(
+            (
+                usage.disk_read,
+                usage.disk_write,
+                usage.net_rx,
+                usage.net_tx
+            ),
+            (0.0, 0.0, 0.0, 0.0)
+        );
+        assert!(usage.memory > 0.0, "{usage:?}");
+    }
+
+    #[test]
+    fn memory_counts_what_a_process_touched_and_little_for_an_idle_one() {
+        let _serial = serial();
+        // Perl (always on Debian) fills a 200 MiB string, touching every page.
+        let big = Replica::spawn(
+            Command::new("perl")
+                .arg("-e")
+                .arg(r#"$x = "x" x (200*1024*1024); sleep 30"#)
+                .stdin(Stdio::null()),
+        );
+        let idle = Replica::spawn(Command::new("sleep").arg("30").stdin(Stdio::null()));
+        let mut sampler = TreeSampler::new(big.pid());
+        let mut memory = 0.0;
+        for _ in 0..100 {
+            memory = sampler.sample(&processes()).memory;
+            if memory >= 200.0 * MIB {
+                break;
+            }
+            sleep(Duration::from_millis(100));
+        }
+        let idle_memory = TreeSampler::new(idle.pid()).sample(&processes()).memory;
+        eprintln!(
+            "200 MiB string: {:.1} MiB; idle sleep: {:.2} MiB",
+            memory / MIB,
+            idle_memory / MIB
+        );
+        assert!(memory >= 200.0 * MIB, "{memory}");
+        assert!(
+            idle_memory > 0.0 && idle_memory < 10.0 * MIB,
+            "{idle_memory}"
+        );
+    }
+
+    #[test]
+    fn a_grandchilds_cpu_counts() {
+        let _serial = serial();
+        // `; true` keeps the outer shell from exec'ing the inner one, so the
+        // loop runs in a grandchild of the root.
+        let child = Replica::sh(r#"sh -c "while :; do :; done"; true"#);
+        sleep(Duration::from_millis(200));
+        let pids = tree(child.pid(), &processes());
+        let (usage, dt) = measure(child.pid(), Duration::from_millis(1500));
+        eprintln!(
+            "grandchild busy loop: {:.3} cores over {dt:.3} s, tree {pids:?}",
+            usage.cpu
+        );
+        assert!(pids.len() >= 2, "{pids:?}");
+        assert!(BUSY.contains(&usage.cpu), "{usage:?}");
+    }
+
+    #[test]
+    fn a_grandchild_that_left_the_group_still_counts() {
+        let _serial = serial();
+        let child = Replica::sh(r#"setsid sh -c "while :; do :; done"; true"#);
+        sleep(Duration::from_millis(200));
+        let procs = processes();
+        let pids = tree(child.pid(), &procs);
+        let outside: Vec<i32> = pids
+            .iter()
+            .copied()
+            .filter(|p| procs.stats[p].pgrp != child.pid())
+            .collect();
+        let (usage, dt) = measure(child.pid(), Duration::from_millis(1500));
+        eprintln!(
+            "setsid grandchild busy loop: {:.3} cores over {dt:.3} s, outside the group {outside:?}",
+            usage.cpu
+        );
+        assert_eq!(outside.len(), 1, "{pids:?}");
+        assert!(BUSY.contains(&usage.cpu), "{usage:?}");
+    }
+
+    #[test]
+    fn short_lived_children_reaped_inside_the_tree_count() {
+        let _serial = serial();
+        // Short busy children the shell waits for: each lives ~0.3 s, so most
+        // are born and reaped between two samples, seen only through the
+        // shell's cutime.
+        let child = Replica::sh("while :; do timeout 0.3 sh -c 'while :; do :; done'; done");
+        let (usage, dt) = measure(child.pid(), Duration::from_millis(2000));
+        eprintln!(
+            "reaped busy children: {:.3} cores over {dt:.3} s",
+            usage.cpu
+        );
+        assert!(BUSY.contains(&usage.cpu), "{usage:?}");
+    }
+
+    #[test]
+    fn a_child_reaped_inside_the_tree_counts_once_not_again_through_its_parent() {
+        let _serial = serial();
+        // 1 s of busy grandchild (under `timeout`), reaped by `timeout`,
+        // itself reaped by the root shell, which then idles.
+        let child = Replica::sh("timeout 1 sh -c 'while :; do :; done'; sleep 30");
+        sleep(Duration::from_millis(500));
+        let mut sampler = TreeSampler::new(child.pid());
+        let first = snapshot();
+        sampler.sample(&first);
+        let counted_before: u64 = tree(child.pid(), &first)
+            .iter()
+            .map(|p| first.stats[p].own + first.stats[p].reaped)
+            .sum();
+        sleep(Duration::from_millis(1500));
+        let second = snapshot();
+        let usage = sampler.sample(&second);
+        let dt = (second.at - first.at).as_secs_f64();
+        let after = usage.cpu * dt;
+        let before = counted_before as f64 / clock_ticks();
+        eprintln!(
+            "reaped child: {before:.2} s of CPU before the first sample, {after:.2} s after it"
+        );
+        // The whole tree used ~1 s; counting the part before the first sample
+        // again through the parents' cutime would make it ~1 s + `before`.
+        assert!((before + after - 1.0).abs() < 0.2, "{before} + {after}");
+    }
+
+    #[test]
+    fn a_tree_that_exited_reports_zeros_not_negatives() {
+        let _serial = serial();
+        let mut child = Replica::sh("while :; do :; done");
+        let mut sampler = TreeSampler::new(child.pid());
+        sampler.sample(&snapshot());
+        sleep(Duration::from_millis(300));
+        let _ = killpg(Pid::from_raw(child.pid()), Signal::SIGKILL);
+        let _ = child.0.wait();
+        let usage = sampler.sample(&snapshot());
+        eprintln!("after exit: {usage:?}");
+        assert_eq!(usage, PodUsage::default());
+    }
+
+    #[test]
+    fn a_child_writing_50_mib_with_fsync_shows_disk_writes() {
+        let _serial = serial();
+        // Not tmpfs (which has no block I/O to count) when /var/tmp is a disk.
+        let base = if std::path::Path::new("/var/tmp").is_dir() {
+            std::path::PathBuf::from("/var/tmp")
+        } else {
+            std::env::temp_dir()
+        };
+        let dir = tempfile::tempdir_in(base).unwrap();
+        let file = dir.path().join("f");
+        let done = dir.path().join("done");
+        // dd runs as the shell's child and is reaped by it: its bytes reach
+        // the sampler through the shell's /proc/<pid>/io.
+        let script = format!(
+            "read go; dd if=/dev/zero of={} bs=1M count=50 conv=fsync 2>/dev/null; touch {}; sleep 30",
+            file.display(),
+            done.display()
+        );
+        let mut child = Replica::spawn(
+            Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .stdin(Stdio::piped()),
+        );
+        let mut sampler = TreeSampler::new(child.pid());
+        let first = snapshot();
+        sampler.sample(&first);
+        child.0.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        for _ in 0..300 {
+            if done.exists() {
+                break;
+            }
+            sleep(Duration::from_millis(100));
+        }
+        let second = snapshot();
+        let usage = sampler.sample(&second);
+        let dt = (second.at - first.at).as_secs_f64();
+        let written = usage.disk_write * dt;
+        eprintln!(
+            "dd 50 MiB: {:.1} MiB written over {dt:.3} s ({:.1} MiB/s), read {:.1} MiB",
+            written / MIB,
+            usage.disk_write / MIB,
+            usage.disk_read * dt / MIB
+        );
+        assert!(done.exists(), "dd did not finish");
+        assert!(written >= 45.0 * MIB, "{usage:?}");
+        assert!(written <= 55.0 * MIB, "{usage:?}");
+    }
+
+    #[test]
+    fn a_child_sending_10_mib_over_tcp_shows_it_sent_and_its_peer_is_not_counted() {
+        let _serial = serial();
+        const SIZE: usize = 10 * 1024 * 1024;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // The child connects, waits for a byte, then sends 10 MiB and stays
+        // (a closed socket's last bytes are not counted).
+        let script = format!(
+            r#"use IO::Socket::INET;
+               my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:{port}") or die "connect: $!";
+               sysread($s, my $go, 1) == 1 or die "no go";
+               my $buf = "x" x (1024 * 1024);
+               print $s $buf for 1..10;
+               sleep 30;"#
+        );
+        let child = Replica::spawn(
+            Command::new("perl")
+                .arg("-e")
+                .arg(script)
+                .stdin(Stdio::null()),
+        );
+        let (mut peer, _) = listener.accept().unwrap();
+        peer.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut sampler = TreeSampler::new(child.pid());
+        let first = snapshot();
+        assert!(first.tcp.is_some(), "sock_diag unavailable on this machine");
+        sampler.sample(&first);
+        peer.write_all(b"g").unwrap();
+        let mut got = vec![0u8; SIZE];
+        peer.read_exact(&mut got).unwrap();
+        // Let the last ACKs reach the sender's counters.
+        sleep(Duration::from_millis(200));
+        let second = snapshot();
+        let usage = sampler.sample(&second);
+        let dt = (second.at - first.at).as_secs_f64();
+        let (sent, received) = (usage.net_tx * dt, usage.net_rx * dt);
+        eprintln!(
+            "TCP: child sent {:.2} MiB, received {received:.0} B over {dt:.3} s (peer received {:.2} MiB, not counted)",
+            sent / MIB,
+            SIZE as f64 / MIB
+        );
+        assert!((8.0 * MIB..=11.0 * MIB).contains(&sent), "{usage:?}");
+        // The child received one byte; the peer's 10 MiB must not show here.
+        assert!(received < 64.0 * 1024.0, "{usage:?}");
+    }
+
+    #[test]
+    fn nvidia_smi_output_maps_pids_to_gpu_memory_and_utilisation() {
+        let gpus = "0, GPU-aaaa, 40\n1, GPU-bbbb, 75\n2, GPU-cccc, [N/A]\n";
+        let apps = "100, GPU-aaaa, 1024\n101, GPU-aaaa, 512\n102, GPU-bbbb, 2048\n200, GPU-cccc, 4096\nbogus line\n";
+        let table = parse_gpu_tables(gpus, apps);
+        assert_eq!(table.apps.len(), 4);
+        // Two processes on GPU 0: its memory adds up, its utilisation counts once.
+        assert_eq!(table.usage(&[100, 101]), (Some(40.0), Some(1536.0 * MIB)));
+        assert_eq!(table.usage(&[100, 102]), (Some(115.0), Some(3072.0 * MIB)));
+        // A GPU whose utilisation is not reported still has memory.
+        assert_eq!(table.usage(&[200]), (Some(0.0), Some(4096.0 * MIB)));
+        assert_eq!(table.usage(&[300]), (None, None));
+        assert_eq!(parse_gpu_tables("", ""), GpuTable::default());
+    }
+
+    #[test]
+    fn without_nvidia_smi_gpu_fields_are_none() {
+        let _serial = serial();
+        assert_eq!(probe_gpus("/nonexistent/nvidia-smi"), None);
+        if probe_gpus("nvidia-smi").is_some() {
+            eprintln!("nvidia-smi is installed here: only the missing-program case is checked");
+            return;
+        }
+        let child = Replica::sh("sleep 30");
+        let usage = TreeSampler::new(child.pid()).sample(&snapshot());
+        assert_eq!((usage.gpu_util, usage.gpu_memory), (None, None));
+    }
+
+    #[test]
+    fn stat_lines_with_odd_command_names_parse() {
+        let line = "4242 (a) b (c) d) S 17 4242 4242 0 -1 4194304 100 0 0 0 150 50 7 3 20 0 1 0 98765 1000 200 18446744073709551615";
+        assert_eq!(
+            parse_stat(line),
+            Some(Stat {
+                ppid: 17,
+                pgrp: 4242,
+                start: 98765,
+                own: 200,
+                reaped: 10,
+            })
+        );
+    }
+}

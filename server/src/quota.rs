@@ -1,0 +1,237 @@
+//! [`app::ports::Quotas`] in the console's database: each account's quota,
+//! what its unfinished jobs request (or, on Kubernetes, what the namespace's
+//! ResourceQuota counts), and CPU/GPU hours from the jobs' records.
+
+use std::sync::Arc;
+
+use app::error::AppError;
+use app::models::{
+    Account, JobRun, JobSpec, Me, Quota, QuotaUse, ResourceTotals, Role, UsageReport, UsedFrom,
+};
+use app::ports::Quotas;
+use async_trait::async_trait;
+use sqlx::AnyPool;
+
+use crate::accounts::internal;
+use crate::kubernetes::KubeCluster;
+use crate::time::now_ms;
+
+/// Quotas on the console's database, mirrored to Kubernetes when jobs run there.
+pub struct SqlQuotas {
+    pool: AnyPool,
+    kube: Option<Arc<KubeCluster>>,
+}
+
+type QuotaRow = (
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    i64,
+    String,
+);
+
+fn to_u64(v: Option<i64>) -> Option<u64> {
+    v.map(|v| v.max(0) as u64)
+}
+
+fn to_i64(v: Option<u64>) -> Option<i64> {
+    v.map(|v| i64::try_from(v).unwrap_or(i64::MAX))
+}
+
+impl SqlQuotas {
+    /// On a migrated pool; `kube` also gets every quota as a ResourceQuota.
+    pub fn new(pool: AnyPool, kube: Option<Arc<KubeCluster>>) -> Self {
+        Self { pool, kube }
+    }
+
+    /// Whether the user is a site admin.
+    async fn is_site_admin(&self, user_id: i64) -> Result<bool, AppError> {
+        let admin: Option<(i64,)> = sqlx::query_as("SELECT site_admin FROM users WHERE id = $1")
+            .bind(user_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(internal("read site admin"))?;
+        Ok(admin.is_some_and(|(a,)| a != 0))
+    }
+
+    /// Makes every user with `email` a site admin (or no longer one); how
+    /// many users that was.
+    pub async fn grant_site_admin(&self, email: &str, admin: bool) -> Result<u64, AppError> {
+        let done = sqlx::query("UPDATE users SET site_admin = $1 WHERE email = $2")
+            .bind(i64::from(admin))
+            .bind(email.trim().to_lowercase())
+            .execute(&self.pool)
+            .await
+            .map_err(internal("grant site admin"))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn account_named(&self, name: &str) -> Result<Option<Account>, AppError> {
+        let row: Option<(i64, String, String, i64)> =
+            sqlx::query_as("SELECT id, name, namespace, created_at FROM accounts WHERE name = $1")
+                .bind(name)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(internal("read account"))?;
+        Ok(row.map(|(id, name, namespace, created_at)| Account {
+            id,
+            name,
+            namespace,
+            created_at,
+        }))
+    }
+
+    async fn stored(&self, account_id: i64) -> Result<(Quota, Option<(String, i64)>), AppError> {
+        let row: Option<QuotaRow> = sqlx::query_as(
+            "SELECT cpu_millis, memory_bytes, gpu, max_jobs, updated_at, updated_by \
+             FROM account_quotas WHERE account_id = $1",
+        )
+        .bind(account_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(internal("read quota"))?;
+        Ok(match row {
+            Some((cpu, mem, gpu, jobs, at, by)) => (
+                Quota {
+                    cpu_millis: to_u64(cpu),
+                    memory_bytes: to_u64(mem),
+                    gpu: to_u64(gpu),
+                    max_jobs: to_u64(jobs),
+                },
+                Some((by, at)),
+            ),
+            None => (Quota::default(), None),
+        })
+    }
+
+    /// What the account's pending and running jobs request, and how many.
+    async fn requested(&self, account_id: i64) -> Result<(ResourceTotals, u64), AppError> {
+        let specs: Vec<(String,)> = sqlx::query_as(
+            "SELECT spec FROM jobs WHERE account_id = $1 AND source = 'console' \
+             AND status IN ('pending', 'running')",
+        )
+        .bind(account_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("read active jobs"))?;
+        let mut used = ResourceTotals::default();
+        for (spec,) in &specs {
+            let Ok(spec) = serde_json::from_str::<JobSpec>(spec) else {
+                continue;
+            };
+            if let Ok(t) = spec.totals() {
+                used = ResourceTotals {
+                    cpu_millis: used.cpu_millis + t.cpu_millis,
+                    memory_bytes: used.memory_bytes + t.memory_bytes,
+                    gpu: used.gpu + t.gpu,
+                };
+            }
+        }
+        Ok((used, specs.len() as u64))
+    }
+}
+
+#[async_trait]
+impl Quotas for SqlQuotas {
+    async fn scope(&self, who: &Me, name: Option<&str>) -> Result<(Account, bool), AppError> {
+        let admin = self.is_site_admin(who.user_id).await?;
+        match name {
+            None => Ok((who.account.clone(), admin || who.role == Role::Owner)),
+            Some(n) if n == who.account.name => {
+                Ok((who.account.clone(), admin || who.role == Role::Owner))
+            }
+            Some(n) if admin => self
+                .account_named(n)
+                .await?
+                .map(|a| (a, true))
+                .ok_or_else(|| AppError::not_found(format!("Account “{n}”"))),
+            Some(n) => Err(AppError::not_found(format!("Account “{n}”"))),
+        }
+    }
+
+    async fn quota_use(&self, account: &Account) -> Result<QuotaUse, AppError> {
+        let (quota, updated) = self.stored(account.id).await?;
+        let (mut used, jobs) = self.requested(account.id).await?;
+        let mut from = UsedFrom::Console;
+        if let Some(kube) = &self.kube {
+            // The namespace's own count, when its quota controller has one.
+            if let Ok(Some(k)) = kube.quota_used(account).await {
+                used = k;
+                from = UsedFrom::Kubernetes;
+            }
+        }
+        Ok(QuotaUse {
+            quota,
+            used,
+            jobs,
+            from,
+            updated,
+        })
+    }
+
+    async fn set_quota(&self, who: &Me, name: &str, quota: Quota) -> Result<QuotaUse, AppError> {
+        let (account, may) = self.scope(who, Some(name)).await?;
+        if !may {
+            return Err(AppError::forbidden(
+                "Only the account's owner or a site admin sets its quota.",
+            ));
+        }
+        let mut tx = self.pool.begin().await.map_err(internal("set quota"))?;
+        sqlx::query("DELETE FROM account_quotas WHERE account_id = $1")
+            .bind(account.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(internal("set quota"))?;
+        sqlx::query(
+            "INSERT INTO account_quotas (account_id, cpu_millis, memory_bytes, gpu, max_jobs, \
+             updated_at, updated_by) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(account.id)
+        .bind(to_i64(quota.cpu_millis))
+        .bind(to_i64(quota.memory_bytes))
+        .bind(to_i64(quota.gpu))
+        .bind(to_i64(quota.max_jobs))
+        .bind(now_ms())
+        .bind(&who.email)
+        .execute(&mut *tx)
+        .await
+        .map_err(internal("set quota"))?;
+        if let Some(kube) = &self.kube {
+            // Written before the commit: if the cluster refuses, nothing changes.
+            kube.set_quota(&account, &quota).await?;
+        }
+        tx.commit().await.map_err(internal("set quota"))?;
+        tracing::info!(account = %account.name, by = %who.email, ?quota, "quota set");
+        self.quota_use(&account).await
+    }
+
+    async fn usage(&self, account: &Account) -> Result<UsageReport, AppError> {
+        let now = now_ms();
+        let month_ago = now - 31 * 86_400_000;
+        let rows: Vec<(String, i64, Option<i64>, Option<String>)> = sqlx::query_as(
+            "SELECT j.spec, j.started_at, j.finished_at, u.email FROM jobs j \
+             LEFT JOIN users u ON u.id = j.user_id \
+             WHERE j.account_id = $1 AND j.source = 'console' AND j.started_at IS NOT NULL \
+             AND (j.finished_at IS NULL OR j.finished_at >= $2)",
+        )
+        .bind(account.id)
+        .bind(month_ago)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("read usage"))?;
+        let runs: Vec<JobRun> = rows
+            .into_iter()
+            .filter_map(|(spec, started_at, finished_at, email)| {
+                let spec: JobSpec = serde_json::from_str(&spec).ok()?;
+                Some(JobRun {
+                    user: email.unwrap_or_default(),
+                    started_at,
+                    finished_at,
+                    requested: spec.totals().ok()?,
+                })
+            })
+            .collect();
+        Ok(UsageReport::compute(&runs, now))
+    }
+}
