@@ -137,8 +137,18 @@ fn day_chart(days: &[DayHours]) -> String {
     svg
 }
 
+/// Hours as the table shows them: small amounts keep their digits, so a
+/// short test run does not read as zero.
+fn hours_text(h: f64) -> String {
+    if h == 0.0 || h >= 0.01 {
+        format!("{h:.2}")
+    } else {
+        format!("{h:.4}")
+    }
+}
+
 fn hours(h: &Hours) -> (String, String) {
-    (format!("{:.2}", h.cpu), format!("{:.2}", h.gpu))
+    (hours_text(h.cpu), hours_text(h.gpu))
 }
 
 /// The hours: windows, members, days.
