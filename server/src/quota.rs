@@ -121,11 +121,7 @@ impl SqlQuotas {
                 continue;
             };
             if let Ok(t) = spec.totals() {
-                used = ResourceTotals {
-                    cpu_millis: used.cpu_millis + t.cpu_millis,
-                    memory_bytes: used.memory_bytes + t.memory_bytes,
-                    gpu: used.gpu + t.gpu,
-                };
+                used = used.add_times(t, 1);
             }
         }
         Ok((used, specs.len() as u64))

@@ -93,7 +93,8 @@ pub struct ResourceTotals {
 }
 
 impl ResourceTotals {
-    fn add_times(self, r: ResourceTotals, n: u32) -> Self {
+    /// `self` plus `n` times `r` (a role's replicas, or jobs' totals with `n = 1`).
+    pub fn add_times(self, r: ResourceTotals, n: u32) -> Self {
         let n = u64::from(n);
         Self {
             cpu_millis: self.cpu_millis + r.cpu_millis * n,
