@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, createWriteStream } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, createWriteStream } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 const repo = resolve(__dirname, "..");
@@ -35,6 +35,15 @@ async function waitHealthy(url: string, deadline: number) {
  * unless PADDLECLOUD_URL points at one already running.
  */
 export default async function globalSetup() {
+  // The Python (with paddlepaddle) that runs the serving replicas, and that
+  // serving.spec.ts exports its tiny model with: the one `scripts/setup.sh test`
+  // makes for `make test` unless the shell names another. Set here so the
+  // workers see it too.
+  const tools = process.env.PADDLECLOUD_TOOLS ?? join(homedir(), ".cache/paddlecloud");
+  const pyvenv = join(tools, "pyvenv/bin/python");
+  if (!process.env.PADDLECLOUD_SERVING_PYTHON && existsSync(pyvenv)) {
+    process.env.PADDLECLOUD_SERVING_PYTHON = pyvenv;
+  }
   if (process.env.PADDLECLOUD_URL) return;
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), "paddlecloud-e2e-"));
@@ -45,6 +54,8 @@ export default async function globalSetup() {
   // The embedded SQLite database in the throwaway dir, whatever the shell says.
   const env: NodeJS.ProcessEnv = { ...process.env, RUST_LOG: "info" };
   delete env.DATABASE_URL;
+  // Passed on explicitly: the server's default is `python3`, without paddle.
+  env.PADDLECLOUD_SERVING_PYTHON = process.env.PADDLECLOUD_SERVING_PYTHON ?? "python3";
   // Sample replicas every second so resource charts move within a test.
   const server = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, "--data-dir", dataDir, "--sample-secs", "1"], {
     cwd: repo,

@@ -6,6 +6,12 @@
 #   scripts/test.sh e2e    only the Playwright suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/env.sh
+source scripts/env.sh
+# The Python with paddlepaddle (scripts/setup.sh test) runs serving replicas
+# and exports the test model; the serving tests must run, not skip.
+export PADDLECLOUD_SERVING_PYTHON="${PADDLECLOUD_SERVING_PYTHON:-$TOOLS/pyvenv/bin/python}"
+export PADDLECLOUD_REQUIRE_PADDLE=1
 
 rust_tests() {
   echo "==> Rust tests (release profile: reuses the server build's dependencies)"

@@ -12,7 +12,7 @@ use crate::pages::assets::{detail::AssetPage, detail::SharedPage, AssetsPage};
 use crate::pages::{
     account::AccountPage, auth::LoginPage, auth::SignUpPage, jobs::resources::JobResourcesPage,
     jobs::JobsPage, not_found::NotFound, paddleboard::PaddleBoardPage, placeholder::SectionPage,
-    quota::QuotaPageView,
+    quota::QuotaPageView, serving::traffic::ServingTrafficPage, serving::ServingPage,
 };
 
 // Each page below is a lazy route: its code is a separate wasm module that the
@@ -164,6 +164,30 @@ impl LazyRoute for JobResourcesRoute {
     }
 }
 
+/// `/serving`.
+struct ServingRoute;
+#[lazy_route]
+impl LazyRoute for ServingRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <ServingPage /> }.into_any()
+    }
+}
+
+/// `/serving/:name`.
+struct ServingTrafficRoute;
+#[lazy_route]
+impl LazyRoute for ServingTrafficRoute {
+    fn data() -> Self {
+        Self
+    }
+    fn view(_this: Self) -> AnyView {
+        view! { <ServingTrafficPage /> }.into_any()
+    }
+}
+
 /// `/quota`.
 struct QuotaRoute;
 #[lazy_route]
@@ -228,10 +252,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("jobs") view={Lazy::<JobsRoute>::new()} />
                     <Route path=path!("jobs/:name/resources") view={Lazy::<JobResourcesRoute>::new()} />
                     <Route path=path!("paddleboard") view={Lazy::<PaddleBoardRoute>::new()} />
-                    <Route
-                        path=path!("serving")
-                        view=|| view! { <SectionPage section="serving" /> }
-                    />
+                    <Route path=path!("serving") view={Lazy::<ServingRoute>::new()} />
+                    <Route path=path!("serving/:name") view={Lazy::<ServingTrafficRoute>::new()} />
                     <Route path=path!("datasets") view={Lazy::<DatasetsRoute>::new()} />
                     <Route path=path!("datasets/:owner/:name") view={Lazy::<DatasetRoute>::new()} />
                     <Route path=path!("datasets/:owner/:name/settings") view={Lazy::<DatasetSettingsRoute>::new()} />

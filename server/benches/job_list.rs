@@ -124,18 +124,21 @@ fn main() -> anyhow::Result<()> {
             Arc::new(server::resources::ResourceStore::new(pool.clone())),
             5,
         );
+        let assets: Arc<dyn app::ports::Assets> = Arc::new(server::assets::SqlAssets::new(
+            pool.clone(),
+            server::assets::objects::Objects::local(dir.path().join("objects"), 1 << 30)?,
+            dir.path().join("dataset-cache"),
+        ));
+        let serving = server::serving::ServingService::embedded(&pool, dir.path(), assets.clone());
         let services = Services {
             accounts,
             access_keys: SqlAccessKeys::new(pool.clone()),
             cluster: Arc::new(cluster),
             metrics: Arc::new(SqlMetrics::new(pool.clone(), 1_000_000)),
-            assets: Arc::new(server::assets::SqlAssets::new(
-                pool.clone(),
-                server::assets::objects::Objects::local(dir.path().join("objects"), 1 << 30)?,
-                dir.path().join("dataset-cache"),
-            )),
+            assets: assets.clone(),
             resources,
             quotas,
+            serving: Arc::new(serving.clone()),
             secure_cookies: false,
         };
         let mlflow = server::mlflow::store::MlflowStore::new(pool.clone());
@@ -143,6 +146,7 @@ fn main() -> anyhow::Result<()> {
             mlflow,
             leptos: conf.leptos_options,
             services,
+            serving,
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;

@@ -189,24 +189,28 @@ fn main() -> anyhow::Result<()> {
             Arc::new(server::resources::ResourceStore::new(pool.clone())),
             5,
         );
+        let assets: Arc<dyn app::ports::Assets> = Arc::new(server::assets::SqlAssets::new(
+            pool.clone(),
+            server::assets::objects::Objects::local(dir.path().join("objects"), 1 << 30)?,
+            dir.path().join("dataset-cache"),
+        ));
+        let serving = server::serving::ServingService::embedded(&pool, dir.path(), assets.clone());
         let services = Services {
             accounts,
             access_keys: keys,
             cluster: Arc::new(cluster),
             metrics: Arc::new(SqlMetrics::new(pool.clone(), 50_000_000)),
-            assets: Arc::new(server::assets::SqlAssets::new(
-                pool.clone(),
-                server::assets::objects::Objects::local(dir.path().join("objects"), 1 << 30)?,
-                dir.path().join("dataset-cache"),
-            )),
+            assets: assets.clone(),
             resources,
             quotas,
+            serving: Arc::new(serving.clone()),
             secure_cookies: false,
         };
         let app = router(AppState {
             leptos: conf.leptos_options,
             services,
-            mlflow: server::mlflow::store::MlflowStore::new(pool),
+            mlflow: server::mlflow::store::MlflowStore::new(pool.clone()),
+            serving,
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;

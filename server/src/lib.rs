@@ -17,4 +17,5 @@ pub mod mlflow;
 pub mod paddleboard;
 pub mod quota;
 pub mod resources;
+pub mod serving;
 pub mod time;

@@ -105,7 +105,8 @@ impl SqlQuotas {
         })
     }
 
-    /// What the account's pending and running jobs request, and how many.
+    /// What the account's pending and running jobs and its serving
+    /// instances request, and how many jobs.
     async fn requested(&self, account_id: i64) -> Result<(ResourceTotals, u64), AppError> {
         let specs: Vec<(String,)> = sqlx::query_as(
             "SELECT spec FROM jobs WHERE account_id = $1 AND source = 'console' \
@@ -121,6 +122,22 @@ impl SqlQuotas {
                 continue;
             };
             if let Ok(t) = spec.totals() {
+                used = used.add_times(t, 1);
+            }
+        }
+        // Serving instances count with every replica they may run.
+        let serving: Vec<(String,)> = sqlx::query_as(
+            "SELECT spec FROM serving WHERE account_id = $1 AND status NOT IN ('failed', 'stopped')",
+        )
+        .bind(account_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("read active serving"))?;
+        for (spec,) in &serving {
+            if let Ok(t) = serde_json::from_str::<app::models::ServingSpec>(spec)
+                .map_err(|_| AppError::Internal)
+                .and_then(|s| s.totals())
+            {
                 used = used.add_times(t, 1);
             }
         }

@@ -910,7 +910,10 @@ async fn the_store_streams_large_files_to_s3_in_parts_and_reads_ranges_back() {
             .await
             .unwrap();
     }
-    let dir = assets.local_dir(&me, &r).await.unwrap();
+    let dir = assets
+        .local_dir(&me, &r, app::ports::Slot::Dataset)
+        .await
+        .unwrap();
     assert_eq!(std::fs::read(dir.join("train.txt")).unwrap(), b"first");
     assert_eq!(std::fs::read(dir.join("sub/x.part")).unwrap(), b"part");
     assert_eq!(std::fs::read(dir.join("sub/x.txt")).unwrap(), b"txt");
@@ -930,7 +933,10 @@ async fn the_store_streams_large_files_to_s3_in_parts_and_reads_ranges_back() {
         .delete_path(&me, &r, Slot::Dataset, "sub/x.txt")
         .await
         .unwrap();
-    let again = assets.local_dir(&me, &r).await.unwrap();
+    let again = assets
+        .local_dir(&me, &r, app::ports::Slot::Dataset)
+        .await
+        .unwrap();
     assert_eq!(again, dir);
     assert_eq!(std::fs::read(dir.join("train.txt")).unwrap(), b"again");
     assert!(

@@ -611,3 +611,81 @@ fn a_user_uploads_a_folder_a_job_reads_it_and_downloads_resume_where_they_stoppe
     let err = failed(&run(&["download", "dataset", "vision/none"], &creds, None));
     assert!(err.contains("vision/none"), "{err}");
 }
+
+#[test]
+fn a_user_launches_scales_lists_stops_and_deletes_a_serving_instance_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let console = Console::start(dir.path());
+    let creds = set_up(dir.path(), &console.url);
+    let model = dir.path().join("export");
+    std::fs::create_dir_all(&model).unwrap();
+    std::fs::write(model.join("inference.json"), "{}").unwrap();
+    ok(&run(
+        &["upload", "model", "tiny", model.to_str().unwrap()],
+        &creds,
+        None,
+    ));
+
+    // Its own server instead of the default predict server: any HTTP answer
+    // below 500 at /healthz counts as ready.
+    let out = ok(&run(
+        &[
+            "serving",
+            "launch",
+            "tiny-api",
+            "--model",
+            "tiny",
+            "--replicas",
+            "2",
+            "--cpu",
+            "250m",
+            "--memory",
+            "128Mi",
+            "--wait",
+            "--",
+            "sh",
+            "-c",
+            "exec python3 -m http.server \"$PORT\" --bind 127.0.0.1",
+        ],
+        &creds,
+        None,
+    ));
+    assert!(out.contains("/serve/vision/tiny-api"), "{out}");
+    assert!(out.trim_end().ends_with("tiny-api ready"), "{out}");
+    let listed = ok(&run(&["serving", "list"], &creds, None));
+    assert!(
+        listed.contains("tiny-api") && listed.contains("2/2") && listed.contains("vision/tiny v1"),
+        "{listed}"
+    );
+
+    let scaled = ok(&run(
+        &["serving", "scale", "tiny-api", "--replicas", "1"],
+        &creds,
+        None,
+    ));
+    assert!(scaled.contains("tiny-api"), "{scaled}");
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&run(&["serving", "list", "--json"], &creds, None))).unwrap();
+    assert_eq!(json["instances"][0]["spec"]["replicas"], 1);
+
+    let err = failed(&run(
+        &["serving", "scale", "tiny-api", "--autoscale", "4:2:70"],
+        &creds,
+        None,
+    ));
+    assert!(err.contains("at least the fewest"), "{err}");
+    let err = failed(&run(
+        &["serving", "launch", "x", "--model", "nosuch"],
+        &creds,
+        None,
+    ));
+    assert!(err.contains("no model “nosuch”"), "{err}");
+
+    let stopped = ok(&run(&["serving", "stop", "tiny-api"], &creds, None));
+    assert_eq!(stopped.trim(), "tiny-api stopped");
+    ok(&run(&["serving", "delete", "tiny-api"], &creds, None));
+    assert_eq!(
+        ok(&run(&["serving", "list"], &creds, None)).trim(),
+        "No serving instances."
+    );
+}

@@ -451,6 +451,13 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         "GET /api/v1/shared/{token}",
         "GET /api/v1/shared/{token}/files/{path}",
         "GET /api/v1/shared/{token}/archive.zip",
+        "GET /api/v1/serving",
+        "POST /api/v1/serving",
+        "GET /api/v1/serving/{name}",
+        "DELETE /api/v1/serving/{name}",
+        "POST /api/v1/serving/{name}/scale",
+        "POST /api/v1/serving/{name}/stop",
+        "GET /api/v1/serving/{name}/traffic",
     ];
     expected.sort();
     assert_eq!(documented, expected);

@@ -7,4 +7,5 @@ pub mod assets;
 pub mod context;
 pub mod jobs;
 pub mod paddleboard;
+pub mod serving;
 pub mod usage;

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::jobs::{EnvVar, JobSpec, Resources};
+use super::jobs::{JobSpec, Resources};
 use crate::error::AppError;
 
 /// What the submit dialog posts: every field a string, as forms send them.
@@ -104,20 +104,7 @@ pub fn split_command(line: &str) -> Result<Vec<String>, AppError> {
 impl JobForm {
     /// The spec this form describes; the error names the form field at fault.
     pub fn to_spec(&self) -> Result<JobSpec, AppError> {
-        let env = self
-            .env
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(|l| {
-                l.split_once('=')
-                    .map(|(k, v)| EnvVar {
-                        name: k.trim().to_owned(),
-                        value: v.to_owned(),
-                    })
-                    .ok_or_else(|| AppError::invalid("env", format!("“{l}” is not KEY=VALUE.")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let env = super::serving_form::parse_env_lines(&self.env)?;
         let gpu = count("trainer.gpu", &self.trainer_gpu, "GPUs")?;
         Ok(JobSpec {
             name: self.name.trim().to_owned(),

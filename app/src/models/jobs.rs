@@ -216,28 +216,9 @@ impl JobSpec {
                 "The working directory must be a relative path inside the job's directory.",
             ));
         }
-        for var in &self.env {
-            let ok = !var.name.is_empty()
-                && !var.name.as_bytes()[0].is_ascii_digit()
-                && var
-                    .name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_');
-            if !ok {
-                return Err(AppError::invalid(
-                    "env",
-                    format!("“{}” is not a valid environment variable name.", var.name),
-                ));
-            }
-            if RESERVED_ENV.contains(&var.name.as_str())
-                || var.name.starts_with("PADDLE_DATASET_DIR_")
-            {
-                return Err(AppError::invalid(
-                    "env",
-                    format!("{} is set by PaddleCloud for each replica.", var.name),
-                ));
-            }
-        }
+        validate_env(&self.env, |name| {
+            RESERVED_ENV.contains(&name) || name.starts_with("PADDLE_DATASET_DIR_")
+        })?;
         if self.datasets.len() > 20 {
             return Err(AppError::invalid(
                 "datasets",
@@ -277,6 +258,32 @@ impl JobSpec {
     pub fn argv(&self) -> Vec<String> {
         self.command.iter().chain(&self.args).cloned().collect()
     }
+}
+
+/// Checks extra environment variables: valid names, none that PaddleCloud
+/// sets itself (`reserved`).
+pub fn validate_env(env: &[EnvVar], reserved: impl Fn(&str) -> bool) -> Result<(), AppError> {
+    for var in env {
+        let ok = !var.name.is_empty()
+            && !var.name.as_bytes()[0].is_ascii_digit()
+            && var
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !ok {
+            return Err(AppError::invalid(
+                "env",
+                format!("“{}” is not a valid environment variable name.", var.name),
+            ));
+        }
+        if reserved(&var.name) {
+            return Err(AppError::invalid(
+                "env",
+                format!("{} is set by PaddleCloud for each replica.", var.name),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Job names appear in pod and service names, so they are DNS-1123 labels.

@@ -13,6 +13,8 @@ pub mod metrics;
 pub mod quantity;
 pub mod quota;
 pub mod resources;
+pub mod serving;
+pub mod serving_form;
 pub mod time;
 pub mod url;
 
@@ -27,3 +29,5 @@ pub use jobs::*;
 pub use metrics::*;
 pub use quota::*;
 pub use resources::*;
+pub use serving::*;
+pub use serving_form::*;

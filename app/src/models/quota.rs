@@ -118,6 +118,7 @@ pub struct QuotaUse {
 /// One line of a refusal: a resource, what the job asks, what is left.
 fn over(
     what: &str,
+    noun: &str,
     asked: u64,
     used: u64,
     limit: Option<u64>,
@@ -127,7 +128,7 @@ fn over(
     let left = limit.saturating_sub(used);
     (asked > left).then(|| {
         format!(
-            "{what}: the job asks for {}, {} of {} is left ({} over)",
+            "{what}: the {noun} asks for {}, {} of {} is left ({} over)",
             fmt(asked),
             fmt(left),
             fmt(limit),
@@ -140,25 +141,39 @@ impl QuotaUse {
     /// Whether a job asking for `job` fits; if not, a message that says what
     /// is over and by how much.
     pub fn admit(&self, job: ResourceTotals) -> Result<(), AppError> {
+        self.admit_as("job", job)
+    }
+
+    /// Whether a serving instance asking for `instance` at most fits (it
+    /// counts against CPU, memory and GPU, not the number of jobs).
+    pub fn admit_serving(&self, instance: ResourceTotals) -> Result<(), AppError> {
+        self.admit_as("instance", instance)
+    }
+
+    fn admit_as(&self, noun: &str, asked: ResourceTotals) -> Result<(), AppError> {
         let q = &self.quota;
         let count = |n: u64| n.to_string();
         let lines: Vec<String> = [
             over(
                 "CPU",
-                job.cpu_millis,
+                noun,
+                asked.cpu_millis,
                 self.used.cpu_millis,
                 q.cpu_millis,
                 format_cpu,
             ),
             over(
                 "Memory",
-                job.memory_bytes,
+                noun,
+                asked.memory_bytes,
                 self.used.memory_bytes,
                 q.memory_bytes,
                 format_memory,
             ),
-            over("GPU", job.gpu, self.used.gpu, q.gpu, count),
-            over("Jobs", 1, self.jobs, q.max_jobs, count),
+            over("GPU", noun, asked.gpu, self.used.gpu, q.gpu, count),
+            (noun == "job")
+                .then(|| over("Jobs", noun, 1, self.jobs, q.max_jobs, count))
+                .flatten(),
         ]
         .into_iter()
         .flatten()

@@ -9,3 +9,4 @@ pub mod not_found;
 pub mod paddleboard;
 pub mod placeholder;
 pub mod quota;
+pub mod serving;

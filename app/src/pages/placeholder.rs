@@ -7,11 +7,6 @@ use leptos_meta::Title;
 /// `(path segment, title, what it will hold)` for each section still to come.
 const SECTIONS: &[(&str, &str, &str)] = &[
     (
-        "serving",
-        "Serving",
-        "Models you serve as HTTP inference services will be listed here, with replicas, QPS and latency, ready to scale or stop.",
-    ),
-    (
         "notebooks",
         "Notebooks",
         "Your own notebook environment, with a private workspace that can submit jobs, will open from here.",

@@ -161,8 +161,9 @@ pub trait Assets: Send + Sync {
         tags: &str,
     ) -> Result<ModelVersion, AppError>;
 
-    /// A folder on this machine holding a dataset's files, for a local job
-    /// to read (`PADDLE_DATASET_DIR`): the store's own folder when files are
-    /// local, else a copy fetched into a cache.
-    async fn local_dir(&self, me: &Me, dataset: &AssetRef) -> Result<PathBuf, AppError>;
+    /// A folder on this machine holding a dataset's files (or a model
+    /// version's), for a local job to read (`PADDLE_DATASET_DIR`) or a model
+    /// to serve: the store's own folder when files are local, else a copy
+    /// fetched into a cache.
+    async fn local_dir(&self, me: &Me, asset: &AssetRef, slot: Slot) -> Result<PathBuf, AppError>;
 }

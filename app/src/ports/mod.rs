@@ -8,6 +8,7 @@ mod assets;
 mod cluster;
 mod metrics;
 mod resources;
+mod serving;
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ pub use assets::*;
 pub use cluster::*;
 pub use metrics::*;
 pub use resources::*;
+pub use serving::*;
 
 /// Everything a server function can reach, provided as context on every request.
 #[derive(Clone)]
@@ -35,6 +37,8 @@ pub struct Services {
     pub resources: Arc<dyn Resources>,
     /// Accounts' quotas and usage hours.
     pub quotas: Arc<dyn Quotas>,
+    /// Models served over HTTP.
+    pub serving: Arc<dyn Serving>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

@@ -359,6 +359,75 @@ class FollowLogsTest(ClientTestCase):
         self.client.stop_job(name)
 
 
+# A serving replica of the test's own: answers /healthz and doubles the inputs at /predict.
+_ECHO_SERVER = """
+import json, os
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class H(BaseHTTPRequestHandler):
+    def _send(self, body):
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def do_GET(self):
+        self._send({"status": "ready"})
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self._send({"outputs": {"y": [2 * v for v in body["inputs"]]}, "pid": os.getpid()})
+    def log_message(self, *args):
+        pass
+HTTPServer(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever()
+"""
+
+
+class ServingTest(ClientTestCase):
+    def test_a_model_is_launched_called_scaled_stopped_and_deleted(self):
+        folder = tempfile.mkdtemp(prefix="sdk-model-")
+        with open(os.path.join(folder, "inference.json"), "w") as f:
+            f.write("{}")
+        self.client.register_model("echo-model", folder)
+        name = job_name("echo")
+        launched = self.client.launch_serving(
+            name, "echo-model", replicas=2, cpu="250m", memory="128Mi",
+            command=[sys.executable, "-c", _ECHO_SERVER],
+        )
+        self.assertEqual(launched["status"], "pending")
+        self.assertEqual(launched["endpoint"], f"/serve/{ACCOUNT}/{name}")
+        deadline = time.monotonic() + 30
+        while self.client.get_serving(name)["status"] != "ready":
+            self.assertLess(time.monotonic(), deadline, self.client.get_serving(name))
+            time.sleep(0.2)
+        pids = set()
+        for _ in range(6):
+            answer = self.client.predict(name, [1, 2.5])
+            self.assertEqual(answer["outputs"]["y"], [2, 5.0])
+            pids.add(answer["pid"])
+        self.assertEqual(len(pids), 2, "both replicas answer, in turn")
+        listed = [s for s in self.client.list_serving() if s["name"] == name]
+        self.assertEqual(listed[0]["ready"], 2)
+
+        scaled = self.client.scale_serving(name, 1)
+        self.assertEqual(scaled["spec"]["replicas"], 1)
+        with self.assertRaises(PaddleCloudError) as bad:
+            self.client.scale_serving(name, autoscale={"min": 3, "max": 2, "cpu_percent": 50})
+        self.assertEqual(bad.exception.field, "autoscale.max")
+        self.assertEqual(self.client.stop_serving(name)["status"], "stopped")
+        with self.assertRaises(PaddleCloudError) as gone:
+            self.client.predict(name, [1])
+        self.assertEqual(gone.exception.status, 503)
+        self.client.delete_serving(name)
+        with self.assertRaises(PaddleCloudError) as missing:
+            self.client.get_serving(name)
+        self.assertEqual(missing.exception.status, 404)
+
+    def test_an_unknown_model_is_refused_naming_the_field(self):
+        with self.assertRaises(PaddleCloudError) as err:
+            self.client.launch_serving(job_name("nomodel"), "no-such-model")
+        self.assertEqual((err.exception.status, err.exception.field), (400, "model"))
+
+
 class ErrorTest(ClientTestCase):
     def test_a_spec_without_trainers_is_refused_naming_the_field(self):
         with self.assertRaises(PaddleCloudError) as caught:

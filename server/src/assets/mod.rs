@@ -695,34 +695,47 @@ impl Assets for SqlAssets {
         self.find_version(row.id, version).await
     }
 
-    async fn local_dir(&self, me: &Me, r: &AssetRef) -> Result<PathBuf, AppError> {
+    async fn local_dir(&self, me: &Me, r: &AssetRef, slot: Slot) -> Result<PathBuf, AppError> {
         let (row, _) = self.readable(&Viewer::User(me.clone()), r).await?;
-        if row.asset.kind != AssetKind::Dataset {
-            return Err(AppError::invalid(
-                "datasets",
-                format!("“{}” is not a dataset.", r.name),
-            ));
-        }
-        let files = self.store.files(row.id, 0).await?;
-        let prefix = Self::prefix(&row, 0);
+        let version = match (row.asset.kind, slot) {
+            (AssetKind::Dataset, Slot::Dataset) => 0,
+            (AssetKind::Model, Slot::Version(v)) => i64::from(v),
+            (AssetKind::Dataset, _) => {
+                return Err(AppError::invalid(
+                    "datasets",
+                    format!("“{}” is a dataset, it has no versions.", r.name),
+                ))
+            }
+            (AssetKind::Model, _) => {
+                return Err(AppError::invalid(
+                    "model",
+                    format!("Say which version of “{}”.", r.name),
+                ))
+            }
+        };
+        let files = self.store.files(row.id, version).await?;
+        let prefix = Self::prefix(&row, version);
         if let Some(dir) = self.objects.local_path(&prefix) {
             // The store keeps most names as they are; then the job reads its
             // own folder. Some characters (`[`, `~`, `#`, `%`, …) it encodes.
-            let plain = files
-                .iter()
-                .all(|f| Self::key(&row, 0, &f.path).as_ref() == format!("{prefix}/{}", f.path));
+            let plain = files.iter().all(|f| {
+                Self::key(&row, version, &f.path).as_ref() == format!("{prefix}/{}", f.path)
+            });
             if plain {
                 tokio::fs::create_dir_all(&dir)
                     .await
-                    .map_err(io_error("creating a dataset folder"))?;
+                    .map_err(io_error("creating an asset folder"))?;
                 return Ok(dir);
             }
         }
-        // A folder of the dataset's files under their own names: links into
-        // a local store, copies fetched from a remote one.
-        let dir = self.cache_dir.join(&row.asset.owner).join(&row.asset.name);
+        // A folder of the files under their own names: links into a local
+        // store, copies fetched from a remote one.
+        let mut dir = self.cache_dir.join(&row.asset.owner).join(&row.asset.name);
+        if version > 0 {
+            dir = dir.join(format!("v{version}"));
+        }
         let _one_at_a_time = self.syncing.lock().await;
-        self.sync_view(&row, &files, &dir).await?;
+        self.sync_view(&row, version, &files, &dir).await?;
         Ok(dir)
     }
 }
@@ -748,6 +761,7 @@ impl SqlAssets {
     async fn sync_view(
         &self,
         row: &AssetRow,
+        version: i64,
         files: &[FileEntry],
         dir: &std::path::Path,
     ) -> Result<(), AppError> {
@@ -785,7 +799,7 @@ impl SqlAssets {
         }
         for f in files {
             let target = dir.join(&f.path);
-            let key = Self::key(row, 0, &f.path);
+            let key = Self::key(row, version, &f.path);
             if let Some(parent) = target.parent() {
                 tokio::fs::create_dir_all(parent).await.map_err(&io)?;
             }

@@ -3,6 +3,7 @@
 
 mod files;
 mod remote;
+mod serving;
 
 use std::io::BufRead;
 use std::net::SocketAddr;
@@ -64,6 +65,12 @@ pub enum Command {
     /// Upload files and folders into a dataset, or as a new model version, e.g.
     /// `paddlecloud upload dataset mnist ./mnist-data`.
     Upload(files::UploadArgs),
+    /// Serving instances: `launch`, `list`, `scale`, `stop`, `delete`.
+    Serving {
+        /// The task.
+        #[command(subcommand)]
+        command: serving::ServingCommand,
+    },
     /// Download a dataset or a model version (or one file or folder of it),
     /// resuming cut-off files, e.g. `paddlecloud download model vision/resnet --version 2`.
     Download(files::DownloadArgs),
@@ -171,6 +178,10 @@ pub struct ServeArgs {
     /// the resource charts of jobs on Kubernetes, e.g. `http://prometheus:9090`.
     #[arg(long, env = "PADDLECLOUD_PROMETHEUS_URL")]
     pub prometheus_url: Option<String>,
+    /// The Python that runs the default predict server of local serving
+    /// instances; it needs `paddlepaddle` (`pip install paddlepaddle`).
+    #[arg(long, env = "PADDLECLOUD_SERVING_PYTHON", default_value = "python3")]
+    pub serving_python: String,
     /// Storage settings.
     #[command(flatten)]
     pub storage: StorageArgs,
@@ -234,6 +245,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Delete(args) => blocking(move || remote::delete(args)).await,
         Command::Upload(args) => blocking(move || files::upload(args)).await,
         Command::Download(args) => blocking(move || files::download(args)).await,
+        Command::Serving { command } => blocking(move || serving::run(command)).await,
     }
 }
 
@@ -339,6 +351,24 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         args.prometheus_url.as_deref(),
     )
     .context("--prometheus-url")?;
+    let serving_backend: Arc<dyn crate::serving::Backend> = match &kube_backend {
+        Some(kube) => Arc::new(crate::kubernetes::serving::KubeServing::new(kube)),
+        None => Arc::new(crate::serving::local::LocalServing::new(
+            &args.storage.data_dir,
+            args.serving_python.clone(),
+            grace,
+        )),
+    };
+    let serving = crate::serving::ServingService::new(
+        pool.clone(),
+        serving_backend,
+        assets.clone(),
+        Duration::from_secs(u64::from(args.resource_keep_days) * 86_400),
+    );
+    serving
+        .recover()
+        .await
+        .map_err(|err| anyhow::anyhow!("bringing back serving instances: {err}"))?;
     let services = Services {
         accounts: SqlAccounts::new(pool.clone()),
         access_keys: SqlAccessKeys::new(pool.clone()),
@@ -347,12 +377,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         assets,
         resources: Arc::new(resources),
         quotas: Arc::new(SqlQuotas::new(pool, kube_backend)),
+        serving: Arc::new(serving.clone()),
         secure_cookies: args.secure_cookies,
     };
     let app = router(AppState {
         leptos,
         services,
         mlflow: MlflowStore::new(pool_for_mlflow),
+        serving,
     });
     tracing::info!(url = %format!("http://{local}"), "PaddleCloud Console is up");
     println!("PaddleCloud Console: http://{local}  (sign up at http://{local}/signup)");

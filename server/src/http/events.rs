@@ -1,5 +1,5 @@
-//! Server-sent event streams for the browser: job changes for the live job
-//! table, and a pod's log for the log console's follow.
+//! Server-sent event streams for the browser: job and serving changes for
+//! the live tables, and a pod's log for the log console's follow.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -27,22 +27,48 @@ pub async fn jobs(
     let Some(Extension(who)) = principal else {
         return ApiError(AppError::Unauthenticated).into_response();
     };
-    let account_id = who.me.account.id;
     let receiver = state.services.cluster.subscribe();
-    let events = futures_util::stream::unfold(receiver, move |mut rx| async move {
+    sse(names_of(receiver, who.me.account.id, |ev| {
+        (ev.account_id, ev.job)
+    }))
+}
+
+/// `GET /events/serving`: one message (data: the instance's name) per
+/// change to any of the caller's serving instances.
+pub async fn serving(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+) -> Response {
+    let Some(Extension(who)) = principal else {
+        return ApiError(AppError::Unauthenticated).into_response();
+    };
+    let receiver = state.services.serving.subscribe();
+    sse(names_of(receiver, who.me.account.id, |ev| {
+        (ev.account_id, ev.name)
+    }))
+}
+
+/// One message per change event of `account_id`'s (data: what changed, by
+/// `name`), and an empty one when events were missed, so the page refreshes.
+fn names_of<E: Clone + Send + 'static>(
+    receiver: tokio::sync::broadcast::Receiver<E>,
+    account_id: i64,
+    name: fn(E) -> (i64, String),
+) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
+    futures_util::stream::unfold(receiver, move |mut rx| async move {
         loop {
             match rx.recv().await {
-                Ok(ev) if ev.account_id == account_id => {
-                    return Some((Ok::<_, Infallible>(Event::default().data(ev.job)), rx))
-                }
-                Ok(_) => continue,
-                // Missed some: tell the page to refresh anyway.
+                Ok(ev) => match name(ev) {
+                    (account, what) if account == account_id => {
+                        return Some((Ok(Event::default().data(what)), rx))
+                    }
+                    _ => continue,
+                },
                 Err(RecvError::Lagged(_)) => return Some((Ok(Event::default().data("")), rx)),
                 Err(RecvError::Closed) => return None,
             }
         }
-    });
-    sse(events)
+    })
 }
 
 /// A stream of events as an SSE response, kept alive through proxies.

@@ -1,7 +1,7 @@
 //! The HTTP surface: pages (SSR + hydration), server functions, static files,
 //! health, and the layers that resolve who is asking.
 
-mod api_error;
+pub(crate) mod api_error;
 mod board;
 mod events;
 mod keys;
@@ -33,6 +33,8 @@ pub struct AppState {
     pub services: Services,
     /// MLflow's experiments and runs (the tracking API only the server serves).
     pub mlflow: crate::mlflow::store::MlflowStore,
+    /// Serving, for the endpoint that forwards predict calls and counts them.
+    pub serving: crate::serving::ServingService,
 }
 
 /// The server's version, as `/healthz` reports it.
@@ -48,6 +50,15 @@ pub fn router(state: AppState) -> Router {
     let page_services = state.services.clone();
     let console = Router::new()
         .route("/events/jobs", get(events::jobs))
+        .route("/events/serving", get(events::serving))
+        .route(
+            "/serve/{account}/{name}",
+            axum::routing::any(crate::serving::proxy::forward),
+        )
+        .route(
+            "/serve/{account}/{name}/{*path}",
+            axum::routing::any(crate::serving::proxy::forward),
+        )
         .route("/events/log", get(events::log))
         .route("/account/keys", axum::routing::post(keys::create))
         .route("/events/metrics", get(board::events))
@@ -158,6 +169,12 @@ async fn server_fn_handler(
 
 async fn healthz() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok", "version": VERSION }))
+}
+
+impl axum::extract::FromRef<AppState> for crate::serving::ServingService {
+    fn from_ref(state: &AppState) -> Self {
+        state.serving.clone()
+    }
 }
 
 impl axum::extract::FromRef<AppState> for LeptosOptions {

@@ -32,7 +32,8 @@ pub async fn resolve_session(
 ) -> Response {
     let (mut parts, body) = request.into_parts();
     let path = parts.uri.path();
-    if path.starts_with("/api/v1/") || path.starts_with(MLFLOW_API) {
+    // `/serve/`: the endpoints of serving instances, called by programs.
+    if path.starts_with("/api/v1/") || path.starts_with(MLFLOW_API) || path.starts_with("/serve/") {
         if let Some(key) = bearer_key(&parts) {
             return match services.access_keys.resolve_key(key).await {
                 Ok(Some(principal)) => {

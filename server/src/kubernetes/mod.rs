@@ -9,6 +9,7 @@
 pub mod errors;
 pub mod objects;
 pub mod prometheus;
+pub mod serving;
 mod watch;
 
 use std::collections::HashSet;
@@ -231,7 +232,7 @@ impl Inner {
         });
     }
 
-    fn api<K>(&self, namespace: &str) -> Api<K>
+    pub(crate) fn api<K>(&self, namespace: &str) -> Api<K>
     where
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
         <K as kube::Resource>::DynamicType: Default,
@@ -248,7 +249,7 @@ impl Inner {
     }
 
     /// Creates the account's namespace, labelled as the console's, once.
-    async fn ensure_namespace(&self, account: &Account) -> Result<(), AppError> {
+    pub(crate) async fn ensure_namespace(&self, account: &Account) -> Result<(), AppError> {
         if self
             .namespaces
             .lock()

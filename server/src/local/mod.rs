@@ -3,7 +3,7 @@
 //! environment PaddlePaddle's distributed launcher expects, so a real
 //! parameter-server program runs here as it would on the cluster.
 
-mod process;
+pub(crate) mod process;
 mod recovery;
 pub mod sampler;
 mod sampling;
@@ -126,13 +126,16 @@ impl LocalCluster {
                 owner: owner.to_owned(),
                 name: name.to_owned(),
             };
-            let dir = assets.local_dir(by, &r).await.map_err(|err| match err {
-                AppError::NotFound { .. } => AppError::invalid(
-                    "datasets",
-                    format!("There is no dataset “{full}” you can read."),
-                ),
-                other => other,
-            })?;
+            let dir = assets
+                .local_dir(by, &r, app::ports::Slot::Dataset)
+                .await
+                .map_err(|err| match err {
+                    AppError::NotFound { .. } => AppError::invalid(
+                        "datasets",
+                        format!("There is no dataset “{full}” you can read."),
+                    ),
+                    other => other,
+                })?;
             out.push((name.to_owned(), dir));
         }
         Ok(out)

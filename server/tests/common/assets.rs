@@ -54,6 +54,7 @@ pub async fn site_on(db: TestDb, objects: Objects) -> Site {
     let samples = std::sync::Arc::new(server::resources::ResourceStore::new(db.pool.clone()));
     cluster.set_sampler(samples.clone(), std::time::Duration::from_secs(1));
     let (resources, quotas) = server::resources::SqlResources::embedded(&db.pool, samples, 1);
+    let serving = server::serving::ServingService::embedded(&db.pool, db.dir(), assets.clone());
     let services = app::ports::Services {
         accounts: SqlAccounts::new(db.pool.clone()),
         access_keys: SqlAccessKeys::new(db.pool.clone()),
@@ -62,6 +63,7 @@ pub async fn site_on(db: TestDb, objects: Objects) -> Site {
         assets,
         resources,
         quotas,
+        serving: std::sync::Arc::new(serving.clone()),
         secure_cookies: false,
     };
     Site {
@@ -69,9 +71,11 @@ pub async fn site_on(db: TestDb, objects: Objects) -> Site {
             leptos: conf.leptos_options,
             services: services.clone(),
             mlflow: server::mlflow::store::MlflowStore::new(db.pool.clone()),
+            serving: serving.clone(),
         }),
         services,
         db,
+        serving,
     }
 }
 

@@ -22,6 +22,8 @@ pub struct Site {
     pub services: Services,
     /// The database (and data directory) behind it.
     pub db: TestDb,
+    /// Serving, as the endpoint reaches it (to flush its traffic counts).
+    pub serving: server::serving::ServingService,
 }
 
 pub async fn site_with(secure_cookies: bool) -> Site {
@@ -61,6 +63,7 @@ pub async fn site_on(
     let samples = std::sync::Arc::new(server::resources::ResourceStore::new(db.pool.clone()));
     cluster.set_sampler(samples.clone(), std::time::Duration::from_secs(1));
     let (resources, quotas) = server::resources::SqlResources::embedded(&db.pool, samples, 1);
+    let serving = server::serving::ServingService::embedded(&db.pool, db.dir(), assets.clone());
     let services = Services {
         accounts: SqlAccounts::new(db.pool.clone()),
         access_keys: SqlAccessKeys::new(db.pool.clone()),
@@ -69,6 +72,7 @@ pub async fn site_on(
         assets,
         resources,
         quotas,
+        serving: std::sync::Arc::new(serving.clone()),
         secure_cookies,
     };
     Site {
@@ -76,9 +80,11 @@ pub async fn site_on(
             leptos: conf.leptos_options,
             services: services.clone(),
             mlflow: server::mlflow::store::MlflowStore::new(db.pool.clone()),
+            serving: serving.clone(),
         }),
         services,
         db,
+        serving,
     }
 }
 

@@ -11,7 +11,7 @@ use crate::api::usage::resource_charts;
 use crate::components::chart::{css_color, frame, render, Line, PALETTE};
 use crate::components::links::page_href;
 use crate::models::board::XAxis;
-use crate::models::{JobResources, JobRole, MetricsSource, ResourceChart, ResourceMetric};
+use crate::models::{JobRole, MetricsSource, ResourceChart, ResourceMetric};
 
 /// Drawing size of one chart, px.
 const SIZE: (u32, u32) = (560, 220);
@@ -128,19 +128,27 @@ fn ResourceCard(chart: ResourceChart, from: f64, to: f64) -> impl IntoView {
 /// The range links: the whole run, the last 15 minutes and hour, zoom in
 /// and out around the middle of what is shown.
 #[component]
-fn RangeBar(data: JobResources, page: String) -> impl IntoView {
+pub fn RangeBar(
+    /// Range start shown, Unix s.
+    from: f64,
+    /// Range end shown, Unix s.
+    to: f64,
+    /// The page the links go to.
+    page: String,
+    /// What the link without a range shows ("Whole run").
+    whole: &'static str,
+) -> impl IntoView {
     let params = use_query_map();
     let link = move |from: Option<f64>, to: Option<f64>| {
         let f = from.map(|v| format!("{v:.0}"));
         let t = to.map(|v| format!("{v:.0}"));
         params.with_untracked(|p| page_href(&page, p, &[("from", f), ("to", t)]))
     };
-    let (from, to) = (data.from, data.to);
     let mid = (from + to) / 2.0;
     let half = (to - from) / 2.0;
     view! {
         <nav class="range-bar" aria-label="Time range">
-            <A href=link(None, None)>"Whole run"</A>
+            <A href=link(None, None)>{whole}</A>
             <A href=link(Some(to - 900.0), None)>"Last 15 min"</A>
             <A href=link(Some(to - 3600.0), None)>"Last hour"</A>
             <A href=link(Some(mid - half / 2.0), Some(mid + half / 2.0)) attr:data-testid="zoom-in">"Zoom in"</A>
@@ -156,9 +164,13 @@ fn RangeBar(data: JobResources, page: String) -> impl IntoView {
     }
 }
 
-/// The page.
-#[component]
-pub fn JobResourcesPage() -> impl IntoView {
+/// The `:name` of a chart page and its range from the URL (`from`, `to`:
+/// Unix seconds; no `to` follows now).
+#[allow(clippy::type_complexity)]
+pub fn use_chart_route() -> (
+    impl Fn() -> String + Copy + Send + Sync + 'static,
+    impl Fn() -> (Option<f64>, Option<f64>) + Copy + Send + Sync + 'static,
+) {
     let params = use_params_map();
     let query = use_query_map();
     let name = move || params.with(|p| p.get("name").unwrap_or_default());
@@ -168,6 +180,13 @@ pub fn JobResourcesPage() -> impl IntoView {
             (read("from"), read("to"))
         })
     };
+    (name, range)
+}
+
+/// The page.
+#[component]
+pub fn JobResourcesPage() -> impl IntoView {
+    let (name, range) = use_chart_route();
     // Bumped every few seconds while the job runs and the view follows now.
     let tick = RwSignal::new(0u32);
     let data = Resource::new(
@@ -218,7 +237,7 @@ pub fn JobResourcesPage() -> impl IntoView {
                             {source}
                             {d.live.then(|| view! { <span class="live" data-testid="live">" · live"</span> })}
                         </p>
-                        <RangeBar data=d.clone() page />
+                        <RangeBar from to page whole="Whole run" />
                         <div class="chart-grid resources">
                             {d.charts.into_iter().map(|chart| view! { <ResourceCard chart from to /> }).collect_view()}
                         </div>

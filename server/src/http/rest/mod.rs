@@ -9,6 +9,7 @@ mod archive;
 pub mod assets;
 mod jobs;
 pub mod metrics;
+mod serving;
 mod usage;
 
 use std::sync::Arc;
@@ -49,6 +50,7 @@ use super::AppState;
          (name = "metrics", description = "PaddleBoard: training metrics of jobs"),
          (name = "files", description = "Datasets and models: files, versions, sharing"),
          (name = "usage", description = "Resource use of jobs, quota, CPU/GPU hours"),
+         (name = "serving", description = "Models served over HTTP: launch, scale, stop, traffic"),
          (name = "account", description = "Who is calling"))
 )]
 struct ApiDoc;
@@ -84,6 +86,11 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(usage::quota, usage::set_quota))
         .routes(routes!(usage::usage))
         .routes(routes!(usage::usage_csv))
+        .routes(routes!(serving::list, serving::launch))
+        .routes(routes!(serving::get_one, serving::delete))
+        .routes(routes!(serving::scale))
+        .routes(routes!(serving::stop))
+        .routes(routes!(serving::traffic))
         .routes(routes!(assets::list, assets::create))
         .routes(routes!(assets::get_one, assets::update, assets::delete))
         .routes(routes!(assets::list_dir))

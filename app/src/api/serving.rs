@@ -1,0 +1,166 @@
+//! Serving: the table, the launch dialog, scale, stop, delete, traffic.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::error::AppError;
+use crate::models::{ServingForm, ServingInstance, ServingList, ServingTraffic};
+
+#[cfg(feature = "ssr")]
+use super::context::{principal, redirect_back_without, services};
+
+/// A model the launch dialog offers, with its versions that can be served.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelChoice {
+    /// `owner/name`.
+    pub model: String,
+    /// Ready versions, newest first, with their tags.
+    pub versions: Vec<(u32, Vec<String>)>,
+}
+
+/// What the Serving page shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServingPage {
+    /// The instances.
+    pub list: ServingList,
+    /// The console's URL as the caller reached it, which endpoints are under.
+    pub origin: String,
+}
+
+/// The caller's serving instances.
+#[server(prefix = "/api", endpoint = "list_serving")]
+pub async fn list_serving() -> Result<ServingPage, AppError> {
+    let who = principal()?;
+    Ok(ServingPage {
+        list: services()?.serving.list(&who.me.account).await?,
+        origin: super::context::site_url(&super::context::request_parts()?),
+    })
+}
+
+/// Models the caller can serve (their own, shared with them, public) and
+/// their ready versions.
+#[server(prefix = "/api", endpoint = "serving_models")]
+pub async fn serving_models() -> Result<Vec<ModelChoice>, AppError> {
+    let who = principal()?;
+    let assets = services()?.assets;
+    let viewer = crate::ports::Viewer::User(who.me.clone());
+    let mut out = Vec::new();
+    for asset in assets
+        .list(&who.me, crate::models::AssetKind::Model)
+        .await?
+    {
+        let r = asset.reference();
+        let versions: Vec<(u32, Vec<String>)> = assets
+            .versions(&viewer, &r)
+            .await?
+            .into_iter()
+            .filter(|v| v.state == "ready")
+            .map(|v| (v.version, v.tags))
+            .collect();
+        if !versions.is_empty() {
+            out.push(ModelChoice {
+                model: format!("{}/{}", r.owner, r.name),
+                versions,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Launches an instance from the dialog's form.
+#[server(prefix = "/api", endpoint = "launch_serving")]
+pub async fn launch_serving(form: ServingForm) -> Result<ServingInstance, AppError> {
+    let who = principal()?;
+    let spec = form.to_spec()?;
+    let done = launch_within_quota(&services()?, &who.me, spec).await?;
+    tracing::info!(account = %who.me.account.name, serving = %done.name, user = %who.me.email, "serving launched");
+    redirect_back_without("launch", "/serving")?;
+    Ok(done)
+}
+
+/// Launches `spec` if the account's quota has room for all the replicas it
+/// may run, with a message saying what is over and by how much if not.
+/// Every way of launching (dialog, REST, CLI, SDK) comes through here.
+#[cfg(feature = "ssr")]
+pub async fn launch_within_quota(
+    services: &crate::ports::Services,
+    me: &crate::models::Me,
+    spec: crate::models::ServingSpec,
+) -> Result<ServingInstance, AppError> {
+    spec.validate()?;
+    services
+        .quotas
+        .quota_use(&me.account)
+        .await?
+        .admit_serving(spec.totals()?)?;
+    services.serving.launch(me, spec).await
+}
+
+/// Scales an instance to `replicas` (a number typed in the table).
+#[server(prefix = "/api", endpoint = "scale_serving")]
+pub async fn scale_serving(name: String, replicas: String) -> Result<ServingInstance, AppError> {
+    let who = principal()?;
+    let n = replicas.trim().parse().map_err(|_| {
+        AppError::invalid("replicas", "The number of replicas must be a whole number.")
+    })?;
+    let scale = crate::models::Scale {
+        replicas: Some(n),
+        autoscale: None,
+    };
+    scale_within_quota(&services()?, &who.me, &name, scale).await
+}
+
+/// Scales an instance if the quota has room for what it grows by.
+#[cfg(feature = "ssr")]
+pub async fn scale_within_quota(
+    services: &crate::ports::Services,
+    me: &crate::models::Me,
+    name: &str,
+    scale: crate::models::Scale,
+) -> Result<ServingInstance, AppError> {
+    let current = services.serving.get(&me.account, name).await?;
+    let mut grown = current.spec.clone();
+    scale.apply(&mut grown)?;
+    let (before, after) = (current.spec.totals()?, grown.totals()?);
+    if current.status.is_active() && after != before {
+        let extra = crate::models::ResourceTotals {
+            cpu_millis: after.cpu_millis.saturating_sub(before.cpu_millis),
+            memory_bytes: after.memory_bytes.saturating_sub(before.memory_bytes),
+            gpu: after.gpu.saturating_sub(before.gpu),
+        };
+        services
+            .quotas
+            .quota_use(&me.account)
+            .await?
+            .admit_serving(extra)?;
+    }
+    services.serving.scale(&me.account, name, scale).await
+}
+
+/// Stops an instance (every replica), keeping its record.
+#[server(prefix = "/api", endpoint = "stop_serving")]
+pub async fn stop_serving(name: String) -> Result<ServingInstance, AppError> {
+    let who = principal()?;
+    services()?.serving.stop(&who.me.account, &name).await
+}
+
+/// Deletes an instance's record (stopping it first).
+#[server(prefix = "/api", endpoint = "delete_serving")]
+pub async fn delete_serving(name: String) -> Result<(), AppError> {
+    let who = principal()?;
+    services()?.serving.delete(&who.me.account, &name).await
+}
+
+/// One instance's requests, latency and errors over `[from, to]` (Unix s).
+#[server(prefix = "/api", endpoint = "serving_traffic_chart")]
+pub async fn serving_traffic_chart(
+    name: String,
+    from: Option<f64>,
+    to: Option<f64>,
+) -> Result<ServingTraffic, AppError> {
+    let who = principal()?;
+    services()?
+        .serving
+        .traffic(&who.me.account, &name, from, to)
+        .await
+}

@@ -1,0 +1,225 @@
+//! The launch dialog: the model version, the inference configuration (a
+//! serving script, or a command of one's own), replicas and what each asks
+//! for, with the total computed as you type and compared with what the
+//! account's quota leaves. Errors sit next to the field they are about.
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+use leptos_router::hooks::use_query_map;
+
+use super::format_totals;
+use crate::api::serving::{serving_models, LaunchServing};
+use crate::api::usage::quota_left;
+use crate::components::form::{last_error, FieldError, FormError};
+use crate::components::links::page_href;
+use crate::models::ServingForm;
+
+/// The dialog, open while the URL has `launch=1`.
+#[component]
+pub fn LaunchDialog(
+    /// Bumped after a launch so the table shows the new row at once.
+    tick: RwSignal<u64>,
+) -> impl IntoView {
+    let action = ServerAction::<LaunchServing>::new();
+    let error = Signal::derive(last_error(action));
+    let form = RwSignal::new(ServingForm::example());
+    Effect::new(move |_| {
+        if action.version().get() > 0 {
+            tick.update(|t| *t += 1);
+        }
+    });
+    let params = use_query_map();
+    let close = move || params.with(|p| page_href("/serving", p, &[("launch", None)]));
+    let models = Resource::new(|| (), |_| serving_models());
+    let quota = Resource::new(move || action.version().get(), |_| quota_left());
+    let total = move || {
+        form.with(|f| match f.size() {
+            Ok((n, per, total)) => {
+                format!("{n} × ({}) = {}", format_totals(per), format_totals(total))
+            }
+            Err(e) => e.to_string(),
+        })
+    };
+    let quota_line = move || {
+        let q = quota.get()?.ok()?;
+        if q.quota == crate::models::Quota::default() {
+            return Some(view! { <p class="hint" data-testid="quota-left">"Your account has no quota limits."</p> }.into_any());
+        }
+        let left = q.left();
+        let fits = form
+            .with(|f| f.size())
+            .ok()
+            .map(|(_, _, t)| q.admit_serving(t));
+        let text = format_totals(crate::models::ResourceTotals {
+            cpu_millis: left.cpu_millis.unwrap_or(u64::MAX),
+            memory_bytes: left.memory_bytes.unwrap_or(u64::MAX),
+            gpu: left.gpu.unwrap_or(u64::MAX),
+        });
+        Some(view! {
+            <p class="hint" data-testid="quota-left">"Left in the account's quota: " <strong>{text}</strong></p>
+            {fits.and_then(Result::err).map(|e| view! { <p class="banner warn" role="alert" data-testid="quota-over">{e.to_string()}</p> })}
+        }.into_any())
+    };
+    let field = move |name: &'static str,
+                      label: &'static str,
+                      kind: &'static str,
+                      get: fn(&ServingForm) -> String,
+                      set: fn(&mut ServingForm, String)| {
+        view! {
+            <label for=format!("serving-{name}")>{label}</label>
+            <input
+                id=format!("serving-{name}")
+                type=kind
+                name=format!("form[{name}]")
+                prop:value=move || form.with(get)
+                value=form.with_untracked(get)
+                on:input=move |ev| form.update(|f| set(f, event_target_value(&ev)))
+            />
+        }
+    };
+    let model_picker = move || {
+        Suspend::new(async move {
+            let choices = models.await.unwrap_or_default();
+            if choices.is_empty() {
+                return view! {
+                <p class="banner warn" data-testid="no-models">
+                    "No model has a version ready to serve. Register one on the " <A href="/models">"Models"</A> " page."
+                </p>
+            }.into_any();
+            }
+            if form.with_untracked(|f| f.model.is_empty()) {
+                let first = choices[0].model.clone();
+                form.update_untracked(|f| f.model = first);
+            }
+            let versions_of = {
+                let choices = choices.clone();
+                move |model: &str| {
+                    choices
+                        .iter()
+                        .find(|c| c.model == model)
+                        .map(|c| c.versions.clone())
+                        .unwrap_or_default()
+                }
+            };
+            let selected = form.with_untracked(|f| f.model.clone());
+            view! {
+            <div class="form-grid">
+                <label for="serving-model">"Model"</label>
+                <select
+                    id="serving-model"
+                    name="form[model]"
+                    on:change=move |ev| form.update(|f| { f.model = event_target_value(&ev); f.version.clear(); })
+                >
+                    {choices.iter().map(|c| view! {
+                        <option value=c.model.clone() selected=c.model == selected>{c.model.clone()}</option>
+                    }).collect_view()}
+                </select>
+                <label for="serving-version">"Version"</label>
+                <select
+                    id="serving-version"
+                    name="form[version]"
+                    on:change=move |ev| form.update(|f| f.version = event_target_value(&ev))
+                >
+                    <option value="">"Newest ready"</option>
+                    {move || {
+                        let model = form.with(|f| f.model.clone());
+                        versions_of(&model).into_iter().map(|(v, tags)| {
+                            let label = if tags.is_empty() { format!("v{v}") } else { format!("v{v} ({})", tags.join(", ")) };
+                            view! { <option value=v.to_string()>{label}</option> }
+                        }).collect_view()
+                    }}
+                </select>
+            </div>
+        }.into_any()
+        })
+    };
+    view! {
+        <div class="modal-backdrop">
+            <section class="modal wide" role="dialog" aria-modal="true" aria-labelledby="launch-title">
+                <header>
+                    <h2 id="launch-title">"Launch a serving instance"</h2>
+                    <A href=close attr:class="close" attr:aria-label="Close">"×"</A>
+                </header>
+                <ActionForm action>
+                    <FormError error />
+                    <div class="form-grid">
+                        {field("name", "Name", "text", |f| f.name.clone(), |f, v| f.name = v)}
+                    </div>
+                    <FieldError error field="name" />
+                    <Transition fallback=|| view! { <p class="loading">"Loading models…"</p> }>{model_picker}</Transition>
+                    <FieldError error field="model" />
+                    <FieldError error field="version" />
+                    <details class="inference">
+                        <summary>"Inference configuration"</summary>
+                        <div class="form-grid">
+                            {field("file", "Model archive in the version (.tar.gz, optional)", "text", |f| f.file.clone(), |f, v| f.file = v)}
+                        </div>
+                        <FieldError error field="file" />
+                        <label for="serving-script">"Serving script (Python, optional: define load(model_dir) and/or predict(state, inputs))"</label>
+                        <textarea
+                            id="serving-script"
+                            name="form[script]"
+                            rows="6"
+                            class="code"
+                            spellcheck="false"
+                            prop:value=move || form.with(|f| f.script.clone())
+                            on:input=move |ev| form.update(|f| f.script = event_target_value(&ev))
+                        ></textarea>
+                        <FieldError error field="script" />
+                        <div class="form-grid">
+                            {field("command", "Command (instead of the default predict server)", "text", |f| f.command.clone(), |f, v| f.command = v)}
+                            {field("image", "Image (Kubernetes)", "text", |f| f.image.clone(), |f, v| f.image = v)}
+                        </div>
+                        <FieldError error field="command" />
+                        <label for="serving-env">"Environment (KEY=VALUE per line)"</label>
+                        <textarea
+                            id="serving-env"
+                            name="form[env]"
+                            rows="2"
+                            prop:value=move || form.with(|f| f.env.clone())
+                            on:input=move |ev| form.update(|f| f.env = event_target_value(&ev))
+                        ></textarea>
+                        <FieldError error field="env" />
+                    </details>
+                    <fieldset>
+                        <legend>"Replicas"</legend>
+                        <div class="form-grid four">
+                            {field("replicas", "Count", "number", |f| f.replicas.clone(), |f, v| f.replicas = v)}
+                            {field("cpu", "CPU each", "text", |f| f.cpu.clone(), |f, v| f.cpu = v)}
+                            {field("memory", "Memory each", "text", |f| f.memory.clone(), |f, v| f.memory = v)}
+                            {field("gpu", "GPU each", "number", |f| f.gpu.clone(), |f, v| f.gpu = v)}
+                        </div>
+                        <FieldError error field="replicas" />
+                        <FieldError error field="resources.cpu" />
+                        <FieldError error field="resources.memory" />
+                        <FieldError error field="resources.gpu" />
+                        <label class="check">
+                            <input
+                                type="checkbox"
+                                name="form[autoscale]"
+                                value="on"
+                                prop:checked=move || form.with(|f| f.autoscale == "on")
+                                on:change=move |ev| form.update(|f| f.autoscale = if event_target_checked(&ev) { "on".into() } else { String::new() })
+                            />
+                            " Scale with CPU load (Kubernetes: a HorizontalPodAutoscaler)"
+                        </label>
+                        <div class="form-grid three">
+                            {field("min", "Fewest", "number", |f| f.min.clone(), |f, v| f.min = v)}
+                            {field("max", "Most", "number", |f| f.max.clone(), |f, v| f.max = v)}
+                            {field("cpu_percent", "CPU target %", "number", |f| f.cpu_percent.clone(), |f, v| f.cpu_percent = v)}
+                        </div>
+                        <FieldError error field="autoscale.min" />
+                        <FieldError error field="autoscale.max" />
+                        <FieldError error field="autoscale.cpu_percent" />
+                    </fieldset>
+                    <p class="total" data-testid="serving-total">"This instance asks for " <strong>{total}</strong></p>
+                    <Transition fallback=|| ()>{quota_line}</Transition>
+                    <footer>
+                        <A href=close attr:class="button">"Cancel"</A>
+                        <button type="submit" class="primary">"Launch"</button>
+                    </footer>
+                </ActionForm>
+            </section>
+        </div>
+    }
+}

@@ -1,0 +1,129 @@
+//! `/serving/:name`: an instance's requests per second, latency
+//! percentiles and error rate over time, measured at its endpoint; live
+//! while the view follows now. The range lives in the URL (`from`, `to`).
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+
+use crate::api::serving::serving_traffic_chart;
+use crate::components::chart::{css_color, frame, render, Line};
+use crate::models::board::XAxis;
+use crate::models::{ServingTraffic, TrafficPoint};
+use crate::pages::jobs::resources::{use_chart_route, RangeBar};
+
+/// Drawing size of one chart, px.
+const SIZE: (u32, u32) = (560, 220);
+
+/// A named line: how to read its value from a bucket.
+type Series = (&'static str, fn(&TrafficPoint) -> f64);
+
+/// One chart: named lines of `f` over the points.
+#[component]
+fn TrafficCard(
+    title: &'static str,
+    metric: &'static str,
+    data: ServingTraffic,
+    lines: Vec<Series>,
+    unit: &'static str,
+) -> impl IntoView {
+    let xs: Vec<f64> = data.points.iter().map(|p| p.t).collect();
+    let drawn: Vec<Line> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, (_, f))| {
+            let ys: Vec<f64> = data.points.iter().map(f).collect();
+            Line {
+                color: i,
+                xs: xs.clone(),
+                raw: ys.clone(),
+                smoothed: ys,
+            }
+        })
+        .collect();
+    let svg = frame(&drawn, Some((data.from, data.to)), false, false, SIZE)
+        .map(|f| render(&drawn, &f, XAxis::Wall, false))
+        .unwrap_or_default();
+    let empty = data.points.is_empty();
+    view! {
+        <figure class="chart-card traffic" data-metric=metric>
+            <figcaption><strong>{title}</strong></figcaption>
+            {if empty {
+                view! { <p class="empty chart-empty" data-testid="no-data">"no requests in this range"</p> }.into_any()
+            } else {
+                view! { <div class="chart-svg" inner_html=svg></div> }.into_any()
+            }}
+            <ul class="legend">
+                {lines.iter().enumerate().map(|(i, (name, f))| {
+                    let last = data.points.last().map(f).unwrap_or(0.0);
+                    view! {
+                        <li>
+                            <span class="swatch" style=format!("background:{}", css_color(i))></span>
+                            {*name}
+                            <span class="num" data-testid="last">{format!(" {last:.2} {unit}")}</span>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+        </figure>
+    }
+}
+
+/// The page.
+#[component]
+pub fn ServingTrafficPage() -> impl IntoView {
+    let (name, range) = use_chart_route();
+    let tick = RwSignal::new(0u32);
+    let data = Resource::new(
+        move || (name(), range(), tick.get()),
+        |(name, (from, to), _)| serving_traffic_chart(name, from, to),
+    );
+    #[cfg(feature = "hydrate")]
+    {
+        let handle = set_interval_with_handle(
+            move || {
+                if range().1.is_none() {
+                    tick.update(|t| *t += 1);
+                }
+            },
+            std::time::Duration::from_secs(5),
+        );
+        if let Ok(handle) = handle {
+            on_cleanup(move || handle.clear());
+        }
+    }
+    view! {
+        <div class="page-head">
+            <h1>{move || format!("{} · traffic", name())}</h1>
+            <nav class="page-links"><A href="/serving">"Serving"</A></nav>
+        </div>
+        <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                let page = format!("/serving/{}", name());
+                data.await.map(|d| {
+                    let s = d.instance.clone();
+                    let (from, to) = (d.from, d.to);
+                    view! {
+                        <p class="muted" data-testid="traffic-source">
+                            {format!(
+                                "{} v{} · {} · {}/{} replicas ready · measured at the console's endpoint {}",
+                                s.model, s.version, s.status.label(), s.ready, s.spec.replicas, s.endpoint
+                            )}
+                        </p>
+                        <RangeBar from to page whole="Live" />
+                        <div class="chart-grid">
+                            <TrafficCard title="Requests per second" metric="qps" data=d.clone()
+                                lines=vec![("requests/s", TrafficPoint::qps as fn(&TrafficPoint) -> f64)] unit="/s" />
+                            <TrafficCard title="Latency (ms)" metric="latency" data=d.clone()
+                                lines=vec![("p50", (|p: &TrafficPoint| p.p50_ms) as fn(&TrafficPoint) -> f64),
+                                           ("p90", |p: &TrafficPoint| p.p90_ms),
+                                           ("p99", |p: &TrafficPoint| p.p99_ms)] unit="ms" />
+                            <TrafficCard title="Errors (%)" metric="errors" data=d.clone()
+                                lines=vec![("failed", TrafficPoint::error_percent as fn(&TrafficPoint) -> f64)] unit="%" />
+                        </div>
+                        <p class="hint">"Over long ranges buckets are merged: p50 and p90 become request-weighted means, p99 the worst bucket's."</p>
+                    }
+                })
+            })}
+        </Transition>
+    }
+}

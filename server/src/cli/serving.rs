@@ -1,0 +1,240 @@
+//! `paddlecloud serving …`: launch, list, scale, stop and delete serving
+//! instances of a console, with the credentials file the other remote
+//! commands use.
+
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+use app::models::quantity::{format_cpu, format_memory};
+use app::models::{Autoscale, Resources, Scale, ServingInstance, ServingSpec, ServingStatus};
+use clap::{Args, Subcommand};
+
+use super::remote::RemoteArgs;
+
+/// The serving subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ServingCommand {
+    /// Serve a model version over HTTP, e.g.
+    /// `paddlecloud serving launch mnist-api --model mnist --replicas 2 --wait`.
+    Launch(LaunchArgs),
+    /// List the account's serving instances with their traffic.
+    List(ListArgs),
+    /// Change the number of replicas (or the autoscaler's bounds).
+    Scale(ScaleArgs),
+    /// Stop every replica (the record and its traffic stay).
+    Stop(NameArgs),
+    /// Delete an instance's record (stopping it first).
+    Delete(NameArgs),
+}
+
+/// `paddlecloud serving launch`.
+#[derive(Debug, Clone, Args)]
+pub struct LaunchArgs {
+    /// The instance's name.
+    pub name: String,
+    /// The model: `name` or `owner/name`.
+    #[arg(long)]
+    pub model: String,
+    /// Its version (default: the newest ready one).
+    #[arg(long)]
+    pub version: Option<u32>,
+    /// A `.tar.gz` inside the version to serve.
+    #[arg(long, default_value = "")]
+    pub file: String,
+    /// A Python serving script (`load(model_dir)`, `predict(state, inputs)`).
+    #[arg(long)]
+    pub script: Option<std::path::PathBuf>,
+    /// Replicas.
+    #[arg(long, default_value_t = 1)]
+    pub replicas: u32,
+    /// CPU per replica.
+    #[arg(long, default_value = "1")]
+    pub cpu: String,
+    /// Memory per replica.
+    #[arg(long, default_value = "1Gi")]
+    pub memory: String,
+    /// GPUs per replica.
+    #[arg(long, default_value_t = 0)]
+    pub gpu: u32,
+    /// Autoscale between MIN and MAX replicas at a CPU target: `MIN:MAX:PERCENT`.
+    #[arg(long)]
+    pub autoscale: Option<String>,
+    /// Container image (Kubernetes).
+    #[arg(long, default_value = "")]
+    pub image: String,
+    /// Wait until it is ready (or failed).
+    #[arg(long)]
+    pub wait: bool,
+    /// Your own server program instead of the default predict server.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `paddlecloud serving list`.
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `paddlecloud serving scale`.
+#[derive(Debug, Clone, Args)]
+pub struct ScaleArgs {
+    /// The instance.
+    pub name: String,
+    /// Replicas to run.
+    #[arg(long, conflicts_with = "autoscale")]
+    pub replicas: Option<u32>,
+    /// Autoscale: `MIN:MAX:PERCENT`.
+    #[arg(long)]
+    pub autoscale: Option<String>,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `paddlecloud serving stop|delete`.
+#[derive(Debug, Clone, Args)]
+pub struct NameArgs {
+    /// The instance.
+    pub name: String,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+fn autoscale(raw: &str) -> anyhow::Result<Autoscale> {
+    let parts: Vec<&str> = raw.split(':').collect();
+    let [min, max, percent] = parts[..] else {
+        bail!("--autoscale is MIN:MAX:PERCENT, e.g. 1:4:70");
+    };
+    let n = |s: &str| -> anyhow::Result<u32> {
+        s.trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("--autoscale is MIN:MAX:PERCENT, e.g. 1:4:70"))
+    };
+    Ok(Autoscale {
+        min: n(min)?,
+        max: n(max)?,
+        cpu_percent: n(percent)?,
+    })
+}
+
+fn line(s: &ServingInstance) -> String {
+    let per = s.spec.per_replica().unwrap_or_default();
+    let traffic = s.recent.map_or("–".to_owned(), |r| {
+        format!(
+            "{:.1}/s p50 {:.1} ms p99 {:.1} ms",
+            r.qps(),
+            r.p50_ms,
+            r.p99_ms
+        )
+    });
+    format!(
+        "{:<24} {:<9} {:>3}/{:<3} {:<24} {:<18} {}",
+        s.name,
+        s.status.as_str(),
+        s.ready,
+        s.spec.replicas,
+        format!("{} v{}", s.model, s.version),
+        format!(
+            "{} CPU {}",
+            format_cpu(per.cpu_millis),
+            format_memory(per.memory_bytes)
+        ),
+        traffic
+    )
+}
+
+/// Runs one serving subcommand.
+pub fn run(command: ServingCommand) -> anyhow::Result<()> {
+    match command {
+        ServingCommand::Launch(args) => {
+            let client = args.remote.client()?;
+            let script = match &args.script {
+                Some(path) => std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?,
+                None => String::new(),
+            };
+            let spec = ServingSpec {
+                name: args.name.clone(),
+                model: args.model,
+                version: args.version,
+                file: args.file,
+                script,
+                command: args.command,
+                image: args.image,
+                env: vec![],
+                replicas: args.replicas,
+                resources: Resources {
+                    cpu: args.cpu,
+                    memory: args.memory,
+                    gpu: args.gpu,
+                },
+                autoscale: args.autoscale.as_deref().map(autoscale).transpose()?,
+            };
+            let mut instance = client.launch_serving(&spec)?;
+            println!(
+                "{} {} at {}{}",
+                instance.name,
+                instance.status.as_str(),
+                client.server(),
+                instance.endpoint
+            );
+            if args.wait {
+                let start = Instant::now();
+                while instance.status == ServingStatus::Pending {
+                    if start.elapsed() > Duration::from_secs(600) {
+                        bail!("{} is still pending after 10 minutes", instance.name);
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                    instance = client.serving(&args.name)?;
+                }
+                println!("{} {}", instance.name, instance.status.as_str());
+                if instance.status == ServingStatus::Failed {
+                    bail!("{}", instance.message);
+                }
+            }
+            Ok(())
+        }
+        ServingCommand::List(args) => {
+            let list = args.remote.client()?.serving_list()?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else if list.instances.is_empty() {
+                println!("No serving instances.");
+            } else {
+                for s in &list.instances {
+                    println!("{}", line(s));
+                }
+            }
+            Ok(())
+        }
+        ServingCommand::Scale(args) => {
+            let scale = Scale {
+                replicas: args.replicas,
+                autoscale: args.autoscale.as_deref().map(autoscale).transpose()?,
+            };
+            let s = args.remote.client()?.scale_serving(&args.name, &scale)?;
+            println!("{}", line(&s));
+            Ok(())
+        }
+        ServingCommand::Stop(args) => {
+            let s = args.remote.client()?.stop_serving(&args.name)?;
+            println!("{} {}", s.name, s.status.as_str());
+            Ok(())
+        }
+        ServingCommand::Delete(args) => {
+            args.remote.client()?.delete_serving(&args.name)?;
+            println!("deleted {}", args.name);
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! `/api/v1/serving`: launch, list, get, scale, stop, delete serving
+//! instances, and their traffic. Predict calls themselves go to the
+//! instance's endpoint, `/serve/<account>/<name>/…`.
+
+use app::models::{Scale, ServingInstance, ServingList, ServingSpec, ServingTraffic};
+use app::ports::Principal;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use http::{header, HeaderValue, StatusCode};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::caller;
+use crate::http::api_error::{ApiError, ErrorBody};
+use crate::http::AppState;
+
+/// The account's serving instances, newest first, with the last minute's
+/// requests per second, latency and errors.
+#[utoipa::path(get, path = "/api/v1/serving", tag = "serving",
+    responses(
+        (status = 200, description = "The instances", body = ServingList),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+) -> Result<Json<ServingList>, ApiError> {
+    let who = caller(principal)?;
+    Ok(Json(state.services.serving.list(&who.me.account).await?))
+}
+
+/// Launches a model version as a serving instance. It starts Pending and
+/// turns Ready once its replicas answer (or Failed, with the reason, when
+/// the model does not load).
+#[utoipa::path(post, path = "/api/v1/serving", tag = "serving", request_body = ServingSpec,
+    responses(
+        (status = 201, description = "Launched; `Location` is its URL", body = ServingInstance),
+        (status = 400, description = "A bad field (unknown model or version, bad size), named in `field`", body = ErrorBody),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 403, description = "Over the account's quota: what is over and by how much", body = ErrorBody),
+        (status = 409, description = "The name is taken in this account", body = ErrorBody),
+    ))]
+pub async fn launch(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    spec: Result<Json<ServingSpec>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let who = caller(principal)?;
+    let Json(spec) = spec?;
+    let done = app::api::serving::launch_within_quota(&state.services, &who.me, spec).await?;
+    tracing::info!(account = %who.me.account.name, serving = %done.name, user = %who.me.email, "serving launched through the API");
+    let mut response = (StatusCode::CREATED, Json(&done)).into_response();
+    if let Ok(location) = HeaderValue::from_str(&format!("/api/v1/serving/{}", done.name)) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    Ok(response)
+}
+
+/// One instance.
+#[utoipa::path(get, path = "/api/v1/serving/{name}", tag = "serving",
+    params(("name" = String, Path, description = "The instance's name")),
+    responses(
+        (status = 200, description = "The instance", body = ServingInstance),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 404, description = "No such instance in this account", body = ErrorBody),
+    ))]
+pub async fn get_one(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Path(name): Path<String>,
+) -> Result<Json<ServingInstance>, ApiError> {
+    let who = caller(principal)?;
+    Ok(Json(
+        state.services.serving.get(&who.me.account, &name).await?,
+    ))
+}
+
+/// Scales to a number of replicas, or sets the autoscaler's bounds.
+#[utoipa::path(post, path = "/api/v1/serving/{name}/scale", tag = "serving", request_body = Scale,
+    params(("name" = String, Path, description = "The instance's name")),
+    responses(
+        (status = 200, description = "The instance with its new size", body = ServingInstance),
+        (status = 400, description = "A bad size", body = ErrorBody),
+        (status = 403, description = "Growing would exceed the account's quota", body = ErrorBody),
+        (status = 404, description = "No such instance in this account", body = ErrorBody),
+        (status = 409, description = "It is stopped or failed", body = ErrorBody),
+    ))]
+pub async fn scale(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Path(name): Path<String>,
+    scale: Result<Json<Scale>, JsonRejection>,
+) -> Result<Json<ServingInstance>, ApiError> {
+    let who = caller(principal)?;
+    let Json(scale) = scale?;
+    Ok(Json(
+        app::api::serving::scale_within_quota(&state.services, &who.me, &name, scale).await?,
+    ))
+}
+
+/// Stops every replica, keeping the record and its traffic.
+#[utoipa::path(post, path = "/api/v1/serving/{name}/stop", tag = "serving",
+    params(("name" = String, Path, description = "The instance's name")),
+    responses(
+        (status = 200, description = "The instance, stopped", body = ServingInstance),
+        (status = 404, description = "No such instance in this account", body = ErrorBody),
+    ))]
+pub async fn stop(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Path(name): Path<String>,
+) -> Result<Json<ServingInstance>, ApiError> {
+    let who = caller(principal)?;
+    Ok(Json(
+        state.services.serving.stop(&who.me.account, &name).await?,
+    ))
+}
+
+/// Deletes an instance's record (stopping it first).
+#[utoipa::path(delete, path = "/api/v1/serving/{name}", tag = "serving",
+    params(("name" = String, Path, description = "The instance's name")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such instance in this account", body = ErrorBody),
+    ))]
+pub async fn delete(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let who = caller(principal)?;
+    state
+        .services
+        .serving
+        .delete(&who.me.account, &name)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The range of `GET /api/v1/serving/{name}/traffic`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct Range {
+    /// Start, Unix seconds (default: an hour before `to`).
+    from: Option<f64>,
+    /// End, Unix seconds (default: now).
+    to: Option<f64>,
+}
+
+/// Requests per bucket, latency percentiles and errors over a range.
+#[utoipa::path(get, path = "/api/v1/serving/{name}/traffic", tag = "serving",
+    params(("name" = String, Path, description = "The instance's name"), Range),
+    responses(
+        (status = 200, description = "The traffic", body = ServingTraffic),
+        (status = 400, description = "A bad range", body = ErrorBody),
+        (status = 404, description = "No such instance in this account", body = ErrorBody),
+    ))]
+pub async fn traffic(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    Path(name): Path<String>,
+    range: Result<Query<Range>, QueryRejection>,
+) -> Result<Json<ServingTraffic>, ApiError> {
+    let who = caller(principal)?;
+    let Query(range) = range?;
+    Ok(Json(
+        state
+            .services
+            .serving
+            .traffic(&who.me.account, &name, range.from, range.to)
+            .await?,
+    ))
+}

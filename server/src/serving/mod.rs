@@ -1,0 +1,438 @@
+//! [`app::ports::Serving`]: a model version served over HTTP. The record,
+//! the model's resolution and the traffic live here; a [`Backend`] runs the
+//! replicas: the local executor's processes ([`local`]) or a Kubernetes
+//! Deployment ([`crate::kubernetes::serving`]). Requests reach an instance
+//! through the console's endpoint ([`proxy`]), which balances between ready
+//! replicas and counts every request.
+
+pub mod local;
+mod models;
+pub mod proxy;
+pub mod store;
+pub mod traffic;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use app::error::AppError;
+use app::models::{
+    merge_traffic, Account, Me, Scale, ServingInstance, ServingList, ServingSpec, ServingStatus,
+    ServingTraffic, TrafficPoint, RESOURCE_CHART_POINTS,
+};
+use app::ports::{Assets, Serving, ServingEvent};
+use async_trait::async_trait;
+use tokio::sync::broadcast;
+
+use self::store::{now_secs, ServingStore};
+use self::traffic::Traffic;
+use crate::time::now_ms;
+
+/// The model an instance serves, resolved at launch.
+#[derive(Debug, Clone)]
+pub struct ModelFiles {
+    /// `owner/name`.
+    pub model: String,
+    /// The version.
+    pub version: u32,
+    /// On this machine: the version's folder, or the `.tar.gz` in it to
+    /// serve (`None` where the backend fetches the model itself).
+    pub local: Option<PathBuf>,
+}
+
+/// What a backend needs to run an instance.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Database id.
+    pub id: i64,
+    /// The owning account.
+    pub account: Account,
+    /// The spec, with its current size.
+    pub spec: ServingSpec,
+    /// What it serves.
+    pub model: ModelFiles,
+}
+
+/// Where a request for an instance goes now.
+pub enum Upstream {
+    /// A replica's base URL (`http://127.0.0.1:PORT`).
+    Http(String),
+    /// A Service in the cluster, reached through the API server's proxy.
+    Kube {
+        /// A client of the cluster.
+        client: kube::Client,
+        /// The account's namespace.
+        namespace: String,
+        /// The Service's name.
+        service: String,
+    },
+}
+
+/// Records what the replicas do and tells live views.
+#[derive(Clone)]
+pub struct Reporter {
+    store: ServingStore,
+    events: broadcast::Sender<ServingEvent>,
+}
+
+impl Reporter {
+    /// Saves the state of instance `id` of account `account_id` and
+    /// announces it.
+    pub async fn report(
+        &self,
+        account_id: i64,
+        id: i64,
+        name: &str,
+        status: ServingStatus,
+        ready: u32,
+        message: &str,
+    ) {
+        if let Err(err) = self.store.set_state(id, status, ready, message).await {
+            tracing::warn!(serving = %name, error = %err, "recording a serving state");
+        }
+        let _ = self.events.send(ServingEvent {
+            account_id,
+            name: name.to_owned(),
+        });
+    }
+}
+
+/// Runs replicas: the local executor or Kubernetes.
+#[async_trait]
+pub trait Backend: Send + Sync {
+    /// Where instances launched here run, as the table shows it.
+    fn name(&self) -> String;
+    /// Starts the replicas of a recorded instance; states go to `reporter`.
+    async fn start(&self, run: Run, reporter: Reporter) -> Result<(), AppError>;
+    /// Applies a changed size to a running instance.
+    async fn resize(&self, run: Run) -> Result<(), AppError>;
+    /// Ends every replica; returns once they are gone.
+    async fn stop(&self, account: &Account, id: i64, name: &str) -> Result<(), AppError>;
+    /// Where to send the next request, if a replica is ready.
+    async fn upstream(&self, account: &Account, id: i64, name: &str) -> Option<Upstream>;
+    /// Whether the backend fetches models itself (no local copy needed).
+    fn remote_models(&self) -> bool {
+        false
+    }
+}
+
+/// An HTTP client for replicas (plain HTTP on loopback, or through the
+/// proxy). reqwest wants a TLS crypto provider even then: the process-wide
+/// one (ring, as `serve` installs) is installed if none is yet.
+pub fn http_client(timeout: std::time::Duration) -> Result<reqwest::Client, AppError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .build()
+        .map_err(|err| {
+            tracing::error!(error = %err, "building an HTTP client");
+            AppError::Internal
+        })
+}
+
+/// Serving on one backend, recorded in the console's database.
+#[derive(Clone)]
+pub struct ServingService {
+    store: ServingStore,
+    backend: Arc<dyn Backend>,
+    assets: Arc<dyn Assets>,
+    traffic: Arc<Traffic>,
+    events: broadcast::Sender<ServingEvent>,
+}
+
+impl ServingService {
+    /// On a migrated pool; starts writing traffic (kept `keep`).
+    pub fn new(
+        pool: sqlx::AnyPool,
+        backend: Arc<dyn Backend>,
+        assets: Arc<dyn Assets>,
+        keep: std::time::Duration,
+    ) -> Self {
+        let store = ServingStore::new(pool);
+        let traffic = Arc::new(Traffic::default());
+        traffic.spawn_writer(store.clone(), keep);
+        let (events, _) = broadcast::channel(256);
+        Self {
+            store,
+            backend,
+            assets,
+            traffic,
+            events,
+        }
+    }
+
+    /// Local serving with the defaults (`$PADDLECLOUD_SERVING_PYTHON` or
+    /// `python3`, 1 s grace, 30 days of traffic): what tests and benchmarks use.
+    pub fn embedded(
+        pool: &sqlx::AnyPool,
+        data_dir: &std::path::Path,
+        assets: Arc<dyn Assets>,
+    ) -> Self {
+        let python =
+            std::env::var("PADDLECLOUD_SERVING_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+        let backend = local::LocalServing::new(data_dir, python, std::time::Duration::from_secs(1));
+        Self::new(
+            pool.clone(),
+            Arc::new(backend),
+            assets,
+            std::time::Duration::from_secs(30 * 86_400),
+        )
+    }
+
+    fn reporter(&self) -> Reporter {
+        Reporter {
+            store: self.store.clone(),
+            events: self.events.clone(),
+        }
+    }
+
+    fn emit(&self, account_id: i64, name: &str) {
+        let _ = self.events.send(ServingEvent {
+            account_id,
+            name: name.to_owned(),
+        });
+    }
+
+    /// Brings back the instances a previous console process left running.
+    pub async fn recover(&self) -> Result<(), AppError> {
+        for stored in self.store.active_on(&self.backend.name()).await? {
+            let name = stored.instance.name.clone();
+            let account_id = stored.account.id;
+            let restarted = async {
+                let (owner, model) = stored
+                    .instance
+                    .model
+                    .split_once('/')
+                    .ok_or(AppError::Internal)?;
+                // As the account that launched it: enough to read what it serves.
+                let me = Me {
+                    user_id: 0,
+                    email: stored.instance.created_by.clone(),
+                    role: app::models::Role::Member,
+                    account: stored.account.clone(),
+                };
+                let files = self
+                    .locate(
+                        &me,
+                        owner,
+                        model,
+                        stored.instance.version,
+                        &stored.instance.spec.file,
+                    )
+                    .await?;
+                let run = Run {
+                    id: stored.id,
+                    account: stored.account.clone(),
+                    spec: stored.instance.spec.clone(),
+                    model: files,
+                };
+                self.backend.start(run, self.reporter()).await
+            }
+            .await;
+            if let Err(err) = restarted {
+                tracing::warn!(serving = %name, error = %err, "could not bring a serving instance back");
+                self.reporter()
+                    .report(
+                        account_id,
+                        stored.id,
+                        &name,
+                        ServingStatus::Failed,
+                        0,
+                        &format!("Could not restart after the console restarted: {err}"),
+                    )
+                    .await;
+            }
+        }
+        Ok(())
+    }
+
+    /// The last minute's traffic of an instance, from the stored buckets.
+    async fn recent(&self, id: i64) -> Result<Option<TrafficPoint>, AppError> {
+        let now = now_secs();
+        let points = self.store.traffic(id, now - 60.0, now).await?;
+        if points.is_empty() {
+            return Ok(None);
+        }
+        let mut merged = merge_traffic(&points, 1)[0];
+        // Per second of the whole minute, not only of the buckets with requests.
+        merged.secs = 60.0;
+        Ok(Some(merged))
+    }
+
+    /// Counts one request forwarded to instance `id` (the endpoint calls this).
+    pub fn record(&self, id: i64, latency: std::time::Duration, error: bool) {
+        self.traffic.record(id, latency, error);
+    }
+
+    /// The instance's id and where its next request goes.
+    pub async fn route(
+        &self,
+        account: &Account,
+        name: &str,
+    ) -> Result<(i64, Option<Upstream>), AppError> {
+        let stored = self.store.get(account.id, name).await?;
+        if !stored.instance.status.is_active() {
+            return Ok((stored.id, None));
+        }
+        Ok((
+            stored.id,
+            self.backend.upstream(account, stored.id, name).await,
+        ))
+    }
+
+    /// Writes every open traffic bucket now (tests, shutdown).
+    pub async fn flush_traffic(&self) -> Result<(), AppError> {
+        let rows = self.traffic.take_finished(true);
+        self.store.add_traffic(&rows).await
+    }
+}
+
+#[async_trait]
+impl Serving for ServingService {
+    async fn launch(&self, by: &Me, mut spec: ServingSpec) -> Result<ServingInstance, AppError> {
+        spec.validate()?;
+        let model = self.resolve(by, &spec).await?;
+        spec.version = Some(model.version);
+        let id = self
+            .store
+            .insert(
+                by.account.id,
+                &by.email,
+                &model.model,
+                model.version,
+                &spec,
+                &self.backend.name(),
+            )
+            .await?;
+        let run = Run {
+            id,
+            account: by.account.clone(),
+            spec: spec.clone(),
+            model,
+        };
+        if let Err(err) = self.backend.start(run, self.reporter()).await {
+            let why = match &err {
+                AppError::Internal => {
+                    "The replicas could not be started; see the console's log.".to_owned()
+                }
+                other => other.to_string(),
+            };
+            self.store
+                .set_state(id, ServingStatus::Failed, 0, &why)
+                .await?;
+            self.emit(by.account.id, &spec.name);
+            return Err(err);
+        }
+        self.emit(by.account.id, &spec.name);
+        Ok(self.store.get(by.account.id, &spec.name).await?.instance)
+    }
+
+    async fn list(&self, account: &Account) -> Result<ServingList, AppError> {
+        let mut instances = Vec::new();
+        for stored in self.store.list(account.id).await? {
+            let mut instance = stored.instance;
+            instance.recent = self.recent(stored.id).await?;
+            instances.push(instance);
+        }
+        Ok(ServingList {
+            instances,
+            now: now_ms(),
+        })
+    }
+
+    async fn get(&self, account: &Account, name: &str) -> Result<ServingInstance, AppError> {
+        let stored = self.store.get(account.id, name).await?;
+        let mut instance = stored.instance;
+        instance.recent = self.recent(stored.id).await?;
+        Ok(instance)
+    }
+
+    async fn scale(
+        &self,
+        account: &Account,
+        name: &str,
+        scale: Scale,
+    ) -> Result<ServingInstance, AppError> {
+        let stored = self.store.get(account.id, name).await?;
+        if !stored.instance.status.is_active() {
+            return Err(AppError::conflict(
+                "name",
+                format!(
+                    "“{name}” is {}: launch it again to serve it.",
+                    stored.instance.status.label().to_lowercase()
+                ),
+            ));
+        }
+        let mut spec = stored.instance.spec.clone();
+        scale.apply(&mut spec)?;
+        self.store.set_spec(stored.id, &spec).await?;
+        let model = ModelFiles {
+            model: stored.instance.model.clone(),
+            version: stored.instance.version,
+            local: None,
+        };
+        self.backend
+            .resize(Run {
+                id: stored.id,
+                account: account.clone(),
+                spec,
+                model,
+            })
+            .await?;
+        tracing::info!(account = %account.name, serving = %name, ?scale, "serving scaled");
+        self.emit(account.id, name);
+        self.get(account, name).await
+    }
+
+    async fn stop(&self, account: &Account, name: &str) -> Result<ServingInstance, AppError> {
+        let stored = self.store.get(account.id, name).await?;
+        if stored.instance.status.is_active() {
+            self.backend.stop(account, stored.id, name).await?;
+            self.store
+                .set_state(stored.id, ServingStatus::Stopped, 0, "Stopped.")
+                .await?;
+            tracing::info!(account = %account.name, serving = %name, "serving stopped");
+            self.emit(account.id, name);
+        }
+        self.get(account, name).await
+    }
+
+    async fn delete(&self, account: &Account, name: &str) -> Result<(), AppError> {
+        let stored = self.store.get(account.id, name).await?;
+        if stored.instance.status.is_active() {
+            self.backend.stop(account, stored.id, name).await?;
+        }
+        self.store.delete(stored.id).await?;
+        self.emit(account.id, name);
+        Ok(())
+    }
+
+    async fn traffic(
+        &self,
+        account: &Account,
+        name: &str,
+        from: Option<f64>,
+        to: Option<f64>,
+    ) -> Result<ServingTraffic, AppError> {
+        let instance = self.get(account, name).await?;
+        let stored = self.store.get(account.id, name).await?;
+        let to = to.unwrap_or_else(now_secs);
+        let from = from.unwrap_or(to - 3600.0);
+        if from.partial_cmp(&to) != Some(std::cmp::Ordering::Less) {
+            return Err(AppError::invalid(
+                "from",
+                "The range must start before it ends.",
+            ));
+        }
+        let points = self.store.traffic(stored.id, from, to).await?;
+        Ok(ServingTraffic {
+            instance,
+            points: merge_traffic(&points, RESOURCE_CHART_POINTS as usize),
+            from,
+            to,
+        })
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<ServingEvent> {
+        self.events.subscribe()
+    }
+}
