@@ -643,3 +643,73 @@ async fn traffic_buckets_add_up_and_are_pruned_on_postgres() {
     };
     traffic_buckets_add_up_and_are_pruned(db).await;
 }
+
+/// A replica of the test's own that answers HTTP and keeps one core busy.
+const BUSY_SERVER: &str = "import http.server as h, os, threading\n\
+threading.Thread(target=lambda: [None for _ in iter(int, 1)], daemon=True).start()\n\
+h.HTTPServer(('127.0.0.1', int(os.environ['PORT'])), h.SimpleHTTPRequestHandler).serve_forever()\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_instance_over_its_cpu_target_is_scaled_up_to_its_bound_and_back_by_hand() {
+    let site = common::site::site().await;
+    let key = key_for(&site, "vision").await;
+    model_version(
+        &site,
+        &key,
+        "vision",
+        "m",
+        &[("inference.json", b"{}".to_vec())],
+    )
+    .await;
+    let spec = json!({
+        "name": "busy",
+        "model": "m",
+        "replicas": 1,
+        "resources": {"cpu": "100m", "memory": "128Mi"},
+        "command": ["python3", "-c", BUSY_SERVER],
+        "autoscale": {"min": 1, "max": 2, "cpu_percent": 50}
+    });
+    let launched = call(
+        &site,
+        Method::POST,
+        "/api/v1/serving",
+        Some(&key),
+        Some(spec),
+    )
+    .await;
+    assert_eq!(launched.status, StatusCode::CREATED, "{}", launched.body);
+    // A core against 100m requested is far over 50%: up to the bound of 2.
+    let grown = wait_until(&site, &key, "busy", 60, |v| {
+        v["spec"]["replicas"] == 2 && v["ready"] == 2
+    })
+    .await;
+    assert_eq!(grown["spec"]["autoscale"]["max"], 2);
+    // A fixed size turns the autoscaler off.
+    let fixed = call(
+        &site,
+        Method::POST,
+        "/api/v1/serving/busy/scale",
+        Some(&key),
+        Some(json!({"replicas": 1})),
+    )
+    .await;
+    assert_eq!(fixed.status, StatusCode::OK, "{}", fixed.body);
+    assert_eq!(fixed.json()["spec"]["autoscale"], Value::Null);
+    wait_until(&site, &key, "busy", 30, |v| v["ready"] == 1).await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let still = call(&site, Method::GET, "/api/v1/serving/busy", Some(&key), None)
+        .await
+        .json();
+    assert_eq!(
+        (still["spec"]["replicas"].as_u64(), still["ready"].as_u64()),
+        (Some(1), Some(1))
+    );
+    call(
+        &site,
+        Method::POST,
+        "/api/v1/serving/busy/stop",
+        Some(&key),
+        None,
+    )
+    .await;
+}

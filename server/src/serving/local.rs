@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use app::error::AppError;
-use app::models::{Account, ServingStatus};
+use app::models::{Account, Autoscale, ServingStatus};
 use async_trait::async_trait;
 use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, watch};
@@ -50,6 +50,8 @@ struct Inner {
 /// A running instance's controls and its ready replicas.
 struct Instance {
     desired: watch::Sender<u32>,
+    /// Autoscaler bounds, while it autoscales.
+    bounds: watch::Sender<Option<Autoscale>>,
     stop: watch::Sender<bool>,
     done: watch::Receiver<bool>,
     /// Ready replicas: index → port.
@@ -169,8 +171,12 @@ impl Backend for LocalServing {
         let (desired, _) = watch::channel(run.spec.replicas);
         let (stop, _) = watch::channel(false);
         let (done_tx, done) = watch::channel(false);
+        let (bounds, _) = watch::channel(run.spec.autoscale);
+        let cores = run.spec.per_replica()?.cpu_millis as f64 / 1000.0;
+        let pids_dir = launch.dir.join("pids");
         let instance = Arc::new(Instance {
             desired,
+            bounds,
             stop,
             done,
             ready: Mutex::new(BTreeMap::new()),
@@ -183,7 +189,11 @@ impl Backend for LocalServing {
             .insert(run.id, instance.clone());
         let inner = self.inner.clone();
         tokio::spawn(async move {
-            supervise(&instance, &run, &reporter, launch, &inner.probe).await;
+            // The autoscaler ends with the supervisor.
+            tokio::select! {
+                _ = supervise(&instance, &run, &reporter, launch, &inner.probe) => {}
+                _ = super::autoscale::run(&pids_dir, &instance.desired, instance.bounds.subscribe(), cores) => {}
+            }
             inner
                 .instances
                 .lock()
@@ -204,6 +214,7 @@ impl Backend for LocalServing {
             .cloned();
         match instance {
             Some(i) => {
+                i.bounds.send_replace(run.spec.autoscale);
                 i.desired.send_replace(run.spec.replicas);
                 Ok(())
             }
@@ -262,8 +273,14 @@ async fn supervise(
     let mut desired = instance.desired.subscribe();
     let mut stop = instance.stop.subscribe();
     let mut message = String::new();
+    let mut recorded = run.spec.replicas;
     let outcome = loop {
         let want = *desired.borrow_and_update() as usize;
+        if want as u32 != recorded {
+            // The autoscaler (or a scale) changed the size: the record says so.
+            recorded = want as u32;
+            reporter.replicas(run.id, &run.spec.name, recorded).await;
+        }
         while replicas.len() < want {
             let (stop_tx, stop_rx) = watch::channel(false);
             let task = tokio::spawn(replica(

@@ -5,6 +5,7 @@
 //! through the console's endpoint ([`proxy`]), which balances between ready
 //! replicas and counts every request.
 
+mod autoscale;
 pub mod local;
 mod models;
 pub mod proxy;
@@ -93,6 +94,16 @@ impl Reporter {
             account_id,
             name: name.to_owned(),
         });
+    }
+}
+
+impl Reporter {
+    /// Records the number of replicas an instance runs now (an autoscaler
+    /// changed it), keeping the rest of its spec.
+    pub async fn replicas(&self, id: i64, name: &str, replicas: u32) {
+        if let Err(err) = self.store.set_replicas(id, replicas).await {
+            tracing::warn!(serving = %name, error = %err, "recording a serving size");
+        }
     }
 }
 

@@ -200,6 +200,25 @@ impl ServingStore {
         Ok(())
     }
 
+    /// Sets the number of replicas in a stored spec.
+    pub async fn set_replicas(&self, id: i64, replicas: u32) -> Result<(), AppError> {
+        let spec: Option<(String,)> = sqlx::query_as("SELECT spec FROM serving WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(internal("read serving spec"))?;
+        let Some((spec,)) = spec else { return Ok(()) };
+        let mut spec: ServingSpec = serde_json::from_str(&spec).map_err(|e| {
+            tracing::error!(error = %e, "reading a serving spec");
+            AppError::Internal
+        })?;
+        if spec.replicas != replicas {
+            spec.replicas = replicas;
+            self.set_spec(id, &spec).await?;
+        }
+        Ok(())
+    }
+
     /// Removes the instance with its traffic.
     pub async fn delete(&self, id: i64) -> Result<(), AppError> {
         sqlx::query("DELETE FROM serving_traffic WHERE serving_id = $1")
