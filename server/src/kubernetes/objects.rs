@@ -275,7 +275,10 @@ pub fn replica_jobs(
         .collect()
 }
 
-fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, AppError> {
+/// A typed object from its JSON; a shape k8s-openapi refuses is a bug here.
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+) -> Result<T, AppError> {
     serde_json::from_value(value).map_err(|err| {
         tracing::error!(error = %err, "building a Kubernetes object");
         AppError::Internal

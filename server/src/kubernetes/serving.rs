@@ -23,7 +23,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::errors::{from_kube, is_conflict, is_not_found};
-use super::objects::{selector, CONSOLE, MANAGED_BY};
+use super::objects::{from_json, selector, CONSOLE, MANAGED_BY};
 use super::{Inner, KubeCluster};
 use crate::serving::{Backend, Reporter, Run, Upstream};
 
@@ -59,13 +59,6 @@ impl KubeServing {
             watchers: Mutex::new(HashMap::new()),
         }
     }
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, AppError> {
-    serde_json::from_value(value).map_err(|err| {
-        tracing::error!(error = %err, "building a Kubernetes object");
-        AppError::Internal
-    })
 }
 
 /// The objects of an instance: Deployment, Service, ConfigMap, and the

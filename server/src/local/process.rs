@@ -9,8 +9,7 @@ use nix::unistd::Pid;
 
 /// Variables passed through from the console's environment; nothing else of
 /// it (database URLs, keys) reaches a job.
-pub(crate) const PASSED_THROUGH: &[&str] =
-    &["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER"];
+const PASSED_THROUGH: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER"];
 
 /// `n` free TCP ports on 127.0.0.1, held open together so they differ, then
 /// released for the replicas to bind.

@@ -246,7 +246,4 @@ impl ResourceStore {
     }
 }
 
-/// Now, Unix seconds.
-pub fn now_s() -> f64 {
-    crate::time::now_ms() as f64 / 1000.0
-}
+pub use crate::time::now_s;

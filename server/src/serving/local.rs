@@ -18,7 +18,7 @@ use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, watch};
 
 use super::{Backend, Reporter, Run, Upstream};
-use crate::local::process::{free_ports, signal_group, PASSED_THROUGH};
+use crate::local::process::{command, free_ports, signal_group};
 
 /// The default predict server, written next to the instances and run with
 /// the configured Python (which needs `paddlepaddle`).
@@ -445,21 +445,12 @@ fn start(launch: &Launch, log: &Path) -> Result<(tokio::process::Child, u16), St
     let err = out
         .try_clone()
         .map_err(|e| format!("cannot open its log: {e}"))?;
-    let mut cmd = tokio::process::Command::new(&launch.argv[0]);
-    cmd.args(&launch.argv[1..])
-        .current_dir(&launch.dir)
-        .env_clear()
-        .envs(
-            PASSED_THROUGH
-                .iter()
-                .filter_map(|k| std::env::var(k).ok().map(|v| (*k, v))),
-        )
-        .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .env("PORT", port.to_string())
-        .stdin(Stdio::null())
+    // A job replica's command (own process group, only the passed-through
+    // environment), its output going straight to the log file.
+    let mut cmd = command(&launch.argv, &launch.dir, &launch.env);
+    cmd.env("PORT", port.to_string())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err))
-        .process_group(0)
         .kill_on_drop(true);
     let child = cmd
         .spawn()

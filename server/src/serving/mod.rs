@@ -24,7 +24,7 @@ use app::ports::{Assets, Serving, ServingEvent};
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
-use self::store::{now_secs, ServingStore};
+use self::store::{ServingStore, StoredServing};
 use self::traffic::Traffic;
 use crate::time::now_ms;
 
@@ -95,9 +95,7 @@ impl Reporter {
             name: name.to_owned(),
         });
     }
-}
 
-impl Reporter {
     /// Records the number of replicas an instance runs now (an autoscaler
     /// changed it), keeping the rest of its spec.
     pub async fn replicas(&self, id: i64, name: &str, replicas: u32) {
@@ -138,6 +136,14 @@ pub fn http_client(timeout: std::time::Duration) -> Result<reqwest::Client, AppE
             tracing::error!(error = %err, "building an HTTP client");
             AppError::Internal
         })
+}
+
+/// A minute of buckets as one point: requests per second of the whole
+/// minute, not only of the buckets that had requests.
+fn last_minute(points: &[TrafficPoint]) -> Option<TrafficPoint> {
+    let mut merged = *merge_traffic(points, 1).first()?;
+    merged.secs = 60.0;
+    Some(merged)
 }
 
 /// Serving on one backend, recorded in the console's database.
@@ -258,15 +264,15 @@ impl ServingService {
 
     /// The last minute's traffic of an instance, from the stored buckets.
     async fn recent(&self, id: i64) -> Result<Option<TrafficPoint>, AppError> {
-        let now = now_secs();
-        let points = self.store.traffic(id, now - 60.0, now).await?;
-        if points.is_empty() {
-            return Ok(None);
-        }
-        let mut merged = merge_traffic(&points, 1)[0];
-        // Per second of the whole minute, not only of the buckets with requests.
-        merged.secs = 60.0;
-        Ok(Some(merged))
+        let now = crate::time::now_s();
+        Ok(last_minute(&self.store.traffic(id, now - 60.0, now).await?))
+    }
+
+    /// An instance with its last minute's traffic.
+    async fn with_recent(&self, stored: StoredServing) -> Result<ServingInstance, AppError> {
+        let mut instance = stored.instance;
+        instance.recent = self.recent(stored.id).await?;
+        Ok(instance)
     }
 
     /// Counts one request forwarded to instance `id` (the endpoint calls this).
@@ -338,12 +344,25 @@ impl Serving for ServingService {
     }
 
     async fn list(&self, account: &Account) -> Result<ServingList, AppError> {
-        let mut instances = Vec::new();
-        for stored in self.store.list(account.id).await? {
-            let mut instance = stored.instance;
-            instance.recent = self.recent(stored.id).await?;
-            instances.push(instance);
-        }
+        // One query for every instance's last minute, not one per row.
+        let now = crate::time::now_s();
+        let mut recent = self
+            .store
+            .account_traffic(account.id, now - 60.0, now)
+            .await?;
+        let instances = self
+            .store
+            .list(account.id)
+            .await?
+            .into_iter()
+            .map(|stored| {
+                let mut instance = stored.instance;
+                instance.recent = recent
+                    .remove(&stored.id)
+                    .and_then(|points| last_minute(&points));
+                instance
+            })
+            .collect();
         Ok(ServingList {
             instances,
             now: now_ms(),
@@ -352,9 +371,7 @@ impl Serving for ServingService {
 
     async fn get(&self, account: &Account, name: &str) -> Result<ServingInstance, AppError> {
         let stored = self.store.get(account.id, name).await?;
-        let mut instance = stored.instance;
-        instance.recent = self.recent(stored.id).await?;
-        Ok(instance)
+        self.with_recent(stored).await
     }
 
     async fn scale(
@@ -424,9 +441,10 @@ impl Serving for ServingService {
         from: Option<f64>,
         to: Option<f64>,
     ) -> Result<ServingTraffic, AppError> {
-        let instance = self.get(account, name).await?;
         let stored = self.store.get(account.id, name).await?;
-        let to = to.unwrap_or_else(now_secs);
+        let id = stored.id;
+        let instance = self.with_recent(stored).await?;
+        let to = to.unwrap_or_else(crate::time::now_s);
         let from = from.unwrap_or(to - 3600.0);
         if from.partial_cmp(&to) != Some(std::cmp::Ordering::Less) {
             return Err(AppError::invalid(
@@ -434,7 +452,7 @@ impl Serving for ServingService {
                 "The range must start before it ends.",
             ));
         }
-        let points = self.store.traffic(stored.id, from, to).await?;
+        let points = self.store.traffic(id, from, to).await?;
         Ok(ServingTraffic {
             instance,
             points: merge_traffic(&points, RESOURCE_CHART_POINTS as usize),

@@ -282,9 +282,9 @@ impl ServingStore {
         from: f64,
         to: f64,
     ) -> Result<Vec<TrafficPoint>, AppError> {
-        let rows: Vec<(f64, f64, i64, i64, f64, f64, f64)> = sqlx::query_as(
-            "SELECT t, secs, requests, errors, p50_ms, p90_ms, p99_ms FROM serving_traffic \
-             WHERE serving_id = $1 AND t >= $2 AND t <= $3 ORDER BY t",
+        let rows: Vec<TrafficRow> = sqlx::query_as(
+            "SELECT serving_id, t, secs, requests, errors, p50_ms, p90_ms, p99_ms \
+             FROM serving_traffic WHERE serving_id = $1 AND t >= $2 AND t <= $3 ORDER BY t",
         )
         .bind(id)
         .bind(from)
@@ -292,20 +292,34 @@ impl ServingStore {
         .fetch_all(&self.pool)
         .await
         .map_err(internal("read serving traffic"))?;
-        Ok(rows
-            .into_iter()
-            .map(
-                |(t, secs, requests, errors, p50_ms, p90_ms, p99_ms)| TrafficPoint {
-                    t,
-                    secs,
-                    requests: requests.max(0) as u64,
-                    errors: errors.max(0) as u64,
-                    p50_ms,
-                    p90_ms,
-                    p99_ms,
-                },
-            )
-            .collect())
+        Ok(rows.into_iter().map(|r| point_of(r).1).collect())
+    }
+
+    /// Buckets within `[from, to]` of every instance of the account, by
+    /// instance id, oldest first.
+    pub async fn account_traffic(
+        &self,
+        account_id: i64,
+        from: f64,
+        to: f64,
+    ) -> Result<std::collections::HashMap<i64, Vec<TrafficPoint>>, AppError> {
+        let rows: Vec<TrafficRow> = sqlx::query_as(
+            "SELECT t.serving_id, t.t, t.secs, t.requests, t.errors, t.p50_ms, t.p90_ms, t.p99_ms \
+             FROM serving_traffic t JOIN serving s ON s.id = t.serving_id \
+             WHERE s.account_id = $1 AND t.t >= $2 AND t.t <= $3 ORDER BY t.t",
+        )
+        .bind(account_id)
+        .bind(from)
+        .bind(to)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("read serving traffic"))?;
+        let mut out: std::collections::HashMap<i64, Vec<TrafficPoint>> = Default::default();
+        for row in rows {
+            let (id, point) = point_of(row);
+            out.entry(id).or_default().push(point);
+        }
+        Ok(out)
     }
 
     /// Drops traffic older than `before` (Unix s).
@@ -319,14 +333,29 @@ impl ServingStore {
     }
 }
 
+/// A traffic row: instance id, t, secs, requests, errors, p50, p90, p99.
+type TrafficRow = (i64, f64, f64, i64, i64, f64, f64, f64);
+
+fn point_of(
+    (id, t, secs, requests, errors, p50_ms, p90_ms, p99_ms): TrafficRow,
+) -> (i64, TrafficPoint) {
+    (
+        id,
+        TrafficPoint {
+            t,
+            secs,
+            requests: requests.max(0) as u64,
+            errors: errors.max(0) as u64,
+            p50_ms,
+            p90_ms,
+            p99_ms,
+        },
+    )
+}
+
 fn spec_json(spec: &ServingSpec) -> Result<String, AppError> {
     serde_json::to_string(spec).map_err(|e| {
         tracing::error!(error = %e, "serialising a serving spec");
         AppError::Internal
     })
-}
-
-/// Now, Unix seconds (traffic buckets are in seconds).
-pub fn now_secs() -> f64 {
-    now_ms() as f64 / 1000.0
 }

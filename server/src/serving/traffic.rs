@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use app::models::{TrafficPoint, TRAFFIC_BUCKET_SECS};
 
-use super::store::{now_secs, ServingStore};
+use super::store::ServingStore;
+use crate::time::now_s;
 
 /// One instance's open bucket.
 #[derive(Default)]
@@ -57,7 +58,7 @@ fn close(bucket: &mut Bucket) -> TrafficPoint {
 impl Traffic {
     /// Counts one answered request of instance `id`.
     pub fn record(&self, id: i64, latency: Duration, error: bool) {
-        let now = now_secs();
+        let now = now_s();
         let start = bucket_start(now);
         let mut open = self.open.lock().expect("traffic lock");
         let bucket = open.entry(id).or_default();
@@ -76,7 +77,7 @@ impl Traffic {
     /// Closes the buckets whose time is over (all of them with `all`) and
     /// hands back what is to be written.
     pub fn take_finished(&self, all: bool) -> Vec<(i64, TrafficPoint)> {
-        let current = bucket_start(now_secs());
+        let current = bucket_start(now_s());
         let mut out = std::mem::take(&mut *self.done.lock().expect("traffic lock"));
         let mut open = self.open.lock().expect("traffic lock");
         open.retain(|id, bucket| {
@@ -99,7 +100,7 @@ impl Traffic {
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs_f64(TRAFFIC_BUCKET_SECS));
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let mut last_prune = now_secs();
+            let mut last_prune = now_s();
             loop {
                 tick.tick().await;
                 let rows = traffic.take_finished(false);
@@ -108,8 +109,8 @@ impl Traffic {
                         tracing::warn!(error = %err, "writing serving traffic");
                     }
                 }
-                if now_secs() - last_prune > 600.0 {
-                    last_prune = now_secs();
+                if now_s() - last_prune > 600.0 {
+                    last_prune = now_s();
                     if let Err(err) = store.prune_traffic(last_prune - keep.as_secs_f64()).await {
                         tracing::warn!(error = %err, "pruning serving traffic");
                     }
