@@ -100,6 +100,7 @@ test("a share link opens the dataset for another account until the owner revokes
   });
   expect(put.status(), await put.text()).toBe(201);
   await page.reload();
+  if (hydrated) await waitHydrated(page);
   await page.getByTestId("settings-link").click();
   await expect(page).toHaveURL(new RegExp(`/datasets/${owner.account}/faces/settings$`));
 

@@ -34,15 +34,19 @@ pub fn SharePanel(
     refresh_after(publish);
     let params = use_query_map();
     // The link just made: its token is shown this once (only a hash is kept).
-    let new_link = params
-        .with_untracked(|p| p.get("link"))
-        .filter(|l| l.starts_with("/shared/"));
+    // Read reactively: after a hydrated submit the redirect that carries it
+    // can land after the refetch that re-rendered this panel.
+    let new_link = move || {
+        params
+            .with(|p| p.get("link"))
+            .filter(|l| l.starts_with("/shared/"))
+    };
     let noun = r.kind.label().to_lowercase();
     let (r1, r2, r3, r4) = (r.clone(), r.clone(), r.clone(), r);
     view! {
         <section class="share-panel" data-testid="share-panel">
             <h2>"Sharing"</h2>
-            {new_link.map(|path| view! {
+            {move || new_link().map(|path| view! {
                 <div class="banner ok" role="status" data-testid="new-link">
                     <p>"Anyone with this link can read and download it. Copy it now: it is not shown again."</p>
                     <p><a href=path.clone() class="share-link">{path.clone()}</a></p>
