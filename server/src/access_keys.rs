@@ -14,6 +14,7 @@ use sqlx::AnyPool;
 
 use crate::accounts::{internal, me_from, random_token, token_hash, user_columns, UserRow};
 use crate::jobs::store::JOB_TOKEN_PREFIX;
+use crate::serving::store::SERVING_TOKEN_PREFIX;
 use crate::time::now_ms;
 
 /// `last_used_at` is written at most this often per key, so that a script
@@ -92,6 +93,35 @@ impl SqlAccessKeys {
     }
 }
 
+impl SqlAccessKeys {
+    /// A serving instance's token acts as the user who launched it, scoped
+    /// to reading its model; it ends with the instance (stopped or deleted).
+    async fn resolve_serving_token(&self, token: &str) -> Result<Option<Principal>, AppError> {
+        if !is_well_formed_with(SERVING_TOKEN_PREFIX, token) {
+            return Ok(None);
+        }
+        /// The instance's id and model, then its launcher as [`UserRow`] has it.
+        type ServingTokenRow = (i64, String, i64, String, String, i64, String, String, i64);
+        let row: Option<ServingTokenRow> = sqlx::query_as(concat!(
+            "SELECT s.id, s.model, ",
+            user_columns!(),
+            " FROM serving s JOIN users u ON u.account_id = s.account_id AND u.email = s.created_by \
+                 JOIN accounts a ON a.id = u.account_id \
+                 WHERE s.token_hash = $1 AND s.status <> 'stopped'"
+        ))
+        .bind(token_hash(token))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(internal("look up serving token"))?;
+        Ok(
+            row.map(|(serving_id, model, u, e, r, ai, an, ans, ac)| Principal {
+                me: me_from((u, e, r, ai, an, ans, ac)),
+                credential: Credential::ServingToken { serving_id, model },
+            }),
+        )
+    }
+}
+
 #[async_trait]
 impl AccessKeys for SqlAccessKeys {
     async fn create_key(&self, me: &Me, name: &str) -> Result<NewAccessKey, AppError> {
@@ -164,6 +194,9 @@ impl AccessKeys for SqlAccessKeys {
     async fn resolve_key(&self, key: &str) -> Result<Option<Principal>, AppError> {
         if key.starts_with(JOB_TOKEN_PREFIX) {
             return self.resolve_job_token(key).await;
+        }
+        if key.starts_with(SERVING_TOKEN_PREFIX) {
+            return self.resolve_serving_token(key).await;
         }
         if !is_well_formed(key) {
             return Ok(None);

@@ -33,6 +33,17 @@ struct Setup {
     _kubelet: common::kubelet::TestKubelet,
 }
 
+/// The Kubernetes backend ("test-kube") on the test database.
+fn cluster_on(client: &kube::Client, db: &common::TestDb) -> KubeCluster {
+    KubeCluster::start(
+        client.clone(),
+        JobStore::new(db.pool.clone()),
+        db.dir(),
+        Duration::from_secs(1),
+        "test-kube".into(),
+    )
+}
+
 async fn set_up() -> Option<Setup> {
     let client = common::kubelet::test_client().await?;
     let db = common::sqlite().await;
@@ -40,13 +51,7 @@ async fn set_up() -> Option<Setup> {
     let kubelet =
         common::kubelet::TestKubelet::start(client.clone(), "serving", &db.dir().join("kubelet"))
             .await;
-    let cluster = KubeCluster::start(
-        client.clone(),
-        JobStore::new(db.pool.clone()),
-        db.dir(),
-        Duration::from_secs(1),
-        "test-kube".into(),
-    );
+    let cluster = cluster_on(&client, &db);
     let ns = format!("pc-s-{:08x}", getrandom::u32().unwrap());
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO accounts (name, namespace, created_at) VALUES ($1, $2, 0) RETURNING id",
@@ -70,38 +75,7 @@ async fn set_up() -> Option<Setup> {
         objects,
         db.dir().join("cache"),
     ));
-    // A model with one ready version.
-    let form = AssetForm {
-        name: "tiny".into(),
-        description: String::new(),
-        tags: String::new(),
-    };
-    assets.create(&me, AssetKind::Model, form).await.unwrap();
-    let r = AssetRef {
-        kind: AssetKind::Model,
-        owner: ns.clone(),
-        name: "tiny".into(),
-    };
-    assets
-        .create_version(
-            &me,
-            &r,
-            VersionForm {
-                description: String::new(),
-                tags: String::new(),
-                job: None,
-            },
-        )
-        .await
-        .unwrap();
-    let body: app::ports::ByteStream = Box::pin(futures_util::stream::once(async {
-        Ok(bytes::Bytes::from_static(b"{}"))
-    }));
-    assets
-        .put_file(&me, &r, Slot::Version(1), "inference.json", body)
-        .await
-        .unwrap();
-    assets.finish_version(&me, &r, 1).await.unwrap();
+    tiny_model(assets.as_ref(), &me, &[("inference.json", b"{}".to_vec())]).await;
     let serving = ServingService::new(
         db.pool.clone(),
         Arc::new(KubeServing::new(&cluster)),
@@ -115,6 +89,37 @@ async fn set_up() -> Option<Setup> {
         _db: db,
         _kubelet: kubelet,
     })
+}
+
+/// Model "tiny" of `me`'s account with one ready version holding `files`.
+async fn tiny_model(assets: &dyn Assets, me: &Me, files: &[(&str, Vec<u8>)]) {
+    let form = AssetForm {
+        name: "tiny".into(),
+        description: String::new(),
+        tags: String::new(),
+    };
+    assets.create(me, AssetKind::Model, form).await.unwrap();
+    let r = AssetRef {
+        kind: AssetKind::Model,
+        owner: me.account.name.clone(),
+        name: "tiny".into(),
+    };
+    let version = VersionForm {
+        description: String::new(),
+        tags: String::new(),
+        job: None,
+    };
+    assets.create_version(me, &r, version).await.unwrap();
+    for (path, bytes) in files {
+        let bytes = bytes::Bytes::from(bytes.clone());
+        let body: app::ports::ByteStream =
+            Box::pin(futures_util::stream::once(async move { Ok(bytes) }));
+        assets
+            .put_file(me, &r, Slot::Version(1), path, body)
+            .await
+            .unwrap();
+    }
+    assets.finish_version(me, &r, 1).await.unwrap();
 }
 
 fn spec(name: &str, command: &str, replicas: u32) -> ServingSpec {
@@ -311,4 +316,186 @@ async fn replicas_that_keep_failing_fail_the_instance_with_their_message() {
         i.message
     );
     s.serving.delete(&account, "broken").await.unwrap();
+}
+
+/// The init container's log of a pod of `serving`, once it has one.
+async fn fetch_logs(client: &kube::Client, ns: &str, serving: &str) -> Vec<String> {
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), ns);
+    let listed = pods
+        .list(
+            &kube::api::ListParams::default().labels(&format!("paddlecloud.org/serving={serving}")),
+        )
+        .await
+        .unwrap();
+    let mut logs = vec![];
+    for pod in listed.items {
+        let name = pod.metadata.name.unwrap();
+        let params = kube::api::LogParams {
+            container: Some("fetch-model".into()),
+            ..Default::default()
+        };
+        if let Ok(text) = pods.logs(&name, &params).await {
+            logs.push(text);
+        }
+    }
+    logs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_nothing_else() {
+    let Some(client) = common::kubelet::test_client().await else {
+        return;
+    };
+    // The console on a real socket: the pods' init containers call it.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let console = format!("http://{}", listener.local_addr().unwrap());
+    let mut kubelet = None;
+    let mut root = None;
+    let site = common::site::site_serving_on(
+        false,
+        |_| None,
+        |db| {
+            let cluster = cluster_on(&client, db);
+            cluster.set_console_url(console.clone());
+            // The test kubelet has no volumes: the model "volume" is a host folder.
+            let models = db.dir().join("models");
+            root = Some(models.clone());
+            kubelet = Some(db.dir().join("kubelet"));
+            Some(Arc::new(
+                KubeServing::new(&cluster).with_model_root(models.display().to_string()),
+            ))
+        },
+    )
+    .await;
+    let _kubelet =
+        common::kubelet::TestKubelet::start(client.clone(), "serving", &kubelet.unwrap()).await;
+    let root = root.unwrap();
+    let router = site.router.clone();
+    let listener = tokio::net::TcpListener::from_std({
+        listener.set_nonblocking(true).unwrap();
+        listener
+    })
+    .unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+
+    let account = format!("kf{:08x}", getrandom::u32().unwrap());
+    let key = common::rest::key_for(&site, &account).await;
+    let me = site.owner(&account).await;
+    // The namespace the console gave the account (read back, not assumed).
+    let ns: String = sqlx::query_scalar("SELECT namespace FROM accounts WHERE name = $1")
+        .bind(&account)
+        .fetch_one(&site.db.pool)
+        .await
+        .unwrap();
+    let me = Me {
+        account: Account {
+            namespace: ns.clone(),
+            ..me.account
+        },
+        ..me
+    };
+    let weights: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    tiny_model(
+        site.services.assets.as_ref(),
+        &me,
+        &[
+            ("inference.json", b"{\"tiny\": true}".to_vec()),
+            ("params/weights.bin", weights.clone()),
+        ],
+    )
+    .await;
+
+    // The replica starts only once its model is there, and reads it.
+    let command = "cat \"$PADDLECLOUD_MODEL_DIR/inference.json\"; echo; sleep 300";
+    site.services
+        .serving
+        .launch(&me, spec("tiny-api", command, 2))
+        .await
+        .unwrap();
+    until("2 ready replicas", 90, || async {
+        let i = site
+            .services
+            .serving
+            .get(&me.account, "tiny-api")
+            .await
+            .unwrap();
+        assert_ne!(i.status, ServingStatus::Failed, "{}", i.message);
+        i.status == ServingStatus::Ready && i.ready == 2
+    })
+    .await;
+    let dir = root.join(&account).join("tiny").join("1");
+    assert_eq!(
+        std::fs::read(dir.join("inference.json")).unwrap(),
+        b"{\"tiny\": true}"
+    );
+    assert_eq!(
+        std::fs::read(dir.join("params/weights.bin")).unwrap(),
+        weights
+    );
+    // Nothing half-written is left beside it.
+    let beside: Vec<String> = std::fs::read_dir(root.join(&account).join("tiny"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(beside, vec!["1".to_owned()]);
+    let logs = fetch_logs(&client, &ns, "tiny-api").await.join("\n");
+    assert!(logs.contains("fetched 2 file(s)"), "{logs}");
+
+    // The pods' token: the one model, read only.
+    let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), &ns)
+        .get("tiny-api-serving")
+        .await
+        .unwrap();
+    let token = String::from_utf8(secret.data.unwrap()["token"].0.clone()).unwrap();
+    assert!(token.starts_with("pcv_"));
+    let http = server::serving::http_client(Duration::from_secs(10)).unwrap();
+    let get = |path: String| {
+        let http = http.clone();
+        let token = token.clone();
+        let console = console.clone();
+        async move {
+            http.get(format!("{console}{path}"))
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let model = format!("/api/v1/models/{account}/tiny");
+    assert_eq!(
+        get(format!("{model}/files/inference.json?version=1")).await,
+        200
+    );
+    assert_eq!(get("/api/v1/jobs".into()).await, 403);
+    assert_eq!(get("/api/v1/datasets".into()).await, 403);
+    assert_eq!(get(format!("{model}/shares")).await, 403);
+    let put = http
+        .put(format!("{console}{model}/files/evil.txt?version=1"))
+        .bearer_auth(&token)
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status().as_u16(), 403);
+    // An access key of the account still works as before.
+    let listed = http
+        .get(format!("{console}/api/v1/serving"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.status().as_u16(), 200);
+
+    // Stopped: the token reads nothing any more.
+    site.services
+        .serving
+        .stop(&me.account, "tiny-api")
+        .await
+        .unwrap();
+    assert_eq!(
+        get(format!("{model}/files/inference.json?version=1")).await,
+        401
+    );
 }

@@ -30,6 +30,14 @@ pub enum Credential {
         /// The job's name.
         job: String,
     },
+    /// A serving instance's own token, held by its Kubernetes pods: it acts
+    /// as the instance's launcher, to read the model it serves and no more.
+    ServingToken {
+        /// The instance's database id.
+        serving_id: i64,
+        /// The model it serves, `owner/name`.
+        model: String,
+    },
 }
 
 impl Principal {
@@ -42,6 +50,15 @@ impl Principal {
     pub fn job_scope(&self) -> Option<&str> {
         match &self.credential {
             Credential::JobToken { job, .. } => Some(job),
+            _ => None,
+        }
+    }
+
+    /// The model (`owner/name`) a serving instance's token may read, if
+    /// such a token made the request.
+    pub fn serving_scope(&self) -> Option<&str> {
+        match &self.credential {
+            Credential::ServingToken { model, .. } => Some(model),
             _ => None,
         }
     }

@@ -49,6 +49,17 @@ pub async fn resolve_session(
                             );
                         }
                     }
+                    if let Some(model) = principal.serving_scope() {
+                        if !serving_token_may(model, &parts.method, parts.uri.path()) {
+                            return refuse(
+                                parts.uri.path(),
+                                AppError::forbidden(format!(
+                                    "A serving instance's token may only read the model it \
+                                     serves (“{model}”)."
+                                )),
+                            );
+                        }
+                    }
                     parts.extensions.insert(principal);
                     next.run(Request::from_parts(parts, body)).await
                 }
@@ -94,6 +105,17 @@ fn job_token_may(job: &str, method: &Method, path: &str) -> bool {
             || path == "/api/v1/datasets"
             || path.starts_with("/api/v1/datasets/"));
     models || reads
+}
+
+/// What a serving instance's token may do: read the model it serves (the
+/// model, its versions, files and archives), nothing else.
+fn serving_token_may(model: &str, method: &Method, path: &str) -> bool {
+    let base = format!("/api/v1/models/{model}");
+    method == Method::GET
+        && path.strip_prefix(&base).is_some_and(|rest| {
+            matches!(rest, "" | "/versions" | "/archive.zip" | "/files")
+                || rest.starts_with("/files/")
+        })
 }
 
 /// An API error in the shape the caller's client reads: MLflow's for the
@@ -205,5 +227,24 @@ mod tests {
         assert!(matches(&pattern("/files/*path"), &["files", "a", "b"]));
         assert!(matches(&pattern("/"), &[]));
         assert!(!matches(&pattern("/jobs"), &["serving"]));
+    }
+
+    #[test]
+    fn a_serving_token_reads_its_own_model_and_nothing_else() {
+        let may = |method: Method, path: &str| serving_token_may("acme/tiny", &method, path);
+        assert!(may(Method::GET, "/api/v1/models/acme/tiny"));
+        assert!(may(Method::GET, "/api/v1/models/acme/tiny/archive.zip"));
+        assert!(may(
+            Method::GET,
+            "/api/v1/models/acme/tiny/files/m/a.pdmodel"
+        ));
+        assert!(!may(Method::GET, "/api/v1/models/acme/tiny2/archive.zip"));
+        assert!(!may(Method::GET, "/api/v1/models/acme/other"));
+        assert!(!may(Method::GET, "/api/v1/models"));
+        assert!(!may(Method::GET, "/api/v1/jobs"));
+        assert!(!may(Method::PUT, "/api/v1/models/acme/tiny/files/a"));
+        assert!(!may(Method::DELETE, "/api/v1/models/acme/tiny"));
+        assert!(!may(Method::GET, "/serve/acme/tiny"));
+        assert!(!may(Method::GET, "/api/v1/models/acme/tiny/shares"));
     }
 }

@@ -51,6 +51,9 @@ pub struct Run {
     pub spec: ServingSpec,
     /// What it serves.
     pub model: ModelFiles,
+    /// The instance's own token, to fetch its model with, for a backend that
+    /// fetches models itself (issued at each start; `None` otherwise).
+    pub token: Option<String>,
 }
 
 /// Where a request for an instance goes now.
@@ -241,6 +244,7 @@ impl ServingService {
                     account: stored.account.clone(),
                     spec: stored.instance.spec.clone(),
                     model: files,
+                    token: self.token_for(stored.id).await?,
                 };
                 self.backend.start(run, self.reporter()).await
             }
@@ -260,6 +264,15 @@ impl ServingService {
             }
         }
         Ok(())
+    }
+
+    /// A fresh token for instance `id` if the backend fetches models itself.
+    async fn token_for(&self, id: i64) -> Result<Option<String>, AppError> {
+        if self.backend.remote_models() {
+            Ok(Some(self.store.issue_token(id).await?))
+        } else {
+            Ok(None)
+        }
     }
 
     /// The last minute's traffic of an instance, from the stored buckets.
@@ -320,13 +333,17 @@ impl Serving for ServingService {
                 &self.backend.name(),
             )
             .await?;
-        let run = Run {
-            id,
-            account: by.account.clone(),
-            spec: spec.clone(),
-            model,
+        let started = async {
+            let run = Run {
+                id,
+                account: by.account.clone(),
+                spec: spec.clone(),
+                model,
+                token: self.token_for(id).await?,
+            };
+            self.backend.start(run, self.reporter()).await
         };
-        if let Err(err) = self.backend.start(run, self.reporter()).await {
+        if let Err(err) = started.await {
             let why = match &err {
                 AppError::Internal => {
                     "The replicas could not be started; see the console's log.".to_owned()
@@ -404,6 +421,7 @@ impl Serving for ServingService {
                 account: account.clone(),
                 spec,
                 model,
+                token: None,
             })
             .await?;
         tracing::info!(account = %account.name, serving = %name, ?scale, "serving scaled");

@@ -5,8 +5,11 @@ use app::models::{Account, ServingInstance, ServingSpec, ServingStatus, TrafficP
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
-use crate::accounts::internal;
+use crate::accounts::{internal, random_token, token_hash};
 use crate::time::now_ms;
+
+/// How a serving instance's own token starts (see [`ServingStore::issue_token`]).
+pub const SERVING_TOKEN_PREFIX: &str = "pcv_";
 
 /// An instance row with the id the store uses to address it.
 #[derive(Debug, Clone)]
@@ -187,6 +190,19 @@ impl ServingStore {
         .await
         .map_err(internal("set serving state"))?;
         Ok(())
+    }
+
+    /// A fresh token for instance `id`, replacing any earlier one (only its
+    /// hash is kept): what its pods fetch the model with.
+    pub async fn issue_token(&self, id: i64) -> Result<String, AppError> {
+        let token = format!("{SERVING_TOKEN_PREFIX}{}", random_token());
+        sqlx::query("UPDATE serving SET token_hash = $1 WHERE id = $2")
+            .bind(token_hash(&token))
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("issue a serving token"))?;
+        Ok(token)
     }
 
     /// Saves a scaled spec.

@@ -36,8 +36,20 @@ pub async fn site_on(
     secure_cookies: bool,
     cluster: impl FnOnce(&TestDb) -> Option<std::sync::Arc<dyn app::ports::Cluster>>,
 ) -> Site {
+    site_serving_on(secure_cookies, cluster, |_| None).await
+}
+
+/// The app with the cluster and the serving backend the closures make from
+/// the test database (the local executor and local serving where they make
+/// none).
+pub async fn site_serving_on(
+    secure_cookies: bool,
+    cluster: impl FnOnce(&TestDb) -> Option<std::sync::Arc<dyn app::ports::Cluster>>,
+    serving: impl FnOnce(&TestDb) -> Option<std::sync::Arc<dyn server::serving::Backend>>,
+) -> Site {
     let db = super::sqlite().await;
     let other = cluster(&db);
+    let serving_backend = serving(&db);
     let conf = leptos_config::get_configuration(Some(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../Leptos.toml"
@@ -63,7 +75,15 @@ pub async fn site_on(
     let samples = std::sync::Arc::new(server::resources::ResourceStore::new(db.pool.clone()));
     cluster.set_sampler(samples.clone(), std::time::Duration::from_secs(1));
     let (resources, quotas) = server::resources::SqlResources::embedded(&db.pool, samples, 1);
-    let serving = server::serving::ServingService::embedded(&db.pool, db.dir(), assets.clone());
+    let serving = match serving_backend {
+        Some(backend) => server::serving::ServingService::new(
+            db.pool.clone(),
+            backend,
+            assets.clone(),
+            std::time::Duration::from_secs(86_400),
+        ),
+        None => server::serving::ServingService::embedded(&db.pool, db.dir(), assets.clone()),
+    };
     let services = Services {
         accounts: SqlAccounts::new(db.pool.clone()),
         access_keys: SqlAccessKeys::new(db.pool.clone()),

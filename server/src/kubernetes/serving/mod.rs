@@ -1,0 +1,253 @@
+//! Serving on Kubernetes: an instance is a Deployment (its replicas), a
+//! Service in front of them (port `http`), a ConfigMap holding the default
+//! predict server and the user's script, a Secret with the instance's own
+//! token and, when it autoscales, a HorizontalPodAutoscaler. The Deployment
+//! owns the rest, so deleting it removes everything. Each pod first fetches
+//! the model version from the console (init container `fetch-model`, with
+//! the token, into an `emptyDir` both containers mount). A task per
+//! instance reads the Deployment's and pods' status into the console's
+//! record; a model that keeps failing to start fails the instance with its
+//! container's message.
+
+mod objects;
+mod status;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use app::error::AppError;
+use app::models::Account;
+use async_trait::async_trait;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::Api;
+use serde_json::json;
+use tokio::sync::watch;
+
+use self::objects::{hpa_object, owned_by};
+pub use self::objects::{serving_objects, Fetching, ServingObjects};
+use super::errors::{from_kube, is_conflict, is_not_found};
+use super::objects::{CONSOLE, MANAGED_BY};
+use super::{Inner, KubeCluster};
+use crate::serving::{Backend, Reporter, Run, Upstream};
+
+/// Label with the instance's database id (the selector of its pods).
+pub const SERVING_ID: &str = "paddlecloud.org/serving-id";
+/// Label with the instance's name.
+pub const SERVING: &str = "paddlecloud.org/serving";
+/// The replica container's name.
+pub const SERVING_CONTAINER: &str = "serving";
+/// The port the predict server listens on inside a pod.
+pub const SERVING_PORT: u16 = 8080;
+/// The image of the default predict server (PaddlePaddle with Python).
+pub const DEFAULT_IMAGE: &str = "paddlepaddle/paddle:3.3.1";
+/// The init container that fetches the model.
+pub const FETCH_CONTAINER: &str = "fetch-model";
+/// Where pods keep their model by default: an `emptyDir` mounted there.
+pub const MODEL_ROOT: &str = "/models";
+
+/// The Kubernetes serving backend.
+pub struct KubeServing {
+    inner: Arc<Inner>,
+    /// Per instance id: set to true to end its status task.
+    watchers: Mutex<HashMap<i64, watch::Sender<bool>>>,
+    /// Where pods mount the volume their model is fetched into.
+    model_root: String,
+}
+
+impl KubeServing {
+    /// On the cluster jobs run on.
+    pub fn new(kube: &KubeCluster) -> Self {
+        Self {
+            inner: kube.inner.clone(),
+            watchers: Mutex::new(HashMap::new()),
+            model_root: MODEL_ROOT.to_owned(),
+        }
+    }
+
+    /// Mounts the model volume at `root` instead of [`MODEL_ROOT`] (an
+    /// absolute path; the test kubelet, which has no volumes, uses a host
+    /// folder).
+    pub fn with_model_root(mut self, root: impl Into<String>) -> Self {
+        self.model_root = root.into();
+        self
+    }
+}
+
+async fn create<K>(api: &Api<K>, mut object: K, owner: &serde_json::Value) -> Result<(), AppError>
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    object.meta_mut().owner_references = serde_json::from_value(owner.clone()).ok();
+    match api.create(&PostParams::default(), &object).await {
+        Ok(_) => Ok(()),
+        Err(e) if is_conflict(&e) => Ok(()),
+        Err(e) => Err(from_kube("create a serving object", e)),
+    }
+}
+
+/// Creates the token's Secret, or replaces its token: a restart issues a
+/// new one and the old no longer reads anything.
+async fn put_secret(
+    api: &Api<Secret>,
+    mut secret: Secret,
+    owner: &serde_json::Value,
+) -> Result<(), AppError> {
+    secret.metadata.owner_references = serde_json::from_value(owner.clone()).ok();
+    match api.create(&PostParams::default(), &secret).await {
+        Ok(_) => Ok(()),
+        Err(e) if is_conflict(&e) => {
+            let name = secret.metadata.name.clone().unwrap_or_default();
+            let patch = json!({ "stringData": secret.string_data });
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map(|_| ())
+                .map_err(|e| from_kube("replace a serving token", e))
+        }
+        Err(e) => Err(from_kube("create a serving token", e)),
+    }
+}
+
+#[async_trait]
+impl Backend for KubeServing {
+    fn name(&self) -> String {
+        self.inner.name.clone()
+    }
+
+    fn remote_models(&self) -> bool {
+        true
+    }
+
+    async fn start(&self, run: Run, reporter: Reporter) -> Result<(), AppError> {
+        self.inner.ensure_namespace(&run.account).await?;
+        let ns = &run.account.namespace;
+        let fetching = Fetching {
+            console_url: self.inner.console_url.get().map(String::as_str),
+            model_root: &self.model_root,
+        };
+        if fetching.console_url.is_none() {
+            tracing::warn!(serving = %run.spec.name,
+                "no console URL is set: the pods cannot fetch the model and the image must hold it");
+        }
+        let ServingObjects {
+            deployment,
+            service,
+            config,
+            secret,
+            hpa,
+        } = serving_objects(&run, &fetching)?;
+        let deployments: Api<Deployment> = self.inner.api(ns);
+        let created = match deployments
+            .create(&PostParams::default(), &deployment)
+            .await
+        {
+            Ok(d) => d,
+            // Brought back after a console restart: it is there already.
+            Err(e) if is_conflict(&e) => deployments
+                .get(&run.spec.name)
+                .await
+                .map_err(|e| from_kube("read a serving Deployment", e))?,
+            Err(e) => return Err(from_kube("create a serving Deployment", e)),
+        };
+        let owner = owned_by(&created);
+        create(&self.inner.api::<Service>(ns), service, &owner).await?;
+        create(&self.inner.api::<ConfigMap>(ns), config, &owner).await?;
+        if let Some(secret) = secret {
+            put_secret(&self.inner.api::<Secret>(ns), secret, &owner).await?;
+        }
+        if let Some(hpa) = hpa {
+            create(&self.inner.api::<HorizontalPodAutoscaler>(ns), hpa, &owner).await?;
+        }
+        let (stop, stop_rx) = watch::channel(false);
+        if let Some(old) = self
+            .watchers
+            .lock()
+            .expect("watchers lock")
+            .insert(run.id, stop)
+        {
+            old.send_replace(true);
+        }
+        tokio::spawn(status::follow(self.inner.clone(), run, reporter, stop_rx));
+        Ok(())
+    }
+
+    async fn resize(&self, run: Run) -> Result<(), AppError> {
+        let ns = &run.account.namespace;
+        let name = &run.spec.name;
+        let params = PatchParams::default();
+        let hpas: Api<HorizontalPodAutoscaler> = self.inner.api(ns);
+        match run.spec.autoscale {
+            Some(a) => {
+                let deployments: Api<Deployment> = self.inner.api(ns);
+                let d = deployments
+                    .get(name)
+                    .await
+                    .map_err(|e| from_kube("read a serving Deployment", e))?;
+                let labels =
+                    json!({ MANAGED_BY: CONSOLE, SERVING: name, SERVING_ID: run.id.to_string() });
+                let patch = json!({ "spec": { "minReplicas": a.min, "maxReplicas": a.max,
+                                               "targetCPUUtilizationPercentage": a.cpu_percent } });
+                match hpas.patch(name, &params, &Patch::Merge(&patch)).await {
+                    Ok(_) => {}
+                    Err(e) if is_not_found(&e) => {
+                        create(&hpas, hpa_object(name, &labels, a)?, &owned_by(&d)).await?
+                    }
+                    Err(e) => return Err(from_kube("scale a serving instance", e)),
+                }
+            }
+            None => {
+                match hpas.delete(name, &DeleteParams::default()).await {
+                    Ok(_) => {}
+                    Err(e) if is_not_found(&e) => {}
+                    Err(e) => return Err(from_kube("remove an autoscaler", e)),
+                }
+                let deployments: Api<Deployment> = self.inner.api(ns);
+                let patch = json!({ "spec": { "replicas": run.spec.replicas } });
+                deployments
+                    .patch(name, &params, &Patch::Merge(&patch))
+                    .await
+                    .map_err(|e| from_kube("scale a serving instance", e))?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn stop(&self, account: &Account, id: i64, name: &str) -> Result<(), AppError> {
+        if let Some(w) = self.watchers.lock().expect("watchers lock").remove(&id) {
+            w.send_replace(true);
+        }
+        let deployments: Api<Deployment> = self.inner.api(&account.namespace);
+        let dp = DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Foreground),
+            ..DeleteParams::default()
+        };
+        match deployments.delete(name, &dp).await {
+            Ok(_) => {}
+            Err(e) if is_not_found(&e) => return Ok(()),
+            Err(e) => return Err(from_kube("delete a serving Deployment", e)),
+        }
+        // Foreground deletion: the Deployment goes once its pods and
+        // owned objects have.
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_secs(60) {
+            match deployments.get_opt(name).await {
+                Ok(None) => return Ok(()),
+                Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(200)).await,
+                Err(e) => return Err(from_kube("wait for a serving Deployment to go", e)),
+            }
+        }
+        tracing::warn!(serving = %name, "its Deployment is still being deleted after a minute");
+        Ok(())
+    }
+
+    async fn upstream(&self, account: &Account, _id: i64, name: &str) -> Option<Upstream> {
+        Some(Upstream::Kube {
+            client: self.inner.client.clone(),
+            namespace: account.namespace.clone(),
+            service: name.to_owned(),
+        })
+    }
+}

@@ -1,0 +1,156 @@
+//! An instance's state, read from its Deployment and pods into the record.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use app::models::ServingStatus;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::Api;
+use serde_json::json;
+use tokio::sync::watch;
+
+use super::{FETCH_CONTAINER, SERVING_ID};
+use crate::kubernetes::objects::selector;
+use crate::kubernetes::Inner;
+use crate::serving::{Reporter, Run};
+
+/// Failed pods (with none ready) that fail the instance.
+const MAX_FAILED_PODS: usize = 3;
+/// How often an instance's status is read.
+const POLL: Duration = Duration::from_secs(1);
+
+/// Reads the instance's Deployment and pods into its record until stopped.
+pub(super) async fn follow(
+    inner: Arc<Inner>,
+    run: Run,
+    reporter: Reporter,
+    mut stop: watch::Receiver<bool>,
+) {
+    let ns = &run.account.namespace;
+    let deployments: Api<Deployment> = inner.api(ns);
+    let pods: Api<Pod> = inner.api(ns);
+    let selector = selector(&[(SERVING_ID, &run.id.to_string())]);
+    let mut last = None;
+    loop {
+        let state = async {
+            let d = deployments.get_opt(&run.spec.name).await.ok()??;
+            let status = d.status.unwrap_or_default();
+            let wanted = d.spec.and_then(|s| s.replicas).unwrap_or(0).max(0) as u32;
+            let ready = status.ready_replicas.unwrap_or(0).max(0) as u32;
+            let listed = pods
+                .list(&ListParams::default().labels(&selector))
+                .await
+                .ok()?;
+            let failed: Vec<String> = listed.items.iter().filter_map(failure).collect();
+            let fetching = listed.items.iter().filter(|p| is_fetching(p)).count();
+            Some((wanted, ready, failed, fetching))
+        }
+        .await;
+        if let Some((wanted, ready, failed, fetching)) = state {
+            let why = failed.last().cloned().unwrap_or_default();
+            let next = if ready == 0 && failed.len() >= MAX_FAILED_PODS {
+                (
+                    ServingStatus::Failed,
+                    0,
+                    format!("Replicas failed to start: {why}"),
+                )
+            } else {
+                let message = if ready < wanted && !failed.is_empty() {
+                    format!("A replica failed: {why}")
+                } else if ready < wanted && fetching > 0 {
+                    format!("Fetching the model into {fetching} replica(s).")
+                } else {
+                    String::new()
+                };
+                (
+                    ServingStatus::of_replicas(ready, wanted.max(1)),
+                    ready,
+                    message,
+                )
+            };
+            if last.as_ref() != Some(&next) {
+                reporter
+                    .report(
+                        run.account.id,
+                        run.id,
+                        &run.spec.name,
+                        next.0,
+                        next.1,
+                        &next.2,
+                    )
+                    .await;
+                last = Some(next.clone());
+            }
+            if next.0 == ServingStatus::Failed {
+                // Stop the churn of new pods failing the same way.
+                let patch = json!({ "spec": { "replicas": 0 } });
+                let _ = deployments
+                    .patch(
+                        &run.spec.name,
+                        &PatchParams::default(),
+                        &Patch::Merge(&patch),
+                    )
+                    .await;
+                return;
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(POLL) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Whether a pod is still fetching its model (its init container runs).
+fn is_fetching(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.init_container_statuses.as_ref())
+        .is_some_and(|all| {
+            all.iter().any(|c| {
+                c.name == FETCH_CONTAINER && c.state.as_ref().is_some_and(|s| s.running.is_some())
+            })
+        })
+}
+
+/// Why a pod failed, if it did: a Failed pod, or a container that keeps
+/// restarting; the container's own message (its last output) when it has one.
+fn failure(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    // A failed fetch says why in its init container's status.
+    let containers: Vec<_> = status
+        .init_container_statuses
+        .iter()
+        .chain(status.container_statuses.iter())
+        .flatten()
+        .collect();
+    let message = containers.iter().find_map(|c| {
+        let state = c.state.as_ref()?;
+        let terminated = state
+            .terminated
+            .as_ref()
+            .or(c.last_state.as_ref().and_then(|s| s.terminated.as_ref()))?;
+        Some(
+            terminated
+                .message
+                .clone()
+                .filter(|m| !m.trim().is_empty())
+                .unwrap_or_else(|| format!("exited with code {}", terminated.exit_code)),
+        )
+    });
+    let crashing = containers.iter().any(|c| c.restart_count >= 3);
+    let failed = status.phase.as_deref() == Some("Failed");
+    (failed || crashing).then(|| {
+        let text = message.unwrap_or_else(|| "the container failed".to_owned());
+        // The most telling line: the predict server's own, else the last.
+        text.lines()
+            .rev()
+            .find(|l| l.contains("cannot load the model") || l.contains("cannot fetch the model"))
+            .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
+            .unwrap_or("")
+            .trim()
+            .to_owned()
+    })
+}
