@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { test, expect, newAccount, signUp, Page } from "./fixtures";
+import { test, expect, newAccount, signUp, waitHydrated, Page } from "./fixtures";
 
 const SDK = resolve(__dirname, "../../sdk/python");
 
@@ -49,6 +49,8 @@ test("a running job's board grows live, smooths, zooms, and its link shows the s
     await expect(page.getByTestId("job-picker")).toContainText("live", { timeout: 1000 });
   }).toPass({ timeout: 20_000 });
   if (hydrated) {
+    // After the reloads: a box ticked before hydration would not navigate.
+    await waitHydrated(page);
     await page.getByRole("checkbox", { name: /live/ }).check();
     await expect(page).toHaveURL(/job=live/);
   } else {
