@@ -35,20 +35,7 @@ struct Harness {
 }
 
 async fn account(db: &common::TestDb, name: &str, namespace: &str) -> Account {
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO accounts (name, namespace, created_at) VALUES ($1, $2, 0) RETURNING id",
-    )
-    .bind(name)
-    .bind(namespace)
-    .fetch_one(&db.pool)
-    .await
-    .unwrap();
-    Account {
-        id,
-        name: name.into(),
-        namespace: namespace.into(),
-        created_at: 0,
-    }
+    common::account(&db.pool, name, namespace).await
 }
 
 async fn local(db: common::TestDb) -> Harness {

@@ -53,20 +53,7 @@ async fn set_up() -> Option<Setup> {
             .await;
     let cluster = cluster_on(&client, &db);
     let ns = format!("pc-s-{:08x}", getrandom::u32().unwrap());
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO accounts (name, namespace, created_at) VALUES ($1, $2, 0) RETURNING id",
-    )
-    .bind(&ns)
-    .bind(&ns)
-    .fetch_one(&db.pool)
-    .await
-    .unwrap();
-    let account = Account {
-        id,
-        name: ns.clone(),
-        namespace: ns.clone(),
-        created_at: 0,
-    };
+    let account = common::account(&db.pool, &ns, &ns).await;
     let me = common::user_in(&db.pool, &account).await;
     let objects =
         server::assets::objects::Objects::local(db.dir().join("objects"), 1 << 20).unwrap();

@@ -15,20 +15,7 @@ use server::jobs::JobStore;
 use server::paddleboard::SqlMetrics;
 
 async fn account(db: &TestDb, name: &str) -> Account {
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO accounts (name, namespace, created_at) VALUES ($1, $2, 0) RETURNING id",
-    )
-    .bind(name)
-    .bind(format!("pc-{name}"))
-    .fetch_one(&db.pool)
-    .await
-    .unwrap();
-    Account {
-        id,
-        name: name.into(),
-        namespace: format!("pc-{name}"),
-        created_at: 0,
-    }
+    common::account(&db.pool, name, &format!("pc-{name}")).await
 }
 
 /// An account with a job record called `job` (nothing runs).

@@ -158,11 +158,44 @@ pub enum MetricsSource {
         /// Its address.
         url: String,
     },
+    /// The cluster's metrics API (`metrics.k8s.io`, metrics-server),
+    /// sampled into the console's database: CPU and memory only.
+    MetricsApi {
+        /// Seconds between samples.
+        every_secs: u32,
+    },
     /// Nothing measures this job's pods; `why` says what to configure.
     None {
         /// In a user's words.
         why: String,
     },
+}
+
+impl MetricsSource {
+    /// Whether this source measures `metric` at all (so a chart of it
+    /// would not be a flat line of nothing).
+    pub fn measures(&self, metric: ResourceMetric) -> bool {
+        match self {
+            Self::Sampler { .. } | Self::Prometheus { .. } => true,
+            Self::MetricsApi { .. } => {
+                matches!(metric, ResourceMetric::Cpu | ResourceMetric::Memory)
+            }
+            Self::None { .. } => false,
+        }
+    }
+
+    /// Where the charts come from, in a user's words.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Sampler { every_secs } => format!("Sampled from /proc every {every_secs} s"),
+            Self::Prometheus { url } => format!("From Prometheus at {url}"),
+            Self::MetricsApi { every_secs } => format!(
+                "From the cluster's metrics API (metrics.k8s.io) every {every_secs} s: CPU and \
+                 memory only (start the console with --prometheus-url for GPU, network and disk)"
+            ),
+            Self::None { why } => why.clone(),
+        }
+    }
 }
 
 /// One metric of one role's pods, with what each pod requested of it.
@@ -247,6 +280,21 @@ mod tests {
         let (t, v) = downsample(&ts, &vs, 0.0, 10.0, 5);
         assert_eq!(t, vec![0.5, 2.5, 4.5, 6.5, 8.5]);
         assert_eq!(v, vec![0.5; 5]);
+    }
+
+    #[test]
+    fn the_metrics_api_charts_cpu_and_memory_only() {
+        let api = MetricsSource::MetricsApi { every_secs: 5 };
+        let charted: Vec<_> = ResourceMetric::ALL
+            .into_iter()
+            .filter(|m| api.measures(*m))
+            .collect();
+        assert_eq!(charted, vec![ResourceMetric::Cpu, ResourceMetric::Memory]);
+        assert!(api
+            .describe()
+            .contains("(metrics.k8s.io) every 5 s: CPU and memory only"));
+        let sampler = MetricsSource::Sampler { every_secs: 5 };
+        assert!(ResourceMetric::ALL.into_iter().all(|m| sampler.measures(m)));
     }
 
     #[test]

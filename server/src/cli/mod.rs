@@ -344,13 +344,25 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         Arc::new(cluster)
     };
-    let resources = SqlResources::new(
+    // Without Prometheus, jobs on Kubernetes are charted from the cluster's
+    // metrics API (metrics-server), sampled into the database.
+    let metrics_api = match (&kube_backend, &args.prometheus_url) {
+        (Some(kube), None) => Some(kube.sample_metrics_api(
+            samples.clone(),
+            Duration::from_secs(args.sample_secs.into()),
+        )),
+        _ => None,
+    };
+    let mut resources = SqlResources::new(
         pool.clone(),
         samples,
         args.sample_secs,
         args.prometheus_url.as_deref(),
     )
     .context("--prometheus-url")?;
+    if let Some(api) = metrics_api {
+        resources = resources.with_metrics_api(api);
+    }
     let serving_backend: Arc<dyn crate::serving::Backend> = match &kube_backend {
         Some(kube) => Arc::new(crate::kubernetes::serving::KubeServing::new(kube)),
         None => Arc::new(crate::serving::local::LocalServing::new(

@@ -7,6 +7,7 @@
 //! ends, so they outlive the pod.
 
 pub mod errors;
+pub mod metrics_api;
 pub mod objects;
 pub mod prometheus;
 pub mod serving;
@@ -127,6 +128,24 @@ impl KubeCluster {
     /// Tells jobs where the console is (`PADDLECLOUD_SERVER`); the first call wins.
     pub fn set_console_url(&self, url: String) {
         let _ = self.inner.console_url.set(url);
+    }
+
+    /// Samples the pods of running jobs from the cluster's metrics API
+    /// (`metrics.k8s.io`) every `every` into `store` (for a console without
+    /// Prometheus); what it finds of the API is in the returned handle.
+    pub fn sample_metrics_api(
+        &self,
+        store: Arc<crate::resources::ResourceStore>,
+        every: Duration,
+    ) -> Arc<metrics_api::MetricsApi> {
+        let api = Arc::new(metrics_api::MetricsApi::default());
+        tokio::spawn(metrics_api::sample(
+            Arc::downgrade(&self.inner),
+            store,
+            every,
+            api.clone(),
+        ));
+        api
     }
 
     /// The account's ResourceQuota as `(resource, hard, used)`, if it has one.

@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use sqlx::AnyPool;
 
 use crate::jobs::JobStore;
+use crate::kubernetes::metrics_api::MetricsApi;
 use crate::kubernetes::objects::replica_job_name;
 use crate::kubernetes::prometheus::Prometheus;
 use crate::local::LOCAL;
@@ -32,6 +33,9 @@ pub struct SqlResources {
     store: Arc<ResourceStore>,
     sample_secs: u32,
     prometheus: Option<Prometheus>,
+    /// The cluster's metrics API, sampled into `store` when there is no
+    /// Prometheus.
+    metrics_api: Option<Arc<MetricsApi>>,
 }
 
 impl SqlResources {
@@ -48,7 +52,15 @@ impl SqlResources {
             store,
             sample_secs,
             prometheus: prometheus_url.map(Prometheus::new).transpose()?,
+            metrics_api: None,
         })
+    }
+
+    /// Charts jobs on Kubernetes from the samples of the cluster's metrics
+    /// API (when there is no Prometheus).
+    pub fn with_metrics_api(mut self, api: Arc<MetricsApi>) -> Self {
+        self.metrics_api = Some(api);
+        self
     }
 
     /// The resource and quota ports on `pool` with no Prometheus and no
@@ -63,6 +75,7 @@ impl SqlResources {
             store,
             sample_secs,
             prometheus: None,
+            metrics_api: None,
         };
         (
             Arc::new(resources),
@@ -130,6 +143,20 @@ impl Resources for SqlResources {
                     .map(|p| p.url().to_owned())
                     .unwrap_or_default(),
             }
+        } else if let Some(api) = &self.metrics_api {
+            // Samples stored while the API answered still chart if it has gone.
+            let stored = || async {
+                self.store
+                    .series(stored.id, ResourceMetric::Cpu, from, to, 1)
+                    .await
+                    .map(|s| !s.is_empty())
+            };
+            match api.why_not() {
+                Some(why) if !stored().await? => MetricsSource::None { why },
+                _ => MetricsSource::MetricsApi {
+                    every_secs: self.sample_secs,
+                },
+            }
         } else {
             MetricsSource::None {
                 why: "No metrics source: start the console with --prometheus-url to chart jobs on Kubernetes.".into(),
@@ -137,7 +164,10 @@ impl Resources for SqlResources {
         };
         let mut charts = Vec::new();
         if !matches!(source, MetricsSource::None { .. }) {
-            for metric in ResourceMetric::ALL {
+            for metric in ResourceMetric::ALL
+                .into_iter()
+                .filter(|m| source.measures(*m))
+            {
                 let series = match &self.prometheus {
                     Some(p) if j.cluster != LOCAL => {
                         let names: Vec<String> = pods

@@ -1574,8 +1574,9 @@ impl LogBuf {
 
 // ----- the kubelet API --------------------------------------------------------
 
-/// A self-signed certificate for 127.0.0.1 (the apiserver checks none).
-fn tls_acceptor(node: &str) -> Result<tokio_rustls::TlsAcceptor, String> {
+/// A self-signed certificate for 127.0.0.1 and `localhost` (the apiserver
+/// checks none).
+pub fn tls_acceptor(node: &str) -> Result<tokio_rustls::TlsAcceptor, String> {
     use rustls::pki_types::pem::PemObject as _;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -1650,10 +1651,31 @@ async fn serve(
     listener: tokio::net::TcpListener,
     tls: tokio_rustls::TlsAcceptor,
 ) {
-    let addr = match listener.local_addr() {
-        Ok(addr) => addr,
-        Err(err) => return kubelet.say(format_args!("server: {err}")),
-    };
+    let app = axum::Router::new()
+        .route(
+            "/containerLogs/{namespace}/{pod}/{container}",
+            axum::routing::get(container_logs),
+        )
+        .route("/healthz", axum::routing::get(|| async { "ok" }))
+        .fallback(|| async {
+            (
+                StatusCode::NOT_FOUND,
+                "the test kubelet serves only containerLogs\n",
+            )
+        })
+        .with_state(kubelet.clone());
+    if let Err(err) = serve_tls(listener, tls, app).await {
+        kubelet.say(format_args!("server: {err}"));
+    }
+}
+
+/// Serves `app` over TLS on `listener` until the runtime ends.
+pub async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    tls: tokio_rustls::TlsAcceptor,
+    app: axum::Router,
+) -> std::io::Result<()> {
+    let addr = listener.local_addr()?;
     let (tx, conns) = mpsc::channel(16);
     let accepting = tokio::spawn(async move {
         loop {
@@ -1674,23 +1696,9 @@ async fn serve(
             });
         }
     });
-    let app = axum::Router::new()
-        .route(
-            "/containerLogs/{namespace}/{pod}/{container}",
-            axum::routing::get(container_logs),
-        )
-        .route("/healthz", axum::routing::get(|| async { "ok" }))
-        .fallback(|| async {
-            (
-                StatusCode::NOT_FOUND,
-                "the test kubelet serves only containerLogs\n",
-            )
-        })
-        .with_state(kubelet.clone());
-    if let Err(err) = axum::serve(TlsListener { conns, addr }, app).await {
-        kubelet.say(format_args!("server: {err}"));
-    }
+    let served = axum::serve(TlsListener { conns, addr }, app).await;
     accepting.abort();
+    served
 }
 
 /// `GET /containerLogs/{namespace}/{pod}/{container}`, as the kubelet serves it.

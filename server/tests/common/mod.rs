@@ -6,6 +6,7 @@
 pub mod assets;
 pub mod kubelet;
 pub mod metric_logs;
+pub mod metrics_server;
 pub mod rest;
 pub mod site;
 
@@ -93,6 +94,24 @@ macro_rules! on_both_databases {
             }
         }
     };
+}
+
+/// A new account `name` whose namespace is `namespace`, straight in the database.
+pub async fn account(pool: &AnyPool, name: &str, namespace: &str) -> app::models::Account {
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO accounts (name, namespace, created_at) VALUES ($1, $2, 0) RETURNING id",
+    )
+    .bind(name)
+    .bind(namespace)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    app::models::Account {
+        id,
+        name: name.into(),
+        namespace: namespace.into(),
+        created_at: 0,
+    }
 }
 
 /// A user (the owner) in `account`, for calls that record who acted.

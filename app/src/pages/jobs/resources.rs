@@ -225,11 +225,7 @@ pub fn JobResourcesPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 let page = format!("/jobs/{}/resources", name());
                 data.await.map(|d| {
-                    let source = match &d.source {
-                        MetricsSource::Sampler { every_secs } => format!("Sampled from /proc every {every_secs} s"),
-                        MetricsSource::Prometheus { url } => format!("From Prometheus at {url}"),
-                        MetricsSource::None { why } => why.clone(),
-                    };
+                    let source = d.source.describe();
                     let none = matches!(d.source, MetricsSource::None { .. });
                     let (from, to) = (d.from, d.to);
                     view! {
