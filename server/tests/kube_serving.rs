@@ -47,6 +47,8 @@ fn cluster_on(client: &kube::Client, db: &common::TestDb) -> KubeCluster {
 async fn set_up() -> Option<Setup> {
     let client = common::kubelet::test_client().await?;
     let db = common::sqlite().await;
+    // Pods with the host's IP: see pods_fetch_the_model_version_….
+    common::kubelet::routable_pod_ips();
     // One node name for the whole binary: see common/kubelet.rs.
     let kubelet =
         common::kubelet::TestKubelet::start(client.clone(), "serving", &db.dir().join("kubelet"))
@@ -305,6 +307,30 @@ async fn replicas_that_keep_failing_fail_the_instance_with_their_message() {
     s.serving.delete(&account, "broken").await.unwrap();
 }
 
+/// `inference.json` through the console's `/serve/…` endpoint, once the
+/// Service has Endpoints (the controller writes them shortly after Ready).
+async fn until_served(http: &reqwest::Client, console: &str, key: &str, account: &str) -> String {
+    let start = Instant::now();
+    loop {
+        let answer = http
+            .get(format!("{console}/serve/{account}/tiny-api/inference.json"))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status().as_u16();
+        let body = answer.text().await.unwrap();
+        if status == 200 {
+            return body;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the endpoint kept answering {status}: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
 /// The init container's log of a pod of `serving`, once it has one.
 async fn fetch_logs(client: &kube::Client, ns: &str, serving: &str) -> Vec<String> {
     let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), ns);
@@ -333,6 +359,9 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
     let Some(client) = common::kubelet::test_client().await else {
         return;
     };
+    // Pods that report the host's IP get Endpoints, which the API server's
+    // service proxy (the /serve/… endpoint on Kubernetes) forwards to.
+    let routable = common::kubelet::routable_pod_ips();
     // The console on a real socket: the pods' init containers call it.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let console = format!("http://{}", listener.local_addr().unwrap());
@@ -392,22 +421,24 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
     )
     .await;
 
-    // The replica starts only once its model is there, and reads it.
-    let command = "cat \"$PADDLECLOUD_MODEL_DIR/inference.json\"; echo; sleep 300";
+    // The replica starts only once its model is there, and reads it: it
+    // serves the model's folder over HTTP on its port (one replica: two
+    // would share the host's port).
+    let command = "cat \"$PADDLECLOUD_MODEL_DIR/inference.json\"; echo; \
+                   exec python3 -m http.server \"$PORT\" --directory \"$PADDLECLOUD_MODEL_DIR\"";
     site.services
         .serving
-        .launch(&me, spec("tiny-api", command, 2))
+        .launch(&me, spec("tiny-api", command, 1))
         .await
         .unwrap();
-    until("2 ready replicas", 90, || async {
-        let i = site
-            .services
-            .serving
-            .get(&me.account, "tiny-api")
-            .await
-            .unwrap();
+    let instance = || async {
+        let serving = &site.services.serving;
+        serving.get(&me.account, "tiny-api").await.unwrap()
+    };
+    until("a ready replica", 90, || async {
+        let i = instance().await;
         assert_ne!(i.status, ServingStatus::Failed, "{}", i.message);
-        i.status == ServingStatus::Ready && i.ready == 2
+        i.status == ServingStatus::Ready && i.ready == 1
     })
     .await;
     let dir = root.join(&account).join("tiny").join("1");
@@ -474,6 +505,23 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
         .await
         .unwrap();
     assert_eq!(listed.status().as_u16(), 200);
+
+    // The console's endpoint, through the API server's service proxy to the
+    // pod, counting the request.
+    match &routable {
+        Some(ip) => {
+            let served = until_served(&http, &console, &key, &account).await;
+            assert_eq!(served, "{\"tiny\": true}", "via pod IP {ip}");
+            site.serving.flush_traffic().await.unwrap();
+            let i = instance().await;
+            let recent = i.recent.expect("the last minute's traffic");
+            assert!(recent.requests >= 1, "{recent:?}");
+        }
+        None => eprintln!(
+            "skipping the service-proxy part: this machine has no IPv4 address outside \
+             127.0.0.0/8 for pods to report"
+        ),
+    }
 
     // Stopped: the token reads nothing any more.
     site.services

@@ -43,8 +43,9 @@
 //! limits, restarts (pods end `Succeeded` or `Failed` whatever their
 //! `restartPolicy`), exec/attach/port-forward, or previous logs; every pod
 //! shares the host's network as 127.0.0.1 (ports can collide; pod hostnames
-//! and Services do not resolve); no `KUBERNETES_SERVICE_*` variables nor
-//! ServiceAccount token. A failed container's `message` is always the end of
+//! and Services do not resolve; [`routable_pod_ips`] makes them report the
+//! host's own IPv4 instead, for Endpoints and the API server's service
+//! proxy); no `KUBERNETES_SERVICE_*` variables nor ServiceAccount token. A failed container's `message` is always the end of
 //! its output (a real one only with `terminationMessagePolicy:
 //! FallbackToLogsOnError`), and a failed init container sets the pod's
 //! `status.reason` to `Init:Error` (a real kubelet leaves it empty; kubectl
@@ -85,6 +86,36 @@ const MESSAGE_LINES: usize = 80;
 const MESSAGE_BYTES: usize = 2048;
 /// Every pod's IP, and the Node's.
 const LOCALHOST: &str = "127.0.0.1";
+
+/// The IP pods report (`status.podIP`): 127.0.0.1 unless the process asked
+/// for [`routable_pod_ips`].
+static POD_IP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+fn pod_ip() -> &'static str {
+    POD_IP.get().map_or(LOCALHOST, String::as_str)
+}
+
+/// Makes every pod of this process's kubelets report the machine's first
+/// non-loopback IPv4 as its IP (they still share the host's network), so
+/// that Endpoints accept them (127.0.0.0/8 is refused) and the API server's
+/// service proxy reaches their ports. Call before starting a kubelet.
+/// Returns the address, or `None` when the machine has none (pods keep
+/// 127.0.0.1).
+pub fn routable_pod_ips() -> Option<String> {
+    let ip = host_ipv4()?;
+    Some(POD_IP.get_or_init(|| ip).clone())
+}
+
+/// The first local IPv4 address outside 127.0.0.0/8, from the kernel's
+/// routing table (`/proc/net/fib_trie`: an address line, then `/32 host LOCAL`).
+fn host_ipv4() -> Option<String> {
+    let trie = std::fs::read_to_string("/proc/net/fib_trie").ok()?;
+    let lines: Vec<&str> = trie.lines().map(str::trim).collect();
+    lines.windows(2).find_map(|w| {
+        let ip = w[0].strip_prefix("|-- ")?;
+        (w[1] == "/32 host LOCAL" && !ip.starts_with("127.")).then(|| ip.to_owned())
+    })
+}
 
 /// A kube client for the test cluster, or None (printing why) when
 /// `PADDLECLOUD_TEST_KUBECONFIG` is unset; panics instead when
@@ -1147,9 +1178,8 @@ impl PodCtx {
             "metadata.uid" => self.uid.clone(),
             "spec.nodeName" => node.to_owned(),
             "spec.serviceAccountName" => self.service_account.clone(),
-            "status.podIP" | "status.hostIP" | "status.podIPs" | "status.hostIPs" => {
-                LOCALHOST.to_owned()
-            }
+            "status.podIP" | "status.podIPs" => pod_ip().to_owned(),
+            "status.hostIP" | "status.hostIPs" => LOCALHOST.to_owned(),
             _ => {
                 if let Some(key) = key_of("metadata.labels['") {
                     self.labels.get(&key).cloned().unwrap_or_default()
@@ -1419,8 +1449,8 @@ impl PodState {
             "phase": phase,
             "conditions": conditions,
             "hostIP": LOCALHOST,
-            "podIP": LOCALHOST,
-            "podIPs": [{ "ip": LOCALHOST }],
+            "podIP": pod_ip(),
+            "podIPs": [{ "ip": pod_ip() }],
             "startTime": rfc3339(self.start_time),
             "containerStatuses": self.main.iter().map(CStatus::json).collect::<Vec<_>>(),
         });
