@@ -109,6 +109,18 @@ test("a model version is launched, answers predict calls, shows its traffic, sca
     // It follows the fields as they are typed.
     await dialog.getByLabel("Count").fill("3");
     await expect(total).toContainText("3 × (1 CPU · 1 GiB · 0 GPU) = 3 CPU · 3 GiB · 0 GPU");
+    // A script file chosen on this computer lands in the editor.
+    await dialog.getByText("Inference configuration").click();
+    const script = "# chosen from a file\ndef predict(state, inputs):\n    return state.run(inputs)\n";
+    await dialog.getByLabel("…or load it from a file").setInputFiles({
+      name: "serve.py",
+      mimeType: "text/x-python",
+      buffer: Buffer.from(script),
+    });
+    await expect(dialog.getByTestId("script-loaded")).toHaveText("Loaded serve.py into the editor.");
+    await expect(dialog.getByLabel(/^Serving script/)).toHaveValue(script);
+    // This test serves the model as exported.
+    await dialog.getByLabel(/^Serving script/).fill("");
   } else {
     // Without JavaScript the form posts, and a bad field is refused next to it.
     await dialog.getByLabel("Name").fill("tiny-api");

@@ -62,6 +62,10 @@ pub struct ServingSpec {
     pub autoscale: Option<Autoscale>,
 }
 
+/// The longest serving script, bytes (it travels in the spec and, on
+/// Kubernetes, in a ConfigMap).
+pub const MAX_SCRIPT_BYTES: usize = 256 * 1024;
+
 /// Variables the console sets for every serving replica.
 pub const SERVING_ENV: &[&str] = &[
     "PORT",
@@ -97,7 +101,7 @@ impl ServingSpec {
                 ));
             }
         }
-        if self.script.len() > 256 * 1024 {
+        if self.script.len() > MAX_SCRIPT_BYTES {
             return Err(AppError::invalid(
                 "script",
                 "The serving script is at most 256 KiB.",

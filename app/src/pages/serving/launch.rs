@@ -1,5 +1,5 @@
 //! The launch dialog: the model version, the inference configuration (a
-//! serving script, or a command of one's own), replicas and what each asks
+//! serving script, typed or loaded from a file, or a command of one's own), replicas and what each asks
 //! for, with the total computed as you type and compared with what the
 //! account's quota leaves. Errors sit next to the field they are about.
 
@@ -60,6 +60,39 @@ pub fn LaunchDialog(
             {fits.and_then(Result::err).map(|e| view! { <p class="banner warn" role="alert" data-testid="quota-over">{e.to_string()}</p> })}
         }.into_any())
     };
+    // A script file chosen on this computer goes into the editor (read in
+    // the browser; without JavaScript the script is pasted).
+    let script_loaded = RwSignal::new(String::new());
+    #[cfg(feature = "hydrate")]
+    let load_script = move |ev: leptos::ev::Event| {
+        use wasm_bindgen::JsCast;
+        let Some(file) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+            .and_then(|input| input.files())
+            .and_then(|files| files.get(0))
+        else {
+            return;
+        };
+        let name = file.name();
+        if file.size() > crate::models::MAX_SCRIPT_BYTES as f64 {
+            script_loaded.set(format!(
+                "{name} is larger than the 256 KiB a serving script may be."
+            ));
+            return;
+        }
+        leptos::task::spawn_local(async move {
+            match wasm_bindgen_futures::JsFuture::from(file.text()).await {
+                Ok(text) => {
+                    form.update(|f| f.script = text.as_string().unwrap_or_default());
+                    script_loaded.set(format!("Loaded {name} into the editor."));
+                }
+                Err(_) => script_loaded.set(format!("Could not read {name}.")),
+            }
+        });
+    };
+    #[cfg(not(feature = "hydrate"))]
+    let load_script = |_ev: leptos::ev::Event| {};
     let field = move |name: &'static str,
                       label: &'static str,
                       kind: &'static str,
@@ -165,6 +198,11 @@ pub fn LaunchDialog(
                             prop:value=move || form.with(|f| f.script.clone())
                             on:input=move |ev| form.update(|f| f.script = event_target_value(&ev))
                         ></textarea>
+                        <div class="script-file">
+                            <label for="serving-script-file">"…or load it from a file"</label>
+                            <input id="serving-script-file" type="file" accept=".py,text/x-python,text/plain" on:change=load_script />
+                            <span class="hint" role="status" data-testid="script-loaded">{move || script_loaded.get()}</span>
+                        </div>
                         <FieldError error field="script" />
                         <div class="form-grid">
                             {field("command", "Command (instead of the default predict server)", "text", |f| f.command.clone(), |f, v| f.command = v)}
