@@ -66,13 +66,7 @@ async fn kube(db: common::TestDb) -> Option<Harness> {
     let kubelet =
         common::kubelet::TestKubelet::start(client.clone(), "contract", &db.dir().join("kubelet"))
             .await;
-    let cluster = server::kubernetes::KubeCluster::start(
-        client,
-        JobStore::new(db.pool.clone()),
-        db.dir(),
-        Duration::from_secs(1),
-        "test-kube".into(),
-    );
+    let cluster = common::kubelet::kube_cluster(&client, &db);
     // Tests share the cluster: namespaces of their own.
     let tag = format!("{:08x}", getrandom::u32().unwrap());
     let ann = account(&db, "ann", &format!("pc-ann-{tag}")).await;

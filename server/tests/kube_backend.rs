@@ -31,7 +31,7 @@ async fn set_up() -> Option<Setup> {
     let kubelet =
         common::kubelet::TestKubelet::start(client.clone(), "backend", &db.dir().join("kubelet"))
             .await;
-    let cluster = start(&client, &db);
+    let cluster = common::kubelet::kube_cluster(&client, &db);
     let ns = format!("pc-k-{:08x}", getrandom::u32().unwrap());
     let me = me_in(&db, &ns).await;
     Some(Setup {
@@ -41,16 +41,6 @@ async fn set_up() -> Option<Setup> {
         db,
         _kubelet: kubelet,
     })
-}
-
-fn start(client: &Client, db: &common::TestDb) -> KubeCluster {
-    KubeCluster::start(
-        client.clone(),
-        JobStore::new(db.pool.clone()),
-        db.dir(),
-        Duration::from_secs(1),
-        "test-kube".into(),
-    )
 }
 
 async fn me_in(db: &common::TestDb, namespace: &str) -> Me {
@@ -261,7 +251,7 @@ async fn a_restarted_console_picks_up_a_running_job_from_the_cluster() {
     wait_status(&s.cluster, &s.me.account, "resumed", JobStatus::Running).await;
     drop(s.cluster);
     // A new console process on the same database: it learns from the watch.
-    let again = start(&s.client, &s.db);
+    let again = common::kubelet::kube_cluster(&s.client, &s.db);
     wait_status(&again, &s.me.account, "resumed", JobStatus::Succeeded).await;
     let job = again.job(&s.me.account, "resumed").await.unwrap();
     assert_eq!(job.trainers.succeeded, 1);
@@ -335,8 +325,13 @@ fn nowhere() -> Client {
 
 #[tokio::test]
 async fn pages_render_with_a_cluster_unreachable_banner_within_two_seconds() {
-    let site =
-        common::site::site_on(false, |db| Some(std::sync::Arc::new(start(&nowhere(), db)))).await;
+    let site = common::site::site_on(false, |db| {
+        Some(std::sync::Arc::new(common::kubelet::kube_cluster(
+            &nowhere(),
+            db,
+        )))
+    })
+    .await;
     let cookie = site.sign_up("away").await;
     // The probe's first answer (a refused connection) comes at once.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -357,7 +352,7 @@ async fn pages_render_with_a_cluster_unreachable_banner_within_two_seconds() {
 async fn an_unreachable_cluster_is_reported_within_two_seconds_and_refuses_submits_clearly() {
     let client = nowhere();
     let db = common::sqlite().await;
-    let cluster = start(&client, &db);
+    let cluster = common::kubelet::kube_cluster(&client, &db);
     let me = me_in(&db, "pc-away").await;
     let started = Instant::now();
     while cluster.health().is_none() {
@@ -525,7 +520,7 @@ async fn a_job_that_ran_locally_is_still_stopped_and_read_where_it_ran_after_a_s
     local.submit(&me, local_spec).await.unwrap();
     // The console now runs on a cluster (here one that is away).
     let both = server::clusters::Clusters::new(
-        std::sync::Arc::new(start(&nowhere(), &db)),
+        std::sync::Arc::new(common::kubelet::kube_cluster(&nowhere(), &db)),
         vec![local.clone()],
         JobStore::new(db.pool.clone()),
     );

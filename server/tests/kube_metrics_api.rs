@@ -14,8 +14,6 @@ use app::models::{
     JobRole, JobSpec, JobStatus, MetricsSource, ResourceMetric, Resources as Amounts,
 };
 use app::ports::{Cluster, Resources};
-use server::jobs::JobStore;
-use server::kubernetes::KubeCluster;
 use server::resources::{ResourceStore, SqlResources};
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -35,13 +33,7 @@ async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_instal
     let _kubelet =
         common::kubelet::TestKubelet::start(client.clone(), "metrics", &db.dir().join("kubelet"))
             .await;
-    let cluster = KubeCluster::start(
-        client.clone(),
-        JobStore::new(db.pool.clone()),
-        db.dir(),
-        Duration::from_secs(1),
-        "test-kube".into(),
-    );
+    let cluster = common::kubelet::kube_cluster(&client, &db);
     let store = Arc::new(ResourceStore::new(db.pool.clone()));
     let api = cluster.sample_metrics_api(store.clone(), Duration::from_secs(1));
     let resources = SqlResources::new(db.pool.clone(), store, 1, None)

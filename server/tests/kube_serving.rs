@@ -20,9 +20,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::Api;
-use server::jobs::JobStore;
 use server::kubernetes::serving::KubeServing;
-use server::kubernetes::KubeCluster;
 use server::serving::ServingService;
 
 struct Setup {
@@ -31,17 +29,6 @@ struct Setup {
     me: Me,
     _db: common::TestDb,
     _kubelet: common::kubelet::TestKubelet,
-}
-
-/// The Kubernetes backend ("test-kube") on the test database.
-fn cluster_on(client: &kube::Client, db: &common::TestDb) -> KubeCluster {
-    KubeCluster::start(
-        client.clone(),
-        JobStore::new(db.pool.clone()),
-        db.dir(),
-        Duration::from_secs(1),
-        "test-kube".into(),
-    )
 }
 
 async fn set_up() -> Option<Setup> {
@@ -53,7 +40,7 @@ async fn set_up() -> Option<Setup> {
     let kubelet =
         common::kubelet::TestKubelet::start(client.clone(), "serving", &db.dir().join("kubelet"))
             .await;
-    let cluster = cluster_on(&client, &db);
+    let cluster = common::kubelet::kube_cluster(&client, &db);
     let ns = format!("pc-s-{:08x}", getrandom::u32().unwrap());
     let account = common::account(&db.pool, &ns, &ns).await;
     let me = common::user_in(&db.pool, &account).await;
@@ -371,7 +358,7 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
         false,
         |_| None,
         |db| {
-            let cluster = cluster_on(&client, db);
+            let cluster = common::kubelet::kube_cluster(&client, db);
             cluster.set_console_url(console.clone());
             // The test kubelet has no volumes: the model "volume" is a host folder.
             let models = db.dir().join("models");

@@ -177,6 +177,11 @@ async fn wait_until(
     }
 }
 
+/// `POST /api/v1/serving` with `spec`, as `key`.
+async fn launch(site: &Site, key: &str, spec: Value) -> Answer {
+    call(site, Method::POST, "/api/v1/serving", Some(key), Some(spec)).await
+}
+
 async fn predict(site: &Site, key: &str, account: &str, name: &str, body: Value) -> Answer {
     call(
         site,
@@ -209,14 +214,7 @@ async fn a_model_version_served_locally_answers_predict_calls_through_the_balanc
     )
     .await;
 
-    let launched = call(
-        &site,
-        Method::POST,
-        "/api/v1/serving",
-        Some(&key),
-        Some(launch_spec("tiny-api", "tiny", 2)),
-    )
-    .await;
+    let launched = launch(&site, &key, launch_spec("tiny-api", "tiny", 2)).await;
     assert_eq!(launched.status, StatusCode::CREATED, "{}", launched.body);
     let v = launched.json();
     assert_eq!(v["status"], "pending");
@@ -417,14 +415,7 @@ async fn a_model_archive_in_the_version_is_unpacked_and_served() {
     let mut spec = launch_spec("packed-api", "vision/packed", 1);
     spec["file"] = json!("export/model.tar.gz");
     spec["version"] = json!(1);
-    let launched = call(
-        &site,
-        Method::POST,
-        "/api/v1/serving",
-        Some(&key),
-        Some(spec),
-    )
-    .await;
+    let launched = launch(&site, &key, spec).await;
     assert_eq!(launched.status, StatusCode::CREATED, "{}", launched.body);
     wait_until(&site, &key, "packed-api", 120, |v| v["status"] == "ready").await;
     let answer = predict(
@@ -476,14 +467,7 @@ async fn a_model_that_does_not_load_fails_the_instance_with_the_reason_from_its_
         ],
     )
     .await;
-    let launched = call(
-        &site,
-        Method::POST,
-        "/api/v1/serving",
-        Some(&key),
-        Some(launch_spec("broken-api", "broken", 1)),
-    )
-    .await;
+    let launched = launch(&site, &key, launch_spec("broken-api", "broken", 1)).await;
     assert_eq!(launched.status, StatusCode::CREATED, "{}", launched.body);
     let failed = wait_until(&site, &key, "broken-api", 120, |v| v["status"] != "pending").await;
     assert_eq!(failed["status"], "failed", "{failed}");
@@ -499,16 +483,7 @@ async fn bad_launches_are_refused_with_the_field_or_the_quota_at_fault() {
     let refused = |spec: Value| {
         let site = &site;
         let key = key.clone();
-        async move {
-            call(
-                site,
-                Method::POST,
-                "/api/v1/serving",
-                Some(&key),
-                Some(spec),
-            )
-            .await
-        }
+        async move { launch(site, &key, spec).await }
     };
     let unknown = refused(launch_spec("a", "nothing-here", 1)).await;
     assert_eq!(unknown.status, StatusCode::BAD_REQUEST, "{}", unknown.body);
@@ -527,14 +502,7 @@ async fn bad_launches_are_refused_with_the_field_or_the_quota_at_fault() {
     );
     let bad_name = refused(launch_spec("Not A Name", "m", 1)).await;
     assert_eq!(bad_name.error().1.as_deref(), Some("name"));
-    let not_json = call(
-        &site,
-        Method::POST,
-        "/api/v1/serving",
-        Some(&key),
-        Some(json!({"name": 3})),
-    )
-    .await;
+    let not_json = launch(&site, &key, json!({"name": 3})).await;
     assert_eq!(not_json.status, StatusCode::BAD_REQUEST);
 
     // Over the quota: what is over, by how much, before anything starts.
@@ -669,14 +637,7 @@ async fn a_local_instance_over_its_cpu_target_is_scaled_up_to_its_bound_and_back
         "command": ["python3", "-c", BUSY_SERVER],
         "autoscale": {"min": 1, "max": 2, "cpu_percent": 50}
     });
-    let launched = call(
-        &site,
-        Method::POST,
-        "/api/v1/serving",
-        Some(&key),
-        Some(spec),
-    )
-    .await;
+    let launched = launch(&site, &key, spec).await;
     assert_eq!(launched.status, StatusCode::CREATED, "{}", launched.body);
     // A core against 100m requested is far over 50%: up to the bound of 2.
     let grown = wait_until(&site, &key, "busy", 60, |v| {

@@ -487,6 +487,27 @@ impl JobStore {
         Ok(())
     }
 
+    /// The ids of `cluster`'s jobs still marked Pending or Running, by the
+    /// namespace of their account (what a cluster-side sampler reads).
+    pub async fn active_by_namespace(
+        &self,
+        cluster: &str,
+    ) -> Result<std::collections::HashMap<String, Vec<i64>>, AppError> {
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT j.id, a.namespace FROM jobs j JOIN accounts a ON a.id = j.account_id \
+             WHERE j.cluster = $1 AND j.source = 'console' AND j.status IN ('pending', 'running')",
+        )
+        .bind(cluster)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("list active jobs by namespace"))?;
+        let mut by_ns = std::collections::HashMap::<String, Vec<i64>>::new();
+        for (id, ns) in rows {
+            by_ns.entry(ns).or_default().push(id);
+        }
+        Ok(by_ns)
+    }
+
     /// Jobs of `cluster` still marked Pending or Running, for recovery at start.
     pub async fn active(&self, cluster: &str) -> Result<Vec<StoredJob>, AppError> {
         let rows = sqlx::query(AssertSqlSafe(format!(

@@ -15,7 +15,6 @@ use kube::Api;
 
 use super::objects::{label, CONSOLE, JOB_ID, MANAGED_BY, REPLICA};
 use super::Inner;
-use crate::accounts::internal;
 use crate::resources::ResourceStore;
 
 /// The API's group and version.
@@ -136,23 +135,6 @@ fn sample_of(item: &DynamicObject) -> Option<(i64, PodSample)> {
     ))
 }
 
-/// The namespaces that have jobs of this cluster running, with those jobs.
-async fn running(inner: &Inner) -> Result<HashMap<String, Vec<i64>>, app::error::AppError> {
-    let rows: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT j.id, a.namespace FROM jobs j JOIN accounts a ON a.id = j.account_id \
-         WHERE j.cluster = $1 AND j.source = 'console' AND j.status IN ('pending', 'running')",
-    )
-    .bind(&inner.name)
-    .fetch_all(inner.store.pool())
-    .await
-    .map_err(internal("list running jobs"))?;
-    let mut by_ns: HashMap<String, Vec<i64>> = HashMap::new();
-    for (id, ns) in rows {
-        by_ns.entry(ns).or_default().push(id);
-    }
-    Ok(by_ns)
-}
-
 /// What a failed call says about the API: a 404 or 503 is the API not
 /// being there (no APIService, or its server down); anything else is an
 /// error of this call.
@@ -182,7 +164,7 @@ pub(super) async fn sample(
     loop {
         tick.tick().await;
         let Some(inner) = inner.upgrade() else { return };
-        let jobs = match running(&inner).await {
+        let jobs = match inner.store.active_by_namespace(&inner.name).await {
             Ok(jobs) => jobs,
             Err(err) => {
                 tracing::warn!(error = %err, "listing jobs to sample");

@@ -117,6 +117,18 @@ fn host_ipv4() -> Option<String> {
     })
 }
 
+/// The console's Kubernetes backend ("test-kube", 1 s grace) on `client`,
+/// recording in the test database.
+pub fn kube_cluster(client: &Client, db: &super::TestDb) -> server::kubernetes::KubeCluster {
+    server::kubernetes::KubeCluster::start(
+        client.clone(),
+        server::jobs::JobStore::new(db.pool.clone()),
+        db.dir(),
+        Duration::from_secs(1),
+        "test-kube".into(),
+    )
+}
+
 /// A kube client for the test cluster, or None (printing why) when
 /// `PADDLECLOUD_TEST_KUBECONFIG` is unset; panics instead when
 /// `PADDLECLOUD_REQUIRE_KUBE=1`, so that CI cannot pass by skipping.
@@ -1847,7 +1859,8 @@ impl Reading {
 // ----- times ------------------------------------------------------------------
 
 /// `2006-01-02T15:04:05Z` (metav1.Time: seconds, UTC).
-fn rfc3339(t: SystemTime) -> String {
+/// `t` as Kubernetes writes a time (seconds, UTC).
+pub fn rfc3339(t: SystemTime) -> String {
     let t = time::OffsetDateTime::from(t);
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",

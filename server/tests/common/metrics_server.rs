@@ -24,6 +24,8 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{json, Value};
 use server::local::sampler::{snapshot, TreeSampler};
 
+use super::kubelet::rfc3339;
+
 /// The APIService's name.
 pub const APISERVICE: &str = "v1beta1.metrics.k8s.io";
 /// The Service it points at.
@@ -151,13 +153,6 @@ async fn discovery() -> Json<Value> {
               "verbs": ["get", "list"] },
         ],
     }))
-}
-
-fn rfc3339(t: SystemTime) -> String {
-    let secs = t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() as i64;
-    k8s_openapi::jiff::Timestamp::from_second(secs)
-        .unwrap()
-        .to_string()
 }
 
 /// The PodMetrics of the namespace's running pods that match the query's

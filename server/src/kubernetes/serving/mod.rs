@@ -77,14 +77,16 @@ impl KubeServing {
     }
 }
 
-async fn create<K>(api: &Api<K>, mut object: K, owner: &serde_json::Value) -> Result<(), AppError>
+/// Creates `object` owned by `owner`; `false` when it exists already (an
+/// instance brought back after a console restart).
+async fn create<K>(api: &Api<K>, mut object: K, owner: &serde_json::Value) -> Result<bool, AppError>
 where
     K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     object.meta_mut().owner_references = serde_json::from_value(owner.clone()).ok();
     match api.create(&PostParams::default(), &object).await {
-        Ok(_) => Ok(()),
-        Err(e) if is_conflict(&e) => Ok(()),
+        Ok(_) => Ok(true),
+        Err(e) if is_conflict(&e) => Ok(false),
         Err(e) => Err(from_kube("create a serving object", e)),
     }
 }
@@ -93,22 +95,17 @@ where
 /// new one and the old no longer reads anything.
 async fn put_secret(
     api: &Api<Secret>,
-    mut secret: Secret,
+    secret: Secret,
     owner: &serde_json::Value,
 ) -> Result<(), AppError> {
-    secret.metadata.owner_references = serde_json::from_value(owner.clone()).ok();
-    match api.create(&PostParams::default(), &secret).await {
-        Ok(_) => Ok(()),
-        Err(e) if is_conflict(&e) => {
-            let name = secret.metadata.name.clone().unwrap_or_default();
-            let patch = json!({ "stringData": secret.string_data });
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map(|_| ())
-                .map_err(|e| from_kube("replace a serving token", e))
-        }
-        Err(e) => Err(from_kube("create a serving token", e)),
+    let name = secret.metadata.name.clone().unwrap_or_default();
+    let patch = json!({ "stringData": secret.string_data });
+    if !create(api, secret, owner).await? {
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| from_kube("replace a serving token", e))?;
     }
+    Ok(())
 }
 
 #[async_trait]
@@ -193,7 +190,7 @@ impl Backend for KubeServing {
                 match hpas.patch(name, &params, &Patch::Merge(&patch)).await {
                     Ok(_) => {}
                     Err(e) if is_not_found(&e) => {
-                        create(&hpas, hpa_object(name, &labels, a)?, &owned_by(&d)).await?
+                        create(&hpas, hpa_object(name, &labels, a)?, &owned_by(&d)).await?;
                     }
                     Err(e) => return Err(from_kube("scale a serving instance", e)),
                 }

@@ -91,7 +91,8 @@ pub fn serving_objects(run: &Run, fetching: &Fetching) -> Result<ServingObjects,
     } else {
         spec.image.as_str()
     };
-    let secret_name = format!("{}-serving", spec.name);
+    // The ConfigMap and the Secret share the name.
+    let config_name = format!("{}-serving", spec.name);
     // Pods fetch the model when they can reach the console with a token.
     let fetch = fetching.console_url.is_some() && run.token.is_some();
     let model_mount = json!({ "name": "model", "mountPath": fetching.model_root });
@@ -103,9 +104,7 @@ pub fn serving_objects(run: &Run, fetching: &Fetching) -> Result<ServingObjects,
     };
     let mut mounts =
         vec![json!({ "name": "paddlecloud", "mountPath": CONFIG_DIR, "readOnly": true })];
-    let mut volumes = vec![
-        json!({ "name": "paddlecloud", "configMap": { "name": format!("{}-serving", spec.name) } }),
-    ];
+    let mut volumes = vec![json!({ "name": "paddlecloud", "configMap": { "name": config_name } })];
     let mut init = vec![];
     if fetch {
         mounts.push(model_mount.clone());
@@ -113,7 +112,7 @@ pub fn serving_objects(run: &Run, fetching: &Fetching) -> Result<ServingObjects,
         let mut fetch_env = model_env;
         fetch_env.push(json!({
             "name": "PADDLECLOUD_SERVING_TOKEN",
-            "valueFrom": { "secretKeyRef": { "name": secret_name, "key": "token" } },
+            "valueFrom": { "secretKeyRef": { "name": config_name, "key": "token" } },
         }));
         init.push(json!({
             "name": FETCH_CONTAINER,
@@ -179,7 +178,7 @@ pub fn serving_objects(run: &Run, fetching: &Fetching) -> Result<ServingObjects,
     let config = from_json(json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": { "name": format!("{}-serving", spec.name), "labels": labels },
+        "metadata": { "name": config_name, "labels": labels },
         "data": files,
     }))?;
     let hpa = spec
@@ -190,7 +189,7 @@ pub fn serving_objects(run: &Run, fetching: &Fetching) -> Result<ServingObjects,
         (Some(token), true) => Some(from_json(json!({
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": { "name": secret_name, "labels": labels },
+            "metadata": { "name": config_name, "labels": labels },
             "type": "Opaque",
             "stringData": { "token": token },
         }))?),
