@@ -5,6 +5,7 @@ use leptos_router::components::{Outlet, Redirect, A};
 
 use crate::api::accounts::{current_user, SignOut};
 use crate::api::jobs::cluster_health;
+use crate::components::resource::{once_resource, OnceResource};
 use crate::error::AppError;
 use crate::models::Me;
 
@@ -30,7 +31,7 @@ pub type CurrentUser = OnceResource<Result<Me, AppError>>;
 /// fetched each of its resources twice.
 #[component]
 pub fn Layout() -> impl IntoView {
-    let me: CurrentUser = OnceResource::new(current_user());
+    let me: CurrentUser = once_resource(current_user());
     provide_context(me);
     view! {
         <Suspense fallback=|| view! { <header class="topbar"></header> }>
@@ -60,7 +61,7 @@ pub fn Layout() -> impl IntoView {
 /// knows, and say why actions on the cluster fail.
 #[component]
 fn ClusterBanner() -> impl IntoView {
-    let health = OnceResource::new(cluster_health());
+    let health = once_resource(cluster_health());
     view! {
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {

@@ -4,4 +4,5 @@ pub mod chart;
 pub mod form;
 pub mod layout;
 pub mod links;
+pub mod resource;
 pub mod sse;

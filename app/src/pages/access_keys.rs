@@ -10,6 +10,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::access_keys::{access_keys, CreateAccessKey, RevokeAccessKey};
 use crate::components::form::{last_error, FieldError, FormError};
+use crate::components::resource::resource;
 use crate::error::AppError;
 use crate::models::time::format_utc;
 use crate::models::{CREDENTIALS_FILE, MAX_KEY_NAME_LEN};
@@ -22,7 +23,7 @@ pub const KEY_ERROR_PARAM: &str = "key_error";
 pub fn AccessKeys() -> impl IntoView {
     let create = ServerAction::<CreateAccessKey>::new();
     let revoke = ServerAction::<RevokeAccessKey>::new();
-    let keys = Resource::new(
+    let keys = resource(
         move || (create.version().get(), revoke.version().get()),
         |_| access_keys(),
     );

@@ -7,6 +7,7 @@ use super::access_keys::AccessKeys;
 use crate::api::accounts::{members, sessions, RevokeSession};
 use crate::components::form::{last_error, FormError};
 use crate::components::layout::CurrentUser;
+use crate::components::resource::resource;
 use crate::models::time::format_utc;
 
 /// The Account page.
@@ -15,8 +16,8 @@ pub fn AccountPage() -> impl IntoView {
     let me = expect_context::<CurrentUser>();
     let revoke = ServerAction::<RevokeSession>::new();
     let error = Signal::derive(last_error(revoke));
-    let members = Resource::new(|| (), |_| members());
-    let sessions = Resource::new(move || revoke.version().get(), |_| sessions());
+    let members = resource(|| (), |_| members());
+    let sessions = resource(move || revoke.version().get(), |_| sessions());
     view! {
         <Title text="Account" />
         <h1>"Account"</h1>

@@ -8,6 +8,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::usage::{quota_view, QuotaPage, SetQuota};
 use crate::components::form::{last_error, FieldError, FormError};
+use crate::components::resource::resource;
 use crate::models::quantity::{format_cpu, format_memory};
 use crate::models::time::format_date;
 use crate::models::url::encode;
@@ -194,7 +195,7 @@ pub fn QuotaPageView() -> impl IntoView {
     let query = use_query_map();
     let account = move || query.with(|q| q.get("account"));
     let action = ServerAction::<SetQuota>::new();
-    let data = Resource::new(
+    let data = resource(
         move || (account(), action.version().get()),
         |(a, _)| quota_view(a),
     );

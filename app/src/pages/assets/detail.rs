@@ -10,6 +10,7 @@ use super::files::FileBrowser;
 use super::upload::Uploader;
 use super::versions::{NewVersionDialog, VersionList};
 use crate::api::assets::{open_asset, ChangeAsset};
+use crate::components::resource::resource;
 use crate::error::AppError;
 use crate::models::time::format_utc;
 use crate::models::{format_bytes, Access, AssetKind, AssetOp, AssetRef, AssetSource, AssetView};
@@ -73,7 +74,7 @@ fn AssetDetail(source: Memo<AssetSource>) -> impl IntoView {
             )
         })
     });
-    let view = Resource::new(
+    let view = resource(
         move || (key.get(), tick.get()),
         |((source, version, dir), _)| open_asset(source, version, dir),
     );

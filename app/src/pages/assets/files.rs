@@ -8,6 +8,7 @@ use super::detail::{refresh_after, ChangeForm};
 use crate::api::assets::{preview_file, ChangeAsset};
 use crate::components::form::{last_error, FormError};
 use crate::components::links::page_href;
+use crate::components::resource::resource;
 use crate::models::time::format_utc;
 use crate::models::{
     format_bytes, AssetOp, AssetSource, AssetView, FileBase, Preview, PreviewBody,
@@ -146,7 +147,7 @@ fn PreviewPanel(
     path: String,
     files: FileBase,
 ) -> impl IntoView {
-    let preview = Resource::new(
+    let preview = resource(
         move || (source.clone(), path.clone()),
         move |(source, path)| preview_file(source, version, path),
     );

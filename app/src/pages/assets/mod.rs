@@ -17,6 +17,7 @@ use leptos_router::hooks::use_query_map;
 use crate::api::assets::{list_assets, CreateAsset};
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::links::page_href;
+use crate::components::resource::resource;
 use crate::models::time::format_utc;
 use crate::models::{format_bytes, Access, Asset, AssetKind};
 
@@ -27,7 +28,7 @@ pub fn AssetsPage(
     kind: AssetKind,
 ) -> impl IntoView {
     let params = use_query_map();
-    let assets = Resource::new(move || kind, list_assets);
+    let assets = resource(move || kind, list_assets);
     let title = match kind {
         AssetKind::Dataset => "Datasets",
         AssetKind::Model => "Models",

@@ -10,6 +10,7 @@ use super::detail::{refresh_after, ChangeForm, Refresh};
 use super::share::SharePanel;
 use crate::api::assets::{open_asset, ChangeAsset};
 use crate::components::form::{last_error, FieldError, FormError};
+use crate::components::resource::resource;
 use crate::models::{Access, AssetKind, AssetOp, AssetRef, AssetSource};
 
 /// The settings page of a dataset or model.
@@ -28,7 +29,7 @@ pub fn AssetSettingsPage(
     });
     let tick = RwSignal::new(0u64);
     provide_context(Refresh(tick));
-    let view = Resource::new(
+    let view = resource(
         move || (r.get(), tick.get()),
         |(r, _)| {
             open_asset(

@@ -11,6 +11,7 @@ use leptos_router::hooks::use_query_map;
 
 use super::jobs_href;
 use crate::api::jobs::log_console;
+use crate::components::resource::resource;
 use crate::components::sse::use_event_source;
 use crate::models::url::encode as urlencode;
 use crate::models::LogView;
@@ -41,7 +42,7 @@ pub fn LogConsole(
     let params = use_query_map();
     let param = move |k: &str| params.with(|p| p.get(k)).filter(|v| !v.is_empty());
     let job = StoredValue::new(job);
-    let data = Resource::new(
+    let data = resource(
         move || (job.get_value(), param("pod")),
         |(job, pod)| log_console(job, pod, TAIL_LINES),
     );

@@ -14,6 +14,7 @@ use leptos_router::params::ParamsMap;
 
 use crate::api::jobs::list_jobs;
 use crate::components::links::page_href;
+use crate::components::resource::resource;
 use crate::components::sse::use_event_source;
 use crate::models::{ms_to_date, JobQuery, JobSort, JobStatus};
 
@@ -33,7 +34,7 @@ pub fn JobsPage() -> impl IntoView {
         || Some("/events/jobs".to_owned()),
         move |_| tick.update(|t| *t += 1),
     );
-    let jobs = Resource::new(move || (query.get(), tick.get()), |(q, _)| list_jobs(q));
+    let jobs = resource(move || (query.get(), tick.get()), |(q, _)| list_jobs(q));
 
     view! {
         <Title text="Jobs" />

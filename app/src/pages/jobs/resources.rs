@@ -10,6 +10,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use crate::api::usage::resource_charts;
 use crate::components::chart::{css_color, frame, render, Line, PALETTE};
 use crate::components::links::page_href;
+use crate::components::resource::resource;
 use crate::models::board::XAxis;
 use crate::models::{JobRole, MetricsSource, ResourceChart, ResourceMetric};
 
@@ -189,7 +190,7 @@ pub fn JobResourcesPage() -> impl IntoView {
     let (name, range) = use_chart_route();
     // Bumped every few seconds while the job runs and the view follows now.
     let tick = RwSignal::new(0u32);
-    let data = Resource::new(
+    let data = resource(
         move || (name(), range(), tick.get()),
         |(job, (from, to), _)| resource_charts(job, from, to),
     );

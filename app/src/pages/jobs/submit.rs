@@ -9,6 +9,7 @@ use super::jobs_href;
 use crate::api::jobs::SubmitJob;
 use crate::api::usage::quota_left;
 use crate::components::form::{last_error, FieldError, FormError};
+use crate::components::resource::resource;
 use crate::models::quantity::{format_cpu, format_memory};
 use crate::models::{JobForm, Quota};
 
@@ -41,7 +42,7 @@ pub fn SubmitDialog(
     };
     // What the account's quota leaves, and whether this job fits in it: the
     // same check the server makes on submit, as the fields change.
-    let quota = Resource::new(move || action.version().get(), |_| quota_left());
+    let quota = resource(move || action.version().get(), |_| quota_left());
     let quota_line = move || {
         let q = quota.get()?.ok()?;
         if q.quota == Quota::default() {

@@ -6,6 +6,7 @@ use leptos_router::hooks::use_query_map;
 
 use super::jobs_href;
 use crate::api::jobs::{DeleteJob, StopJob};
+use crate::components::resource::Resource;
 use crate::error::AppError;
 use crate::models::time::{format_age, format_utc};
 use crate::models::{Job, JobPage, RoleCounts};

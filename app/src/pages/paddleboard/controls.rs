@@ -6,6 +6,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_navigate;
 
 use crate::components::chart::css_color;
+use crate::components::resource::Resource;
 use crate::error::AppError;
 use crate::models::board::{BoardView, XAxis, MAX_BOARD_JOBS};
 use crate::models::BoardJob;

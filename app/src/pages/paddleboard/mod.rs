@@ -13,6 +13,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::paddleboard::{board_charts, board_jobs};
+use crate::components::resource::resource;
 use crate::components::sse::use_event_source;
 use crate::models::board::{Board, BoardView};
 use crate::models::url::encode;
@@ -41,8 +42,8 @@ pub fn PaddleBoardPage() -> impl IntoView {
         },
         move |_| tick.update(|t| *t += 1),
     );
-    let jobs = Resource::new(|| (), |_| board_jobs());
-    let data = Resource::new(
+    let jobs = resource(|| (), |_| board_jobs());
+    let data = resource(
         move || (view.with(BoardView::query), tick.get()),
         |(query, _)| async move {
             if query.jobs.is_empty() {

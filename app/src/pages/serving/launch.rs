@@ -12,6 +12,7 @@ use crate::api::serving::{serving_models, LaunchServing};
 use crate::api::usage::quota_left;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::links::page_href;
+use crate::components::resource::resource;
 use crate::models::ServingForm;
 
 /// The dialog, open while the URL has `launch=1`.
@@ -30,8 +31,8 @@ pub fn LaunchDialog(
     });
     let params = use_query_map();
     let close = move || params.with(|p| page_href("/serving", p, &[("launch", None)]));
-    let models = Resource::new(|| (), |_| serving_models());
-    let quota = Resource::new(move || action.version().get(), |_| quota_left());
+    let models = resource(|| (), |_| serving_models());
+    let quota = resource(move || action.version().get(), |_| quota_left());
     let total = move || {
         form.with(|f| match f.size() {
             Ok((n, per, total)) => {

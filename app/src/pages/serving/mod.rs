@@ -14,6 +14,7 @@ use leptos_router::hooks::use_query_map;
 use crate::api::serving::{list_serving, DeleteServing, ScaleServing, StopServing};
 use crate::components::form::{last_error, FormError};
 use crate::components::links::page_href;
+use crate::components::resource::resource;
 use crate::components::sse::use_event_source;
 use crate::models::quantity::{format_cpu, format_memory};
 use crate::models::time::format_age;
@@ -48,7 +49,7 @@ pub fn ServingPage() -> impl IntoView {
             on_cleanup(move || handle.clear());
         }
     }
-    let list = Resource::new(move || tick.get(), |_| list_serving());
+    let list = resource(move || tick.get(), |_| list_serving());
     let scale = ServerAction::<ScaleServing>::new();
     let stop = ServerAction::<StopServing>::new();
     let delete = ServerAction::<DeleteServing>::new();

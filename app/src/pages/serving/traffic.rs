@@ -7,6 +7,7 @@ use leptos_router::components::A;
 
 use crate::api::serving::serving_traffic_chart;
 use crate::components::chart::{css_color, frame, render, Line};
+use crate::components::resource::resource;
 use crate::models::board::XAxis;
 use crate::models::{ServingTraffic, TrafficPoint};
 use crate::pages::jobs::resources::{use_chart_route, RangeBar};
@@ -73,7 +74,7 @@ fn TrafficCard(
 pub fn ServingTrafficPage() -> impl IntoView {
     let (name, range) = use_chart_route();
     let tick = RwSignal::new(0u32);
-    let data = Resource::new(
+    let data = resource(
         move || (name(), range(), tick.get()),
         |(name, (from, to), _)| serving_traffic_chart(name, from, to),
     );
