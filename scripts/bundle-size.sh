@@ -10,14 +10,11 @@ set -euo pipefail
 PKG=$1
 NAME=$2
 # The target is 350 KB gzip per page; the build fails only past a hard ceiling
-# so an overshoot is seen at every build without blocking all work. The
-# datasets/models pages brought the largest page to 483 KB, and the shared
-# chunks the quota and resource pages split out to 508 KB, and the serving
-# pages' shared code (the main module went from ~280 to 297 KB) to 525 KB
-# (issue 2 stays open on this): the ceiling is 540 KB until the bundle is
-# cut down.
+# so an overshoot is seen at every build without blocking all work (issue 2
+# stays open on it). The ceiling follows the bundle down: 540 KB until the
+# splitter moved each page's data into its own modules (largest page 462 KB).
 TARGET_KB=350
-CEILING_KB=${PADDLECLOUD_WASM_CEILING_KB:-540}
+CEILING_KB=${PADDLECLOUD_WASM_CEILING_KB:-480}
 
 gz() { stat -c %s "$1.gz"; }
 kb() { echo $((($1 + 512) / 1024)); }
