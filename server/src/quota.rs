@@ -2,13 +2,14 @@
 //! what its unfinished jobs request (or, on Kubernetes, what the namespace's
 //! ResourceQuota counts), and CPU/GPU hours from the jobs' records.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use app::error::AppError;
 use app::models::{
     Account, JobRun, JobSpec, Me, Quota, QuotaUse, ResourceTotals, Role, UsageReport, UsedFrom,
 };
-use app::ports::Quotas;
+use app::ports::{Admission, Quotas};
 use async_trait::async_trait;
 use sqlx::AnyPool;
 
@@ -20,7 +21,14 @@ use crate::time::now_ms;
 pub struct SqlQuotas {
     pool: AnyPool,
     kube: Option<Arc<KubeCluster>>,
+    /// One lock per account for admissions within this process.
+    admitting: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
 }
+
+/// The first key of the PostgreSQL advisory locks that admissions take (the
+/// second is the account's id), so that they meet no other lock of the
+/// database's.
+const ADMISSION_LOCK_CLASS: i32 = 0x5043_5141; // "PCQA"
 
 type QuotaRow = (
     Option<i64>,
@@ -42,7 +50,38 @@ fn to_i64(v: Option<u64>) -> Option<i64> {
 impl SqlQuotas {
     /// On a migrated pool; `kube` also gets every quota as a ResourceQuota.
     pub fn new(pool: AnyPool, kube: Option<Arc<KubeCluster>>) -> Self {
-        Self { pool, kube }
+        Self {
+            pool,
+            kube,
+            admitting: Mutex::default(),
+        }
+    }
+
+    /// On PostgreSQL, other consoles may share the database: a session
+    /// advisory lock on a connection of its own, closed (so released by the
+    /// server, whatever happens to this process) when the admission ends.
+    /// SQLite is one console's file; the in-process lock is all it needs.
+    async fn database_lock(
+        &self,
+        account: &Account,
+    ) -> Result<Option<sqlx::pool::PoolConnection<sqlx::Any>>, AppError> {
+        if !matches!(
+            self.pool.connect_options().database_url.scheme(),
+            "postgres" | "postgresql"
+        ) {
+            return Ok(None);
+        }
+        let mut conn = self.pool.acquire().await.map_err(internal("admission"))?;
+        conn.close_on_drop();
+        // Accounts past 2^31 would share a lock: only more waiting.
+        let account_key = i32::try_from(account.id).unwrap_or(i32::MAX);
+        sqlx::query("SELECT pg_advisory_lock($1, $2)::text")
+            .bind(ADMISSION_LOCK_CLASS)
+            .bind(account_key)
+            .execute(&mut *conn)
+            .await
+            .map_err(internal("admission"))?;
+        Ok(Some(conn))
     }
 
     /// Whether the user is a site admin.
@@ -181,6 +220,21 @@ impl Quotas for SqlQuotas {
             from,
             updated,
         })
+    }
+
+    async fn admission(&self, account: &Account) -> Result<Admission, AppError> {
+        let local = self
+            .admitting
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entry(account.id)
+            .or_default()
+            .clone();
+        // In-process first, so that one console's waiters queue here and
+        // hold at most one database connection between them.
+        let local = local.lock_owned().await;
+        let database = self.database_lock(account).await?;
+        Ok(Admission::holding((local, database)))
     }
 
     async fn set_quota(&self, who: &Me, name: &str, quota: Quota) -> Result<QuotaUse, AppError> {

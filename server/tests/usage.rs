@@ -36,6 +36,14 @@ async fn set_quota(
     call(site, Method::PUT, &path, Some(key), Some(form)).await
 }
 
+/// Stops the jobs `names`, so that a test leaves nothing running.
+async fn stop_all<S: AsRef<str>>(site: &Site, key: &str, names: impl IntoIterator<Item = S>) {
+    for name in names {
+        let path = format!("/api/v1/jobs/{}/stop", name.as_ref());
+        call(site, Method::POST, &path, Some(key), None).await;
+    }
+}
+
 #[tokio::test]
 async fn a_job_that_fits_the_quota_exactly_runs_and_one_more_core_is_refused_with_what_is_over() {
     let site = site().await;
@@ -149,14 +157,82 @@ async fn the_job_count_limit_refuses_a_job_beyond_it() {
         "{}",
         second.body
     );
-    call(
-        &site,
-        Method::POST,
-        "/api/v1/jobs/one/stop",
-        Some(&key),
-        None,
-    )
+    stop_all(&site, &key, ["one"]).await;
+}
+
+#[tokio::test]
+async fn jobs_submitted_at_the_same_moment_get_no_more_than_the_quota_between_them() {
+    let site = site().await;
+    let key = key_for(&site, "quota-race").await;
+    let set = set_quota(&site, &key, None, json!({"max_jobs": "2"})).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.body);
+    let names: Vec<String> = (0..8).map(|i| format!("race-{i}")).collect();
+    let answers = futures_util::future::join_all(names.iter().map(|name| {
+        call(
+            &site,
+            Method::POST,
+            "/api/v1/jobs",
+            Some(&key),
+            Some(job(name, 1, "100m", "sleep 30")),
+        )
+    }))
     .await;
+    let admitted = answers
+        .iter()
+        .filter(|a| a.status == StatusCode::CREATED)
+        .count();
+    for a in &answers {
+        assert!(
+            a.status == StatusCode::CREATED || a.status == StatusCode::FORBIDDEN,
+            "{} {}",
+            a.status,
+            a.body
+        );
+    }
+    stop_all(&site, &key, &names).await;
+    let said: Vec<_> = answers
+        .iter()
+        .map(|a| (a.status, a.body.as_str()))
+        .collect();
+    assert_eq!(admitted, 2, "{said:#?}");
+}
+
+on_both_databases!(
+    an_admission_holds_off_the_next_of_its_account_in_any_console_until_it_ends,
+    super::admissions_take_turns
+);
+
+async fn admissions_take_turns(db: common::TestDb) {
+    use app::ports::Quotas;
+    let ann = common::account(&db.pool, "turns-a", "pc-turns-a").await;
+    let bob = common::account(&db.pool, "turns-b", "pc-turns-b").await;
+    let here = SqlQuotas::new(db.pool.clone(), None);
+    // On PostgreSQL, a second console: its own pool on the same database.
+    // A SQLite file has one console, so there it is the same one.
+    let second_console;
+    let there = if db.url.starts_with("postgres") {
+        second_console = SqlQuotas::new(server::db::connect(&db.url).await.unwrap(), None);
+        &second_console
+    } else {
+        &here
+    };
+    let first = here.admission(&ann).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), there.admission(&bob))
+        .await
+        .expect("another account's admission waited")
+        .unwrap();
+    let mut next = Box::pin(there.admission(&ann));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), &mut next)
+            .await
+            .is_err(),
+        "a second admission of the same account went ahead while the first lasted"
+    );
+    drop(first);
+    tokio::time::timeout(Duration::from_secs(10), next)
+        .await
+        .expect("the next admission still waits after the first ended")
+        .unwrap();
 }
 
 #[tokio::test]
@@ -367,16 +443,7 @@ async fn a_busy_replica_shows_far_more_cpu_than_an_idle_one_on_its_chart_with_th
             break;
         }
     }
-    for name in ["spin", "idle"] {
-        call(
-            &site,
-            Method::POST,
-            &format!("/api/v1/jobs/{name}/stop"),
-            Some(&key),
-            None,
-        )
-        .await;
-    }
+    stop_all(&site, &key, ["spin", "idle"]).await;
     assert!(
         spin.len() >= 3 && idle.len() >= 3,
         "samples: {spin:?} {idle:?}"

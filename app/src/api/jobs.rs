@@ -44,6 +44,7 @@ pub async fn submit_within_quota(
     spec: crate::models::JobSpec,
 ) -> Result<Job, AppError> {
     let totals = spec.totals()?;
+    let _admission = services.quotas.admission(&me.account).await?;
     services
         .quotas
         .quota_use(&me.account)

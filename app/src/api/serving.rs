@@ -88,6 +88,7 @@ pub async fn launch_within_quota(
     spec: crate::models::ServingSpec,
 ) -> Result<ServingInstance, AppError> {
     spec.validate()?;
+    let _admission = services.quotas.admission(&me.account).await?;
     services
         .quotas
         .quota_use(&me.account)
@@ -118,6 +119,7 @@ pub async fn scale_within_quota(
     name: &str,
     scale: crate::models::Scale,
 ) -> Result<ServingInstance, AppError> {
+    let _admission = services.quotas.admission(&me.account).await?;
     let current = services.serving.get(&me.account, name).await?;
     let mut grown = current.spec.clone();
     scale.apply(&mut grown)?;

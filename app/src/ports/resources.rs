@@ -33,4 +33,25 @@ pub trait Quotas: Send + Sync {
     async fn set_quota(&self, who: &Me, name: &str, quota: Quota) -> Result<QuotaUse, AppError>;
     /// CPU- and GPU-hours by window, member and day, up to now.
     async fn usage(&self, account: &Account) -> Result<UsageReport, AppError>;
+    /// Waits until no other submission, launch or scale-up of `account` is
+    /// being admitted (in this console or another on the same database),
+    /// and keeps it so until the [`Admission`] is dropped. Checking the quota
+    /// and then starting the work must not interleave: two jobs submitted at
+    /// once would each find room for itself.
+    async fn admission(&self, account: &Account) -> Result<Admission, AppError>;
+}
+
+/// Held while one piece of work is checked against the quota and started
+/// (see [`Quotas::admission`]); the next waits until it is dropped.
+pub struct Admission {
+    _held: Box<dyn Send>,
+}
+
+impl Admission {
+    /// An admission that lasts as long as `guard`.
+    pub fn holding(guard: impl Send + 'static) -> Self {
+        Self {
+            _held: Box::new(guard),
+        }
+    }
 }
