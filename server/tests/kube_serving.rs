@@ -18,20 +18,60 @@ use app::models::{
 use app::ports::{Assets, Serving, Slot};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use kube::api::{Patch, PatchParams};
 use kube::Api;
+use serde_json::json;
 use server::kubernetes::serving::KubeServing;
 use server::serving::ServingService;
+use sha2::Digest;
 
 struct Setup {
     client: kube::Client,
     serving: ServingService,
     me: Me,
-    _db: common::TestDb,
+    db: common::TestDb,
+    assets: Arc<server::assets::SqlAssets>,
+    console: Option<String>,
     _kubelet: common::kubelet::TestKubelet,
 }
 
+impl Setup {
+    /// What another console process on the same database and cluster runs.
+    fn another_console(&self) -> ServingService {
+        serving_on(
+            &self.client,
+            &self.db,
+            self.assets.clone(),
+            self.console.as_deref(),
+        )
+    }
+}
+
+/// Serving on the test cluster; pods fetch their model from `console` if given.
+fn serving_on(
+    client: &kube::Client,
+    db: &common::TestDb,
+    assets: Arc<server::assets::SqlAssets>,
+    console: Option<&str>,
+) -> ServingService {
+    let cluster = common::kubelet::kube_cluster(client, db);
+    if let Some(url) = console {
+        cluster.set_console_url(url.to_owned());
+    }
+    ServingService::new(
+        db.pool.clone(),
+        Arc::new(KubeServing::new(&cluster)),
+        assets,
+        Duration::from_secs(86_400),
+    )
+}
+
 async fn set_up() -> Option<Setup> {
+    set_up_with(None).await
+}
+
+async fn set_up_with(console: Option<&str>) -> Option<Setup> {
     let client = common::kubelet::test_client().await?;
     let db = common::sqlite().await;
     // Pods with the host's IP: see pods_fetch_the_model_version_….
@@ -40,7 +80,6 @@ async fn set_up() -> Option<Setup> {
     let kubelet =
         common::kubelet::TestKubelet::start(client.clone(), "serving", &db.dir().join("kubelet"))
             .await;
-    let cluster = common::kubelet::kube_cluster(&client, &db);
     let ns = format!("pc-s-{:08x}", getrandom::u32().unwrap());
     let account = common::account(&db.pool, &ns, &ns).await;
     let me = common::user_in(&db.pool, &account).await;
@@ -52,17 +91,14 @@ async fn set_up() -> Option<Setup> {
         db.dir().join("cache"),
     ));
     tiny_model(assets.as_ref(), &me, &[("inference.json", b"{}".to_vec())]).await;
-    let serving = ServingService::new(
-        db.pool.clone(),
-        Arc::new(KubeServing::new(&cluster)),
-        assets,
-        Duration::from_secs(86_400),
-    );
+    let serving = serving_on(&client, &db, assets.clone(), console);
     Some(Setup {
         client,
         serving,
         me,
-        _db: db,
+        db,
+        assets,
+        console: console.map(str::to_owned),
         _kubelet: kubelet,
     })
 }
@@ -520,4 +556,60 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
         get(format!("{model}/files/inference.json?version=1")).await,
         401
     );
+}
+
+#[tokio::test]
+async fn a_console_bringing_an_instance_back_keeps_its_token_unless_its_secret_lost_it() {
+    // Nothing answers there: the replicas keep retrying their fetch, and
+    // the instance stays active for the console to bring back.
+    let Some(s) = set_up_with(Some("http://127.0.0.1:9")).await else {
+        return;
+    };
+    let secrets: Api<Secret> = Api::namespaced(s.client.clone(), &s.me.account.namespace);
+    let held = || async {
+        let secret = secrets.get("tiny-api-serving").await.unwrap();
+        String::from_utf8(secret.data.unwrap()["token"].0.clone()).unwrap()
+    };
+    let recorded = || async {
+        let hash: String =
+            sqlx::query_scalar("SELECT token_hash FROM serving WHERE name = 'tiny-api'")
+                .fetch_one(&s.db.pool)
+                .await
+                .unwrap();
+        hash
+    };
+    let hash = |token: &str| hex::encode(sha2::Sha256::digest(token.as_bytes()));
+    s.serving
+        .launch(&s.me, spec("tiny-api", "sleep 300", 1))
+        .await
+        .unwrap();
+    let first = held().await;
+    assert!(first.starts_with("pcv_"), "{first}");
+    assert_eq!(recorded().await, hash(&first));
+
+    // Two consoles bringing it back at once must not hand out two tokens:
+    // a console that finds the replicas' token still on record keeps it.
+    s.another_console().recover().await.unwrap();
+    assert_eq!(
+        held().await,
+        first,
+        "bringing it back replaced the replicas' token"
+    );
+    assert_eq!(recorded().await, hash(&first));
+
+    // A Secret whose token is not the one on record gets a fresh one.
+    let stale = json!({ "stringData": { "token": "pcv_stale" } });
+    secrets
+        .patch(
+            "tiny-api-serving",
+            &PatchParams::default(),
+            &Patch::Merge(&stale),
+        )
+        .await
+        .unwrap();
+    s.another_console().recover().await.unwrap();
+    let fresh = held().await;
+    assert!(fresh != first && fresh != "pcv_stale", "{fresh}");
+    assert_eq!(recorded().await, hash(&fresh));
+    s.serving.stop(&s.me.account, "tiny-api").await.unwrap();
 }

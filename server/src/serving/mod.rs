@@ -125,6 +125,11 @@ pub trait Backend: Send + Sync {
     fn remote_models(&self) -> bool {
         false
     }
+    /// The token a running instance's replicas already hold, where the
+    /// backend keeps one (see [`ServingService::recover`]).
+    async fn current_token(&self, _account: &Account, _name: &str) -> Option<String> {
+        None
+    }
 }
 
 /// An HTTP client for replicas (plain HTTP on loopback, or through the
@@ -244,7 +249,7 @@ impl ServingService {
                     account: stored.account.clone(),
                     spec: stored.instance.spec.clone(),
                     model: files,
-                    token: self.token_for(stored.id).await?,
+                    token: self.recovered_token(&stored).await?,
                 };
                 self.backend.start(run, self.reporter()).await
             }
@@ -273,6 +278,23 @@ impl ServingService {
         } else {
             Ok(None)
         }
+    }
+
+    /// The token the instance's replicas hold when it is still the one on
+    /// record, else a fresh one. Keeping it means that two consoles bringing
+    /// the same instance back at once write nothing, instead of each issuing
+    /// a token and one's record ending up beside the other's Secret.
+    async fn recovered_token(&self, stored: &StoredServing) -> Result<Option<String>, AppError> {
+        if let Some(token) = self
+            .backend
+            .current_token(&stored.account, &stored.instance.name)
+            .await
+        {
+            if self.store.token_is(stored.id, &token).await? {
+                return Ok(Some(token));
+            }
+        }
+        self.token_for(stored.id).await
     }
 
     /// The last minute's traffic of an instance, from the stored buckets.

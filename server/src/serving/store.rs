@@ -205,6 +205,18 @@ impl ServingStore {
         Ok(token)
     }
 
+    /// Whether `token` is instance `id`'s token on record.
+    pub async fn token_is(&self, id: i64, token: &str) -> Result<bool, AppError> {
+        let found: Option<(i64,)> =
+            sqlx::query_as("SELECT id FROM serving WHERE id = $1 AND token_hash = $2")
+                .bind(id)
+                .bind(token_hash(token))
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(internal("read a serving token"))?;
+        Ok(found.is_some())
+    }
+
     /// Saves a scaled spec.
     pub async fn set_spec(&self, id: i64, spec: &ServingSpec) -> Result<(), AppError> {
         sqlx::query("UPDATE serving SET spec = $1 WHERE id = $2")

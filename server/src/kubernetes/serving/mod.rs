@@ -118,6 +118,13 @@ impl Backend for KubeServing {
         true
     }
 
+    async fn current_token(&self, account: &Account, name: &str) -> Option<String> {
+        let secrets: Api<Secret> = Api::namespaced(self.inner.client.clone(), &account.namespace);
+        let secret = secrets.get_opt(&objects::config_name(name)).await.ok()??;
+        let token = secret.data?.remove("token")?;
+        String::from_utf8(token.0).ok()
+    }
+
     async fn start(&self, run: Run, reporter: Reporter) -> Result<(), AppError> {
         self.inner.ensure_namespace(&run.account).await?;
         let ns = &run.account.namespace;

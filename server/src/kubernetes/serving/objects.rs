@@ -91,8 +91,7 @@ pub fn serving_objects(run: &Run, fetching: &Fetching) -> Result<ServingObjects,
     } else {
         spec.image.as_str()
     };
-    // The ConfigMap and the Secret share the name.
-    let config_name = format!("{}-serving", spec.name);
+    let config_name = config_name(&spec.name);
     // Pods fetch the model when they can reach the console with a token.
     let fetch = fetching.console_url.is_some() && run.token.is_some();
     let model_mount = json!({ "name": "model", "mountPath": fetching.model_root });
@@ -232,6 +231,11 @@ pub(super) fn owned_by(deployment: &Deployment) -> serde_json::Value {
         "controller": true,
         "blockOwnerDeletion": true,
     }])
+}
+
+/// The name of an instance's ConfigMap, which its Secret shares.
+pub(super) fn config_name(serving: &str) -> String {
+    format!("{serving}-serving")
 }
 
 #[cfg(test)]
