@@ -2,11 +2,14 @@
 //! does it: every period, the replicas' CPU use (their whole process trees,
 //! from /proc) against what each requested gives the utilisation, and
 //! `ceil(replicas × utilisation / target)` within the bounds is the new
-//! number of replicas. Within 10% of the target nothing changes.
+//! number of replicas. Within 10% of the target nothing changes. Like the
+//! HPA, it scales up at once but down only to the most it recommended over
+//! the last [`DOWNSCALE_WINDOW`], so a lull between bursts does not stop
+//! replicas that the next burst needs again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use app::models::Autoscale;
 use tokio::sync::watch;
@@ -15,6 +18,45 @@ use crate::local::sampler::{snapshot, TreeSampler};
 
 /// How often the replicas are measured and the size decided.
 pub const PERIOD: Duration = Duration::from_secs(5);
+
+/// How long a lower recommendation must last before replicas stop (the
+/// HorizontalPodAutoscaler's default).
+pub const DOWNSCALE_WINDOW: Duration = Duration::from_secs(300);
+
+/// Recent recommendations, to scale down only as far as all of them allow.
+pub struct Stabilizer {
+    window: Duration,
+    recent: VecDeque<(Instant, u32)>,
+}
+
+impl Stabilizer {
+    /// Remembers recommendations for `window`.
+    pub fn new(window: Duration) -> Self {
+        Self {
+            window,
+            recent: VecDeque::new(),
+        }
+    }
+
+    /// The replicas to run at `now` for `current` replicas when the
+    /// measurement alone asks for `want`: more at once, fewer only as far as
+    /// every recommendation within the window allows.
+    pub fn next(&mut self, now: Instant, current: u32, want: u32) -> u32 {
+        while self
+            .recent
+            .front()
+            .is_some_and(|(at, _)| now.duration_since(*at) > self.window)
+        {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((now, want));
+        if want >= current {
+            return want;
+        }
+        let most = self.recent.iter().map(|(_, w)| *w).max().unwrap_or(want);
+        most.min(current)
+    }
+}
 
 /// The replicas to run for `current` replicas using `utilisation` (mean CPU
 /// used / requested, 1.0 = all of it) under `bounds`.
@@ -52,10 +94,12 @@ pub async fn run(
     cpu_request_cores: f64,
 ) {
     let mut samplers: BTreeMap<i32, TreeSampler> = BTreeMap::new();
+    let mut stable = Stabilizer::new(DOWNSCALE_WINDOW);
     loop {
         tokio::time::sleep(PERIOD).await;
         let Some(b) = *bounds.borrow_and_update() else {
             samplers.clear();
+            stable = Stabilizer::new(DOWNSCALE_WINDOW);
             continue;
         };
         let pids = leaders(pids_dir);
@@ -88,7 +132,7 @@ pub async fn run(
             continue;
         }
         let utilisation = used.iter().sum::<f64>() / used.len() as f64 / cpu_request_cores;
-        let want = desired(current, utilisation, b);
+        let want = stable.next(Instant::now(), current, desired(current, utilisation, b));
         if want != current {
             tracing::info!(
                 from = current,
@@ -118,5 +162,24 @@ mod tests {
         assert_eq!(desired(4, 0.1, B), 1);
         assert_eq!(desired(3, 4.0, B), 5, "capped at the most");
         assert_eq!(desired(1, 0.0, B), 1, "never below the fewest");
+    }
+
+    #[test]
+    fn replicas_are_added_at_once_but_stop_only_after_the_load_stayed_low_for_the_window() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut s = Stabilizer::new(Duration::from_secs(300));
+        assert_eq!(s.next(at(0), 2, 4), 4, "up at once");
+        // The burst is over: the measurement alone would go back to 1.
+        assert_eq!(s.next(at(5), 4, 1), 4);
+        assert_eq!(s.next(at(200), 4, 1), 4);
+        assert_eq!(s.next(at(299), 4, 2), 4);
+        // 300 s after the last time 4 was wanted, the most since is 2.
+        assert_eq!(s.next(at(306), 4, 1), 2);
+        assert_eq!(s.next(at(600), 2, 1), 1);
+        // Never above what runs when only fewer are wanted.
+        let mut s = Stabilizer::new(Duration::from_secs(300));
+        assert_eq!(s.next(at(0), 5, 5), 5);
+        assert_eq!(s.next(at(10), 3, 2), 3, "scaled by hand meanwhile");
     }
 }
