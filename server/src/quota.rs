@@ -11,7 +11,7 @@ use app::models::{
 };
 use app::ports::{Admission, Quotas};
 use async_trait::async_trait;
-use sqlx::AnyPool;
+use sqlx::{AnyConnection, AnyPool, Connection};
 
 use crate::accounts::internal;
 use crate::kubernetes::KubeCluster;
@@ -29,6 +29,20 @@ pub struct SqlQuotas {
 /// second is the account's id), so that they meet no other lock of the
 /// database's.
 const ADMISSION_LOCK_CLASS: i32 = 0x5043_5141; // "PCQA"
+
+/// A connection holding an admission's advisory lock; the lock goes with
+/// the connection.
+struct AdvisoryLock(Option<AnyConnection>);
+
+impl Drop for AdvisoryLock {
+    fn drop(&mut self) {
+        if let (Some(conn), Ok(runtime)) = (self.0.take(), tokio::runtime::Handle::try_current()) {
+            runtime.spawn(async move {
+                let _ = conn.close().await;
+            });
+        }
+    }
+}
 
 type QuotaRow = (
     Option<i64>,
@@ -58,30 +72,28 @@ impl SqlQuotas {
     }
 
     /// On PostgreSQL, other consoles may share the database: a session
-    /// advisory lock on a connection of its own, closed (so released by the
-    /// server, whatever happens to this process) when the admission ends.
-    /// SQLite is one console's file; the in-process lock is all it needs.
-    async fn database_lock(
-        &self,
-        account: &Account,
-    ) -> Result<Option<sqlx::pool::PoolConnection<sqlx::Any>>, AppError> {
-        if !matches!(
-            self.pool.connect_options().database_url.scheme(),
-            "postgres" | "postgresql"
-        ) {
+    /// advisory lock, on a connection of its own outside the pool (so that
+    /// accounts admitting at once cannot take every pooled connection from
+    /// the queries their admissions wait on), closed when the admission
+    /// ends, which releases the lock even if this process dies. SQLite is one
+    /// console's file; the in-process lock is all it needs.
+    async fn database_lock(&self, account: &Account) -> Result<Option<AdvisoryLock>, AppError> {
+        let options = self.pool.connect_options();
+        if !matches!(options.database_url.scheme(), "postgres" | "postgresql") {
             return Ok(None);
         }
-        let mut conn = self.pool.acquire().await.map_err(internal("admission"))?;
-        conn.close_on_drop();
+        let mut conn = AnyConnection::connect_with(&options)
+            .await
+            .map_err(internal("admission"))?;
         // Accounts past 2^31 would share a lock: only more waiting.
         let account_key = i32::try_from(account.id).unwrap_or(i32::MAX);
         sqlx::query("SELECT pg_advisory_lock($1, $2)::text")
             .bind(ADMISSION_LOCK_CLASS)
             .bind(account_key)
-            .execute(&mut *conn)
+            .execute(&mut conn)
             .await
             .map_err(internal("admission"))?;
-        Ok(Some(conn))
+        Ok(Some(AdvisoryLock(Some(conn))))
     }
 
     /// Whether the user is a site admin.

@@ -233,6 +233,19 @@ async fn admissions_take_turns(db: common::TestDb) {
         .await
         .expect("the next admission still waits after the first ended")
         .unwrap();
+
+    // More accounts admitting at once than the pool has connections (16)
+    // leave it to the queries their admissions wait on.
+    let mut held = Vec::new();
+    for i in 0..20 {
+        let name = format!("turns-{i}");
+        let account = common::account(&db.pool, &name, &format!("pc-{name}")).await;
+        held.push(here.admission(&account).await.unwrap());
+    }
+    tokio::time::timeout(Duration::from_secs(10), here.quota_use(&bob))
+        .await
+        .expect("admissions held every pooled connection")
+        .unwrap();
 }
 
 #[tokio::test]
