@@ -627,7 +627,13 @@ fn a_user_launches_scales_lists_stops_and_deletes_a_serving_instance_from_the_co
     ));
 
     // Its own server instead of the default predict server: any HTTP answer
-    // below 500 at /healthz counts as ready.
+    // below 500 at /healthz counts as ready. The second replica starts 3 s
+    // after the first: --wait goes on through "degraded" (one of two ready).
+    let first = dir.path().join("first-replica");
+    let command = format!(
+        "mkdir {} 2>/dev/null || sleep 3; exec python3 -m http.server \"$PORT\" --bind 127.0.0.1",
+        first.display()
+    );
     let out = ok(&run(
         &[
             "serving",
@@ -645,7 +651,7 @@ fn a_user_launches_scales_lists_stops_and_deletes_a_serving_instance_from_the_co
             "--",
             "sh",
             "-c",
-            "exec python3 -m http.server \"$PORT\" --bind 127.0.0.1",
+            &command,
         ],
         &creds,
         None,

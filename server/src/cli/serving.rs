@@ -190,9 +190,18 @@ pub fn run(command: ServingCommand) -> anyhow::Result<()> {
             );
             if args.wait {
                 let start = Instant::now();
-                while instance.status == ServingStatus::Pending {
+                // Degraded while the first replicas answer and the rest still
+                // start: only every replica answering (or a failure) ends it.
+                while matches!(
+                    instance.status,
+                    ServingStatus::Pending | ServingStatus::Degraded
+                ) {
                     if start.elapsed() > Duration::from_secs(600) {
-                        bail!("{} is still pending after 10 minutes", instance.name);
+                        bail!(
+                            "{} is still {} after 10 minutes",
+                            instance.name,
+                            instance.status.as_str()
+                        );
                     }
                     std::thread::sleep(Duration::from_millis(500));
                     instance = client.serving(&args.name)?;
