@@ -132,7 +132,11 @@ pub async fn run(
             continue;
         }
         let utilisation = used.iter().sum::<f64>() / used.len() as f64 / cpu_request_cores;
-        let want = stable.next(Instant::now(), current, desired(current, utilisation, b));
+        // Within the bounds as they are now: recommendations from before a
+        // lower maximum must not hold replicas above it.
+        let want = stable
+            .next(Instant::now(), current, desired(current, utilisation, b))
+            .clamp(b.min, b.max);
         if want != current {
             tracing::info!(
                 from = current,
