@@ -174,7 +174,7 @@ async fn a_failing_pod_ends_failed_with_its_exit_code_and_both_output_streams_in
         .await;
     let pod = env.phase("fail", "Failed", 30).await;
     let t = terminated(&pod).unwrap();
-    assert_eq!(t.exit_code, 3);
+    assert_eq!(t.exit_code, 3, "{t:?}");
     assert_eq!(t.reason.as_deref(), Some("Error"));
     assert!(t.message.as_deref().unwrap_or("").contains("oops"), "{t:?}");
     assert!(t.started_at.is_some() && t.finished_at.is_some());
