@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use sqlx::{AnyConnection, AnyPool, Connection};
 
 use crate::accounts::internal;
+use crate::db::Engine;
 use crate::kubernetes::KubeCluster;
 use crate::time::now_ms;
 
@@ -79,7 +80,7 @@ impl SqlQuotas {
     /// console's file; the in-process lock is all it needs.
     async fn database_lock(&self, account: &Account) -> Result<Option<AdvisoryLock>, AppError> {
         let options = self.pool.connect_options();
-        if !matches!(options.database_url.scheme(), "postgres" | "postgresql") {
+        if Engine::of_url(options.database_url.as_str()).ok() != Some(Engine::Postgres) {
             return Ok(None);
         }
         let mut conn = AnyConnection::connect_with(&options)
