@@ -62,7 +62,13 @@ test("a running job's resource charts show its CPU against the request and move 
   // Zooming puts the range in the URL; the link shows the same range.
   await page.getByTestId("zoom-in").click();
   await expect(page).toHaveURL(/from=\d+&to=\d+/);
+  // The URL changes before the zoomed charts arrive: wait for the range they show.
+  const zoomed = new URL(page.url()).searchParams;
+  await expect(page.getByTestId("range")).toHaveAttribute("data-from", zoomed.get("from")!);
+  await expect(page.getByTestId("range")).toHaveAttribute("data-to", zoomed.get("to")!);
   const range = await page.getByTestId("range").innerText();
+  // A range of seconds is shown to the second.
+  expect(range).toMatch(/\d\d:\d\d:\d\d – .*\d\d:\d\d:\d\d UTC$/);
   const url = page.url();
   await open(url);
   await expect(page.getByTestId("range")).toHaveText(range);

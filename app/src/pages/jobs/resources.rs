@@ -154,12 +154,8 @@ pub fn RangeBar(
             <A href=link(Some(to - 3600.0), None)>"Last hour"</A>
             <A href=link(Some(mid - half / 2.0), Some(mid + half / 2.0)) attr:data-testid="zoom-in">"Zoom in"</A>
             <A href=link(Some(mid - half * 2.0), Some(mid + half * 2.0))>"Zoom out"</A>
-            <span class="muted" data-testid="range">
-                {format!(
-                    "{} – {}",
-                    crate::models::time::format_utc((from * 1000.0) as i64),
-                    crate::models::time::format_utc((to * 1000.0) as i64)
-                )}
+            <span class="muted" data-testid="range" data-from=format!("{from:.0}") data-to=format!("{to:.0}")>
+                {crate::models::time::format_range((from * 1000.0) as i64, (to * 1000.0) as i64)}
             </span>
         </nav>
     }
