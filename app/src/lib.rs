@@ -20,3 +20,28 @@ pub use routes::{shell, App};
 /// The attribute the browser puts on `<html>` once the page (its lazy module
 /// included) is hydrated: tests and scripts wait for it instead of guessing.
 pub const HYDRATED_MARK: &str = "data-hydrated";
+
+/// Called by each island once it is hydrated; the last one of the page puts
+/// [`HYDRATED_MARK`] on `<html>`. (Islands are separate wasm modules loaded
+/// one after another, so "the wasm is running" is not "the page works".)
+#[cfg(feature = "hydrate")]
+pub fn island_hydrated() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static DONE: AtomicU32 = AtomicU32::new(0);
+    let done = DONE.fetch_add(1, Ordering::SeqCst) + 1;
+    mark_if_all_hydrated(done);
+}
+
+/// Puts [`HYDRATED_MARK`] on `<html>` when `done` islands are all the page has.
+#[cfg(feature = "hydrate")]
+pub fn mark_if_all_hydrated(done: u32) {
+    let document = leptos::prelude::document();
+    let islands = document
+        .query_selector_all("leptos-island")
+        .map_or(0, |l| l.length());
+    if done >= islands {
+        if let Some(root) = document.document_element() {
+            let _ = root.set_attribute(HYDRATED_MARK, "true");
+        }
+    }
+}

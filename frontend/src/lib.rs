@@ -1,13 +1,12 @@
-//! The browser entry point: hydrates the islands of the HTML the server rendered.
+//! The browser entry point: the page is server-rendered HTML; only its
+//! islands (the interactive parts) are hydrated, each from its own module.
 
-use leptos::prelude::document;
-
-/// Called by the islands script leptos puts into every page.
+/// Called by the islands script leptos puts into every page, before it
+/// hydrates the islands it finds.
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
     leptos::mount::hydrate_islands();
-    if let Some(root) = document().document_element() {
-        let _ = root.set_attribute(app::HYDRATED_MARK, "true");
-    }
+    // A page without islands is done now; otherwise the last island marks it.
+    app::mark_if_all_hydrated(0);
 }

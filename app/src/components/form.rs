@@ -49,12 +49,15 @@ pub fn FormError(
     }
 }
 
-/// A password input with a Show/Hide button (the button needs the page hydrated).
-#[component]
+/// A password input with a Show/Hide button (the button needs JavaScript).
+#[island(lazy)]
 pub fn PasswordInput(
     /// `autocomplete` hint: `current-password` or `new-password`.
-    autocomplete: &'static str,
+    #[prop(into)]
+    autocomplete: String,
 ) -> impl IntoView {
+    #[cfg(feature = "hydrate")]
+    crate::island_hydrated();
     let (shown, set_shown) = signal(false);
     view! {
         <span class="password">

@@ -2,7 +2,9 @@
 
 pub mod chart;
 pub mod form;
+pub mod form_watch;
 pub mod layout;
 pub mod links;
+pub mod live;
 pub mod resource;
 pub mod sse;

@@ -21,29 +21,11 @@ pub const KEY_ERROR_PARAM: &str = "key_error";
 /// The access keys section.
 #[component]
 pub fn AccessKeys() -> impl IntoView {
-    let create = ServerAction::<CreateAccessKey>::new();
     let revoke = ServerAction::<RevokeAccessKey>::new();
-    let keys = resource(
-        move || (create.version().get(), revoke.version().get()),
-        |_| access_keys(),
-    );
+    let keys = resource(move || revoke.version().get(), |_| access_keys());
     let params = use_query_map();
-    let created_error = last_error(create);
     let revoke_error = Signal::derive(last_error(revoke));
-    let error = Signal::derive(move || {
-        created_error().or_else(|| {
-            params
-                .with(|p| p.get(KEY_ERROR_PARAM))
-                .map(|message| AppError::invalid("name", message))
-        })
-    });
-    let name = RwSignal::new(String::new());
-    let on_submit = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        create.dispatch(CreateAccessKey {
-            name: name.get_untracked(),
-        });
-    };
+    let refused = params.with_untracked(|p| p.get(KEY_ERROR_PARAM));
     view! {
         <h2 id="keys">"Access keys"</h2>
         <p class="hint">
@@ -53,47 +35,9 @@ pub fn AccessKeys() -> impl IntoView {
             ": save it as " <code>"~/.config/paddlecloud/credentials.json"</code>
             ". The key is shown only once; revoke it here if it leaks."
         </p>
-        <form method="post" action="/account/keys" class="inline-form" on:submit=on_submit>
-            <label for="key-name">"Key name"</label>
-            <input
-                id="key-name"
-                name="name"
-                placeholder="laptop"
-                maxlength=MAX_KEY_NAME_LEN
-                prop:value=move || name.get()
-                on:input=move |ev| name.set(event_target_value(&ev))
-            />
-            <button type="submit" disabled=move || create.pending().get()>
-                "Create key"
-            </button>
-            <FieldError error field="name" />
-        </form>
-        {move || {
-            create
-                .value()
-                .get()
-                .and_then(Result::ok)
-                .map(|credentials| {
-                    view! {
-                        <div class="banner ok new-key" data-testid="new-key" role="status">
-                            <p>
-                                "Key created. Copy it now: it is not shown again."
-                            </p>
-                            <code class="secret">{credentials.key.clone()}</code>
-                            <p>
-                                <a
-                                    class="button"
-                                    href=credentials.data_url()
-                                    download=CREDENTIALS_FILE
-                                >
-                                    "Download " {CREDENTIALS_FILE}
-                                </a>
-                            </p>
-                        </div>
-                    }
-                })
-        }}
+        <CreateKey refused />
         <FormError error=revoke_error />
+        <div id="access-keys-list">
         <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 keys.await
@@ -146,5 +90,72 @@ pub fn AccessKeys() -> impl IntoView {
                     })
             })}
         </Transition>
+        </div>
+    }
+}
+
+/// The create form: with JavaScript the new key is shown here once, with its
+/// credentials file as a link; without, the form posts to `/account/keys`,
+/// which answers with the file.
+#[island(lazy)]
+fn CreateKey(
+    /// A name the no-JavaScript route refused, and why.
+    refused: Option<String>,
+) -> impl IntoView {
+    #[cfg(feature = "hydrate")]
+    crate::island_hydrated();
+    let create = ServerAction::<CreateAccessKey>::new();
+    let created_error = last_error(create);
+    let error = Signal::derive(move || {
+        created_error().or_else(|| refused.clone().map(|message| AppError::invalid("name", message)))
+    });
+    let name = RwSignal::new(String::new());
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        create.dispatch(CreateAccessKey {
+            name: name.get_untracked(),
+        });
+    };
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if create.value().with(|v| matches!(v, Some(Ok(_)))) {
+            crate::components::live::refresh_now(&["access-keys-list"]);
+        }
+    });
+    view! {
+        <form method="post" action="/account/keys" class="inline-form" on:submit=on_submit>
+            <label for="key-name">"Key name"</label>
+            <input
+                id="key-name"
+                name="name"
+                placeholder="laptop"
+                maxlength=MAX_KEY_NAME_LEN
+                prop:value=move || name.get()
+                on:input=move |ev| name.set(event_target_value(&ev))
+            />
+            <button type="submit" disabled=move || create.pending().get()>
+                "Create key"
+            </button>
+            <FieldError error field="name" />
+        </form>
+        {move || {
+            create
+                .value()
+                .get()
+                .and_then(Result::ok)
+                .map(|credentials| {
+                    view! {
+                        <div class="banner ok new-key" data-testid="new-key" role="status">
+                            <p>"Key created. Copy it now: it is not shown again."</p>
+                            <code class="secret">{credentials.key.clone()}</code>
+                            <p>
+                                <a class="button" href=credentials.data_url() download=CREDENTIALS_FILE>
+                                    "Download " {CREDENTIALS_FILE}
+                                </a>
+                            </p>
+                        </div>
+                    }
+                })
+        }}
     }
 }

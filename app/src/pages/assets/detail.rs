@@ -79,7 +79,6 @@ fn AssetDetail(source: Memo<AssetSource>) -> impl IntoView {
         |((source, version, dir), _)| open_asset(source, version, dir),
     );
     provide_context(Refresh(tick));
-    provide_context(super::upload::UploadQueue::new(tick));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || {
@@ -163,6 +162,7 @@ fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
     let title = format!("{}/{}", a.owner, a.name);
     view! {
         <Title text=title.clone() />
+        <div id=super::upload::SUMMARY_REGION>
         <div class="page-head">
             <h1>
                 <a href=format!("/{}", a.kind.plural()) class="crumb">{a.kind.label()}"s"</a>
@@ -186,6 +186,7 @@ fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
             <dt>"Created"</dt>
             <dd>{format_utc(a.created_at)}</dd>
         </dl>
+        </div>
         {owner.then(|| {
             let shares = v.shares.as_ref().map_or(0, Vec::len);
             view! {
@@ -199,13 +200,18 @@ fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
         {(a.kind == AssetKind::Model).then(|| view! {
             <VersionList r=r.clone() versions=v.versions.clone() shown=v.version owner page_path=page_path.clone() />
         })}
-        <FileBrowser
-            view=v.clone()
-            source=source.clone()
-            files=files.clone()
-            owner
-        />
-        {can_upload.then(|| view! { <Uploader r=r.clone() version=v.version dir=v.dir.clone() queue=expect_context() /> })}
+        <div id=super::upload::FILES_REGION>
+            <FileBrowser
+                view=v.clone()
+                source=source.clone()
+                files=files.clone()
+                owner
+            />
+        </div>
+        {can_upload.then(|| {
+            let (uploaded, failed) = params.with_untracked(|p| (p.get("uploaded"), p.get("upload_error")));
+            view! { <Uploader r=r.clone() version=v.version dir=v.dir.clone() uploaded failed /> }
+        })}
         {(owner && a.kind == AssetKind::Model && params.with_untracked(|p| p.get("new").is_some()))
             .then(|| view! { <NewVersionDialog r=r.clone() page_path=page_path.clone() /> })}
     }

@@ -7,7 +7,6 @@
 //! lands whole or not at all, so a failed one is simply sent again.
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
 
 use crate::models::{format_bytes, AssetRef, FileBase};
 
@@ -84,8 +83,14 @@ impl UploadQueue {
 #[cfg(feature = "hydrate")]
 const PARALLEL: usize = 3;
 
+/// The ids of the page's parts that uploads change (its summary, its file
+/// listing), brought up to date when the queue drains.
+pub const SUMMARY_REGION: &str = "asset-summary";
+/// See [`SUMMARY_REGION`].
+pub const FILES_REGION: &str = "asset-files";
+
 /// The upload form for `dir` of a dataset or of a model version.
-#[component]
+#[island(lazy)]
 pub fn Uploader(
     /// The asset.
     r: AssetRef,
@@ -93,9 +98,22 @@ pub fn Uploader(
     version: Option<u32>,
     /// The folder shown: files go in here.
     dir: String,
-    /// The page's queue.
-    queue: UploadQueue,
+    /// How many files the form without JavaScript stored (`uploaded`).
+    uploaded: Option<String>,
+    /// Why the form without JavaScript failed (`upload_error`).
+    failed: Option<String>,
 ) -> impl IntoView {
+    #[cfg(feature = "hydrate")]
+    crate::island_hydrated();
+    // Bumped when the queue drains: the listing shows the new files.
+    let tick = RwSignal::new(0u64);
+    let queue = UploadQueue::new(tick);
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if tick.get() > 0 {
+            crate::components::live::refresh_now(&[SUMMARY_REGION, FILES_REGION]);
+        }
+    });
     let base = FileBase::Asset {
         kind: r.kind,
         owner: r.owner.clone(),
@@ -160,9 +178,6 @@ pub fn Uploader(
         view! { <input type="file" name="folder" multiple node_ref=folder_ref data-testid="pick-folder" /> }
             .attr("webkitdirectory", "")
     };
-    // What the form without JavaScript reports back through the URL.
-    let (uploaded, failed) =
-        use_query_map().with_untracked(|p| (p.get("uploaded"), p.get("upload_error")));
     view! {
         <section class="uploader" data-testid="uploader">
             <h2>"Upload"</h2>

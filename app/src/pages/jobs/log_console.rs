@@ -61,7 +61,21 @@ pub fn LogConsole(
                             view! {
                                 <div class="log-body">
                                     <PodList pods selected=pod.clone() />
-                                    {pod.map(|pod| view! { <LogPane job=job.get_value() pod tail /> })}
+                                    {pod.map(|pod| {
+                                        let flag = |k: &str| param(k).is_some_and(|v| v == "1" || v == "on");
+                                        view! {
+                                            <LogPane
+                                                job=job.get_value()
+                                                pod
+                                                tail
+                                                find=param("find").unwrap_or_default()
+                                                only=flag("only")
+                                                stamps=flag("ts")
+                                                wrap=flag("wrap")
+                                                link=params.with_untracked(|p| jobs_href(p, &[]))
+                                            />
+                                        }
+                                    })}
                                 </div>
                             }
                                 .into_any()
@@ -100,19 +114,30 @@ fn PodList(pods: Vec<Pod>, selected: Option<String>) -> impl IntoView {
     }
 }
 
-#[component]
-fn LogPane(job: String, pod: String, tail: String) -> impl IntoView {
-    let params = use_query_map();
-    let flag = move |k: &str, default: bool| {
-        params
-            .with(|p| p.get(k))
-            .map(|v| v == "1" || v == "on")
-            .unwrap_or(default)
-    };
-    let search = Memo::new(move |_| params.with(|p| p.get("find")).unwrap_or_default());
-    let only = Memo::new(move |_| flag("only", false));
-    let stamps = Memo::new(move |_| flag("ts", false));
-    let wrap = Memo::new(move |_| flag("wrap", false));
+/// The selected pod's log: its tail as the server read it, then followed
+/// live; the search, filter and display flags come from the URL.
+#[island(lazy)]
+fn LogPane(
+    /// The job.
+    job: String,
+    /// The pod shown.
+    pod: String,
+    /// The log's last lines as the server read them.
+    tail: String,
+    /// Text to highlight (`find`).
+    find: String,
+    /// Show only lines that match (`only`).
+    only: bool,
+    /// Show timestamps (`ts`).
+    stamps: bool,
+    /// Wrap long lines (`wrap`).
+    wrap: bool,
+    /// This view's link.
+    link: String,
+) -> impl IntoView {
+    #[cfg(feature = "hydrate")]
+    crate::island_hydrated();
+    let search = find;
     let following = RwSignal::new(true);
 
     // The first paint is the tail the server read; once the live stream
@@ -163,10 +188,10 @@ fn LogPane(job: String, pod: String, tail: String) -> impl IntoView {
             <form method="GET" action="/jobs" class="log-toolbar">
                 <input type="hidden" name="log" value=job_for_form />
                 <input type="hidden" name="pod" value=pod_for_form />
-                <input type="search" name="find" placeholder="Search the log" value=search.get_untracked() aria-label="Search the log" />
-                <label><input type="checkbox" name="only" value="1" checked=only.get_untracked() />"Only matching lines"</label>
-                <label><input type="checkbox" name="ts" value="1" checked=stamps.get_untracked() />"Timestamps"</label>
-                <label><input type="checkbox" name="wrap" value="1" checked=wrap.get_untracked() />"Wrap"</label>
+                <input type="search" name="find" placeholder="Search the log" value=search.clone() aria-label="Search the log" />
+                <label><input type="checkbox" name="only" value="1" checked=only />"Only matching lines"</label>
+                <label><input type="checkbox" name="ts" value="1" checked=stamps />"Timestamps"</label>
+                <label><input type="checkbox" name="wrap" value="1" checked=wrap />"Wrap"</label>
                 <button type="submit" class="small">"Apply"</button>
                 <button type="button" class="small" data-testid="follow"
                     on:click=move |_| following.update(|f| *f = !*f)
@@ -174,13 +199,12 @@ fn LogPane(job: String, pod: String, tail: String) -> impl IntoView {
                     {move || if following.get() { "Pause" } else { "Follow" }}
                 </button>
                 <a class="button small" href=download download="">"Download"</a>
-                <A href=move || params.with(|p| jobs_href(p, &[])) attr:class="permalink">"Link to this view"</A>
+                <a href=link class="permalink">"Link to this view"</a>
             </form>
-            <pre class=move || if wrap.get() { "log wrap" } else { "log" } data-testid="log">
+            <pre class=if wrap { "log wrap" } else { "log" } data-testid="log">
                 {move || {
-                    let needle = search.get().to_ascii_lowercase();
-                    let show_stamps = stamps.get();
-                    let only = only.get();
+                    let needle = search.to_ascii_lowercase();
+                    let show_stamps = stamps;
                     let render = |all: &[String]| {
                         all.iter()
                             .filter(|line| !only || needle.is_empty() || line.to_ascii_lowercase().contains(&needle))

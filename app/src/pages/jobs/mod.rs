@@ -14,6 +14,7 @@ use leptos_router::params::ParamsMap;
 
 use crate::api::jobs::list_jobs;
 use crate::components::links::page_href;
+use crate::components::live::LiveRegion;
 use crate::components::resource::resource;
 use crate::components::sse::use_event_source;
 use crate::models::{ms_to_date, JobQuery, JobSort, JobStatus};
@@ -45,7 +46,10 @@ pub fn JobsPage() -> impl IntoView {
             </A>
         </div>
         <Filters query />
-        <table::JobTable jobs tick />
+        <div id="jobs-table">
+            <table::JobTable jobs tick />
+        </div>
+        <LiveRegion target="jobs-table".to_owned() events="/events/jobs".to_owned() />
         {move || params.with(|p| p.get("submit").is_some()).then(|| view! { <submit::SubmitDialog tick /> })}
         {move || {
             params

@@ -10,6 +10,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use crate::api::usage::resource_charts;
 use crate::components::chart::{css_color, frame, render, Line, PALETTE};
 use crate::components::links::page_href;
+use crate::components::live::LiveRegion;
 use crate::components::resource::resource;
 use crate::models::board::XAxis;
 use crate::models::{JobRole, MetricsSource, ResourceChart, ResourceMetric};
@@ -184,31 +185,10 @@ pub fn use_chart_route() -> (
 #[component]
 pub fn JobResourcesPage() -> impl IntoView {
     let (name, range) = use_chart_route();
-    // Bumped every few seconds while the job runs and the view follows now.
-    let tick = RwSignal::new(0u32);
     let data = resource(
-        move || (name(), range(), tick.get()),
-        |(job, (from, to), _)| resource_charts(job, from, to),
+        move || (name(), range()),
+        |(job, (from, to))| resource_charts(job, from, to),
     );
-    #[cfg(feature = "hydrate")]
-    {
-        let handle = set_interval_with_handle(
-            move || {
-                let follows_now = range().1.is_none();
-                let live = data
-                    .get_untracked()
-                    .and_then(Result::ok)
-                    .is_some_and(|d| d.live);
-                if follows_now && live {
-                    tick.update(|t| *t += 1);
-                }
-            },
-            std::time::Duration::from_secs(3),
-        );
-        if let Ok(handle) = handle {
-            on_cleanup(move || handle.clear());
-        }
-    }
     view! {
         <div class="page-head">
             <h1>{move || format!("{} · resources", name())}</h1>
@@ -218,6 +198,7 @@ pub fn JobResourcesPage() -> impl IntoView {
                 <A href="/quota">"Quota"</A>
             </nav>
         </div>
+        <div id="resource-charts">
         <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 let page = format!("/jobs/{}/resources", name());
@@ -238,5 +219,7 @@ pub fn JobResourcesPage() -> impl IntoView {
                 })
             })}
         </Transition>
+        </div>
+        {move || range().1.is_none().then(|| view! { <LiveRegion target="resource-charts".to_owned() every_secs=3 /> })}
     }
 }

@@ -11,7 +11,7 @@ use crate::api::usage::quota_left;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::resource::resource;
 use crate::models::quantity::{format_cpu, format_memory};
-use crate::models::{JobForm, Quota};
+use crate::models::{JobForm, Quota, QuotaUse};
 
 /// The dialog, open while the URL has `submit=1`.
 #[component]
@@ -29,6 +29,101 @@ pub fn SubmitDialog(
     });
     let params = use_query_map();
     let close = move || params.with(|p| jobs_href(p, &[("submit", None)]));
+    let quota = resource(move || action.version().get(), |_| quota_left());
+    // A text input bound to one field of the form.
+    let field = move |name: &'static str,
+                      label: &'static str,
+                      get: fn(&JobForm) -> String| {
+        view! {
+            <label for=format!("job-{name}")>{label}</label>
+            <input
+                id=format!("job-{name}")
+                name=format!("form[{name}]")
+                value=form.with_untracked(get)
+            />
+            <FieldError error field=name />
+        }
+    };
+    view! {
+        <div class="modal-backdrop">
+            <section class="modal" role="dialog" aria-modal="true" aria-labelledby="submit-title">
+                <header>
+                    <h2 id="submit-title">"Submit a training job"</h2>
+                    <A href=close attr:class="close" attr:aria-label="Close">"×"</A>
+                </header>
+                <ActionForm action>
+                    <FormError error />
+                    <div class="form-grid">
+                        {field("name", "Name", |f| f.name.clone())}
+                        {field("image", "Image", |f| f.image.clone())}
+                        {field("command", "Command", |f| f.command.clone())}
+                        {field("working_dir", "Working directory", |f| f.working_dir.clone())}
+                    </div>
+                    <fieldset>
+                        <legend>"Parameter servers"</legend>
+                        <div class="form-grid three">
+                            {field("num_ps", "Count", |f| f.num_ps.clone())}
+                            {field("ps_cpu", "CPU each", |f| f.ps_cpu.clone())}
+                            {field("ps_memory", "Memory each", |f| f.ps_memory.clone())}
+                        </div>
+                        <FieldError error field="ps.cpu" />
+                        <FieldError error field="ps.memory" />
+                    </fieldset>
+                    <fieldset>
+                        <legend>"Trainers"</legend>
+                        <div class="form-grid four">
+                            {field("num_trainers", "Count", |f| f.num_trainers.clone())}
+                            {field("trainer_cpu", "CPU each", |f| f.trainer_cpu.clone())}
+                            {field("trainer_memory", "Memory each", |f| f.trainer_memory.clone())}
+                            {field("trainer_gpu", "GPU each", |f| f.trainer_gpu.clone())}
+                        </div>
+                        <FieldError error field="trainer.cpu" />
+                        <FieldError error field="trainer.memory" />
+                        <FieldError error field="trainer.gpu" />
+                    </fieldset>
+                    <label for="job-env">"Environment (KEY=VALUE per line)"</label>
+                    <textarea
+                        id="job-env"
+                        name="form[env]"
+                        rows="3"
+                    >{form.with_untracked(|f| f.env.clone())}</textarea>
+                    <FieldError error field="env" />
+                    {field("datasets", "Datasets it reads (comma-separated; the first is at $PADDLE_DATASET_DIR)", |f| f.datasets.clone())}
+                    <Transition fallback=|| ()>
+                        {move || Suspend::new(async move {
+                            let quota = quota.await.ok();
+                            view! { <JobTotal form=form.get_untracked() quota /> }
+                        })}
+                    </Transition>
+                    <footer>
+                        <A href=close attr:class="button">"Cancel"</A>
+                        <button type="submit" class="primary">"Submit"</button>
+                    </footer>
+                </ActionForm>
+            </section>
+        </div>
+    }
+}
+
+/// The job's total resources and how it fits the account's quota, computed
+/// again as the dialog's fields change.
+#[island(lazy)]
+fn JobTotal(
+    /// The fields as the server rendered them.
+    form: JobForm,
+    /// The account's quota and use (`None`: could not be read).
+    quota: Option<QuotaUse>,
+) -> impl IntoView {
+    #[cfg(feature = "hydrate")]
+    crate::island_hydrated();
+    let form = RwSignal::new(form);
+    let root = NodeRef::<leptos::html::Div>::new();
+    #[cfg(feature = "hydrate")]
+    crate::components::form_watch::watch(root, move |fields| {
+        if let Ok(f) = serde_json::from_value(fields) {
+            form.set(f);
+        }
+    });
     let total = move || {
         form.with(|f| match f.to_spec().and_then(|s| s.totals()) {
             Ok(t) => format!(
@@ -41,10 +136,9 @@ pub fn SubmitDialog(
         })
     };
     // What the account's quota leaves, and whether this job fits in it: the
-    // same check the server makes on submit, as the fields change.
-    let quota = resource(move || action.version().get(), |_| quota_left());
+    // same check the server makes on submit.
     let quota_line = move || {
-        let q = quota.get()?.ok()?;
+        let q = quota.clone()?;
         if q.quota == Quota::default() {
             return Some(view! { <p class="hint" data-testid="quota-left">"Your account has no quota limits."</p> }.into_any());
         }
@@ -71,78 +165,10 @@ pub fn SubmitDialog(
             {fits.and_then(Result::err).map(|e| view! { <p class="banner warn" role="alert" data-testid="quota-over">{e.to_string()}</p> })}
         }.into_any())
     };
-    // A text input bound to one field of the form.
-    let field = move |name: &'static str,
-                      label: &'static str,
-                      get: fn(&JobForm) -> String,
-                      set: fn(&mut JobForm, String)| {
-        view! {
-            <label for=format!("job-{name}")>{label}</label>
-            <input
-                id=format!("job-{name}")
-                name=format!("form[{name}]")
-                prop:value=move || form.with(get)
-                value=form.with_untracked(get)
-                on:input=move |ev| form.update(|f| set(f, event_target_value(&ev)))
-            />
-            <FieldError error field=name />
-        }
-    };
     view! {
-        <div class="modal-backdrop">
-            <section class="modal" role="dialog" aria-modal="true" aria-labelledby="submit-title">
-                <header>
-                    <h2 id="submit-title">"Submit a training job"</h2>
-                    <A href=close attr:class="close" attr:aria-label="Close">"×"</A>
-                </header>
-                <ActionForm action>
-                    <FormError error />
-                    <div class="form-grid">
-                        {field("name", "Name", |f| f.name.clone(), |f, v| f.name = v)}
-                        {field("image", "Image", |f| f.image.clone(), |f, v| f.image = v)}
-                        {field("command", "Command", |f| f.command.clone(), |f, v| f.command = v)}
-                        {field("working_dir", "Working directory", |f| f.working_dir.clone(), |f, v| f.working_dir = v)}
-                    </div>
-                    <fieldset>
-                        <legend>"Parameter servers"</legend>
-                        <div class="form-grid three">
-                            {field("num_ps", "Count", |f| f.num_ps.clone(), |f, v| f.num_ps = v)}
-                            {field("ps_cpu", "CPU each", |f| f.ps_cpu.clone(), |f, v| f.ps_cpu = v)}
-                            {field("ps_memory", "Memory each", |f| f.ps_memory.clone(), |f, v| f.ps_memory = v)}
-                        </div>
-                        <FieldError error field="ps.cpu" />
-                        <FieldError error field="ps.memory" />
-                    </fieldset>
-                    <fieldset>
-                        <legend>"Trainers"</legend>
-                        <div class="form-grid four">
-                            {field("num_trainers", "Count", |f| f.num_trainers.clone(), |f, v| f.num_trainers = v)}
-                            {field("trainer_cpu", "CPU each", |f| f.trainer_cpu.clone(), |f, v| f.trainer_cpu = v)}
-                            {field("trainer_memory", "Memory each", |f| f.trainer_memory.clone(), |f, v| f.trainer_memory = v)}
-                            {field("trainer_gpu", "GPU each", |f| f.trainer_gpu.clone(), |f, v| f.trainer_gpu = v)}
-                        </div>
-                        <FieldError error field="trainer.cpu" />
-                        <FieldError error field="trainer.memory" />
-                        <FieldError error field="trainer.gpu" />
-                    </fieldset>
-                    <label for="job-env">"Environment (KEY=VALUE per line)"</label>
-                    <textarea
-                        id="job-env"
-                        name="form[env]"
-                        rows="3"
-                        prop:value=move || form.with(|f| f.env.clone())
-                        on:input=move |ev| form.update(|f| f.env = event_target_value(&ev))
-                    ></textarea>
-                    <FieldError error field="env" />
-                    {field("datasets", "Datasets it reads (comma-separated; the first is at $PADDLE_DATASET_DIR)", |f| f.datasets.clone(), |f, v| f.datasets = v)}
-                    <p class="total" data-testid="job-total">"This job asks for " <strong>{total}</strong></p>
-                    <Transition fallback=|| ()>{quota_line}</Transition>
-                    <footer>
-                        <A href=close attr:class="button">"Cancel"</A>
-                        <button type="submit" class="primary">"Submit"</button>
-                    </footer>
-                </ActionForm>
-            </section>
+        <div node_ref=root>
+            <p class="total" data-testid="job-total">"This job asks for " <strong>{total}</strong></p>
+            {quota_line}
         </div>
     }
 }

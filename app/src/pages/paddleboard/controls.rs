@@ -145,6 +145,7 @@ pub fn Controls(
                     <input type="hidden" name="xmax" value=b.to_string() />
                 })}
                 <button type="submit" class="primary">"Apply"</button>
+                <crate::components::form_watch::AutoApply />
             </form>
             {move || {
                 let v = view.get();

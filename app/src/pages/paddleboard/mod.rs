@@ -13,6 +13,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::paddleboard::{board_charts, board_jobs};
+use crate::components::live::LiveRegion;
 use crate::components::resource::resource;
 use crate::components::sse::use_event_source;
 use crate::models::board::{Board, BoardView};
@@ -68,7 +69,7 @@ pub fn PaddleBoardPage() -> impl IntoView {
         </div>
         <div class="board">
             <controls::Controls view jobs smoothing />
-            <section class="charts" aria-label="Charts">
+            <section class="charts" aria-label="Charts" id="board-charts">
                 <Transition fallback=|| view! { <p class="loading">"Loading charts…"</p> }>
                     {move || Suspend::new(async move {
                         match data.await {
@@ -79,6 +80,14 @@ pub fn PaddleBoardPage() -> impl IntoView {
                 </Transition>
             </section>
         </div>
+        {move || {
+            let jobs = view.with(|v| v.jobs.clone());
+            (!jobs.is_empty()).then(|| {
+                let q: Vec<String> = jobs.iter().map(|j| format!("job={}", encode(j))).collect();
+                let events = format!("/events/metrics?{}", q.join("&"));
+                view! { <LiveRegion target="board-charts".to_owned() events /> }
+            })
+        }}
     }
 }
 

@@ -13,7 +13,8 @@ use crate::api::usage::quota_left;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::links::page_href;
 use crate::components::resource::resource;
-use crate::models::ServingForm;
+use crate::api::serving::ModelChoice;
+use crate::models::{QuotaUse, ServingForm};
 
 /// The dialog, open while the URL has `launch=1`.
 #[component]
@@ -33,6 +34,236 @@ pub fn LaunchDialog(
     let close = move || params.with(|p| page_href("/serving", p, &[("launch", None)]));
     let models = resource(|| (), |_| serving_models());
     let quota = resource(move || action.version().get(), |_| quota_left());
+    let field = move |name: &'static str,
+                      label: &'static str,
+                      kind: &'static str,
+                      get: fn(&ServingForm) -> String| {
+        view! {
+            <label for=format!("serving-{name}")>{label}</label>
+            <input
+                id=format!("serving-{name}")
+                type=kind
+                name=format!("form[{name}]")
+                value=form.with_untracked(get)
+            />
+        }
+    };
+    let model_picker = move || {
+        Suspend::new(async move {
+            let choices = models.await.unwrap_or_default();
+            if choices.is_empty() {
+                return view! {
+                <p class="banner warn" data-testid="no-models">
+                    "No model has a version ready to serve. Register one on the " <A href="/models">"Models"</A> " page."
+                </p>
+            }.into_any();
+            }
+            let model = form.with_untracked(|f| f.model.clone());
+            view! { <ModelPicker choices model /> }.into_any()
+        })
+    };
+    view! {
+        <div class="modal-backdrop">
+            <section class="modal wide" role="dialog" aria-modal="true" aria-labelledby="launch-title">
+                <header>
+                    <h2 id="launch-title">"Launch a serving instance"</h2>
+                    <A href=close attr:class="close" attr:aria-label="Close">"×"</A>
+                </header>
+                <ActionForm action>
+                    <FormError error />
+                    <div class="form-grid">
+                        {field("name", "Name", "text", |f| f.name.clone())}
+                    </div>
+                    <FieldError error field="name" />
+                    <Transition fallback=|| view! { <p class="loading">"Loading models…"</p> }>{model_picker}</Transition>
+                    <FieldError error field="model" />
+                    <FieldError error field="version" />
+                    <details class="inference">
+                        <summary>"Inference configuration"</summary>
+                        <div class="form-grid">
+                            {field("file", "Model archive in the version (.tar.gz, optional)", "text", |f| f.file.clone())}
+                        </div>
+                        <FieldError error field="file" />
+                        <label for="serving-script">"Serving script (Python, optional: define load(model_dir) and/or predict(state, inputs))"</label>
+                        <textarea
+                            id="serving-script"
+                            name="form[script]"
+                            rows="6"
+                            class="code"
+                            spellcheck="false"
+                        >{form.with_untracked(|f| f.script.clone())}</textarea>
+                        <ScriptFile />
+                        <FieldError error field="script" />
+                        <div class="form-grid">
+                            {field("command", "Command (instead of the default predict server)", "text", |f| f.command.clone())}
+                            {field("image", "Image (Kubernetes)", "text", |f| f.image.clone())}
+                        </div>
+                        <FieldError error field="command" />
+                        <label for="serving-env">"Environment (KEY=VALUE per line)"</label>
+                        <textarea
+                            id="serving-env"
+                            name="form[env]"
+                            rows="2"
+                        >{form.with_untracked(|f| f.env.clone())}</textarea>
+                        <FieldError error field="env" />
+                    </details>
+                    <fieldset>
+                        <legend>"Replicas"</legend>
+                        <div class="form-grid four">
+                            {field("replicas", "Count", "number", |f| f.replicas.clone())}
+                            {field("cpu", "CPU each", "text", |f| f.cpu.clone())}
+                            {field("memory", "Memory each", "text", |f| f.memory.clone())}
+                            {field("gpu", "GPU each", "number", |f| f.gpu.clone())}
+                        </div>
+                        <FieldError error field="replicas" />
+                        <FieldError error field="resources.cpu" />
+                        <FieldError error field="resources.memory" />
+                        <FieldError error field="resources.gpu" />
+                        <label class="check">
+                            <input
+                                type="checkbox"
+                                name="form[autoscale]"
+                                value="on"
+                                checked=form.with_untracked(|f| f.autoscale == "on")
+                            />
+                            " Scale with CPU load (Kubernetes: a HorizontalPodAutoscaler)"
+                        </label>
+                        <div class="form-grid three">
+                            {field("min", "Fewest", "number", |f| f.min.clone())}
+                            {field("max", "Most", "number", |f| f.max.clone())}
+                            {field("cpu_percent", "CPU target %", "number", |f| f.cpu_percent.clone())}
+                        </div>
+                        <FieldError error field="autoscale.min" />
+                        <FieldError error field="autoscale.max" />
+                        <FieldError error field="autoscale.cpu_percent" />
+                    </fieldset>
+                    <Transition fallback=|| ()>
+                        {move || Suspend::new(async move {
+                            let quota = quota.await.ok();
+                            view! { <ServingTotal form=form.get_untracked() quota /> }
+                        })}
+                    </Transition>
+                    <footer>
+                        <A href=close attr:class="button">"Cancel"</A>
+                        <button type="submit" class="primary">"Launch"</button>
+                    </footer>
+                </ActionForm>
+            </section>
+        </div>
+    }
+}
+
+/// The model and version choices; the versions follow the model chosen.
+#[island(lazy)]
+fn ModelPicker(
+    /// Models with versions ready to serve.
+    choices: Vec<ModelChoice>,
+    /// The model chosen at first (empty: the first one).
+    model: String,
+) -> impl IntoView {
+    #[cfg(feature = "hydrate")]
+    crate::island_hydrated();
+    let first = if model.is_empty() { choices[0].model.clone() } else { model };
+    let model = RwSignal::new(first);
+    let selected = model.get_untracked();
+    let versions = {
+        let choices = choices.clone();
+        move || {
+            model.with(|m| {
+                choices
+                    .iter()
+                    .find(|c| &c.model == m)
+                    .map(|c| c.versions.clone())
+                    .unwrap_or_default()
+            })
+        }
+    };
+    view! {
+        <div class="form-grid">
+            <label for="serving-model">"Model"</label>
+            <select id="serving-model" name="form[model]" on:change=move |ev| model.set(event_target_value(&ev))>
+                {choices.iter().map(|c| view! {
+                    <option value=c.model.clone() selected=c.model == selected>{c.model.clone()}</option>
+                }).collect_view()}
+            </select>
+            <label for="serving-version">"Version"</label>
+            <select id="serving-version" name="form[version]">
+                <option value="">"Newest ready"</option>
+                {move || versions().into_iter().map(|(v, tags)| {
+                    let label = if tags.is_empty() { format!("v{v}") } else { format!("v{v} ({})", tags.join(", ")) };
+                    view! { <option value=v.to_string()>{label}</option> }
+                }).collect_view()}
+            </select>
+        </div>
+    }
+}
+
+/// A script file chosen on this computer goes into the script editor (read
+/// in the browser; without JavaScript the script is pasted).
+#[island(lazy)]
+fn ScriptFile() -> impl IntoView {
+    #[cfg(feature = "hydrate")]
+    crate::island_hydrated();
+    let loaded = RwSignal::new(String::new());
+    #[cfg(feature = "hydrate")]
+    let load = move |ev: leptos::ev::Event| {
+        use wasm_bindgen::JsCast;
+        let Some(file) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+            .and_then(|input| input.files())
+            .and_then(|files| files.get(0))
+        else {
+            return;
+        };
+        let name = file.name();
+        if file.size() > crate::models::MAX_SCRIPT_BYTES as f64 {
+            loaded.set(format!("{name} is larger than the 256 KiB a serving script may be."));
+            return;
+        }
+        leptos::task::spawn_local(async move {
+            let editor = document()
+                .get_element_by_id("serving-script")
+                .and_then(|e| e.dyn_into::<web_sys::HtmlTextAreaElement>().ok());
+            match (wasm_bindgen_futures::JsFuture::from(file.text()).await, editor) {
+                (Ok(text), Some(editor)) => {
+                    editor.set_value(&text.as_string().unwrap_or_default());
+                    loaded.set(format!("Loaded {name} into the editor."));
+                }
+                _ => loaded.set(format!("Could not read {name}.")),
+            }
+        });
+    };
+    #[cfg(not(feature = "hydrate"))]
+    let load = |_ev: leptos::ev::Event| {};
+    view! {
+        <div class="script-file">
+            <label for="serving-script-file">"…or load it from a file"</label>
+            <input id="serving-script-file" type="file" accept=".py,text/x-python,text/plain" on:change=load />
+            <span class="hint" role="status" data-testid="script-loaded">{move || loaded.get()}</span>
+        </div>
+    }
+}
+
+/// The instance's total and how it fits the account's quota, computed
+/// again as the dialog's fields change.
+#[island(lazy)]
+fn ServingTotal(
+    /// The fields as the server rendered them.
+    form: ServingForm,
+    /// The account's quota and use (`None`: could not be read).
+    quota: Option<QuotaUse>,
+) -> impl IntoView {
+    #[cfg(feature = "hydrate")]
+    crate::island_hydrated();
+    let form = RwSignal::new(form);
+    let root = NodeRef::<leptos::html::Div>::new();
+    #[cfg(feature = "hydrate")]
+    crate::components::form_watch::watch(root, move |fields| {
+        if let Ok(f) = serde_json::from_value(fields) {
+            form.set(f);
+        }
+    });
     let total = move || {
         form.with(|f| match f.size() {
             Ok((n, per, total)) => {
@@ -42,7 +273,7 @@ pub fn LaunchDialog(
         })
     };
     let quota_line = move || {
-        let q = quota.get()?.ok()?;
+        let q = quota.clone()?;
         if q.quota == crate::models::Quota::default() {
             return Some(view! { <p class="hint" data-testid="quota-left">"Your account has no quota limits."</p> }.into_any());
         }
@@ -61,204 +292,10 @@ pub fn LaunchDialog(
             {fits.and_then(Result::err).map(|e| view! { <p class="banner warn" role="alert" data-testid="quota-over">{e.to_string()}</p> })}
         }.into_any())
     };
-    // A script file chosen on this computer goes into the editor (read in
-    // the browser; without JavaScript the script is pasted).
-    let script_loaded = RwSignal::new(String::new());
-    #[cfg(feature = "hydrate")]
-    let load_script = move |ev: leptos::ev::Event| {
-        use wasm_bindgen::JsCast;
-        let Some(file) = ev
-            .target()
-            .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
-            .and_then(|input| input.files())
-            .and_then(|files| files.get(0))
-        else {
-            return;
-        };
-        let name = file.name();
-        if file.size() > crate::models::MAX_SCRIPT_BYTES as f64 {
-            script_loaded.set(format!(
-                "{name} is larger than the 256 KiB a serving script may be."
-            ));
-            return;
-        }
-        leptos::task::spawn_local(async move {
-            match wasm_bindgen_futures::JsFuture::from(file.text()).await {
-                Ok(text) => {
-                    form.update(|f| f.script = text.as_string().unwrap_or_default());
-                    script_loaded.set(format!("Loaded {name} into the editor."));
-                }
-                Err(_) => script_loaded.set(format!("Could not read {name}.")),
-            }
-        });
-    };
-    #[cfg(not(feature = "hydrate"))]
-    let load_script = |_ev: leptos::ev::Event| {};
-    let field = move |name: &'static str,
-                      label: &'static str,
-                      kind: &'static str,
-                      get: fn(&ServingForm) -> String,
-                      set: fn(&mut ServingForm, String)| {
-        view! {
-            <label for=format!("serving-{name}")>{label}</label>
-            <input
-                id=format!("serving-{name}")
-                type=kind
-                name=format!("form[{name}]")
-                prop:value=move || form.with(get)
-                value=form.with_untracked(get)
-                on:input=move |ev| form.update(|f| set(f, event_target_value(&ev)))
-            />
-        }
-    };
-    let model_picker = move || {
-        Suspend::new(async move {
-            let choices = models.await.unwrap_or_default();
-            if choices.is_empty() {
-                return view! {
-                <p class="banner warn" data-testid="no-models">
-                    "No model has a version ready to serve. Register one on the " <A href="/models">"Models"</A> " page."
-                </p>
-            }.into_any();
-            }
-            if form.with_untracked(|f| f.model.is_empty()) {
-                let first = choices[0].model.clone();
-                form.update_untracked(|f| f.model = first);
-            }
-            let versions_of = {
-                let choices = choices.clone();
-                move |model: &str| {
-                    choices
-                        .iter()
-                        .find(|c| c.model == model)
-                        .map(|c| c.versions.clone())
-                        .unwrap_or_default()
-                }
-            };
-            let selected = form.with_untracked(|f| f.model.clone());
-            view! {
-            <div class="form-grid">
-                <label for="serving-model">"Model"</label>
-                <select
-                    id="serving-model"
-                    name="form[model]"
-                    on:change=move |ev| form.update(|f| { f.model = event_target_value(&ev); f.version.clear(); })
-                >
-                    {choices.iter().map(|c| view! {
-                        <option value=c.model.clone() selected=c.model == selected>{c.model.clone()}</option>
-                    }).collect_view()}
-                </select>
-                <label for="serving-version">"Version"</label>
-                <select
-                    id="serving-version"
-                    name="form[version]"
-                    on:change=move |ev| form.update(|f| f.version = event_target_value(&ev))
-                >
-                    <option value="">"Newest ready"</option>
-                    {move || {
-                        let model = form.with(|f| f.model.clone());
-                        versions_of(&model).into_iter().map(|(v, tags)| {
-                            let label = if tags.is_empty() { format!("v{v}") } else { format!("v{v} ({})", tags.join(", ")) };
-                            view! { <option value=v.to_string()>{label}</option> }
-                        }).collect_view()
-                    }}
-                </select>
-            </div>
-        }.into_any()
-        })
-    };
     view! {
-        <div class="modal-backdrop">
-            <section class="modal wide" role="dialog" aria-modal="true" aria-labelledby="launch-title">
-                <header>
-                    <h2 id="launch-title">"Launch a serving instance"</h2>
-                    <A href=close attr:class="close" attr:aria-label="Close">"×"</A>
-                </header>
-                <ActionForm action>
-                    <FormError error />
-                    <div class="form-grid">
-                        {field("name", "Name", "text", |f| f.name.clone(), |f, v| f.name = v)}
-                    </div>
-                    <FieldError error field="name" />
-                    <Transition fallback=|| view! { <p class="loading">"Loading models…"</p> }>{model_picker}</Transition>
-                    <FieldError error field="model" />
-                    <FieldError error field="version" />
-                    <details class="inference">
-                        <summary>"Inference configuration"</summary>
-                        <div class="form-grid">
-                            {field("file", "Model archive in the version (.tar.gz, optional)", "text", |f| f.file.clone(), |f, v| f.file = v)}
-                        </div>
-                        <FieldError error field="file" />
-                        <label for="serving-script">"Serving script (Python, optional: define load(model_dir) and/or predict(state, inputs))"</label>
-                        <textarea
-                            id="serving-script"
-                            name="form[script]"
-                            rows="6"
-                            class="code"
-                            spellcheck="false"
-                            prop:value=move || form.with(|f| f.script.clone())
-                            on:input=move |ev| form.update(|f| f.script = event_target_value(&ev))
-                        ></textarea>
-                        <div class="script-file">
-                            <label for="serving-script-file">"…or load it from a file"</label>
-                            <input id="serving-script-file" type="file" accept=".py,text/x-python,text/plain" on:change=load_script />
-                            <span class="hint" role="status" data-testid="script-loaded">{move || script_loaded.get()}</span>
-                        </div>
-                        <FieldError error field="script" />
-                        <div class="form-grid">
-                            {field("command", "Command (instead of the default predict server)", "text", |f| f.command.clone(), |f, v| f.command = v)}
-                            {field("image", "Image (Kubernetes)", "text", |f| f.image.clone(), |f, v| f.image = v)}
-                        </div>
-                        <FieldError error field="command" />
-                        <label for="serving-env">"Environment (KEY=VALUE per line)"</label>
-                        <textarea
-                            id="serving-env"
-                            name="form[env]"
-                            rows="2"
-                            prop:value=move || form.with(|f| f.env.clone())
-                            on:input=move |ev| form.update(|f| f.env = event_target_value(&ev))
-                        ></textarea>
-                        <FieldError error field="env" />
-                    </details>
-                    <fieldset>
-                        <legend>"Replicas"</legend>
-                        <div class="form-grid four">
-                            {field("replicas", "Count", "number", |f| f.replicas.clone(), |f, v| f.replicas = v)}
-                            {field("cpu", "CPU each", "text", |f| f.cpu.clone(), |f, v| f.cpu = v)}
-                            {field("memory", "Memory each", "text", |f| f.memory.clone(), |f, v| f.memory = v)}
-                            {field("gpu", "GPU each", "number", |f| f.gpu.clone(), |f, v| f.gpu = v)}
-                        </div>
-                        <FieldError error field="replicas" />
-                        <FieldError error field="resources.cpu" />
-                        <FieldError error field="resources.memory" />
-                        <FieldError error field="resources.gpu" />
-                        <label class="check">
-                            <input
-                                type="checkbox"
-                                name="form[autoscale]"
-                                value="on"
-                                prop:checked=move || form.with(|f| f.autoscale == "on")
-                                on:change=move |ev| form.update(|f| f.autoscale = if event_target_checked(&ev) { "on".into() } else { String::new() })
-                            />
-                            " Scale with CPU load (Kubernetes: a HorizontalPodAutoscaler)"
-                        </label>
-                        <div class="form-grid three">
-                            {field("min", "Fewest", "number", |f| f.min.clone(), |f, v| f.min = v)}
-                            {field("max", "Most", "number", |f| f.max.clone(), |f, v| f.max = v)}
-                            {field("cpu_percent", "CPU target %", "number", |f| f.cpu_percent.clone(), |f, v| f.cpu_percent = v)}
-                        </div>
-                        <FieldError error field="autoscale.min" />
-                        <FieldError error field="autoscale.max" />
-                        <FieldError error field="autoscale.cpu_percent" />
-                    </fieldset>
-                    <p class="total" data-testid="serving-total">"This instance asks for " <strong>{total}</strong></p>
-                    <Transition fallback=|| ()>{quota_line}</Transition>
-                    <footer>
-                        <A href=close attr:class="button">"Cancel"</A>
-                        <button type="submit" class="primary">"Launch"</button>
-                    </footer>
-                </ActionForm>
-            </section>
+        <div node_ref=root>
+            <p class="total" data-testid="serving-total">"This instance asks for " <strong>{total}</strong></p>
+            {quota_line}
         </div>
     }
 }

@@ -15,6 +15,7 @@ use crate::api::serving::{list_serving, DeleteServing, ScaleServing, StopServing
 use crate::components::form::{last_error, FormError};
 use crate::components::links::page_href;
 use crate::components::resource::resource;
+use crate::components::live::LiveRegion;
 use crate::components::sse::use_event_source;
 use crate::models::quantity::{format_cpu, format_memory};
 use crate::models::time::format_age;
@@ -68,6 +69,7 @@ pub fn ServingPage() -> impl IntoView {
             <A href=launch_href attr:class="button primary">"Launch"</A>
         </div>
         <FormError error=scale_error />
+        <div id="serving-table">
         <Transition fallback=|| view! { <p class="loading">"Loading serving instances…"</p> }>
             {move || Suspend::new(async move {
                 match list.await {
@@ -109,6 +111,8 @@ pub fn ServingPage() -> impl IntoView {
                 }
             })}
         </Transition>
+        </div>
+        <LiveRegion target="serving-table".to_owned() events="/events/serving".to_owned() every_secs=5 />
         {move || params.with(|p| p.get("launch").is_some()).then(|| view! { <launch::LaunchDialog tick /> })}
     }
 }

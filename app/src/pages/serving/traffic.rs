@@ -7,6 +7,7 @@ use leptos_router::components::A;
 
 use crate::api::serving::serving_traffic_chart;
 use crate::components::chart::{css_color, frame, render, Line};
+use crate::components::live::LiveRegion;
 use crate::components::resource::resource;
 use crate::models::board::XAxis;
 use crate::models::{ServingTraffic, TrafficPoint};
@@ -73,30 +74,16 @@ fn TrafficCard(
 #[component]
 pub fn ServingTrafficPage() -> impl IntoView {
     let (name, range) = use_chart_route();
-    let tick = RwSignal::new(0u32);
     let data = resource(
-        move || (name(), range(), tick.get()),
-        |(name, (from, to), _)| serving_traffic_chart(name, from, to),
+        move || (name(), range()),
+        |(name, (from, to))| serving_traffic_chart(name, from, to),
     );
-    #[cfg(feature = "hydrate")]
-    {
-        let handle = set_interval_with_handle(
-            move || {
-                if range().1.is_none() {
-                    tick.update(|t| *t += 1);
-                }
-            },
-            std::time::Duration::from_secs(5),
-        );
-        if let Ok(handle) = handle {
-            on_cleanup(move || handle.clear());
-        }
-    }
     view! {
         <div class="page-head">
             <h1>{move || format!("{} · traffic", name())}</h1>
             <nav class="page-links"><A href="/serving">"Serving"</A></nav>
         </div>
+        <div id="traffic-charts">
         <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 let page = format!("/serving/{}", name());
@@ -126,5 +113,7 @@ pub fn ServingTrafficPage() -> impl IntoView {
                 })
             })}
         </Transition>
+        </div>
+        {move || range().1.is_none().then(|| view! { <LiveRegion target="traffic-charts".to_owned() every_secs=5 /> })}
     }
 }

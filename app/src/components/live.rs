@@ -1,0 +1,160 @@
+//! Live regions: a part of a server-rendered page that the browser brings up
+//! to date by fetching the page again and swapping in that part's new HTML,
+//! whenever a server-sent event says something changed or on a timer.
+//!
+//! The server stays the only renderer (the region's code is not shipped as
+//! wasm); the browser holds just this island.
+
+use leptos::prelude::*;
+
+/// Keeps the element with id `target` up to date while the page is open:
+/// refreshed on each message of the `events` stream (server-sent events)
+/// and every `every_secs` seconds. Renders nothing visible.
+#[island(lazy)]
+pub fn LiveRegion(
+    /// The id of the element to refresh.
+    target: String,
+    /// A server-sent events URL whose messages mean "changed".
+    #[prop(optional)]
+    events: Option<String>,
+    /// Refresh at least this often, seconds.
+    #[prop(optional)]
+    every_secs: Option<u32>,
+) -> impl IntoView {
+    #[cfg(feature = "hydrate")]
+    crate::island_hydrated();
+    #[cfg(feature = "hydrate")]
+    client::start(target, events, every_secs);
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (target, events, every_secs);
+    view! { <span class="live-region" hidden></span> }
+}
+
+#[cfg(feature = "hydrate")]
+pub use client::refresh_now;
+
+#[cfg(feature = "hydrate")]
+mod client {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use wasm_bindgen::closure::Closure;
+    use wasm_bindgen::{JsCast, JsValue};
+    use wasm_bindgen_futures::{spawn_local, JsFuture};
+
+    /// One refresh at a time; a change seen during one asks for another.
+    #[derive(Default)]
+    struct State {
+        /// A fetch is under way.
+        busy: Cell<bool>,
+        /// Something changed while it was.
+        again: Cell<bool>,
+    }
+
+    /// Brings the `targets` up to date now (after an island changed what
+    /// they show), from one fetch of the page.
+    pub fn refresh_now(targets: &[&str]) {
+        let targets = targets.iter().map(|t| (*t).to_owned()).collect();
+        request(Rc::new(State::default()), targets);
+    }
+
+    pub fn start(target: String, events: Option<String>, every_secs: Option<u32>) {
+        let state = Rc::new(State::default());
+        let kick: Rc<dyn Fn()> = {
+            let state = state.clone();
+            Rc::new(move || request(state.clone(), vec![target.clone()]))
+        };
+        if let Some(url) = events {
+            if let Ok(source) = web_sys::EventSource::new(&url) {
+                let on_message = {
+                    let kick = kick.clone();
+                    Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |_: web_sys::MessageEvent| {
+                        kick()
+                    })
+                };
+                source.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+                // Changes between the server's render and the stream's
+                // (re)connection send no message: catch up when it opens.
+                let kick = kick.clone();
+                let on_open = Closure::<dyn Fn()>::new(move || kick());
+                source.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+                // These live as long as the page: a navigation away ends them.
+                on_message.forget();
+                on_open.forget();
+                std::mem::forget(source);
+            }
+        }
+        if let Some(secs) = every_secs.filter(|s| *s > 0) {
+            let tick = Closure::<dyn Fn()>::new(move || kick());
+            let _ = web_sys::window().map(|w| {
+                w.set_interval_with_callback_and_timeout_and_arguments_0(
+                    tick.as_ref().unchecked_ref(),
+                    (secs * 1000) as i32,
+                )
+            });
+            tick.forget();
+        }
+    }
+
+    fn request(state: Rc<State>, targets: Vec<String>) {
+        if state.busy.replace(true) {
+            state.again.set(true);
+            return;
+        }
+        spawn_local(async move {
+            loop {
+                state.again.set(false);
+                if let Err(e) = refresh(&targets).await {
+                    web_sys::console::warn_2(&"live region refresh failed".into(), &e);
+                }
+                if !state.again.get() {
+                    break;
+                }
+            }
+            state.busy.set(false);
+        });
+    }
+
+    /// Fetches the page as it is now and swaps in the `targets`' new content.
+    async fn refresh(targets: &[String]) -> Result<(), JsValue> {
+        let window = web_sys::window().ok_or("no window")?;
+        let url = window.location().href()?;
+        let init = web_sys::RequestInit::new();
+        init.set_credentials(web_sys::RequestCredentials::SameOrigin);
+        let response: web_sys::Response =
+            JsFuture::from(window.fetch_with_str_and_init(&url, &init))
+                .await?
+                .dyn_into()?;
+        if !response.ok() || response.redirected() {
+            // Signed out, or the page is gone: leave what is shown.
+            return Ok(());
+        }
+        let html = JsFuture::from(response.text()?).await?.as_string().unwrap_or_default();
+        let fresh = web_sys::DomParser::new()?
+            .parse_from_string(&html, web_sys::SupportedType::TextHtml)?;
+        let document = window.document().ok_or("no document")?;
+        for target in targets {
+            // Someone typing in the region (a scale field) keeps what they
+            // typed; the next change after they leave it brings it up to date.
+            let editing = document
+                .active_element()
+                .zip(document.get_element_by_id(target))
+                .is_some_and(|(focus, region)| {
+                    region.contains(Some(&focus))
+                        && matches!(focus.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA")
+                });
+            if editing {
+                continue;
+            }
+            if let (Some(new), Some(old)) = (
+                fresh.get_element_by_id(target),
+                document.get_element_by_id(target),
+            ) {
+                if new.inner_html() != old.inner_html() {
+                    old.set_inner_html(&new.inner_html());
+                }
+            }
+        }
+        Ok(())
+    }
+}
