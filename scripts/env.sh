@@ -4,8 +4,6 @@ TOOLS="${PADDLECLOUD_TOOLS:-$HOME/.cache/paddlecloud}"
 BINARYEN_VERSION=132
 WASM_BINDGEN="$TOOLS/bin/wasm-bindgen"
 WASM_OPT="$TOOLS/binaryen-$BINARYEN_VERSION/node_modules/.bin/wasm-opt"
-# Splits the bundle at the lazy routes (tools/wasm-split, installed by setup.sh).
-WASM_SPLIT="$TOOLS/bin/paddlecloud-wasm-split"
 
 # The wasm-bindgen version the bundle was compiled against (CLI and library must match).
 wasm_bindgen_version() {

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing the console needs, skipping what is
 # already there. Tools live under ~/.cache/paddlecloud so a fresh clone reuses them.
-#   scripts/setup.sh build   wasm target, wasm-bindgen (= Cargo.lock's version), wasm-opt 132,
-#                            the bundle splitter (tools/wasm-split)
+#   scripts/setup.sh build   wasm target, wasm-bindgen (= Cargo.lock's version), wasm-opt 132
 #   scripts/setup.sh test    the above + Debian chromium and PostgreSQL + end2end npm packages
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,13 +22,6 @@ build_tools() {
     say "installing wasm-bindgen-cli $want into $TOOLS (about 3 minutes)"
     # Not --locked: its lockfile names a webpki-roots release the registry lacks.
     cargo install --quiet --root "$TOOLS" wasm-bindgen-cli --version "$want" --force
-  fi
-
-  local split_version
-  split_version=$(sed -n 's/^version = "\(.*\)"/\1/p' tools/wasm-split/Cargo.toml | head -n 1)
-  if [ "$("$WASM_SPLIT" --version 2>/dev/null)" != "paddlecloud-wasm-split $split_version" ]; then
-    say "installing paddlecloud-wasm-split $split_version into $TOOLS (about 2 minutes)"
-    cargo install --quiet --locked --root "$TOOLS" --path tools/wasm-split --force
   fi
 
   # Debian's binaryen 108 silently breaks wasm-bindgen 0.2.130 output (the page

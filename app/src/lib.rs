@@ -4,7 +4,8 @@
 //! - [`error`]: the one error type that crosses the wire.
 //! - [`api`]: server functions (thin: take a port from context, call it).
 //! - [`ports`] (server only): the traits `server/` implements.
-//! - [`pages`] and [`components`]: the UI, rendered on the server and hydrated.
+//! - [`pages`] and [`components`]: the UI, rendered on the server; only its
+//!   islands (`#[island]`) are hydrated in the browser.
 
 pub mod api;
 pub mod components;
@@ -17,13 +18,13 @@ pub mod routes;
 
 pub use routes::{shell, App};
 
-/// The attribute the browser puts on `<html>` once the page (its lazy module
-/// included) is hydrated: tests and scripts wait for it instead of guessing.
+/// The attribute the browser puts on `<html>` once the page's islands are
+/// hydrated: tests and scripts wait for it instead of guessing.
 pub const HYDRATED_MARK: &str = "data-hydrated";
 
-/// Called by each island once it is hydrated; the last one of the page puts
-/// [`HYDRATED_MARK`] on `<html>`. (Islands are separate wasm modules loaded
-/// one after another, so "the wasm is running" is not "the page works".)
+/// Called by each island as it hydrates; the last one of the page puts
+/// [`HYDRATED_MARK`] on `<html>`. (Islands hydrate one after another once
+/// the module has loaded, so "the wasm is running" is not "the page works".)
 #[cfg(feature = "hydrate")]
 pub fn island_hydrated() {
     use std::sync::atomic::{AtomicU32, Ordering};

@@ -15,10 +15,10 @@ use crate::pages::{
     quota::QuotaPageView, serving::traffic::ServingTrafficPage, serving::ServingPage,
 };
 
-// Each page below is a lazy route: its code is a separate wasm module that the
-// browser fetches with the page (scripts/build.sh splits the bundle), so the
-// first load carries the shell and the page at hand, not the whole console.
-// A page's data still loads with its view: each page creates its own resources.
+// Pages render on the server only (islands mode): the browser gets their HTML
+// and hydrates just the islands in it (`#[island]` components: totals, the
+// log pane, live regions, the uploader…). Links and forms are plain HTML, so
+// moving between pages is a page load, as it is without JavaScript.
 
 /// The whole HTML document the server streams for every page.
 pub fn shell(options: LeptosOptions) -> impl IntoView {

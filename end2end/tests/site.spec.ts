@@ -13,22 +13,18 @@ test("health answers with the version", async ({ request }) => {
   expect(await res.json()).toMatchObject({ status: "ok", version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
 });
 
-test("a page loads only its own wasm modules, served for revalidation", async ({ page, open, hydrated }) => {
-  await signUp(page, open, newAccount("split"));
+test("a page loads the console's one wasm module, served for revalidation", async ({ page, open }) => {
+  await signUp(page, open, newAccount("wasm"));
   const loaded: string[] = [];
   page.on("request", (req) => {
     if (req.url().endsWith(".wasm")) loaded.push(new URL(req.url()).pathname);
   });
   await open("/jobs");
-  if (hydrated) {
-    // The page's module (and shared chunks) come with it; other pages' do not.
-    expect(loaded.some((p) => /^\/pkg\/split___jobs_route_view_\d+\.wasm$/.test(p)), loaded.join(" ")).toBe(true);
-    expect(loaded.some((p) => p.includes("account_route") || p.includes("paddle_board"))).toBe(false);
-  }
-  for (const path of ["/pkg/paddlecloud.wasm", ...loaded.slice(0, 1)]) {
-    const res = await page.request.get(path);
-    expect(res.status()).toBe(200);
-    expect(res.headers()["content-type"]).toBe("application/wasm");
-    expect(res.headers()["cache-control"]).toBe("no-cache");
-  }
+  // Islands: the page's interactive parts hydrate from one module, no other
+  // (the page preloads it, which a browser does with JavaScript off too).
+  expect(loaded).toEqual(["/pkg/paddlecloud.wasm"]);
+  const res = await page.request.get("/pkg/paddlecloud.wasm");
+  expect(res.status()).toBe(200);
+  expect(res.headers()["content-type"]).toBe("application/wasm");
+  expect(res.headers()["cache-control"]).toBe("no-cache");
 });

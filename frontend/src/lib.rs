@@ -1,5 +1,5 @@
 //! The browser entry point: the page is server-rendered HTML; only its
-//! islands (the interactive parts) are hydrated, each from its own module.
+//! islands (the interactive parts) are hydrated, all from this one module.
 
 /// Called by the islands script leptos puts into every page, before it
 /// hydrates the islands it finds.

@@ -50,7 +50,7 @@ pub fn FormError(
 }
 
 /// A password input with a Show/Hide button (the button needs JavaScript).
-#[island(lazy)]
+#[island]
 pub fn PasswordInput(
     /// `autocomplete` hint: `current-password` or `new-password`.
     #[prop(into)]

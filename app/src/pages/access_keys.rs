@@ -97,7 +97,7 @@ pub fn AccessKeys() -> impl IntoView {
 /// The create form: with JavaScript the new key is shown here once, with its
 /// credentials file as a link; without, the form posts to `/account/keys`,
 /// which answers with the file.
-#[island(lazy)]
+#[island]
 fn CreateKey(
     /// A name the no-JavaScript route refused, and why.
     refused: Option<String>,
@@ -107,7 +107,11 @@ fn CreateKey(
     let create = ServerAction::<CreateAccessKey>::new();
     let created_error = last_error(create);
     let error = Signal::derive(move || {
-        created_error().or_else(|| refused.clone().map(|message| AppError::invalid("name", message)))
+        created_error().or_else(|| {
+            refused
+                .clone()
+                .map(|message| AppError::invalid("name", message))
+        })
     });
     let name = RwSignal::new(String::new());
     let on_submit = move |ev: leptos::ev::SubmitEvent| {

@@ -116,7 +116,7 @@ fn PodList(pods: Vec<Pod>, selected: Option<String>) -> impl IntoView {
 
 /// The selected pod's log: its tail as the server read it, then followed
 /// live; the search, filter and display flags come from the URL.
-#[island(lazy)]
+#[island]
 fn LogPane(
     /// The job.
     job: String,
