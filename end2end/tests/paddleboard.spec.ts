@@ -83,6 +83,8 @@ test("a running job's board grows live, smooths, zooms, and its link shows the s
   if (!hydrated) await page.getByRole("button", { name: "Apply" }).click();
   await expect(page).toHaveURL(/smooth=0\.9/);
   await expect.poll(() => chart.locator(".chart-svg").innerHTML()).not.toBe(before);
+  // The change loaded the page anew: its pointer island hydrates again.
+  if (hydrated) await waitHydrated(page);
 
   // Zoom: dragged across the chart when hydrated; the same range as a link otherwise.
   if (hydrated) {
@@ -92,9 +94,13 @@ test("a running job's board grows live, smooths, zooms, and its link shows the s
     await page.mouse.down();
     await page.mouse.move(box.x + box.width * 0.7, box.y + box.height / 2, { steps: 5 });
     await page.mouse.up();
-    await expect(page).toHaveURL(/xmin=\d+&xmax=\d+$/);
+    // The zoomed page comes back to the chart (its anchor).
+    await expect(page).toHaveURL(/xmin=\d+&xmax=\d+#chart-train%2Floss$/);
+    await waitHydrated(page);
+    await expect(chart).toBeInViewport();
     // The tooltip shows the value under the pointer.
-    await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2);
+    const zoomed = (await chart.locator(".chart-overlay").boundingBox())!;
+    await page.mouse.move(zoomed.x + zoomed.width * 0.5, zoomed.y + zoomed.height / 2);
     await expect(chart.locator(".chart-tip")).toContainText("live");
   } else {
     await open(page.url() + "&xmin=20&xmax=50");
@@ -129,6 +135,13 @@ test("a running job's board grows live, smooths, zooms, and its link shows the s
   const zip = await page.request.get(await page.getByRole("link", { name: /Download all charts/ }).getAttribute("href") ?? "");
   expect(zip.headers()["content-type"]).toBe("application/zip");
   expect((await zip.body()).subarray(0, 2).toString()).toBe("PK");
+
+  // Another x axis: a range of steps means nothing in time, so the zoom goes.
+  await page.getByLabel("Horizontal axis").selectOption("relative");
+  if (!hydrated) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/x=relative/);
+  await expect(chart.getByRole("link", { name: "Reset zoom" })).toHaveCount(0);
+  await expect.poll(() => points(page, "train/loss", "live")).toBe(80);
 });
 
 test("two jobs compare on one chart per tag, and a bad tag filter says why", async ({ page, open }) => {

@@ -1,8 +1,7 @@
-//! Line charts drawn with plotters into SVG, by the same code on the server
-//! (the first paint, also without JavaScript) and in the browser (redraws
-//! as the view changes, with no round trip). The plot area sits at fixed
-//! pixel offsets ([`Frame`]), so the browser maps the pointer to data for
-//! tooltips and drag-to-zoom without asking plotters.
+//! Line charts drawn with plotters into SVG on the server (the browser gets
+//! the SVG, never plotters). The plot area sits at fixed pixel offsets
+//! ([`Frame`]), so the browser maps the pointer to data for tooltips and
+//! drag-to-zoom from the frame alone.
 
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
@@ -50,7 +49,7 @@ pub struct Line {
 }
 
 /// Where the plot area is and what it spans: pixels ↔ data.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Frame {
     /// Drawing size, px.
     pub width: u32,

@@ -113,15 +113,19 @@ impl BoardView {
                 jobs.push(job);
             }
         }
+        let x = get("x").map(|x| XAxis::parse(&x)).unwrap_or_default();
+        // The controls' form sends the axis its zoom was made on (`zoom_x`):
+        // a range of steps means nothing on a time axis.
+        let zoom_axis = get("zoom_x").map_or(x, |z| XAxis::parse(&z));
         let (xmin, xmax) = match (finite(get("xmin")), finite(get("xmax"))) {
-            (Some(a), Some(b)) if a < b => (Some(a), Some(b)),
+            (Some(a), Some(b)) if a < b && zoom_axis == x => (Some(a), Some(b)),
             _ => (None, None),
         };
         Self {
             jobs,
             tags: get("tags").unwrap_or_default(),
             smoothing: finite(get("smooth")).map_or(0.6, |s| s.clamp(0.0, 0.999)),
-            x: get("x").map(|x| XAxis::parse(&x)).unwrap_or_default(),
+            x,
             log_y: get("y").as_deref() == Some("log"),
             ignore_outliers: get("outliers").is_some_and(|v| v == "1" || v == "on"),
             xmin,
@@ -349,6 +353,9 @@ mod tests {
         assert_eq!(d.href(), "/paddleboard");
         // A backwards or half range is no zoom.
         assert_eq!(view("xmin=10&xmax=5").xmin, None);
+        // The controls changed the axis under a zoom: the zoom goes.
+        assert_eq!(view("x=wall&zoom_x=step&xmin=5&xmax=10").xmin, None);
+        assert_eq!(view("x=wall&zoom_x=wall&xmin=5&xmax=10").xmin, Some(5.0));
         assert_eq!(view("smooth=7").smoothing, 0.999);
     }
 

@@ -1,12 +1,14 @@
 //! `/paddleboard`: training metrics of one or more jobs, one chart per tag
 //! with one line per job. Every choice lives in the URL, so a link shows the
 //! same charts; the controls are a GET form, so the page works without
-//! JavaScript. Hydrated, charts redraw at once as the view changes, follow
-//! new points live, show every line's value under the pointer, and zoom to a
-//! dragged range.
+//! JavaScript. With JavaScript, a change of the controls applies at once,
+//! the charts follow new points live (a [`LiveRegion`] swaps them in from
+//! the server), and [`ChartPointer`] shows every line's value under the
+//! pointer and zooms to a dragged range.
 
 mod chart_card;
 mod controls;
+mod pointer;
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -15,15 +17,14 @@ use leptos_router::hooks::use_query_map;
 use crate::api::paddleboard::{board_charts, board_jobs};
 use crate::components::live::LiveRegion;
 use crate::components::resource::resource;
-use crate::components::sse::use_event_source;
 use crate::models::board::{Board, BoardView};
 use crate::models::url::encode;
+use pointer::ChartPointer;
 
 /// The page's view, from the URL.
-fn view_from_url() -> Memo<BoardView> {
-    let params = use_query_map();
-    Memo::new(move |_| {
-        params.with(|p| BoardView::from_params(|k| p.get(k), |k| p.get_all(k).unwrap_or_default()))
+fn view_from_url() -> BoardView {
+    use_query_map().with_untracked(|p| {
+        BoardView::from_params(|k| p.get(k), |k| p.get_all(k).unwrap_or_default())
     })
 }
 
@@ -31,22 +32,11 @@ fn view_from_url() -> Memo<BoardView> {
 #[component]
 pub fn PaddleBoardPage() -> impl IntoView {
     let view = view_from_url();
-    // Bumped when a chosen job logs new points: refetches the charts.
-    let tick = RwSignal::new(0u64);
-    use_event_source(
-        move || {
-            let jobs = view.with(|v| v.jobs.clone());
-            (!jobs.is_empty()).then(|| {
-                let q: Vec<String> = jobs.iter().map(|j| format!("job={}", encode(j))).collect();
-                format!("/events/metrics?{}", q.join("&"))
-            })
-        },
-        move |_| tick.update(|t| *t += 1),
-    );
     let jobs = resource(|| (), |_| board_jobs());
+    let query = view.query();
     let data = resource(
-        move || (view.with(BoardView::query), tick.get()),
-        |(query, _)| async move {
+        move || query.clone(),
+        |query| async move {
             if query.jobs.is_empty() {
                 Ok(Board {
                     charts: Vec::new(),
@@ -58,9 +48,14 @@ pub fn PaddleBoardPage() -> impl IntoView {
             }
         },
     );
-    // The smoothing slider redraws as it moves; the URL follows when it stops.
-    let smoothing = RwSignal::new(view.with_untracked(|v| v.smoothing));
-    Effect::new(move |_| smoothing.set(view.with(|v| v.smoothing)));
+    let events = (!view.jobs.is_empty()).then(|| {
+        let q: Vec<String> = view
+            .jobs
+            .iter()
+            .map(|j| format!("job={}", encode(j)))
+            .collect();
+        format!("/events/metrics?{}", q.join("&"))
+    });
 
     view! {
         <Title text="PaddleBoard" />
@@ -68,32 +63,30 @@ pub fn PaddleBoardPage() -> impl IntoView {
             <h1>"PaddleBoard"</h1>
         </div>
         <div class="board">
-            <controls::Controls view jobs smoothing />
+            <controls::Controls view=view.clone() jobs />
             <section class="charts" aria-label="Charts" id="board-charts">
                 <Transition fallback=|| view! { <p class="loading">"Loading charts…"</p> }>
-                    {move || Suspend::new(async move {
+                    {let view = view.clone(); move || {
+                        let view = view.clone();
+                        Suspend::new(async move {
                         match data.await {
                             Err(err) => view! { <p class="banner error" role="alert">{err.to_string()}</p> }.into_any(),
-                            Ok(board) => charts(board, view, smoothing).into_any(),
+                            Ok(board) => charts(board, view).into_any(),
                         }
-                    })}
+                    })}}
                 </Transition>
             </section>
         </div>
-        {move || {
-            let jobs = view.with(|v| v.jobs.clone());
-            (!jobs.is_empty()).then(|| {
-                let q: Vec<String> = jobs.iter().map(|j| format!("job={}", encode(j))).collect();
-                let events = format!("/events/metrics?{}", q.join("&"));
-                view! { <LiveRegion target="board-charts".to_owned() events /> }
-            })
-        }}
+        {events.map(|events| view! {
+            <LiveRegion target="board-charts".to_owned() events />
+            <ChartPointer />
+        })}
     }
 }
 
-fn charts(board: Board, view: Memo<BoardView>, smoothing: RwSignal<f64>) -> impl IntoView {
+fn charts(board: Board, view: BoardView) -> impl IntoView {
     let shown = board.charts.len();
-    let none_chosen = view.with_untracked(|v| v.jobs.is_empty());
+    let none_chosen = view.jobs.is_empty();
     let nothing = !none_chosen && shown == 0 && board.filter_error.is_none();
     view! {
         {board.filter_error.map(|e| view! { <p class="banner error" role="alert">{e}</p> })}
@@ -116,7 +109,7 @@ fn charts(board: Board, view: Memo<BoardView>, smoothing: RwSignal<f64>) -> impl
             {board
                 .charts
                 .into_iter()
-                .map(|chart| view! { <chart_card::ChartCard chart view smoothing /> })
+                .map(|chart| view! { <chart_card::ChartCard chart view=view.clone() /> })
                 .collect_view()}
         </div>
     }
