@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { test, expect, newAccount, signUp, Page } from "./fixtures";
+import { test, expect, newAccount, signUp, waitHydrated, Page } from "./fixtures";
 import type { Locator } from "@playwright/test";
 
 // The replicas run the SDK's predict server with this Python (global-setup.ts
@@ -73,11 +73,15 @@ async function press(page: Page, hydrated: boolean, button: Locator) {
   }
 }
 
-/** Opens the launch dialog from the page's button. */
-async function openLaunch(page: Page, open: (p: string) => Promise<void>) {
+/**
+ * Opens the launch dialog from the page's button: a link, so a page load,
+ * after which the dialog's islands (total, model picker) hydrate.
+ */
+async function openLaunch(page: Page, open: (p: string) => Promise<void>, hydrated: boolean) {
   await open("/serving");
   await page.getByRole("link", { name: "Launch" }).click();
   await expect(page).toHaveURL(/launch=1/);
+  if (hydrated) await waitHydrated(page);
   const dialog = page.getByRole("dialog", { name: "Launch a serving instance" });
   await expect(dialog).toBeVisible();
   return dialog;
@@ -98,7 +102,7 @@ test("a model version is launched, answers predict calls, shows its traffic, sca
   await open("/serving");
   await expect(page.getByRole("heading", { name: "Serving" })).toBeVisible();
   await expect(page.getByTestId("no-serving")).toBeVisible();
-  let dialog = await openLaunch(page, open);
+  let dialog = await openLaunch(page, open, hydrated);
   const total = dialog.getByTestId("serving-total");
   await expect(dialog.getByTestId("quota-left")).toBeVisible();
   await expect(dialog.getByLabel("Model", { exact: true })).toHaveValue(`${who.account}/tiny`);
@@ -215,7 +219,7 @@ test("a model whose parameters do not load fails the instance with the reason", 
     "inference.pdiparams": randomBytes(4096),
   });
 
-  const dialog = await openLaunch(page, open);
+  const dialog = await openLaunch(page, open, hydrated);
   await dialog.getByLabel("Name").fill("broken-api");
   await dialog.getByLabel("CPU each").fill("250m");
   await dialog.getByLabel("Memory each").fill("256Mi");

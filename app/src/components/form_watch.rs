@@ -5,13 +5,12 @@
 use leptos::prelude::*;
 
 /// Calls `changed` with the fields of the form around `inside` (those named
-/// `form[field]`, as `{"field": "value"}`) each time one of them changes.
+/// `form[field]`, as `{"field": "value"}`) once when it hydrates and each
+/// time one of them changes.
 /// Does nothing on the server.
 #[cfg(feature = "hydrate")]
-pub fn watch<E>(
-    inside: NodeRef<E>,
-    changed: impl Fn(serde_json::Value) + 'static,
-) where
+pub fn watch<E>(inside: NodeRef<E>, changed: impl Fn(serde_json::Value) + 'static)
+where
     E: leptos::html::ElementType,
     E::Output: wasm_bindgen::JsCast + Clone + 'static,
 {
@@ -32,6 +31,8 @@ pub fn watch<E>(
         };
         let changed = changed.clone();
         let read = form.clone();
+        // Whatever was typed before the island hydrated counts too.
+        changed(fields(&read));
         let listener = Closure::<dyn Fn()>::new(move || changed(fields(&read)));
         for kind in ["input", "change"] {
             let _ = form.add_event_listener_with_callback(kind, listener.as_ref().unchecked_ref());
@@ -76,7 +77,7 @@ fn fields(form: &web_sys::HtmlFormElement) -> serde_json::Value {
 /// Applies the form it sits in as soon as one of its fields changes (a GET
 /// form whose state is the URL, like the PaddleBoard's controls), so its
 /// Apply button is needed only without JavaScript.
-#[island(lazy)]
+#[island]
 pub fn AutoApply() -> impl IntoView {
     #[cfg(feature = "hydrate")]
     crate::island_hydrated();
@@ -100,7 +101,8 @@ pub fn AutoApply() -> impl IntoView {
             let listener = Closure::<dyn Fn()>::new(move || {
                 let _ = submit.request_submit();
             });
-            let _ = form.add_event_listener_with_callback("change", listener.as_ref().unchecked_ref());
+            let _ =
+                form.add_event_listener_with_callback("change", listener.as_ref().unchecked_ref());
             listener.forget();
         });
     }
