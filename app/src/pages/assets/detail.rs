@@ -63,8 +63,6 @@ pub fn SharedPage() -> impl IntoView {
 #[component]
 fn AssetDetail(source: Memo<AssetSource>) -> impl IntoView {
     let params = use_query_map();
-    // Bumped when uploads finish, so the listing shows the new files.
-    let tick = RwSignal::new(0u64);
     let key = Memo::new(move |_| {
         params.with(|p| {
             (
@@ -75,15 +73,14 @@ fn AssetDetail(source: Memo<AssetSource>) -> impl IntoView {
         })
     });
     let view = resource(
-        move || (key.get(), tick.get()),
-        |((source, version, dir), _)| open_asset(source, version, dir),
+        move || key.get(),
+        |(source, version, dir)| open_asset(source, version, dir),
     );
-    provide_context(Refresh(tick));
     view! {
         <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || {
                 // Every URL change redraws the page from the cached view
-                // (only folder, version and the tick refetch it).
+                // (only folder and version refetch it).
                 params.track();
                 Suspend::new(async move {
                 match view.await {
@@ -94,27 +91,6 @@ fn AssetDetail(source: Memo<AssetSource>) -> impl IntoView {
             }}
         </Transition>
     }
-}
-
-/// Bumped to refetch the page's view after a change.
-#[derive(Debug, Clone, Copy)]
-pub struct Refresh(pub RwSignal<u64>);
-
-/// Refetches the page's view each time `action` succeeds (its redirect may
-/// leave the URL as it was).
-pub fn refresh_after<A, S>(action: ServerAction<A>)
-where
-    A: leptos::server_fn::ServerFn<Output = S, Error = AppError> + Clone + Send + Sync + 'static,
-    S: Clone + Send + Sync + 'static,
-{
-    let Some(Refresh(tick)) = use_context::<Refresh>() else {
-        return;
-    };
-    Effect::new(move |_| {
-        if action.value().with(|v| matches!(v, Some(Ok(_)))) {
-            tick.update(|t| *t += 1);
-        }
-    });
 }
 
 #[component]

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use super::detail::{refresh_after, ChangeForm};
+use super::detail::ChangeForm;
 use crate::api::assets::{preview_file, ChangeAsset};
 use crate::components::form::{last_error, FormError};
 use crate::components::links::page_href;
@@ -50,7 +50,6 @@ pub fn FileBrowser(
     let entries = view.entries.clone();
     let delete = ServerAction::<ChangeAsset>::new();
     let delete_error = Signal::derive(last_error(delete));
-    refresh_after(delete);
     let file = params.with_untracked(|p| p.get("file"));
     view! {
         <section class="files" data-testid="files">

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
-use super::detail::{refresh_after, ChangeForm, Refresh};
+use super::detail::ChangeForm;
 use super::share::SharePanel;
 use crate::api::assets::{open_asset, ChangeAsset};
 use crate::components::form::{last_error, FieldError, FormError};
@@ -27,11 +27,9 @@ pub fn AssetSettingsPage(
             name: p.get("name").unwrap_or_default(),
         })
     });
-    let tick = RwSignal::new(0u64);
-    provide_context(Refresh(tick));
     let view = resource(
-        move || (r.get(), tick.get()),
-        |(r, _)| {
+        move || r.get(),
+        |r| {
             open_asset(
                 AssetSource {
                     asset: Some(r),
@@ -78,7 +76,6 @@ pub fn AssetSettingsPage(
 fn EditAsset(r: AssetRef, description: String, tags: String) -> impl IntoView {
     let action = ServerAction::<ChangeAsset>::new();
     let error = Signal::derive(last_error(action));
-    refresh_after(action);
     view! {
         <h2>"Description and tags"</h2>
         <ChangeForm action r op=AssetOp::Update class="edit-asset">

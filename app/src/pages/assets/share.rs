@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use super::detail::{refresh_after, ChangeForm};
+use super::detail::ChangeForm;
 use crate::api::assets::ChangeAsset;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::models::time::format_utc;
@@ -28,10 +28,6 @@ pub fn SharePanel(
     let revoke_error = Signal::derive(last_error(revoke));
     let publish = ServerAction::<ChangeAsset>::new();
     let publish_error = Signal::derive(last_error(publish));
-    refresh_after(with);
-    refresh_after(link);
-    refresh_after(revoke);
-    refresh_after(publish);
     let params = use_query_map();
     // The link just made: its token is shown this once (only a hash is kept).
     // Read reactively: after a hydrated submit the redirect that carries it

@@ -43,8 +43,7 @@ pub struct UploadItem {
     pub state: RwSignal<UpState>,
 }
 
-/// The page's upload queue: kept above the page's redraws so a listing that
-/// refreshes mid-upload does not lose track of the files in flight.
+/// The uploader's queue of files: in flight, done and failed.
 #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
 #[derive(Clone, Copy)]
 pub struct UploadQueue {
@@ -52,10 +51,11 @@ pub struct UploadQueue {
     pub items: RwSignal<Vec<UploadItem>>,
     /// Uploads running now.
     pub workers: RwSignal<usize>,
-    /// The page's refresh counter, bumped when the queue drains.
+    /// Bumped when the queue drains (the island then refreshes the page's
+    /// summary and listing).
     pub tick: RwSignal<u64>,
-    /// The page's owner: the items' signals belong to it, not to the upload
-    /// form, which is drawn anew whenever the URL changes.
+    /// The island's owner: the items' signals belong to it, not to the
+    /// reactive scope of whichever row created them.
     #[cfg(feature = "hydrate")]
     owner: StoredValue<Owner>,
     /// The browser's `File` of each item (browser only).
@@ -90,7 +90,7 @@ pub const SUMMARY_REGION: &str = "asset-summary";
 pub const FILES_REGION: &str = "asset-files";
 
 /// The upload form for `dir` of a dataset or of a model version.
-#[island(lazy)]
+#[island]
 pub fn Uploader(
     /// The asset.
     r: AssetRef,

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 
-use super::detail::{refresh_after, ChangeForm};
+use super::detail::ChangeForm;
 use crate::api::assets::ChangeAsset;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::links::page_href;
@@ -31,8 +31,6 @@ pub fn VersionList(
     let finish_error = Signal::derive(last_error(finish));
     let tag = ServerAction::<ChangeAsset>::new();
     let tag_error = Signal::derive(last_error(tag));
-    refresh_after(finish);
-    refresh_after(tag);
     let href = {
         let page_path = page_path.clone();
         move |changes: &[(&str, Option<String>)]| {
@@ -128,7 +126,6 @@ pub fn NewVersionDialog(
 ) -> impl IntoView {
     let action = ServerAction::<ChangeAsset>::new();
     let error = Signal::derive(last_error(action));
-    refresh_after(action);
     let params = use_query_map();
     let close = move || params.with(|p| page_href(&page_path, p, &[("new", None)]));
     view! {

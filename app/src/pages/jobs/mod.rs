@@ -16,7 +16,6 @@ use crate::api::jobs::list_jobs;
 use crate::components::links::page_href;
 use crate::components::live::LiveRegion;
 use crate::components::resource::resource;
-use crate::components::sse::use_event_source;
 use crate::models::{ms_to_date, JobQuery, JobSort, JobStatus};
 
 /// `/jobs?…` with `changes` applied to the current parameters (`None` removes one).
@@ -29,13 +28,7 @@ pub fn jobs_href(params: &ParamsMap, changes: &[(&'static str, Option<String>)])
 pub fn JobsPage() -> impl IntoView {
     let params = use_query_map();
     let query = Memo::new(move |_| params.with(|p| JobQuery::from_params(|k| p.get(k))));
-    // Bumped by the live event stream and by actions: refetches the table.
-    let tick = RwSignal::new(0u64);
-    use_event_source(
-        || Some("/events/jobs".to_owned()),
-        move |_| tick.update(|t| *t += 1),
-    );
-    let jobs = resource(move || (query.get(), tick.get()), |(q, _)| list_jobs(q));
+    let jobs = resource(move || query.get(), list_jobs);
 
     view! {
         <Title text="Jobs" />
@@ -47,10 +40,10 @@ pub fn JobsPage() -> impl IntoView {
         </div>
         <Filters query />
         <div id="jobs-table">
-            <table::JobTable jobs tick />
+            <table::JobTable jobs />
         </div>
         <LiveRegion target="jobs-table".to_owned() events="/events/jobs".to_owned() />
-        {move || params.with(|p| p.get("submit").is_some()).then(|| view! { <submit::SubmitDialog tick /> })}
+        {move || params.with(|p| p.get("submit").is_some()).then(|| view! { <submit::SubmitDialog /> })}
         {move || {
             params
                 .with(|p| p.get("log"))

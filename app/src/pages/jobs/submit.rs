@@ -15,25 +15,15 @@ use crate::models::{JobForm, Quota, QuotaUse};
 
 /// The dialog, open while the URL has `submit=1`.
 #[component]
-pub fn SubmitDialog(
-    /// Bumped after a submit so the table shows the new job at once.
-    tick: RwSignal<u64>,
-) -> impl IntoView {
+pub fn SubmitDialog() -> impl IntoView {
     let action = ServerAction::<SubmitJob>::new();
     let error = Signal::derive(last_error(action));
     let form = RwSignal::new(JobForm::example());
-    Effect::new(move |_| {
-        if action.version().get() > 0 {
-            tick.update(|t| *t += 1);
-        }
-    });
     let params = use_query_map();
     let close = move || params.with(|p| jobs_href(p, &[("submit", None)]));
     let quota = resource(move || action.version().get(), |_| quota_left());
     // A text input bound to one field of the form.
-    let field = move |name: &'static str,
-                      label: &'static str,
-                      get: fn(&JobForm) -> String| {
+    let field = move |name: &'static str, label: &'static str, get: fn(&JobForm) -> String| {
         view! {
             <label for=format!("job-{name}")>{label}</label>
             <input
@@ -107,7 +97,7 @@ pub fn SubmitDialog(
 
 /// The job's total resources and how it fits the account's quota, computed
 /// again as the dialog's fields change.
-#[island(lazy)]
+#[island]
 fn JobTotal(
     /// The fields as the server rendered them.
     form: JobForm,

@@ -20,16 +20,9 @@ fn ratio(c: RoleCounts) -> String {
 pub fn JobTable(
     /// The current page of jobs.
     jobs: Resource<Result<JobPage, AppError>>,
-    /// Bumped to refetch after an action.
-    tick: RwSignal<u64>,
 ) -> impl IntoView {
     let stop = ServerAction::<StopJob>::new();
     let delete = ServerAction::<DeleteJob>::new();
-    Effect::new(move |_| {
-        if stop.version().get() + delete.version().get() > 0 {
-            tick.update(|t| *t += 1);
-        }
-    });
     let params = use_query_map();
     view! {
         <Transition fallback=|| view! { <p class="loading">"Loading jobs…"</p> }>

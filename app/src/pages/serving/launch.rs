@@ -8,28 +8,20 @@ use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 
 use super::format_totals;
+use crate::api::serving::ModelChoice;
 use crate::api::serving::{serving_models, LaunchServing};
 use crate::api::usage::quota_left;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::links::page_href;
 use crate::components::resource::resource;
-use crate::api::serving::ModelChoice;
 use crate::models::{QuotaUse, ServingForm};
 
 /// The dialog, open while the URL has `launch=1`.
 #[component]
-pub fn LaunchDialog(
-    /// Bumped after a launch so the table shows the new row at once.
-    tick: RwSignal<u64>,
-) -> impl IntoView {
+pub fn LaunchDialog() -> impl IntoView {
     let action = ServerAction::<LaunchServing>::new();
     let error = Signal::derive(last_error(action));
     let form = RwSignal::new(ServingForm::example());
-    Effect::new(move |_| {
-        if action.version().get() > 0 {
-            tick.update(|t| *t += 1);
-        }
-    });
     let params = use_query_map();
     let close = move || params.with(|p| page_href("/serving", p, &[("launch", None)]));
     let models = resource(|| (), |_| serving_models());
@@ -154,7 +146,7 @@ pub fn LaunchDialog(
 }
 
 /// The model and version choices; the versions follow the model chosen.
-#[island(lazy)]
+#[island]
 fn ModelPicker(
     /// Models with versions ready to serve.
     choices: Vec<ModelChoice>,
@@ -163,7 +155,11 @@ fn ModelPicker(
 ) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     crate::island_hydrated();
-    let first = if model.is_empty() { choices[0].model.clone() } else { model };
+    let first = if model.is_empty() {
+        choices[0].model.clone()
+    } else {
+        model
+    };
     let model = RwSignal::new(first);
     let selected = model.get_untracked();
     let versions = {
@@ -200,7 +196,7 @@ fn ModelPicker(
 
 /// A script file chosen on this computer goes into the script editor (read
 /// in the browser; without JavaScript the script is pasted).
-#[island(lazy)]
+#[island]
 fn ScriptFile() -> impl IntoView {
     #[cfg(feature = "hydrate")]
     crate::island_hydrated();
@@ -218,14 +214,19 @@ fn ScriptFile() -> impl IntoView {
         };
         let name = file.name();
         if file.size() > crate::models::MAX_SCRIPT_BYTES as f64 {
-            loaded.set(format!("{name} is larger than the 256 KiB a serving script may be."));
+            loaded.set(format!(
+                "{name} is larger than the 256 KiB a serving script may be."
+            ));
             return;
         }
         leptos::task::spawn_local(async move {
             let editor = document()
                 .get_element_by_id("serving-script")
                 .and_then(|e| e.dyn_into::<web_sys::HtmlTextAreaElement>().ok());
-            match (wasm_bindgen_futures::JsFuture::from(file.text()).await, editor) {
+            match (
+                wasm_bindgen_futures::JsFuture::from(file.text()).await,
+                editor,
+            ) {
                 (Ok(text), Some(editor)) => {
                     editor.set_value(&text.as_string().unwrap_or_default());
                     loaded.set(format!("Loaded {name} into the editor."));
@@ -247,7 +248,7 @@ fn ScriptFile() -> impl IntoView {
 
 /// The instance's total and how it fits the account's quota, computed
 /// again as the dialog's fields change.
-#[island(lazy)]
+#[island]
 fn ServingTotal(
     /// The fields as the server rendered them.
     form: ServingForm,

@@ -14,9 +14,8 @@ use leptos_router::hooks::use_query_map;
 use crate::api::serving::{list_serving, DeleteServing, ScaleServing, StopServing};
 use crate::components::form::{last_error, FormError};
 use crate::components::links::page_href;
-use crate::components::resource::resource;
 use crate::components::live::LiveRegion;
-use crate::components::sse::use_event_source;
+use crate::components::resource::resource;
 use crate::models::quantity::{format_cpu, format_memory};
 use crate::models::time::format_age;
 use crate::models::{ResourceTotals, ServingInstance};
@@ -35,31 +34,11 @@ pub fn format_totals(t: ResourceTotals) -> String {
 #[component]
 pub fn ServingPage() -> impl IntoView {
     let params = use_query_map();
-    // Bumped by live events, actions and a timer (traffic moves without events).
-    let tick = RwSignal::new(0u64);
-    use_event_source(
-        || Some("/events/serving".to_owned()),
-        move |_| tick.update(|t| *t += 1),
-    );
-    #[cfg(feature = "hydrate")]
-    {
-        if let Ok(handle) = set_interval_with_handle(
-            move || tick.update(|t| *t += 1),
-            std::time::Duration::from_secs(5),
-        ) {
-            on_cleanup(move || handle.clear());
-        }
-    }
-    let list = resource(move || tick.get(), |_| list_serving());
+    let list = resource(|| (), |_| list_serving());
     let scale = ServerAction::<ScaleServing>::new();
     let stop = ServerAction::<StopServing>::new();
     let delete = ServerAction::<DeleteServing>::new();
     let scale_error = Signal::derive(last_error(scale));
-    Effect::new(move |_| {
-        if scale.version().get() + stop.version().get() + delete.version().get() > 0 {
-            tick.update(|t| *t += 1);
-        }
-    });
     let launch_href =
         move || params.with(|p| page_href("/serving", p, &[("launch", Some("1".into()))]));
     view! {
@@ -113,7 +92,7 @@ pub fn ServingPage() -> impl IntoView {
         </Transition>
         </div>
         <LiveRegion target="serving-table".to_owned() events="/events/serving".to_owned() every_secs=5 />
-        {move || params.with(|p| p.get("launch").is_some()).then(|| view! { <launch::LaunchDialog tick /> })}
+        {move || params.with(|p| p.get("launch").is_some()).then(|| view! { <launch::LaunchDialog /> })}
     }
 }
 
