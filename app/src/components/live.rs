@@ -10,7 +10,7 @@ use leptos::prelude::*;
 /// Keeps the element with id `target` up to date while the page is open:
 /// refreshed on each message of the `events` stream (server-sent events)
 /// and every `every_secs` seconds. Renders nothing visible.
-#[island(lazy)]
+#[island]
 pub fn LiveRegion(
     /// The id of the element to refresh.
     target: String,
@@ -68,9 +68,9 @@ mod client {
             if let Ok(source) = web_sys::EventSource::new(&url) {
                 let on_message = {
                     let kick = kick.clone();
-                    Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |_: web_sys::MessageEvent| {
-                        kick()
-                    })
+                    Closure::<dyn Fn(web_sys::MessageEvent)>::new(
+                        move |_: web_sys::MessageEvent| kick(),
+                    )
                 };
                 source.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
                 // Changes between the server's render and the stream's
@@ -115,6 +115,29 @@ mod client {
         });
     }
 
+    /// Hydrates the islands in swapped-in HTML, through the function the
+    /// islands script leaves on `window` for this.
+    fn hydrate_islands_in(region: &web_sys::Element) -> Result<(), JsValue> {
+        let islands = region.query_selector_all("leptos-island")?;
+        if islands.length() == 0 {
+            return Ok(());
+        }
+        let window = web_sys::window().ok_or("no window")?;
+        let hydrate: js_sys::Function =
+            js_sys::Reflect::get(&window, &"__hydrateIsland".into())?.dyn_into()?;
+        for i in 0..islands.length() {
+            let Some(island) = islands
+                .get(i)
+                .and_then(|n| n.dyn_into::<web_sys::Element>().ok())
+            else {
+                continue;
+            };
+            let id = island.get_attribute("data-component").unwrap_or_default();
+            hydrate.call2(&JsValue::NULL, &island, &id.into())?;
+        }
+        Ok(())
+    }
+
     /// Fetches the page as it is now and swaps in the `targets`' new content.
     async fn refresh(targets: &[String]) -> Result<(), JsValue> {
         let window = web_sys::window().ok_or("no window")?;
@@ -129,7 +152,10 @@ mod client {
             // Signed out, or the page is gone: leave what is shown.
             return Ok(());
         }
-        let html = JsFuture::from(response.text()?).await?.as_string().unwrap_or_default();
+        let html = JsFuture::from(response.text()?)
+            .await?
+            .as_string()
+            .unwrap_or_default();
         let fresh = web_sys::DomParser::new()?
             .parse_from_string(&html, web_sys::SupportedType::TextHtml)?;
         let document = window.document().ok_or("no document")?;
@@ -152,6 +178,7 @@ mod client {
             ) {
                 if new.inner_html() != old.inner_html() {
                     old.set_inner_html(&new.inner_html());
+                    hydrate_islands_in(&old)?;
                 }
             }
         }
