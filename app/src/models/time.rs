@@ -1,19 +1,31 @@
 //! Showing Unix-millisecond timestamps the same way on server and browser.
 
+/// Unix milliseconds as a UTC date-time (`None` out of range).
+fn utc(ms: i64) -> Option<time::OffsetDateTime> {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()
+}
+
+/// `2026-11-22`.
+fn ymd(t: time::OffsetDateTime) -> String {
+    format!("{:04}-{:02}-{:02}", t.year(), u8::from(t.month()), t.day())
+}
+
+/// `06:30`, or `06:30:05` with `seconds`.
+fn clock(t: time::OffsetDateTime, seconds: bool) -> String {
+    if seconds {
+        format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second())
+    } else {
+        format!("{:02}:{:02}", t.hour(), t.minute())
+    }
+}
+
 /// Formats Unix milliseconds as `2026-11-22 06:30 UTC`; the same string on
 /// server and browser, so hydration never disagrees about a time.
 pub fn format_utc(ms: i64) -> String {
-    match time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000) {
-        Ok(t) => format!(
-            "{:04}-{:02}-{:02} {:02}:{:02} UTC",
-            t.year(),
-            u8::from(t.month()),
-            t.day(),
-            t.hour(),
-            t.minute()
-        ),
-        Err(_) => "—".to_owned(),
-    }
+    utc(ms).map_or_else(
+        || "—".to_owned(),
+        |t| format!("{} {} UTC", ymd(t), clock(t, false)),
+    )
 }
 
 /// A time range of Unix milliseconds as a chart's range bar shows it: the
@@ -21,33 +33,31 @@ pub fn format_utc(ms: i64) -> String {
 /// is shorter than an hour (a zoomed-in run of a few minutes would otherwise
 /// read `06:30 – 06:30`).
 pub fn format_range(from_ms: i64, to_ms: i64) -> String {
-    let at = |ms: i64| time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000);
-    let (Ok(a), Ok(b)) = (at(from_ms), at(to_ms)) else {
+    let (Some(a), Some(b)) = (utc(from_ms), utc(to_ms)) else {
         return "—".to_owned();
     };
     let seconds = (to_ms - from_ms).abs() < 3_600_000;
-    let clock = |t: time::OffsetDateTime| {
-        if seconds {
-            format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second())
-        } else {
-            format!("{:02}:{:02}", t.hour(), t.minute())
-        }
-    };
-    let date = |t: time::OffsetDateTime| {
-        format!("{:04}-{:02}-{:02}", t.year(), u8::from(t.month()), t.day())
-    };
     if a.date() == b.date() {
-        format!("{} {} – {} UTC", date(a), clock(a), clock(b))
+        format!(
+            "{} {} – {} UTC",
+            ymd(a),
+            clock(a, seconds),
+            clock(b, seconds)
+        )
     } else {
-        format!("{} {} – {} {} UTC", date(a), clock(a), date(b), clock(b))
+        format!(
+            "{} {} – {} {} UTC",
+            ymd(a),
+            clock(a, seconds),
+            ymd(b),
+            clock(b, seconds)
+        )
     }
 }
 
 /// The UTC date of Unix milliseconds, `2026-11-22`.
 pub fn format_date(ms: i64) -> String {
-    let mut s = format_utc(ms);
-    s.truncate(10);
-    s
+    utc(ms).map_or_else(|| "—".to_owned(), ymd)
 }
 
 /// A duration in milliseconds the way a job table shows age: `45s`, `17m`,
