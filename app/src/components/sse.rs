@@ -1,5 +1,5 @@
-//! Server-sent events in the browser: live tables and log follow. On the
-//! server this does nothing; the first paint is the server's.
+//! Server-sent events in the browser, for the log pane's follow (live
+//! regions open their own). On the server this does nothing.
 
 #[cfg(feature = "hydrate")]
 use leptos::prelude::*;

@@ -175,8 +175,8 @@ impl BoardView {
         }
     }
 
-    /// What the server needs to fetch (display-only choices left out, so
-    /// changing them redraws without a round trip).
+    /// What the server needs to fetch (display-only choices, such as
+    /// smoothing and the y axis, are left out: they only change the drawing).
     pub fn query(&self) -> BoardQuery {
         BoardQuery {
             jobs: self.jobs.clone(),
