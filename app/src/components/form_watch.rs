@@ -19,13 +19,9 @@ where
 
     let changed = send_wrapper::SendWrapper::new(std::rc::Rc::new(changed));
     Effect::new(move |_| {
-        let Some(el) = inside.get() else { return };
-        let el: &web_sys::Element = el.unchecked_ref();
-        let Some(form) = el
-            .closest("form")
-            .ok()
-            .flatten()
-            .and_then(|f| f.dyn_into::<web_sys::HtmlFormElement>().ok())
+        let Some(form) = inside
+            .get()
+            .and_then(|el| enclosing_form(el.unchecked_ref()))
         else {
             return;
         };
@@ -40,6 +36,32 @@ where
         // The form lives as long as the page.
         listener.forget();
     });
+}
+
+/// The form `el` sits in.
+#[cfg(feature = "hydrate")]
+fn enclosing_form(el: &web_sys::Element) -> Option<web_sys::HtmlFormElement> {
+    use wasm_bindgen::JsCast;
+    el.closest("form").ok().flatten()?.dyn_into().ok()
+}
+
+/// A dialog's fields as a signal, starting from what the server rendered
+/// and following the form around the returned node (put it on the
+/// island's root element) as it is edited.
+pub fn watched_form<T>(initial: T) -> (RwSignal<T>, NodeRef<leptos::html::Div>)
+where
+    T: serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let form = RwSignal::new(initial);
+    let root = NodeRef::<leptos::html::Div>::new();
+    #[cfg(feature = "hydrate")]
+    watch(root, move |fields| {
+        // A field that does not read yet keeps the last good form.
+        if let Ok(f) = serde_json::from_value(fields) {
+            form.set(f);
+        }
+    });
+    (form, root)
 }
 
 /// The `form[...]` fields of `form` as a JSON object (an unticked checkbox
@@ -87,14 +109,7 @@ pub fn AutoApply() -> impl IntoView {
         use wasm_bindgen::closure::Closure;
         use wasm_bindgen::JsCast;
         Effect::new(move |_| {
-            let Some(el) = root.get() else { return };
-            let el: &web_sys::Element = el.unchecked_ref();
-            let Some(form) = el
-                .closest("form")
-                .ok()
-                .flatten()
-                .and_then(|f| f.dyn_into::<web_sys::HtmlFormElement>().ok())
-            else {
+            let Some(form) = root.get().and_then(|el| enclosing_form(el.unchecked_ref())) else {
                 return;
             };
             let submit = form.clone();

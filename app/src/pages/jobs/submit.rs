@@ -106,14 +106,7 @@ fn JobTotal(
 ) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     crate::island_hydrated();
-    let form = RwSignal::new(form);
-    let root = NodeRef::<leptos::html::Div>::new();
-    #[cfg(feature = "hydrate")]
-    crate::components::form_watch::watch(root, move |fields| {
-        if let Ok(f) = serde_json::from_value(fields) {
-            form.set(f);
-        }
-    });
+    let (form, root) = crate::components::form_watch::watched_form(form);
     let total = move || {
         form.with(|f| match f.to_spec().and_then(|s| s.totals()) {
             Ok(t) => format!(
