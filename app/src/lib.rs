@@ -4,6 +4,8 @@
 //! - [`error`]: the one error type that crosses the wire.
 //! - [`api`]: server functions (thin: take a port from context, call it).
 //! - [`ports`] (server only): the traits `server/` implements.
+//! - [`use_cases`] (server only): what server functions and REST both call
+//!   when a request needs more than one port (the quota-checked submit).
 //! - [`pages`] and [`components`]: the UI, rendered on the server; only its
 //!   islands (`#[island]`) are hydrated in the browser.
 
@@ -15,6 +17,8 @@ pub mod pages;
 #[cfg(feature = "ssr")]
 pub mod ports;
 pub mod routes;
+#[cfg(feature = "ssr")]
+pub mod use_cases;
 
 pub use routes::{shell, App};
 

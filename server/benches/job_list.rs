@@ -9,17 +9,13 @@
 //! `JOB_LIST_BENCH_JOBS`, `JOB_LIST_BENCH_CLIENTS`, `JOB_LIST_BENCH_SECONDS` change the load.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use app::models::{JobSpec, JobStatus, Resources, SignUpForm};
-use app::ports::{Accounts, Services};
-use server::access_keys::SqlAccessKeys;
+use app::models::{JobSpec, JobStatus, ReplicaResources, SignUpForm};
+use app::ports::Accounts;
 use server::accounts::SqlAccounts;
-use server::http::{router, AppState};
-use server::jobs::JobStore;
-use server::local::LocalCluster;
-use server::paddleboard::SqlMetrics;
+use server::console::{Config, Console};
+use server::storage::jobs::JobStore;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -38,12 +34,12 @@ fn spec(i: usize) -> JobSpec {
         env: vec![],
         num_ps: 2,
         num_trainers: 4,
-        ps: Resources {
+        ps: ReplicaResources {
             cpu: "1".into(),
             memory: "2Gi".into(),
             gpu: 0,
         },
-        trainer: Resources {
+        trainer: ReplicaResources {
             cpu: "4".into(),
             memory: "8Gi".into(),
             gpu: 1,
@@ -61,12 +57,12 @@ fn main() -> anyhow::Result<()> {
     let clients: usize = env_or("JOB_LIST_BENCH_CLIENTS", 8);
     let seconds: u64 = env_or("JOB_LIST_BENCH_SECONDS", 10);
     let dir = tempfile::tempdir()?;
-    let url =
-        std::env::var("BENCH_DATABASE_URL").unwrap_or_else(|_| server::db::default_url(dir.path()));
+    let url = std::env::var("BENCH_DATABASE_URL")
+        .unwrap_or_else(|_| server::storage::db::default_url(dir.path()));
 
     let runtime = tokio::runtime::Runtime::new()?;
     let (addr, cookie) = runtime.block_on(async {
-        let pool = server::db::connect(&url).await?;
+        let pool = server::storage::db::connect(&url).await?;
         let accounts = SqlAccounts::new(pool.clone());
         let me = accounts
             .create_account(SignUpForm {
@@ -106,48 +102,17 @@ fn main() -> anyhow::Result<()> {
             started.elapsed().as_secs_f64()
         );
 
-        let conf = leptos_config::get_configuration(Some(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../Leptos.toml"
-        )))?;
-        // The local executor, without a job of its own running: the rows
-        // above are records only, so nothing is started or recovered.
-        let cluster = LocalCluster::start(
-            JobStore::new(pool.clone()),
-            dir.path(),
-            Duration::from_secs(1),
-        )
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let (resources, quotas) = server::resources::SqlResources::embedded(
-            &pool,
-            Arc::new(server::resources::ResourceStore::new(pool.clone())),
-            5,
-        );
-        let assets: Arc<dyn app::ports::Assets> = Arc::new(server::assets::SqlAssets::new(
-            pool.clone(),
-            server::assets::objects::Objects::local(dir.path().join("objects"), 1 << 30)?,
-            dir.path().join("dataset-cache"),
-        ));
-        let serving = server::serving::ServingService::embedded(&pool, dir.path(), assets.clone());
-        let services = Services {
-            accounts,
-            access_keys: SqlAccessKeys::new(pool.clone()),
-            cluster: Arc::new(cluster),
-            metrics: Arc::new(SqlMetrics::new(pool.clone(), 1_000_000)),
-            assets: assets.clone(),
-            resources,
-            quotas,
-            serving: Arc::new(serving.clone()),
-            secure_cookies: false,
+        // The console on its embedded defaults, as `paddlecloud serve` runs
+        // it. No job of its own runs: the rows above are records only.
+        let site = server::cli::site_options(
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../Leptos.toml")),
+            None,
+        )?;
+        let config = Config {
+            metrics_cache_points: 1_000_000,
+            ..Config::embedded(site, dir.path().to_owned(), url.clone())
         };
-        let mlflow = server::mlflow::store::MlflowStore::new(pool.clone());
-        let app = router(AppState {
-            mlflow,
-            leptos: conf.leptos_options,
-            services,
-            serving,
-        });
+        let app = Console::build(config).await?.router();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         tokio::spawn(async move { axum::serve(listener, app).await });

@@ -33,7 +33,7 @@ fn main() -> anyhow::Result<()> {
     let mut times: Vec<Duration> = Vec::with_capacity(RUNS);
     for _ in 0..RUNS {
         let started = Instant::now();
-        let tail = runtime.block_on(server::logfile::tail(&path, LINES))?;
+        let tail = runtime.block_on(server::storage::logfile::tail(&path, LINES))?;
         times.push(started.elapsed());
         let lines = tail.iter().filter(|&&b| b == b'\n').count();
         anyhow::ensure!(lines == LINES, "got {lines} lines, not {LINES}");
@@ -63,7 +63,7 @@ fn write_log(path: &Path, target: u64) -> std::io::Result<u64> {
         // A new stamp every 1000 lines keeps writing fast; the tail does not
         // care about the values.
         if step.is_multiple_of(1000) {
-            stamp = server::logfile::format_timestamp(
+            stamp = server::storage::logfile::format_timestamp(
                 base + time::Duration::milliseconds(i64::try_from(step).unwrap_or(i64::MAX)),
             );
         }

@@ -15,17 +15,12 @@
 //! `cargo bench -p server --bench paddleboard`; `PADDLEBOARD_BENCH_SERIES`
 //! (default 100) changes the number of 100k series.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use app::models::SignUpForm;
-use app::ports::{Accounts, Services};
 use server::access_keys::SqlAccessKeys;
-use server::accounts::SqlAccounts;
-use server::http::{router, AppState};
-use server::jobs::JobStore;
-use server::local::LocalCluster;
-use server::paddleboard::SqlMetrics;
+use server::console::{Config, Console};
+use server::storage::jobs::JobStore;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
@@ -133,12 +128,22 @@ fn main() -> anyhow::Result<()> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(100);
     let dir = tempfile::tempdir()?;
-    let url =
-        std::env::var("BENCH_DATABASE_URL").unwrap_or_else(|_| server::db::default_url(dir.path()));
+    let url = std::env::var("BENCH_DATABASE_URL")
+        .unwrap_or_else(|_| server::storage::db::default_url(dir.path()));
     let runtime = tokio::runtime::Runtime::new()?;
     let (base, key) = runtime.block_on(async {
-        let pool = server::db::connect(&url).await?;
-        let accounts = SqlAccounts::new(pool.clone());
+        // The console as `paddlecloud serve` runs it, 50M points cached.
+        let site = server::cli::site_options(
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../Leptos.toml")),
+            None,
+        )?;
+        let config = Config {
+            metrics_cache_points: 50_000_000,
+            ..Config::embedded(site, dir.path().to_owned(), url.clone())
+        };
+        let console = Console::build(config).await?;
+        let pool = console.pool.clone();
+        let accounts = console.services.accounts.clone();
         let name = format!("bench{}", std::process::id());
         let me = accounts
             .create_account(SignUpForm {
@@ -154,13 +159,6 @@ fn main() -> anyhow::Result<()> {
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?
             .key;
-        let cluster = LocalCluster::start(
-            JobStore::new(pool.clone()),
-            dir.path(),
-            Duration::from_secs(1),
-        )
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
         for job in ["one-million", "hundred"] {
             let spec = app::models::JobSpec {
                 name: job.into(),
@@ -180,38 +178,7 @@ fn main() -> anyhow::Result<()> {
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
         }
-        let conf = leptos_config::get_configuration(Some(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../Leptos.toml"
-        )))?;
-        let (resources, quotas) = server::resources::SqlResources::embedded(
-            &pool,
-            Arc::new(server::resources::ResourceStore::new(pool.clone())),
-            5,
-        );
-        let assets: Arc<dyn app::ports::Assets> = Arc::new(server::assets::SqlAssets::new(
-            pool.clone(),
-            server::assets::objects::Objects::local(dir.path().join("objects"), 1 << 30)?,
-            dir.path().join("dataset-cache"),
-        ));
-        let serving = server::serving::ServingService::embedded(&pool, dir.path(), assets.clone());
-        let services = Services {
-            accounts,
-            access_keys: keys,
-            cluster: Arc::new(cluster),
-            metrics: Arc::new(SqlMetrics::new(pool.clone(), 50_000_000)),
-            assets: assets.clone(),
-            resources,
-            quotas,
-            serving: Arc::new(serving.clone()),
-            secure_cookies: false,
-        };
-        let app = router(AppState {
-            leptos: conf.leptos_options,
-            services,
-            mlflow: server::mlflow::store::MlflowStore::new(pool.clone()),
-            serving,
-        });
+        let app = console.router();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         tokio::spawn(async move { axum::serve(listener, app).await });

@@ -10,9 +10,10 @@ use app::ports::{Accounts, Credential, NewSession, Principal};
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
 use async_trait::async_trait;
-use sha2::{Digest, Sha256};
 use sqlx::AnyPool;
 
+use crate::storage::internal;
+use crate::storage::tokens::{random_token, token_hash};
 use crate::time::now_ms;
 
 /// How long a session lives without being used.
@@ -30,14 +31,6 @@ impl SqlAccounts {
     /// Wraps a migrated pool.
     pub fn new(pool: AnyPool) -> Arc<Self> {
         Arc::new(Self { pool })
-    }
-}
-
-/// Logs a database failure and hides it from the caller.
-pub(crate) fn internal(context: &'static str) -> impl FnOnce(sqlx::Error) -> AppError {
-    move |err| {
-        tracing::error!(error = %err, "{context}");
-        AppError::Internal
     }
 }
 
@@ -89,16 +82,6 @@ async fn decoy_hash() -> String {
     }
     let hash = hash_password(random_token()).await.unwrap_or_default();
     DECOY.get_or_init(|| hash).clone()
-}
-
-pub(crate) fn random_token() -> String {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).expect("the operating system's random source failed");
-    hex::encode(bytes)
-}
-
-pub(crate) fn token_hash(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
 }
 
 /// The columns every "who is this" query selects, in this order.

@@ -11,7 +11,7 @@ use app::ports::{Cluster, JobEvent, LogStream};
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
-use crate::jobs::JobStore;
+use crate::storage::jobs::JobStore;
 
 /// The default backend and the others jobs may have run on.
 pub struct Clusters {

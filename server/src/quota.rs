@@ -13,15 +13,17 @@ use app::ports::{Admission, Quotas};
 use async_trait::async_trait;
 use sqlx::{AnyConnection, AnyPool, Connection};
 
-use crate::accounts::internal;
-use crate::db::Engine;
-use crate::kubernetes::KubeCluster;
+use crate::backend::quota::ClusterQuota;
+use crate::storage::db::Engine;
+use crate::storage::internal;
 use crate::time::now_ms;
 
 /// Quotas on the console's database, mirrored to Kubernetes when jobs run there.
 pub struct SqlQuotas {
     pool: AnyPool,
-    kube: Option<Arc<KubeCluster>>,
+    /// Where quotas are mirrored and use is counted by the cluster itself
+    /// (the namespace's ResourceQuota on Kubernetes).
+    cluster: Option<Arc<dyn ClusterQuota>>,
     /// One lock per account for admissions within this process.
     admitting: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
 }
@@ -63,11 +65,12 @@ fn to_i64(v: Option<u64>) -> Option<i64> {
 }
 
 impl SqlQuotas {
-    /// On a migrated pool; `kube` also gets every quota as a ResourceQuota.
-    pub fn new(pool: AnyPool, kube: Option<Arc<KubeCluster>>) -> Self {
+    /// On a migrated pool; `cluster` also gets every quota (as a
+    /// ResourceQuota on Kubernetes) and counts what is used.
+    pub fn new(pool: AnyPool, cluster: Option<Arc<dyn ClusterQuota>>) -> Self {
         Self {
             pool,
-            kube,
+            cluster,
             admitting: Mutex::default(),
         }
     }
@@ -219,9 +222,9 @@ impl Quotas for SqlQuotas {
         let (quota, updated) = self.stored(account.id).await?;
         let (mut used, jobs) = self.requested(account.id).await?;
         let mut from = UsedFrom::Console;
-        if let Some(kube) = &self.kube {
+        if let Some(cluster) = &self.cluster {
             // The namespace's own count, when its quota controller has one.
-            if let Ok(Some(k)) = kube.quota_used(account).await {
+            if let Ok(Some(k)) = cluster.quota_used(account).await {
                 used = k;
                 from = UsedFrom::Kubernetes;
             }
@@ -277,9 +280,9 @@ impl Quotas for SqlQuotas {
         .execute(&mut *tx)
         .await
         .map_err(internal("set quota"))?;
-        if let Some(kube) = &self.kube {
+        if let Some(cluster) = &self.cluster {
             // Written before the commit: if the cluster refuses, nothing changes.
-            kube.set_quota(&account, &quota).await?;
+            cluster.set_quota(&account, &quota).await?;
         }
         tx.commit().await.map_err(internal("set quota"))?;
         tracing::info!(account = %account.name, by = %who.email, ?quota, "quota set");

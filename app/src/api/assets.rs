@@ -63,18 +63,6 @@ async fn reach(
 }
 
 #[cfg(feature = "ssr")]
-fn slot_of(kind: AssetKind, version: Option<u32>) -> Result<Slot, AppError> {
-    match (kind, version) {
-        (AssetKind::Dataset, _) => Ok(Slot::Dataset),
-        (AssetKind::Model, Some(v)) => Ok(Slot::Version(v)),
-        (AssetKind::Model, None) => Err(AppError::invalid(
-            "version",
-            "This model has no version yet.",
-        )),
-    }
-}
-
-#[cfg(feature = "ssr")]
 async fn view_of(
     viewer: &Viewer,
     r: AssetRef,
@@ -86,7 +74,8 @@ async fn view_of(
     let asset = assets.get(viewer, &r).await?;
     let dir = crate::models::validate_dir(&dir)?;
     let (versions, version) = match r.kind {
-        AssetKind::Dataset => (Vec::new(), None),
+        // A version asked of a dataset is refused, as on every way in.
+        AssetKind::Dataset => (Vec::new(), Slot::of(r.kind, version).map(|_| None)?),
         AssetKind::Model => {
             let versions = assets.versions(viewer, &r).await?;
             let shown = version.or_else(|| {
@@ -103,7 +92,7 @@ async fn view_of(
         (AssetKind::Model, None) => Vec::new(),
         _ => {
             assets
-                .list_dir(viewer, &r, slot_of(r.kind, version)?, &dir)
+                .list_dir(viewer, &r, Slot::of(r.kind, version)?, &dir)
                 .await?
         }
     };
@@ -131,7 +120,7 @@ async fn preview_of(
     use futures_util::StreamExt;
     let assets = services()?.assets;
     let mut file = assets
-        .open_file(viewer, &r, slot_of(r.kind, version)?, &path, None)
+        .open_file(viewer, &r, Slot::of(r.kind, version)?, &path, None)
         .await?;
     // Reads the head only; dropping the stream stops the rest.
     let mut head = Vec::new();
@@ -184,7 +173,7 @@ pub async fn change_asset(asset: AssetRef, change: AssetChange) -> Result<(), Ap
             return Ok(());
         }
         AssetOp::DeletePath => {
-            let slot = slot_of(asset.kind, version)?;
+            let slot = Slot::of(asset.kind, version)?;
             assets.delete_path(&me, &asset, slot, &change.path).await?;
             back.push(("file", None));
         }

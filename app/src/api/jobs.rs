@@ -28,29 +28,10 @@ pub async fn list_jobs(query: JobQuery) -> Result<JobPage, AppError> {
 pub async fn submit_job(form: JobForm) -> Result<Job, AppError> {
     let who = principal()?;
     let spec = form.to_spec()?;
-    let job = submit_within_quota(&services()?, &who.me, spec).await?;
+    let job = crate::use_cases::submit_within_quota(&services()?, &who.me, spec).await?;
     tracing::info!(account = %who.me.account.name, job = %job.name, user = %who.me.email, "job submitted");
     redirect_back_without("submit", "/jobs")?;
     Ok(job)
-}
-
-/// Submits `spec` if the account's quota has room for it, with a message
-/// saying what is over and by how much if not. Every way of submitting
-/// (dialog, REST, CLI, SDK) comes through here.
-#[cfg(feature = "ssr")]
-pub async fn submit_within_quota(
-    services: &crate::ports::Services,
-    me: &crate::models::Me,
-    spec: crate::models::JobSpec,
-) -> Result<Job, AppError> {
-    let totals = spec.totals()?;
-    let _admission = services.quotas.admission(&me.account).await?;
-    services
-        .quotas
-        .quota_use(&me.account)
-        .await?
-        .admit(totals)?;
-    services.cluster.submit(me, spec).await
 }
 
 /// Stops a job (every replica), keeping its record and logs.

@@ -72,29 +72,10 @@ pub async fn serving_models() -> Result<Vec<ModelChoice>, AppError> {
 pub async fn launch_serving(form: ServingForm) -> Result<ServingInstance, AppError> {
     let who = principal()?;
     let spec = form.to_spec()?;
-    let done = launch_within_quota(&services()?, &who.me, spec).await?;
+    let done = crate::use_cases::launch_within_quota(&services()?, &who.me, spec).await?;
     tracing::info!(account = %who.me.account.name, serving = %done.name, user = %who.me.email, "serving launched");
     redirect_back_without("launch", "/serving")?;
     Ok(done)
-}
-
-/// Launches `spec` if the account's quota has room for all the replicas it
-/// may run, with a message saying what is over and by how much if not.
-/// Every way of launching (dialog, REST, CLI, SDK) comes through here.
-#[cfg(feature = "ssr")]
-pub async fn launch_within_quota(
-    services: &crate::ports::Services,
-    me: &crate::models::Me,
-    spec: crate::models::ServingSpec,
-) -> Result<ServingInstance, AppError> {
-    spec.validate()?;
-    let _admission = services.quotas.admission(&me.account).await?;
-    services
-        .quotas
-        .quota_use(&me.account)
-        .await?
-        .admit_serving(spec.totals()?)?;
-    services.serving.launch(me, spec).await
 }
 
 /// Scales an instance to `replicas` (a number typed in the table).
@@ -108,35 +89,7 @@ pub async fn scale_serving(name: String, replicas: String) -> Result<ServingInst
         replicas: Some(n),
         autoscale: None,
     };
-    scale_within_quota(&services()?, &who.me, &name, scale).await
-}
-
-/// Scales an instance if the quota has room for what it grows by.
-#[cfg(feature = "ssr")]
-pub async fn scale_within_quota(
-    services: &crate::ports::Services,
-    me: &crate::models::Me,
-    name: &str,
-    scale: crate::models::Scale,
-) -> Result<ServingInstance, AppError> {
-    let _admission = services.quotas.admission(&me.account).await?;
-    let current = services.serving.get(&me.account, name).await?;
-    let mut grown = current.spec.clone();
-    scale.apply(&mut grown)?;
-    let (before, after) = (current.spec.totals()?, grown.totals()?);
-    if current.status.is_active() && after != before {
-        let extra = crate::models::ResourceTotals {
-            cpu_millis: after.cpu_millis.saturating_sub(before.cpu_millis),
-            memory_bytes: after.memory_bytes.saturating_sub(before.memory_bytes),
-            gpu: after.gpu.saturating_sub(before.gpu),
-        };
-        services
-            .quotas
-            .quota_use(&me.account)
-            .await?
-            .admit_serving(extra)?;
-    }
-    services.serving.scale(&me.account, name, scale).await
+    crate::use_cases::scale_within_quota(&services()?, &who.me, &name, scale).await
 }
 
 /// Stops an instance (every replica), keeping its record.

@@ -19,7 +19,7 @@ pub async fn resource_charts(
 ) -> Result<JobResources, AppError> {
     let who = principal()?;
     services()?
-        .resources
+        .resource_charts
         .job_resources(&who.me.account, &job, from, to)
         .await
 }

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::jobs::{JobSpec, Resources};
+use super::jobs::{JobSpec, ReplicaResources};
 use crate::error::AppError;
 
 /// What the submit dialog posts: every field a string, as forms send them.
@@ -115,12 +115,12 @@ impl JobForm {
             env,
             num_ps: count("num_ps", &self.num_ps, "parameter servers")?,
             num_trainers: count("num_trainers", &self.num_trainers, "trainers")?,
-            ps: Resources {
+            ps: ReplicaResources {
                 cpu: self.ps_cpu.clone(),
                 memory: self.ps_memory.clone(),
                 gpu: 0,
             },
-            trainer: Resources {
+            trainer: ReplicaResources {
                 cpu: self.trainer_cpu.clone(),
                 memory: self.trainer_memory.clone(),
                 gpu,

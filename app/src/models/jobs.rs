@@ -60,7 +60,7 @@ impl JobRole {
 /// What one replica of a role asks for, as Kubernetes quantities.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
-pub struct Resources {
+pub struct ReplicaResources {
     /// CPU, e.g. `500m` or `2`.
     pub cpu: String,
     /// Memory, e.g. `4Gi`.
@@ -70,7 +70,7 @@ pub struct Resources {
     pub gpu: u32,
 }
 
-impl Default for Resources {
+impl Default for ReplicaResources {
     fn default() -> Self {
         Self {
             cpu: "1".into(),
@@ -104,7 +104,7 @@ impl ResourceTotals {
     }
 }
 
-impl Resources {
+impl ReplicaResources {
     /// Parses the quantities; `role` names the form fields (`ps` or `trainer`).
     pub fn totals(&self, role: &str) -> Result<ResourceTotals, AppError> {
         Ok(ResourceTotals {
@@ -154,10 +154,10 @@ pub struct JobSpec {
     pub num_trainers: u32,
     /// Per parameter server.
     #[serde(default)]
-    pub ps: Resources,
+    pub ps: ReplicaResources,
     /// Per trainer.
     #[serde(default)]
-    pub trainer: Resources,
+    pub trainer: ReplicaResources,
     /// Datasets the job reads: names of the account's own, or `owner/name`
     /// of one shared with it or public. Each replica finds them through
     /// `PADDLE_DATASET_DIR` (the first) and `PADDLE_DATASET_DIR_<NAME>`.
@@ -549,12 +549,12 @@ mod tests {
             env: vec![],
             num_ps: 2,
             num_trainers: 3,
-            ps: Resources {
+            ps: ReplicaResources {
                 cpu: "500m".into(),
                 memory: "1Gi".into(),
                 gpu: 0,
             },
-            trainer: Resources {
+            trainer: ReplicaResources {
                 cpu: "2".into(),
                 memory: "4Gi".into(),
                 gpu: 1,

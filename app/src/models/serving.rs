@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::jobs::{validate_job_name, EnvVar, ResourceTotals, Resources, RESERVED_ENV};
+use super::jobs::{validate_job_name, EnvVar, ReplicaResources, ResourceTotals, RESERVED_ENV};
 use crate::error::AppError;
 
 /// The most replicas one instance may ask for.
@@ -56,7 +56,7 @@ pub struct ServingSpec {
     /// Replicas to run (with autoscaling: to start with).
     pub replicas: u32,
     /// What each replica asks for.
-    pub resources: Resources,
+    pub resources: ReplicaResources,
     /// Scale with CPU load between bounds.
     #[serde(default)]
     pub autoscale: Option<Autoscale>,
@@ -427,7 +427,7 @@ mod tests {
             image: String::new(),
             env: vec![],
             replicas: 2,
-            resources: Resources {
+            resources: ReplicaResources {
                 cpu: "500m".into(),
                 memory: "1Gi".into(),
                 gpu: 0,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::job_form::split_command;
-use super::jobs::{EnvVar, ResourceTotals, Resources};
+use super::jobs::{EnvVar, ReplicaResources, ResourceTotals};
 use super::serving::{Autoscale, ServingSpec};
 use crate::error::AppError;
 
@@ -109,7 +109,7 @@ impl ServingForm {
             image: self.image.trim().to_owned(),
             env: parse_env_lines(&self.env)?,
             replicas,
-            resources: Resources {
+            resources: ReplicaResources {
                 cpu: self.cpu.trim().to_owned(),
                 memory: self.memory.trim().to_owned(),
                 gpu,
@@ -129,7 +129,7 @@ impl ServingForm {
             "" => 0,
             g => number("resources.gpu", g, "The number of GPUs")?,
         };
-        let per = Resources {
+        let per = ReplicaResources {
             cpu: self.cpu.trim().to_owned(),
             memory: self.memory.trim().to_owned(),
             gpu,

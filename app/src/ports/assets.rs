@@ -37,6 +37,25 @@ pub enum Slot {
     Version(u32),
 }
 
+impl Slot {
+    /// The one rule for what a request's `version` addresses, on every way
+    /// in (pages, REST, the upload form): a dataset has no versions, a
+    /// model's files are always those of one version.
+    pub fn of(kind: AssetKind, version: Option<u32>) -> Result<Self, AppError> {
+        match (kind, version) {
+            (AssetKind::Dataset, None) => Ok(Self::Dataset),
+            (AssetKind::Model, Some(v)) => Ok(Self::Version(v)),
+            (AssetKind::Model, None) => Err(AppError::invalid(
+                "version",
+                "Say which version of the model: ?version=N.",
+            )),
+            (AssetKind::Dataset, Some(_)) => {
+                Err(AppError::invalid("version", "Datasets have no versions."))
+            }
+        }
+    }
+}
+
 /// Part of a file to read: `bytes=start-end` (inclusive end), or from `start`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ByteRange {

@@ -1,6 +1,6 @@
 //! Where jobs run. Implemented by the local executor (real processes on this
 //! machine) and by the Kubernetes backend, with one contract test suite
-//! (`server/tests/cluster_contract.rs`) that both must pass.
+//! (`server/tests/it/cluster_contract.rs`) that both must pass.
 
 use std::pin::Pin;
 

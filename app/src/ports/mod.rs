@@ -33,8 +33,8 @@ pub struct Services {
     pub metrics: Arc<dyn Metrics>,
     /// Datasets and models.
     pub assets: Arc<dyn Assets>,
-    /// What jobs use over time.
-    pub resources: Arc<dyn Resources>,
+    /// What jobs use over time, as charts.
+    pub resource_charts: Arc<dyn ResourceCharts>,
     /// Accounts' quotas and usage hours.
     pub quotas: Arc<dyn Quotas>,
     /// Models served over HTTP.

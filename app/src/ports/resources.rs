@@ -7,7 +7,7 @@ use crate::models::{Account, JobResources, Me, Quota, QuotaUse, UsageReport};
 
 /// A job's resource use over time, always within one account.
 #[async_trait]
-pub trait Resources: Send + Sync {
+pub trait ResourceCharts: Send + Sync {
     /// Every metric of the job's pods over `[from, to]` (Unix seconds; by
     /// default the job's whole run up to now), about
     /// [`crate::models::RESOURCE_CHART_POINTS`] points per pod.

@@ -24,7 +24,7 @@ pub struct ServingEvent {
 pub trait Serving: Send + Sync {
     /// Resolves the model, checks the spec and starts the replicas; the
     /// instance is Pending until they answer. The quota check is the
-    /// caller's (`app::api::serving::launch_within_quota`).
+    /// caller's (`app::use_cases::launch_within_quota`).
     async fn launch(&self, by: &Me, spec: ServingSpec) -> Result<ServingInstance, AppError>;
     /// The account's instances, newest first, with their last minute's traffic.
     async fn list(&self, account: &Account) -> Result<ServingList, AppError>;

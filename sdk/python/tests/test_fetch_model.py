@@ -5,7 +5,7 @@ instance's pods, against a stand-in console.
 console answers (`archive.zip` streamed as a zip, `files/{path}` with a
 Content-Length, errors as `{"error": {"code", "message", "field"}}` with a 4xx or
 5xx, 401 for a wrong Bearer token). The real API, and this script inside a real pod,
-are tested by the Rust test server/tests/kube_serving.rs; here the script's own
+are tested by the Rust test server/tests/it/kube_serving.rs; here the script's own
 behaviour is checked: what lands in the folder, what is asked, what is retried, what
 is said. Standard library only, no network beyond 127.0.0.1, no real waits.
 

@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 
 use super::store::AssetRow;
 use super::SqlAssets;
-use crate::accounts::random_token;
+use crate::storage::tokens::random_token;
 
 impl SqlAssets {
     /// The local folder that holds `version` (0: a dataset's files) of `row`.

@@ -21,7 +21,8 @@ use app::ports::{Assets, ByteRange, ByteStream, OpenFile, Slot, Viewer};
 use async_trait::async_trait;
 use object_store::path::Path;
 
-use crate::accounts::{internal, random_token, token_hash};
+use crate::storage::internal;
+use crate::storage::tokens::{random_token, token_hash};
 use crate::time::now_ms;
 pub use folder::folder;
 use objects::Objects;

@@ -4,7 +4,7 @@ use app::error::AppError;
 use app::models::{Access, Asset, AssetKind, AssetRef, FileEntry, ModelVersion, Share};
 use sqlx::AnyPool;
 
-use crate::accounts::internal;
+use crate::storage::internal;
 
 /// An asset row with the ids the store addresses it by.
 #[derive(Debug, Clone)]

@@ -8,28 +8,19 @@ mod serving;
 use std::io::BufRead;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use app::models::{Credentials, SignUpForm};
-use app::ports::{Accounts, Services};
+use app::ports::Accounts;
 use clap::{Args, Parser, Subcommand};
 
 pub use self::remote::{JobNameArgs, JobsArgs, LogsArgs, RemoteArgs, SubmitArgs};
 use crate::access_keys::SqlAccessKeys;
 use crate::accounts::SqlAccounts;
-use crate::assets::objects::Objects;
-use crate::assets::SqlAssets;
-use crate::db;
-use crate::http::{router, AppState};
-use crate::jobs::JobStore;
-use crate::kubernetes::KubeCluster;
-use crate::local::LocalCluster;
-use crate::mlflow::store::MlflowStore;
-use crate::paddleboard::SqlMetrics;
-use crate::quota::SqlQuotas;
-use crate::resources::{ResourceStore, SqlResources};
+use crate::console::{ClusterChoice, Config, Console, Storage};
+use crate::kubernetes::KubeAccess;
+use crate::storage::db;
 
 /// PaddleCloud Console: run, watch and serve PaddlePaddle work on a cluster.
 #[derive(Debug, Parser)]
@@ -271,139 +262,117 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(&args.log_format)?;
     // One TLS crypto provider for every client (S3, Kubernetes): ring.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    if !args.leptos_config.exists() {
-        bail!(
-            "site configuration {} not found: run from the repository root or pass --leptos-config",
-            args.leptos_config.display()
-        );
-    }
-    let config = leptos_config::get_configuration(Some(
-        args.leptos_config
-            .to_str()
-            .context("config path is not UTF-8")?,
-    ))
-    .context("reading the site configuration")?;
-    let mut leptos = config.leptos_options;
-    if let Some(addr) = args.addr {
-        leptos.site_addr = addr;
-    }
-    let url = args.storage.database_url();
-    let pool = db::connect(&url).await?;
-    tracing::info!(database = %db::redact(&url), "database ready");
-    let grace = Duration::from_secs(args.stop_grace);
-    let cluster = LocalCluster::start(JobStore::new(pool.clone()), &args.storage.data_dir, grace)
-        .await
-        .map_err(|err| anyhow::anyhow!("starting the local executor: {err}"))?;
-    let addr = leptos.site_addr;
+    let site = site_options(&args.leptos_config, args.addr)?;
+    let addr = site.site_addr;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("listening on {addr}"))?;
     let local = listener.local_addr()?;
-    let console_url = args
+    let public_url = args
         .public_url
         .clone()
         .unwrap_or_else(|| reachable_url(local));
-    cluster.set_console_url(console_url.clone());
-    let pool_for_mlflow = pool.clone();
-    let metrics: Arc<SqlMetrics> =
-        Arc::new(SqlMetrics::new(pool.clone(), args.metrics_cache_points));
-    cluster.set_metrics(metrics.clone());
-    let storage = args
-        .storage_url
-        .clone()
-        .unwrap_or_else(|| args.storage.data_dir.join("objects").display().to_string());
-    let objects = Objects::from_setting(&storage, args.max_upload_bytes)
-        .with_context(|| format!("opening the file storage {storage}"))?;
-    let assets = Arc::new(SqlAssets::new(
-        pool.clone(),
-        objects,
-        args.storage.data_dir.join("dataset-cache"),
-    ));
-    cluster.set_assets(assets.clone());
-    let samples = Arc::new(ResourceStore::new(pool.clone()));
-    SqlResources::spawn_pruning(samples.clone(), args.resource_keep_days);
-    cluster.set_sampler(
-        samples.clone(),
-        Duration::from_secs(args.sample_secs.into()),
-    );
-    let mut kube_backend = None;
-    let cluster: Arc<dyn app::ports::Cluster> = if args.cluster == "kube" {
-        let kube = KubeCluster::connect(JobStore::new(pool.clone()), &args.storage.data_dir, grace)
-            .await
-            .context("connecting to Kubernetes (KUBECONFIG, ~/.kube/config or the in-cluster service account)")?;
-        kube.set_console_url(console_url);
-        tracing::info!(cluster = %app::ports::Cluster::name(&kube), "jobs run on Kubernetes");
-        let kube = Arc::new(kube);
-        kube_backend = Some(kube.clone());
-        // Jobs that ran locally (before, or MLflow runs) stay controllable.
-        Arc::new(crate::clusters::Clusters::new(
-            kube,
-            vec![Arc::new(cluster)],
-            JobStore::new(pool.clone()),
-        ))
-    } else {
-        Arc::new(cluster)
-    };
-    // Without Prometheus, jobs on Kubernetes are charted from the cluster's
-    // metrics API (metrics-server), sampled into the database.
-    let metrics_api = match (&kube_backend, &args.prometheus_url) {
-        (Some(kube), None) => Some(kube.sample_metrics_api(
-            samples.clone(),
-            Duration::from_secs(args.sample_secs.into()),
-        )),
-        _ => None,
-    };
-    let mut resources = SqlResources::new(
-        pool.clone(),
-        samples,
-        args.sample_secs,
-        args.prometheus_url.as_deref(),
-    )
-    .context("--prometheus-url")?;
-    if let Some(api) = metrics_api {
-        resources = resources.with_metrics_api(api);
-    }
-    let serving_backend: Arc<dyn crate::serving::Backend> = match &kube_backend {
-        Some(kube) => Arc::new(crate::kubernetes::serving::KubeServing::new(kube)),
-        None => Arc::new(crate::serving::local::LocalServing::new(
-            &args.storage.data_dir,
-            args.serving_python.clone(),
-            grace,
-        )),
-    };
-    let serving = crate::serving::ServingService::new(
-        pool.clone(),
-        serving_backend,
-        assets.clone(),
-        Duration::from_secs(u64::from(args.resource_keep_days) * 86_400),
-    );
-    serving
-        .recover()
-        .await
-        .map_err(|err| anyhow::anyhow!("bringing back serving instances: {err}"))?;
-    let services = Services {
-        accounts: SqlAccounts::new(pool.clone()),
-        access_keys: SqlAccessKeys::new(pool.clone()),
-        cluster,
-        metrics,
-        assets,
-        resources: Arc::new(resources),
-        quotas: Arc::new(SqlQuotas::new(pool, kube_backend)),
-        serving: Arc::new(serving.clone()),
-        secure_cookies: args.secure_cookies,
-    };
-    let app = router(AppState {
-        leptos,
-        services,
-        mlflow: MlflowStore::new(pool_for_mlflow),
-        serving,
-    });
+    let console = Console::build(args.config(site, public_url)?).await?;
+    let app = console.router();
     tracing::info!(url = %format!("http://{local}"), "PaddleCloud Console is up");
     println!("PaddleCloud Console: http://{local}  (sign up at http://{local}/signup)");
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     Ok(())
+}
+
+/// The site settings of `Leptos.toml` at `path`, listening on `addr` if given.
+pub fn site_options(
+    path: &std::path::Path,
+    addr: Option<SocketAddr>,
+) -> anyhow::Result<leptos::prelude::LeptosOptions> {
+    if !path.exists() {
+        bail!(
+            "site configuration {} not found: run from the repository root or pass --leptos-config",
+            path.display()
+        );
+    }
+    let config =
+        leptos_config::get_configuration(Some(path.to_str().context("config path is not UTF-8")?))
+            .context("reading the site configuration")?;
+    let mut site = config.leptos_options;
+    if let Some(addr) = addr {
+        site.site_addr = addr;
+    }
+    Ok(site)
+}
+
+/// Variables passed through from the console's environment to the replicas
+/// it runs; nothing else of it (database URLs, keys) reaches a job.
+const PASSED_THROUGH: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER"];
+
+/// What replicas inherit of this process's environment: [`PASSED_THROUGH`].
+pub fn inherited_env() -> Vec<(String, String)> {
+    PASSED_THROUGH
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_owned(), v)))
+        .collect()
+}
+
+/// This process's `AWS_*` variables, for S3 storage (`vars()` would panic
+/// on a variable that is not UTF-8: those are skipped).
+fn aws_env() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| k.starts_with("AWS_"))
+        .collect()
+}
+
+/// The cluster `--cluster` names: for `kube`, the kubeconfig of
+/// `KUBECONFIG` or `~/.kube/config`, else the in-cluster service account.
+fn cluster_choice(cluster: &str) -> ClusterChoice {
+    if cluster != "kube" {
+        return ClusterChoice::Local;
+    }
+    let access = match kube::config::Kubeconfig::read() {
+        Ok(kubeconfig) => KubeAccess::Kubeconfig(Box::new(kubeconfig)),
+        Err(_) => KubeAccess::InCluster,
+    };
+    ClusterChoice::Kube {
+        access,
+        serving_model_root: None,
+    }
+}
+
+impl ServeArgs {
+    /// The console's configuration from these flags (and the environment
+    /// variables the CLI reads), serving `site` at `public_url`.
+    pub fn config(
+        &self,
+        site: leptos::prelude::LeptosOptions,
+        public_url: String,
+    ) -> anyhow::Result<Config> {
+        let data_dir = self.storage.data_dir.clone();
+        Ok(Config {
+            storage: Storage::Setting {
+                url: self
+                    .storage_url
+                    .clone()
+                    .unwrap_or_else(|| data_dir.join("objects").display().to_string()),
+                aws_env: aws_env(),
+            },
+            database_url: self.storage.database_url(),
+            cluster: cluster_choice(&self.cluster),
+            stop_grace: Duration::from_secs(self.stop_grace),
+            public_url: Some(public_url),
+            secure_cookies: self.secure_cookies,
+            metrics_cache_points: self.metrics_cache_points,
+            max_upload_bytes: self.max_upload_bytes,
+            sample_secs: self.sample_secs,
+            resource_keep_days: self.resource_keep_days,
+            prometheus_url: self.prometheus_url.clone(),
+            serving_python: self.serving_python.clone(),
+            inherited_env: inherited_env(),
+            site,
+            data_dir,
+        })
+    }
 }
 
 /// The address jobs on this machine reach the console at: a wildcard

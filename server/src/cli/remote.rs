@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use app::models::time::format_age;
-use app::models::{EnvVar, Job, JobSort, JobSpec, JobStatus, Resources};
+use app::models::{EnvVar, Job, JobSort, JobSpec, JobStatus, ReplicaResources};
 use clap::Args;
 
 use crate::api_client::{credentials_path, ApiClient};
@@ -179,12 +179,12 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
             .collect::<anyhow::Result<_>>()?,
         num_ps: args.ps,
         num_trainers: args.trainers,
-        ps: Resources {
+        ps: ReplicaResources {
             cpu: args.ps_cpu,
             memory: args.ps_memory,
             gpu: 0,
         },
-        trainer: Resources {
+        trainer: ReplicaResources {
             cpu: args.trainer_cpu,
             memory: args.trainer_memory,
             gpu: args.trainer_gpu,

@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use app::models::quantity::{format_cpu, format_memory};
-use app::models::{Autoscale, Resources, Scale, ServingInstance, ServingSpec, ServingStatus};
+use app::models::{
+    Autoscale, ReplicaResources, Scale, ServingInstance, ServingSpec, ServingStatus,
+};
 use clap::{Args, Subcommand};
 
 use super::remote::RemoteArgs;
@@ -173,7 +175,7 @@ pub fn run(command: ServingCommand) -> anyhow::Result<()> {
                 image: args.image,
                 env: vec![],
                 replicas: args.replicas,
-                resources: Resources {
+                resources: ReplicaResources {
                     cpu: args.cpu,
                     memory: args.memory,
                     gpu: args.gpu,

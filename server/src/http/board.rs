@@ -9,12 +9,12 @@ use app::models::board::BoardView;
 use app::ports::Principal;
 use axum::extract::{RawQuery, State};
 use axum::response::sse::Event;
-use axum::response::{IntoResponse, Response};
-use axum::Extension;
+use axum::response::Response;
 use http::{header, HeaderValue};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::api_error::ApiError;
+use super::caller::Caller;
 use super::rest::metrics::csv_value;
 use super::AppState;
 
@@ -33,23 +33,13 @@ fn all(pairs: &[(String, String)], key: &str) -> Vec<String> {
         .collect()
 }
 
-fn caller(principal: Option<Extension<Principal>>) -> Result<Principal, ApiError> {
-    principal
-        .map(|Extension(p)| p)
-        .ok_or(ApiError(AppError::Unauthenticated))
-}
-
 /// `GET /events/metrics?job=a&job=b`: a message (the job's name) whenever
 /// one of these jobs of the caller gets new points.
 pub async fn events(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let who = match caller(principal) {
-        Ok(who) => who,
-        Err(err) => return err.into_response(),
-    };
     let jobs = all(&pairs(query), "job");
     let account_id = who.me.account.id;
     let receiver = state.services.metrics.subscribe();
@@ -132,10 +122,9 @@ fn file_safe(s: &str) -> String {
 /// `GET /paddleboard/export.csv?job=a&job=b&tag=loss`: one chart's points.
 pub async fn export_csv(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let who = caller(principal)?;
     let pairs = pairs(query);
     let tag = all(&pairs, "tag").into_iter().next().ok_or_else(|| {
         ApiError(AppError::invalid(
@@ -155,10 +144,9 @@ pub async fn export_csv(
 /// its tag filter), one CSV per tag.
 pub async fn export_zip(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let who = caller(principal)?;
     let pairs = pairs(query);
     let view = BoardView::from_params(
         |k| pairs.iter().find(|(a, _)| a == k).map(|(_, v)| v.clone()),

@@ -4,29 +4,21 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use app::error::AppError;
 use app::models::LogRequest;
-use app::ports::Principal;
 use axum::extract::{Query, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
 use futures_util::{Stream, StreamExt};
 use serde::Deserialize;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::api_error::ApiError;
+use super::caller::Caller;
 use super::AppState;
 
 /// `GET /events/jobs`: one message (data: the job's name) per change to
 /// any of the caller's jobs.
-pub async fn jobs(
-    State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
-) -> Response {
-    let Some(Extension(who)) = principal else {
-        return ApiError(AppError::Unauthenticated).into_response();
-    };
+pub async fn jobs(State(state): State<AppState>, Caller(who): Caller) -> Response {
     let receiver = state.services.cluster.subscribe();
     sse(names_of(receiver, who.me.account.id, |ev| {
         (ev.account_id, ev.job)
@@ -35,13 +27,7 @@ pub async fn jobs(
 
 /// `GET /events/serving`: one message (data: the instance's name) per
 /// change to any of the caller's serving instances.
-pub async fn serving(
-    State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
-) -> Response {
-    let Some(Extension(who)) = principal else {
-        return ApiError(AppError::Unauthenticated).into_response();
-    };
+pub async fn serving(State(state): State<AppState>, Caller(who): Caller) -> Response {
     let receiver = state.services.serving.subscribe();
     sse(names_of(receiver, who.me.account.id, |ev| {
         (ev.account_id, ev.name)
@@ -92,12 +78,9 @@ pub struct LogParams {
 /// the pod ends.
 pub async fn log(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Query(params): Query<LogParams>,
 ) -> Response {
-    let Some(Extension(who)) = principal else {
-        return ApiError(AppError::Unauthenticated).into_response();
-    };
     let request = LogRequest {
         tail: Some(params.tail.unwrap_or(500).min(10_000)),
         follow: true,

@@ -7,14 +7,14 @@
 use app::api::context::site_url;
 use app::models::{Credentials, CREDENTIALS_FILE};
 use app::pages::access_keys::KEY_ERROR_PARAM;
-use app::ports::Principal;
 use axum::extract::rejection::FormRejection;
 use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::{Extension, Form};
+use axum::Form;
 use http::{header, HeaderValue};
 use serde::Deserialize;
 
+use super::caller::Caller;
 use super::AppState;
 
 /// The form's one field.
@@ -29,11 +29,11 @@ pub struct KeyForm {
 /// back to the form with the reason.
 pub async fn create(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    caller: Option<Caller>,
     parts: http::request::Parts,
     form: Result<Form<KeyForm>, FormRejection>,
 ) -> Response {
-    let Some(Extension(who)) = principal else {
+    let Some(Caller(who)) = caller else {
         return Redirect::to("/login?next=%2Faccount").into_response();
     };
     let name = form.map(|Form(f)| f.name).unwrap_or_default();

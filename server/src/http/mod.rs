@@ -3,9 +3,12 @@
 
 pub(crate) mod api_error;
 mod board;
+mod caller;
 mod events;
 mod keys;
+mod mlflow;
 mod rest;
+mod serve;
 mod session;
 mod status;
 mod uploads;
@@ -53,11 +56,11 @@ pub fn router(state: AppState) -> Router {
         .route("/events/serving", get(events::serving))
         .route(
             "/serve/{account}/{name}",
-            axum::routing::any(crate::serving::proxy::forward),
+            axum::routing::any(serve::forward),
         )
         .route(
             "/serve/{account}/{name}/{*path}",
-            axum::routing::any(crate::serving::proxy::forward),
+            axum::routing::any(serve::forward),
         )
         .route("/events/log", get(events::log))
         .route("/account/keys", axum::routing::post(keys::create))
@@ -70,7 +73,7 @@ pub fn router(state: AppState) -> Router {
             axum::routing::post(uploads::upload).layer(axum::extract::DefaultBodyLimit::disable()),
         )
         .merge(rest::router())
-        .merge(crate::mlflow::router().layer(axum::extract::DefaultBodyLimit::max(8 * 1024 * 1024)))
+        .merge(mlflow::router().layer(axum::extract::DefaultBodyLimit::max(8 * 1024 * 1024)))
         .route(
             "/api/{*fn_name}",
             get(server_fn_handler).post(server_fn_handler),

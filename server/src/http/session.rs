@@ -120,7 +120,7 @@ fn serving_token_may(model: &str, method: &Method, path: &str) -> bool {
 
 /// An API error in the shape the caller's client reads: MLflow's for the
 /// MLflow tracking API, ours everywhere else.
-fn refuse(path: &str, err: AppError) -> Response {
+pub(super) fn refuse(path: &str, err: AppError) -> Response {
     if path.starts_with(MLFLOW_API) {
         crate::mlflow::wire::MlflowError::from(err).into_response()
     } else {

@@ -9,10 +9,10 @@ use app::models::{validate_dir, AssetKind, AssetRef};
 use app::ports::{ByteStream, Principal, Slot};
 use axum::extract::{Multipart, Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Extension;
 use serde::Deserialize;
 
 use super::api_error::ApiError;
+use super::caller::Caller;
 use super::AppState;
 
 /// Where the files go.
@@ -28,7 +28,7 @@ pub struct Target {
 /// Streams every file of the form into the asset, then back to the page.
 pub async fn upload(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    caller: Option<Caller>,
     Path((kind, owner, name)): Path<(String, String, String)>,
     Query(target): Query<Target>,
     multipart: Multipart,
@@ -47,9 +47,9 @@ pub async fn upload(
     if !target.dir.is_empty() {
         query.push(format!("dir={}", app::models::url::encode(&target.dir)));
     }
-    let outcome = match principal {
+    let outcome = match caller {
         None => Err(AppError::Unauthenticated),
-        Some(Extension(who)) => store_parts(&state, &who, &r, &target, multipart).await,
+        Some(Caller(who)) => store_parts(&state, &who, &r, &target, multipart).await,
     };
     match outcome {
         Ok(count) => query.push(format!("uploaded={count}")),
@@ -72,16 +72,7 @@ async fn store_parts(
     mut multipart: Multipart,
 ) -> Result<usize, AppError> {
     let dir = validate_dir(&target.dir)?;
-    let slot = match (r.kind, target.version) {
-        (AssetKind::Dataset, _) => Slot::Dataset,
-        (AssetKind::Model, Some(v)) => Slot::Version(v),
-        (AssetKind::Model, None) => {
-            return Err(AppError::invalid(
-                "version",
-                "Say which version the files are for.",
-            ))
-        }
-    };
+    let slot = Slot::of(r.kind, target.version)?;
     let bad_form = |err: axum::extract::multipart::MultipartError| {
         AppError::invalid(
             "files",

@@ -15,7 +15,7 @@ use kube::Api;
 
 use super::objects::{label, CONSOLE, JOB_ID, MANAGED_BY, REPLICA};
 use super::Inner;
-use crate::resources::ResourceStore;
+use crate::storage::samples::ResourceStore;
 
 /// The API's group and version.
 pub const METRICS_API: &str = "metrics.k8s.io/v1beta1";

@@ -18,7 +18,7 @@ pub use quota::QUOTA_NAME;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use app::error::AppError;
@@ -34,8 +34,8 @@ use kube::api::{DeleteParams, ListParams, LogParams, PostParams, PropagationPoli
 use kube::{Api, Client};
 use tokio::sync::broadcast;
 
-use crate::jobs::{JobStore, PodUpdate};
-use crate::logfile;
+use crate::storage::jobs::{JobStore, PodUpdate};
+use crate::storage::logfile;
 use crate::time::now_ms;
 use errors::{from_kube, is_conflict, is_not_found};
 use objects::{selector, JobContext, CONSOLE, CONTAINER, JOB_ID, MANAGED_BY, REPLICA};
@@ -45,6 +45,52 @@ const PROBE_EVERY: Duration = Duration::from_secs(3);
 /// How long the probe waits for an answer: a page shows "unreachable"
 /// within this of the cluster going away.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// How the console reaches the cluster's API server.
+#[derive(Clone)]
+pub enum KubeAccess {
+    /// A kubeconfig's current context (what `KUBECONFIG` or
+    /// `~/.kube/config` hold); the cluster is named after the context's.
+    Kubeconfig(Box<kube::config::Kubeconfig>),
+    /// The service account of the pod the console runs in.
+    InCluster,
+    /// A client made elsewhere, and the name of its cluster.
+    Client {
+        /// The client.
+        client: Client,
+        /// The name jobs show in the "where it ran" column.
+        name: String,
+    },
+}
+
+impl KubeAccess {
+    /// The client and the cluster's name.
+    pub async fn client(self) -> anyhow::Result<(Client, String)> {
+        match self {
+            Self::Client { client, name } => Ok((client, name)),
+            Self::InCluster => Ok((
+                Client::try_from(kube::Config::incluster()?)?,
+                "kubernetes".to_owned(),
+            )),
+            Self::Kubeconfig(kubeconfig) => {
+                let name = kubeconfig
+                    .current_context
+                    .as_ref()
+                    .and_then(|current| kubeconfig.contexts.iter().find(|c| &c.name == current))
+                    .and_then(|c| c.context.as_ref())
+                    .map(|c| c.cluster.clone())
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| "kubernetes".to_owned());
+                let config = kube::Config::from_custom_kubeconfig(
+                    *kubeconfig,
+                    &kube::config::KubeConfigOptions::default(),
+                )
+                .await?;
+                Ok((Client::try_from(config)?, name))
+            }
+        }
+    }
+}
 
 /// Jobs on a Kubernetes cluster.
 #[derive(Clone)]
@@ -62,7 +108,8 @@ pub(crate) struct Inner {
     /// Seconds between SIGTERM and SIGKILL when a replica is stopped.
     grace: Duration,
     events: broadcast::Sender<JobEvent>,
-    console_url: OnceLock<String>,
+    /// The console's address as pods reach it (`PADDLECLOUD_SERVER`).
+    console_url: Option<String>,
     /// `Some(why)` while the API server does not answer.
     health: Mutex<Option<String>>,
     /// Namespaces known to exist.
@@ -73,38 +120,16 @@ pub(crate) struct Inner {
 }
 
 impl KubeCluster {
-    /// Connects with the kubeconfig (`KUBECONFIG`, `~/.kube/config`) or the
-    /// in-cluster service account, and starts watching the console's pods.
-    pub async fn connect(
-        store: JobStore,
-        data_dir: &Path,
-        grace: Duration,
-    ) -> anyhow::Result<Self> {
-        let config = kube::Config::infer().await?;
-        let name = kube::config::Kubeconfig::read()
-            .ok()
-            .and_then(|k| {
-                let current = k.current_context.clone()?;
-                k.contexts
-                    .iter()
-                    .find(|c| c.name == current)
-                    .and_then(|c| c.context.as_ref())
-                    .map(|c| c.cluster.clone())
-            })
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| "kubernetes".to_owned());
-        let client = Client::try_from(config)?;
-        Ok(Self::start(client, store, data_dir, grace, name))
-    }
-
-    /// The backend on `client`, named `name`; starts the pod watch and the
-    /// health probe.
+    /// The backend on `client`, named `name`, recording in `store`,
+    /// collecting logs under `data_dir`; pods learn the console's address
+    /// from `console_url`. Starts the pod watch and the health probe.
     pub fn start(
         client: Client,
+        name: String,
         store: JobStore,
         data_dir: &Path,
         grace: Duration,
-        name: String,
+        console_url: Option<String>,
     ) -> Self {
         let (events, _) = broadcast::channel(1024);
         let inner = Arc::new(Inner {
@@ -114,7 +139,7 @@ impl KubeCluster {
             logs_root: data_dir.join("kube-logs"),
             grace,
             events,
-            console_url: OnceLock::new(),
+            console_url,
             health: Mutex::new(None),
             namespaces: Mutex::new(HashSet::new()),
             finishing: Mutex::new(HashSet::new()),
@@ -124,17 +149,12 @@ impl KubeCluster {
         Self { inner }
     }
 
-    /// Tells jobs where the console is (`PADDLECLOUD_SERVER`); the first call wins.
-    pub fn set_console_url(&self, url: String) {
-        let _ = self.inner.console_url.set(url);
-    }
-
     /// Samples the pods of running jobs from the cluster's metrics API
     /// (`metrics.k8s.io`) every `every` into `store` (for a console without
     /// Prometheus); what it finds of the API is in the returned handle.
     pub fn sample_metrics_api(
         &self,
-        store: Arc<crate::resources::ResourceStore>,
+        store: Arc<crate::storage::samples::ResourceStore>,
         every: Duration,
     ) -> Arc<metrics_api::MetricsApi> {
         let api = Arc::new(metrics_api::MetricsApi::default());
@@ -169,7 +189,7 @@ impl Inner {
     }
 
     fn log_path(&self, account: &str, job: &str, pod: &str) -> PathBuf {
-        crate::local::log_path(&self.job_dir(account, job), pod)
+        logfile::log_path(&self.job_dir(account, job), pod)
     }
 
     /// Creates the account's namespace, labelled as the console's, once.
@@ -244,7 +264,7 @@ impl Inner {
         let ctx = JobContext {
             job_id,
             account: &account.name,
-            console_url: self.console_url.get().map(String::as_str),
+            console_url: self.console_url.as_deref(),
             grace_seconds: self.grace.as_secs().max(1) as i64,
         };
         let jobs = self.api::<KubeJob>(ns);

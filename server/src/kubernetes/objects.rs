@@ -17,7 +17,7 @@ use k8s_openapi::api::batch::v1::Job as KubeJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use serde_json::json;
 
-use crate::jobs::store::pod_names;
+use crate::storage::jobs::pod_names;
 
 /// `app.kubernetes.io/managed-by` on everything the console creates.
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
@@ -302,7 +302,7 @@ pub fn label<'a>(labels: &'a Option<BTreeMap<String, String>>, key: &str) -> Opt
 #[cfg(test)]
 mod tests {
     use super::*;
-    use app::models::{EnvVar, Resources};
+    use app::models::{EnvVar, ReplicaResources};
 
     fn spec() -> JobSpec {
         JobSpec {
@@ -317,12 +317,12 @@ mod tests {
             }],
             num_ps: 1,
             num_trainers: 2,
-            ps: Resources {
+            ps: ReplicaResources {
                 cpu: "500m".into(),
                 memory: "1Gi".into(),
                 gpu: 0,
             },
-            trainer: Resources {
+            trainer: ReplicaResources {
                 cpu: "2".into(),
                 memory: "4Gi".into(),
                 gpu: 1,

@@ -4,6 +4,7 @@
 use app::error::AppError;
 use app::models::quantity::{memory_quantity, parse_cpu_millis, parse_memory_bytes};
 use app::models::{Account, Quota, ResourceTotals};
+use async_trait::async_trait;
 use k8s_openapi::api::core::v1::ResourceQuota;
 use kube::api::{DeleteParams, ListParams};
 use kube::Api;
@@ -11,6 +12,7 @@ use kube::Api;
 use super::errors::{from_kube, is_not_found};
 use super::objects::{CONSOLE, MANAGED_BY};
 use super::KubeCluster;
+use crate::backend::quota::ClusterQuota;
 
 /// The ResourceQuota the console writes in each account's namespace.
 pub const QUOTA_NAME: &str = "paddlecloud";
@@ -39,11 +41,15 @@ impl KubeCluster {
         out.sort();
         Ok(out)
     }
+}
+
+#[async_trait]
+impl ClusterQuota for KubeCluster {
     /// Writes the account's quota as the namespace's ResourceQuota
     /// `paddlecloud` (requests of CPU, memory and `nvidia.com/gpu`; the job
     /// count is the console's to enforce, since one console job is several
     /// Kubernetes objects). No limit at all removes it.
-    pub async fn set_quota(&self, account: &Account, quota: &Quota) -> Result<(), AppError> {
+    async fn set_quota(&self, account: &Account, quota: &Quota) -> Result<(), AppError> {
         self.inner.ensure_namespace(account).await?;
         let api: Api<ResourceQuota> = self.inner.api(&account.namespace);
         let mut hard = serde_json::Map::new();
@@ -83,7 +89,7 @@ impl KubeCluster {
 
     /// What the namespace's ResourceQuota `paddlecloud` counts as used, once
     /// its quota controller has counted; `None` before that or without one.
-    pub async fn quota_used(&self, account: &Account) -> Result<Option<ResourceTotals>, AppError> {
+    async fn quota_used(&self, account: &Account) -> Result<Option<ResourceTotals>, AppError> {
         let api: Api<ResourceQuota> = self.inner.api(&account.namespace);
         let rq = match api.get_opt(QUOTA_NAME).await {
             Ok(Some(rq)) => rq,

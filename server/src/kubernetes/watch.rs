@@ -17,7 +17,7 @@ use kube::Api;
 
 use super::objects::{label, CONSOLE, JOB_ID, MANAGED_BY, REPLICA};
 use super::Inner;
-use crate::jobs::PodUpdate;
+use crate::storage::jobs::PodUpdate;
 
 /// Container states that mean the pod will never run: shown as a failure
 /// with Kubernetes' reason instead of Pending forever.

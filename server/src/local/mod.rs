@@ -1,16 +1,19 @@
 //! The local executor: the embedded default [`Cluster`]. Every replica of a
 //! job is a real process on this machine, in its own process group, with the
 //! environment PaddlePaddle's distributed launcher expects, so a real
-//! parameter-server program runs here as it would on the cluster.
+//! parameter-server program runs here as it would on the cluster. Serving
+//! instances run here too ([`serving`], with its autoscaler).
 
+mod autoscale;
 pub(crate) mod process;
 mod recovery;
 pub mod sampler;
 mod sampling;
+pub mod serving;
 mod supervisor;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,9 +23,9 @@ use app::ports::{Assets, Cluster, JobEvent, LogStream, Metrics};
 use async_trait::async_trait;
 use tokio::sync::{broadcast, watch};
 
-use crate::jobs::JobStore;
-use crate::logfile;
-use crate::resources::ResourceStore;
+use crate::storage::jobs::JobStore;
+use crate::storage::logfile;
+use crate::storage::samples::ResourceStore;
 
 /// The name local runs show in the "where it ran" column.
 pub const LOCAL: &str = "local";
@@ -31,6 +34,30 @@ pub const LOCAL: &str = "local";
 #[derive(Clone)]
 pub struct LocalCluster {
     inner: Arc<Inner>,
+}
+
+/// What the local executor is built from (see `console::build`).
+pub struct LocalParts {
+    /// Where jobs are recorded.
+    pub store: JobStore,
+    /// Jobs' folders go under `<data_dir>/jobs`.
+    pub data_dir: PathBuf,
+    /// Seconds a stopped replica gets between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// The console's address as jobs reach it (`PADDLECLOUD_SERVER`), if
+    /// it listens on one.
+    pub console_url: Option<String>,
+    /// Where scalars from the TensorBoard/VisualDL files jobs write go.
+    pub metrics: Arc<dyn Metrics>,
+    /// Where the datasets jobs read are.
+    pub assets: Arc<dyn Assets>,
+    /// Where what replicas use goes...
+    pub samples: Arc<ResourceStore>,
+    /// ...sampled this often.
+    pub sample_every: Duration,
+    /// What replicas inherit of the console's environment (`PATH`,
+    /// `HOME`, …); nothing else of it reaches them.
+    pub inherited_env: Arc<[(String, String)]>,
 }
 
 struct Inner {
@@ -42,65 +69,40 @@ struct Inner {
     controls: Mutex<HashMap<i64, Arc<Control>>>,
     /// Per running pod: becomes true once its log is complete.
     log_done: Mutex<HashMap<(i64, String), watch::Receiver<bool>>>,
-    /// The console's address as jobs reach it (`PADDLECLOUD_SERVER`), set
-    /// once the server listens.
-    console_url: std::sync::OnceLock<String>,
+    /// The console's address as jobs reach it (`PADDLECLOUD_SERVER`).
+    console_url: Option<String>,
     /// Where scalars from the TensorBoard/VisualDL files jobs write go.
-    metrics: std::sync::OnceLock<Arc<dyn Metrics>>,
+    metrics: Arc<dyn Metrics>,
     /// Where the datasets jobs read are.
-    assets: std::sync::OnceLock<Arc<dyn Assets>>,
+    assets: Arc<dyn Assets>,
     /// Where what replicas use goes, and how often it is sampled.
-    sampler: std::sync::OnceLock<(Arc<ResourceStore>, Duration)>,
+    sampler: (Arc<ResourceStore>, Duration),
+    /// What replicas inherit of the console's environment.
+    inherited_env: Arc<[(String, String)]>,
 }
 
 impl LocalCluster {
     /// Starts the executor; jobs left Running by a previous console process
     /// are marked failed and any of their processes still alive are killed.
-    pub async fn start(
-        store: JobStore,
-        data_dir: &Path,
-        grace: Duration,
-    ) -> Result<Self, AppError> {
+    pub async fn start(parts: LocalParts) -> Result<Self, AppError> {
         let (events, _) = broadcast::channel(1024);
         let cluster = Self {
             inner: Arc::new(Inner {
-                store,
-                root: data_dir.join("jobs"),
-                grace,
+                store: parts.store,
+                root: parts.data_dir.join("jobs"),
+                grace: parts.grace,
                 events,
                 controls: Mutex::new(HashMap::new()),
                 log_done: Mutex::new(HashMap::new()),
-                console_url: std::sync::OnceLock::new(),
-                metrics: std::sync::OnceLock::new(),
-                assets: std::sync::OnceLock::new(),
-                sampler: std::sync::OnceLock::new(),
+                console_url: parts.console_url,
+                metrics: parts.metrics,
+                assets: parts.assets,
+                sampler: (parts.samples, parts.sample_every),
+                inherited_env: parts.inherited_env,
             }),
         };
         recovery::recover(&cluster.inner.store).await?;
         Ok(cluster)
-    }
-
-    /// Tells jobs where the console is, so the SDK inside them can report
-    /// metrics (`PADDLECLOUD_SERVER`); the first call wins.
-    pub fn set_console_url(&self, url: String) {
-        let _ = self.inner.console_url.set(url);
-    }
-
-    /// Has running jobs' TensorBoard and VisualDL files read into `metrics`;
-    /// the first call wins.
-    pub fn set_metrics(&self, metrics: Arc<dyn Metrics>) {
-        let _ = self.inner.metrics.set(metrics);
-    }
-
-    /// Lets jobs read datasets (`PADDLE_DATASET_DIR`); the first call wins.
-    pub fn set_assets(&self, assets: Arc<dyn Assets>) {
-        let _ = self.inner.assets.set(assets);
-    }
-
-    /// Has running replicas' CPU, memory, GPU, network and disk use sampled
-    /// every `every` into `store`; the first call wins.
-    pub fn set_sampler(&self, store: Arc<ResourceStore>, every: Duration) {
-        let _ = self.inner.sampler.set((store, every));
     }
 
     /// Each dataset a job reads and the local folder that holds it.
@@ -112,12 +114,7 @@ impl LocalCluster {
         if names.is_empty() {
             return Ok(Vec::new());
         }
-        let Some(assets) = self.inner.assets.get() else {
-            return Err(AppError::invalid(
-                "datasets",
-                "This console keeps no datasets.",
-            ));
-        };
+        let assets = &self.inner.assets;
         let mut out = Vec::new();
         for full in names {
             let (owner, name) = full.split_once('/').unwrap_or((&by.account.name, full));
@@ -164,11 +161,6 @@ impl Inner {
     }
 }
 
-/// The log file of one pod.
-pub fn log_path(job_dir: &Path, pod: &str) -> PathBuf {
-    job_dir.join("logs").join(format!("{pod}.log"))
-}
-
 #[async_trait]
 impl Cluster for LocalCluster {
     fn name(&self) -> String {
@@ -197,15 +189,13 @@ impl Cluster for LocalCluster {
         }
         let (stop, stop_rx) = watch::channel(false);
         let (done_tx, done) = watch::channel(false);
-        if let Some(metrics) = self.inner.metrics.get() {
-            tokio::spawn(crate::paddleboard::watch::watch_job(
-                metrics.clone(),
-                account.clone(),
-                spec.name.clone(),
-                dir.clone(),
-                done.clone(),
-            ));
-        }
+        tokio::spawn(crate::metric_files::watch::watch_job(
+            self.inner.metrics.clone(),
+            account.clone(),
+            spec.name.clone(),
+            dir.clone(),
+            done.clone(),
+        ));
         self.inner
             .controls
             .lock()
@@ -218,7 +208,7 @@ impl Cluster for LocalCluster {
             spec,
             dir,
             token,
-            console_url: self.inner.console_url.get().cloned(),
+            console_url: self.inner.console_url.clone(),
             datasets,
         };
         tokio::spawn(supervisor::supervise(
@@ -283,7 +273,7 @@ impl Cluster for LocalCluster {
         request: LogRequest,
     ) -> Result<LogStream, AppError> {
         let (stored, _) = self.inner.store.pod_of(account.id, job, pod).await?;
-        let path = log_path(&self.job_dir(account, job), pod);
+        let path = logfile::log_path(&self.job_dir(account, job), pod);
         let done = self
             .inner
             .log_done

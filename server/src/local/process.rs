@@ -7,10 +7,6 @@ use std::process::Stdio;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-/// Variables passed through from the console's environment; nothing else of
-/// it (database URLs, keys) reaches a job.
-const PASSED_THROUGH: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER"];
-
 /// `n` free TCP ports on 127.0.0.1, held open together so they differ, then
 /// released for the replicas to bind.
 pub fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
@@ -25,16 +21,19 @@ pub fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
 
 /// Builds the command for one replica: its own process group (so a stop ends
 /// everything it started), stdin closed, stdout and stderr piped to its log.
-pub fn command(argv: &[String], cwd: &Path, env: &[(String, String)]) -> tokio::process::Command {
+/// Its environment is `inherited` (what it may have of the console's own)
+/// and then `env`; nothing else.
+pub fn command(
+    argv: &[String],
+    cwd: &Path,
+    inherited: &[(String, String)],
+    env: &[(String, String)],
+) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(&argv[0]);
     cmd.args(&argv[1..])
         .current_dir(cwd)
         .env_clear()
-        .envs(
-            PASSED_THROUGH
-                .iter()
-                .filter_map(|k| std::env::var(k).ok().map(|v| (*k, v))),
-        )
+        .envs(inherited.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

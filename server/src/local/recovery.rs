@@ -8,7 +8,7 @@ use nix::sys::signal::Signal;
 
 use super::process::signal_group;
 use super::LOCAL;
-use crate::jobs::{JobStore, PodUpdate};
+use crate::storage::jobs::{JobStore, PodUpdate};
 use crate::time::now_ms;
 
 /// The environment marker that proves a process is that pod's, so a reused

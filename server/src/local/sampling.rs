@@ -7,7 +7,7 @@ use std::time::Duration;
 use app::models::PodSample;
 
 use super::sampler::{snapshot, TreeSampler};
-use crate::resources::store::{now_s, ResourceStore};
+use crate::storage::samples::{now_s, ResourceStore};
 
 /// Samples `pods` (name, process group leader) of job `job_id` every
 /// `every` until aborted, then keeps nothing open: the caller flushes.

@@ -14,9 +14,9 @@ use tokio::sync::watch;
 
 use super::process::{command, free_ports, signal_group};
 use super::recovery::pod_marker;
-use super::{log_path, Inner};
-use crate::jobs::{store::pod_names, PodUpdate};
-use crate::logfile;
+use super::Inner;
+use crate::storage::jobs::{pod_names, PodUpdate};
+use crate::storage::logfile;
 use crate::time::now_ms;
 
 /// How long a replica's log may stay open after it exited (a background
@@ -202,8 +202,8 @@ async fn drive(
 
     for ((pod, role, index), port) in pods.iter().zip(&ports) {
         let env = env_for(run, pod, *role, *index, *port, &ps_list, &trainer_list);
-        let path = log_path(&run.dir, pod);
-        match command(&argv, &cwd, &env).spawn() {
+        let path = logfile::log_path(&run.dir, pod);
+        match command(&argv, &cwd, &inner.inherited_env, &env).spawn() {
             Ok(mut child) => {
                 let pgid = i64::from(child.id().unwrap_or(0));
                 let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take())
@@ -269,19 +269,15 @@ async fn drive(
         }
     }
 
-    let sampling = inner.sampler.get().cloned().map(|(store, every)| {
-        let pods = live
-            .iter()
+    let (samples, every) = inner.sampler.clone();
+    let sampling = tokio::spawn(super::sampling::sample_pods(
+        samples.clone(),
+        run.job_id,
+        live.iter()
             .map(|(pod, replica)| (pod.clone(), replica.pgid as i32))
-            .collect();
-        let task = tokio::spawn(super::sampling::sample_pods(
-            store.clone(),
-            run.job_id,
-            pods,
-            every,
-        ));
-        (store, task)
-    });
+            .collect(),
+        every,
+    ));
     let mut outcome: Option<(JobStatus, String)> = failure.map(|m| (JobStatus::Failed, m));
     if outcome.is_none() {
         set_job(inner, run, JobStatus::Running, "").await?;
@@ -398,11 +394,9 @@ async fn drive(
             .await?;
         }
     }
-    if let Some((store, task)) = sampling {
-        task.abort();
-        if let Err(err) = store.flush(run.job_id).await {
-            tracing::warn!(job = %run.spec.name, error = %err, "storing resource samples");
-        }
+    sampling.abort();
+    if let Err(err) = samples.flush(run.job_id).await {
+        tracing::warn!(job = %run.spec.name, error = %err, "storing resource samples");
     }
     {
         let mut logs = inner.log_done.lock().expect("log_done lock");

@@ -7,8 +7,8 @@ use app::models::{JobSource, JobSpec, JobStatus, Me};
 use sqlx::AnyPool;
 
 use super::wire::{Experiment, KeyValue, MlflowError, RunInfo};
-use crate::accounts::internal;
-use crate::jobs::JobStore;
+use crate::storage::internal;
+use crate::storage::jobs::JobStore;
 use crate::time::now_ms;
 
 /// The tag that attaches a run to an existing job of the account.

@@ -7,8 +7,6 @@
 
 use app::error::AppError;
 use app::models::json_float;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
 use http::StatusCode;
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -72,16 +70,6 @@ impl From<AppError> for MlflowError {
             code,
             message: err.to_string(),
         }
-    }
-}
-
-impl IntoResponse for MlflowError {
-    fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(serde_json::json!({ "error_code": self.code, "message": self.message })),
-        )
-            .into_response()
     }
 }
 

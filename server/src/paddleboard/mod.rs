@@ -9,10 +9,8 @@
 
 pub mod batch;
 pub mod cache;
-pub mod logfiles;
 pub mod series;
 pub mod store;
-pub mod watch;
 
 use app::error::AppError;
 use app::models::{
@@ -24,7 +22,7 @@ use async_trait::async_trait;
 use sqlx::AnyPool;
 use tokio::sync::broadcast;
 
-use crate::jobs::JobStore;
+use crate::storage::jobs::JobStore;
 pub use series::Series;
 
 /// Metrics in the console's database, charts from memory.

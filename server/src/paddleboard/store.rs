@@ -5,7 +5,7 @@ use app::models::{BoardJob, TagSummary};
 use sqlx::AnyPool;
 
 use super::batch::{Row, TagBatch};
-use crate::accounts::internal;
+use crate::storage::internal;
 
 /// Rows per INSERT. A tag's points go to the database as one JSON array
 /// bound to one parameter and unpacked by the engine (`json_each`,

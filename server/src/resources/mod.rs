@@ -1,7 +1,5 @@
-//! Job resource charts: [`app::ports::Resources`] on the samples the local
+//! Job resource charts: [`app::ports::ResourceCharts`] on the samples the local
 //! executor writes (`store`), or on Prometheus for jobs on Kubernetes.
-
-pub mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,16 +9,16 @@ use app::models::{
     Account, JobResources, JobRole, MetricsSource, ResourceChart, ResourceMetric,
     RESOURCE_CHART_POINTS,
 };
-use app::ports::Resources;
+use app::ports::ResourceCharts;
 use async_trait::async_trait;
 use sqlx::AnyPool;
 
-use crate::jobs::JobStore;
 use crate::kubernetes::metrics_api::MetricsApi;
 use crate::kubernetes::objects::replica_job_name;
 use crate::kubernetes::prometheus::Prometheus;
 use crate::local::LOCAL;
-pub use store::ResourceStore;
+use crate::storage::jobs::JobStore;
+pub use crate::storage::samples::ResourceStore;
 
 /// Seconds between samples of local replicas, unless configured.
 pub const DEFAULT_SAMPLE_SECS: u32 = 5;
@@ -28,7 +26,7 @@ pub const DEFAULT_SAMPLE_SECS: u32 = 5;
 pub const DEFAULT_KEEP_DAYS: u32 = 30;
 
 /// Where the local executor's sampler writes and the charts read.
-pub struct SqlResources {
+pub struct SqlResourceCharts {
     jobs: JobStore,
     store: Arc<ResourceStore>,
     sample_secs: u32,
@@ -38,49 +36,24 @@ pub struct SqlResources {
     metrics_api: Option<Arc<MetricsApi>>,
 }
 
-impl SqlResources {
-    /// Charts from `store`; jobs not run locally are charted from
-    /// Prometheus at `prometheus_url` when one is given.
+impl SqlResourceCharts {
+    /// Charts from `store` (sampled every `sample_secs`); jobs not run
+    /// locally are charted from `prometheus` when there is one, else from
+    /// the samples of the cluster's `metrics_api` when there is that.
     pub fn new(
         pool: AnyPool,
         store: Arc<ResourceStore>,
         sample_secs: u32,
-        prometheus_url: Option<&str>,
-    ) -> anyhow::Result<Self> {
-        Ok(Self {
+        prometheus: Option<Prometheus>,
+        metrics_api: Option<Arc<MetricsApi>>,
+    ) -> Self {
+        Self {
             jobs: JobStore::new(pool),
             store,
             sample_secs,
-            prometheus: prometheus_url.map(Prometheus::new).transpose()?,
-            metrics_api: None,
-        })
-    }
-
-    /// Charts jobs on Kubernetes from the samples of the cluster's metrics
-    /// API (when there is no Prometheus).
-    pub fn with_metrics_api(mut self, api: Arc<MetricsApi>) -> Self {
-        self.metrics_api = Some(api);
-        self
-    }
-
-    /// The resource and quota ports on `pool` with no Prometheus and no
-    /// Kubernetes: the local executor's setting (tests and benchmarks too).
-    pub fn embedded(
-        pool: &AnyPool,
-        store: Arc<ResourceStore>,
-        sample_secs: u32,
-    ) -> (Arc<dyn Resources>, Arc<dyn app::ports::Quotas>) {
-        let resources = Self {
-            jobs: JobStore::new(pool.clone()),
-            store,
-            sample_secs,
-            prometheus: None,
-            metrics_api: None,
-        };
-        (
-            Arc::new(resources),
-            Arc::new(crate::quota::SqlQuotas::new(pool.clone(), None)),
-        )
+            prometheus,
+            metrics_api,
+        }
     }
 
     /// Prunes old samples now and then, forever.
@@ -115,7 +88,7 @@ fn requested(spec: &app::models::JobSpec, role: JobRole, metric: ResourceMetric)
 }
 
 #[async_trait]
-impl Resources for SqlResources {
+impl ResourceCharts for SqlResourceCharts {
     async fn job_resources(
         &self,
         account: &Account,
@@ -125,7 +98,7 @@ impl Resources for SqlResources {
     ) -> Result<JobResources, AppError> {
         let stored = self.jobs.get(account.id, job).await?;
         let j = &stored.job;
-        let now = store::now_s();
+        let now = crate::storage::samples::now_s();
         let start = j.started_at.unwrap_or(j.created_at) as f64 / 1000.0;
         let end = j.finished_at.map_or(now, |t| t as f64 / 1000.0);
         let to = to.unwrap_or(end).min(now);

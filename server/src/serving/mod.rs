@@ -1,18 +1,14 @@
 //! [`app::ports::Serving`]: a model version served over HTTP. The record,
-//! the model's resolution and the traffic live here; a [`Backend`] runs the
-//! replicas: the local executor's processes ([`local`]) or a Kubernetes
-//! Deployment ([`crate::kubernetes::serving`]). Requests reach an instance
-//! through the console's endpoint ([`proxy`]), which balances between ready
-//! replicas and counts every request.
+//! the model's resolution and the traffic live here; a [`ServingBackend`]
+//! runs the replicas: the local executor's processes
+//! ([`crate::local::serving`]) or a Kubernetes Deployment
+//! ([`crate::kubernetes::serving`]). Requests reach an instance through the
+//! console's endpoint (`http::serve`), which balances between ready
+//! replicas and counts every request here ([`ServingService::record`]).
 
-mod autoscale;
-pub mod local;
 mod models;
-pub mod proxy;
-pub mod store;
 pub mod traffic;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use app::error::AppError;
@@ -24,127 +20,10 @@ use app::ports::{Assets, Serving, ServingEvent};
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
-use self::store::{ServingStore, StoredServing};
 use self::traffic::Traffic;
+use crate::backend::serving::{ModelFiles, Reporter, Run, ServingBackend, Upstream};
+use crate::storage::serving::{ServingStore, StoredServing};
 use crate::time::now_ms;
-
-/// The model an instance serves, resolved at launch.
-#[derive(Debug, Clone)]
-pub struct ModelFiles {
-    /// `owner/name`.
-    pub model: String,
-    /// The version.
-    pub version: u32,
-    /// On this machine: the version's folder, or the `.tar.gz` in it to
-    /// serve (`None` where the backend fetches the model itself).
-    pub local: Option<PathBuf>,
-}
-
-/// What a backend needs to run an instance.
-#[derive(Debug, Clone)]
-pub struct Run {
-    /// Database id.
-    pub id: i64,
-    /// The owning account.
-    pub account: Account,
-    /// The spec, with its current size.
-    pub spec: ServingSpec,
-    /// What it serves.
-    pub model: ModelFiles,
-    /// The instance's own token, to fetch its model with, for a backend that
-    /// fetches models itself (issued at each start; `None` otherwise).
-    pub token: Option<String>,
-}
-
-/// Where a request for an instance goes now.
-pub enum Upstream {
-    /// A replica's base URL (`http://127.0.0.1:PORT`).
-    Http(String),
-    /// A Service in the cluster, reached through the API server's proxy.
-    Kube {
-        /// A client of the cluster.
-        client: kube::Client,
-        /// The account's namespace.
-        namespace: String,
-        /// The Service's name.
-        service: String,
-    },
-}
-
-/// Records what the replicas do and tells live views.
-#[derive(Clone)]
-pub struct Reporter {
-    store: ServingStore,
-    events: broadcast::Sender<ServingEvent>,
-}
-
-impl Reporter {
-    /// Saves the state of instance `id` of account `account_id` and
-    /// announces it.
-    pub async fn report(
-        &self,
-        account_id: i64,
-        id: i64,
-        name: &str,
-        status: ServingStatus,
-        ready: u32,
-        message: &str,
-    ) {
-        if let Err(err) = self.store.set_state(id, status, ready, message).await {
-            tracing::warn!(serving = %name, error = %err, "recording a serving state");
-        }
-        let _ = self.events.send(ServingEvent {
-            account_id,
-            name: name.to_owned(),
-        });
-    }
-
-    /// Records the number of replicas an instance runs now (an autoscaler
-    /// changed it), keeping the rest of its spec.
-    pub async fn replicas(&self, id: i64, name: &str, replicas: u32) {
-        if let Err(err) = self.store.set_replicas(id, replicas).await {
-            tracing::warn!(serving = %name, error = %err, "recording a serving size");
-        }
-    }
-}
-
-/// Runs replicas: the local executor or Kubernetes.
-#[async_trait]
-pub trait Backend: Send + Sync {
-    /// Where instances launched here run, as the table shows it.
-    fn name(&self) -> String;
-    /// Starts the replicas of a recorded instance; states go to `reporter`.
-    async fn start(&self, run: Run, reporter: Reporter) -> Result<(), AppError>;
-    /// Applies a changed size to a running instance.
-    async fn resize(&self, run: Run) -> Result<(), AppError>;
-    /// Ends every replica; returns once they are gone.
-    async fn stop(&self, account: &Account, id: i64, name: &str) -> Result<(), AppError>;
-    /// Where to send the next request, if a replica is ready.
-    async fn upstream(&self, account: &Account, id: i64, name: &str) -> Option<Upstream>;
-    /// Whether the backend fetches models itself (no local copy needed).
-    fn remote_models(&self) -> bool {
-        false
-    }
-    /// The token a running instance's replicas already hold, where the
-    /// backend keeps one (see [`ServingService::recover`]).
-    async fn current_token(&self, _account: &Account, _name: &str) -> Option<String> {
-        None
-    }
-}
-
-/// An HTTP client for replicas (plain HTTP on loopback, or through the
-/// proxy). reqwest wants a TLS crypto provider even then: the process-wide
-/// one (ring, as `serve` installs) is installed if none is yet.
-pub fn http_client(timeout: std::time::Duration) -> Result<reqwest::Client, AppError> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .timeout(timeout)
-        .build()
-        .map_err(|err| {
-            tracing::error!(error = %err, "building an HTTP client");
-            AppError::Internal
-        })
-}
 
 /// A minute of buckets as one point: requests per second of the whole
 /// minute, not only of the buckets that had requests.
@@ -158,7 +37,7 @@ fn last_minute(points: &[TrafficPoint]) -> Option<TrafficPoint> {
 #[derive(Clone)]
 pub struct ServingService {
     store: ServingStore,
-    backend: Arc<dyn Backend>,
+    backend: Arc<dyn ServingBackend>,
     assets: Arc<dyn Assets>,
     traffic: Arc<Traffic>,
     events: broadcast::Sender<ServingEvent>,
@@ -168,7 +47,7 @@ impl ServingService {
     /// On a migrated pool; starts writing traffic (kept `keep`).
     pub fn new(
         pool: sqlx::AnyPool,
-        backend: Arc<dyn Backend>,
+        backend: Arc<dyn ServingBackend>,
         assets: Arc<dyn Assets>,
         keep: std::time::Duration,
     ) -> Self {
@@ -185,29 +64,8 @@ impl ServingService {
         }
     }
 
-    /// Local serving with the defaults (`$PADDLECLOUD_SERVING_PYTHON` or
-    /// `python3`, 1 s grace, 30 days of traffic): what tests and benchmarks use.
-    pub fn embedded(
-        pool: &sqlx::AnyPool,
-        data_dir: &std::path::Path,
-        assets: Arc<dyn Assets>,
-    ) -> Self {
-        let python =
-            std::env::var("PADDLECLOUD_SERVING_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-        let backend = local::LocalServing::new(data_dir, python, std::time::Duration::from_secs(1));
-        Self::new(
-            pool.clone(),
-            Arc::new(backend),
-            assets,
-            std::time::Duration::from_secs(30 * 86_400),
-        )
-    }
-
     fn reporter(&self) -> Reporter {
-        Reporter {
-            store: self.store.clone(),
-            events: self.events.clone(),
-        }
+        Reporter::new(self.store.clone(), self.events.clone())
     }
 
     fn emit(&self, account_id: i64, name: &str) {

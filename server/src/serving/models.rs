@@ -6,7 +6,8 @@ use app::error::AppError;
 use app::models::{AssetKind, AssetRef, Me, ServingSpec};
 use app::ports::{Slot, Viewer};
 
-use super::{ModelFiles, ServingService};
+use super::ServingService;
+use crate::backend::serving::ModelFiles;
 
 impl ServingService {
     /// The version's files on this machine (or `None` for a remote backend).

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use app::models::{TrafficPoint, TRAFFIC_BUCKET_SECS};
 
-use super::store::ServingStore;
+use crate::storage::serving::ServingStore;
 use crate::time::now_s;
 
 /// One instance's open bucket.

@@ -12,15 +12,15 @@ use axum::body::Body;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, Request, State};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Json;
 use futures_util::TryStreamExt;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::caller;
 use crate::assets::objects::TOO_LARGE_FIELD;
 use crate::http::api_error::{ApiError, ErrorBody};
+use crate::http::caller::Caller;
 use crate::http::AppState;
 
 /// `datasets` or `models` in a path.
@@ -42,18 +42,7 @@ fn asset(kind: &str, owner: String, name: String) -> Result<AssetRef, ApiError> 
 
 /// The slot a request addresses: a dataset, or `?version=` of a model.
 fn slot(r: &AssetRef, version: Option<u32>) -> Result<Slot, ApiError> {
-    match (r.kind, version) {
-        (AssetKind::Dataset, None) => Ok(Slot::Dataset),
-        (AssetKind::Model, Some(v)) => Ok(Slot::Version(v)),
-        (AssetKind::Model, None) => Err(ApiError(AppError::invalid(
-            "version",
-            "Say which version of the model: ?version=N.",
-        ))),
-        (AssetKind::Dataset, Some(_)) => Err(ApiError(AppError::invalid(
-            "version",
-            "Datasets have no versions.",
-        ))),
-    }
+    Ok(Slot::of(r.kind, version)?)
 }
 
 /// `?version=` of file routes.
@@ -286,10 +275,9 @@ pub fn body_stream(request: Request) -> ByteStream {
               (status = 401, body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path(kind): Path<String>,
 ) -> Result<Json<Vec<Asset>>, ApiError> {
-    let who = caller(principal)?;
     Ok(Json(
         state.services.assets.list(&who.me, kind_of(&kind)?).await?,
     ))
@@ -301,11 +289,10 @@ pub async fn list(
     responses((status = 201, body = Asset), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path(kind): Path<String>,
     form: Result<Json<AssetForm>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Asset>), ApiError> {
-    let who = caller(principal)?;
     let Json(form) = form?;
     let made = state
         .services
@@ -321,10 +308,9 @@ pub async fn create(
     responses((status = 200, body = Asset), (status = 404, body = ErrorBody)))]
 pub async fn get_one(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((kind, owner, name)): Path<(String, String, String)>,
 ) -> Result<Json<Asset>, ApiError> {
-    let who = caller(principal)?;
     let r = asset(&kind, owner, name)?;
     Ok(Json(
         state.services.assets.get(&Viewer::User(who.me), &r).await?,
@@ -337,11 +323,10 @@ pub async fn get_one(
     responses((status = 200, body = Asset), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((kind, owner, name)): Path<(String, String, String)>,
     form: Result<Json<AssetForm>, JsonRejection>,
 ) -> Result<Json<Asset>, ApiError> {
-    let who = caller(principal)?;
     not_for_jobs(&who, "changing datasets or models")?;
     let Json(form) = form?;
     let r = asset(&kind, owner, name)?;
@@ -354,10 +339,9 @@ pub async fn update(
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn delete(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((kind, owner, name)): Path<(String, String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let who = caller(principal)?;
     not_for_jobs(&who, "deleting")?;
     let r = asset(&kind, owner, name)?;
     state.services.assets.delete(&who.me, &r).await?;
@@ -370,11 +354,10 @@ pub async fn delete(
     responses((status = 200, body = Vec<FileEntry>), (status = 404, body = ErrorBody)))]
 pub async fn list_dir(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((kind, owner, name)): Path<(String, String, String)>,
     query: Result<Query<DirParams>, QueryRejection>,
 ) -> Result<Json<Vec<FileEntry>>, ApiError> {
-    let who = caller(principal)?;
     let Query(q) = query?;
     let r = asset(&kind, owner, name)?;
     let slot = slot(&r, q.version)?;
@@ -398,12 +381,11 @@ pub async fn list_dir(
               (status = 413, description = "Larger than the console accepts (--max-upload-bytes)", body = ErrorBody)))]
 pub async fn put_file(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((kind, owner, name, path)): Path<(String, String, String, String)>,
     query: Result<Query<VersionParam>, QueryRejection>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let who = caller(principal)?;
     let Query(q) = query?;
     let r = asset(&kind, owner, name)?;
     let slot = slot(&r, q.version)?;
@@ -435,12 +417,11 @@ pub async fn put_file(
               (status = 416, description = "The range is outside the file", body = ErrorBody)))]
 pub async fn get_file(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((kind, owner, name, path)): Path<(String, String, String, String)>,
     query: Result<Query<VersionParam>, QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let who = caller(principal)?;
     let Query(q) = query?;
     let r = asset(&kind, owner, name)?;
     let slot = slot(&r, q.version)?;
@@ -463,11 +444,10 @@ pub async fn get_file(
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn delete_file(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((kind, owner, name, path)): Path<(String, String, String, String)>,
     query: Result<Query<VersionParam>, QueryRejection>,
 ) -> Result<StatusCode, ApiError> {
-    let who = caller(principal)?;
     not_for_jobs(&who, "deleting files")?;
     let Query(q) = query?;
     let r = asset(&kind, owner, name)?;
@@ -487,11 +467,10 @@ pub async fn delete_file(
     responses((status = 200, description = "A zip", content_type = "application/zip"), (status = 404, body = ErrorBody)))]
 pub async fn archive(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((kind, owner, name)): Path<(String, String, String)>,
     query: Result<Query<VersionParam>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let who = caller(principal)?;
     let Query(q) = query?;
     let r = asset(&kind, owner, name)?;
     let slot = slot(&r, q.version)?;
@@ -516,10 +495,9 @@ pub struct ShareRequest {
     responses((status = 200, body = Vec<Share>), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn shares(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((kind, owner, name)): Path<(String, String, String)>,
 ) -> Result<Json<Vec<Share>>, ApiError> {
-    let who = caller(principal)?;
     not_for_jobs(&who, "listing shares")?;
     let r = asset(&kind, owner, name)?;
     Ok(Json(state.services.assets.shares(&who.me, &r).await?))
@@ -532,11 +510,10 @@ pub async fn shares(
     responses((status = 201, body = NewLink), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody)))]
 pub async fn share(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((kind, owner, name)): Path<(String, String, String)>,
     body: Result<Json<ShareRequest>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let who = caller(principal)?;
     not_for_jobs(&who, "sharing")?;
     let Json(body) = body?;
     let r = asset(&kind, owner, name)?;
@@ -563,10 +540,9 @@ pub async fn share(
     responses((status = 204), (status = 404, body = ErrorBody)))]
 pub async fn revoke(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((kind, owner, name, id)): Path<(String, String, String, i64)>,
 ) -> Result<StatusCode, ApiError> {
-    let who = caller(principal)?;
     not_for_jobs(&who, "revoking shares")?;
     let r = asset(&kind, owner, name)?;
     state.services.assets.revoke(&who.me, &r, id).await?;
@@ -586,11 +562,10 @@ pub struct PublicRequest {
     responses((status = 200, body = Asset), (status = 403, body = ErrorBody)))]
 pub async fn set_public(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((kind, owner, name)): Path<(String, String, String)>,
     body: Result<Json<PublicRequest>, JsonRejection>,
 ) -> Result<Json<Asset>, ApiError> {
-    let who = caller(principal)?;
     not_for_jobs(&who, "publishing")?;
     let Json(body) = body?;
     let r = asset(&kind, owner, name)?;
@@ -617,10 +592,9 @@ fn model(owner: String, name: String) -> AssetRef {
     responses((status = 200, body = Vec<ModelVersion>), (status = 404, body = ErrorBody)))]
 pub async fn versions(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((owner, name)): Path<(String, String)>,
 ) -> Result<Json<Vec<ModelVersion>>, ApiError> {
-    let who = caller(principal)?;
     Ok(Json(
         state
             .services
@@ -638,11 +612,10 @@ pub async fn versions(
     responses((status = 201, body = ModelVersion), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn create_version(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((owner, name)): Path<(String, String)>,
     form: Result<Json<VersionForm>, JsonRejection>,
 ) -> Result<(StatusCode, Json<ModelVersion>), ApiError> {
-    let who = caller(principal)?;
     let Json(mut form) = form?;
     if let Some(job) = who.job_scope() {
         form.job = Some(job.to_owned());
@@ -662,10 +635,9 @@ pub async fn create_version(
     responses((status = 200, body = ModelVersion), (status = 400, body = ErrorBody)))]
 pub async fn finish_version(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((owner, name, version)): Path<(String, String, u32)>,
 ) -> Result<Json<ModelVersion>, ApiError> {
-    let who = caller(principal)?;
     Ok(Json(
         state
             .services
@@ -689,11 +661,10 @@ pub struct TagsRequest {
     responses((status = 200, body = ModelVersion), (status = 400, body = ErrorBody)))]
 pub async fn tag_version(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((owner, name, version)): Path<(String, String, u32)>,
     body: Result<Json<TagsRequest>, JsonRejection>,
 ) -> Result<Json<ModelVersion>, ApiError> {
-    let who = caller(principal)?;
     let Json(body) = body?;
     Ok(Json(
         state

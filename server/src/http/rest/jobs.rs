@@ -4,18 +4,17 @@ use app::error::AppError;
 use app::models::{
     date_to_ms, Job, JobPage, JobQuery, JobSort, JobSpec, JobStatus, LogRequest, Pod, DAY_MS,
 };
-use app::ports::Principal;
 use axum::body::Body;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Json;
 use http::{header, HeaderValue, StatusCode};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::caller;
 use crate::http::api_error::{ApiError, ErrorBody};
+use crate::http::caller::Caller;
 use crate::http::AppState;
 
 /// Filters of `GET /api/v1/jobs`: the job table's, so a script sees what the page shows.
@@ -78,10 +77,9 @@ impl ListParams {
 )]
 pub async fn list(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     params: Result<Query<ListParams>, QueryRejection>,
 ) -> Result<Json<JobPage>, ApiError> {
-    let who = caller(principal)?;
     let Query(params) = params?;
     let page = state
         .services
@@ -107,12 +105,11 @@ pub async fn list(
 )]
 pub async fn submit(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     spec: Result<Json<JobSpec>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let who = caller(principal)?;
     let Json(spec) = spec?;
-    let job = app::api::jobs::submit_within_quota(&state.services, &who.me, spec).await?;
+    let job = app::use_cases::submit_within_quota(&state.services, &who.me, spec).await?;
     tracing::info!(account = %who.me.account.name, job = %job.name, user = %who.me.email, "job submitted through the API");
     let mut response = (StatusCode::CREATED, Json(&job)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/api/v1/jobs/{}", job.name)) {
@@ -135,10 +132,9 @@ pub async fn submit(
 )]
 pub async fn get_one(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path(name): Path<String>,
 ) -> Result<Json<Job>, ApiError> {
-    let who = caller(principal)?;
     Ok(Json(
         state.services.cluster.job(&who.me.account, &name).await?,
     ))
@@ -159,10 +155,9 @@ pub async fn get_one(
 )]
 pub async fn stop(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path(name): Path<String>,
 ) -> Result<Json<Job>, ApiError> {
-    let who = caller(principal)?;
     let job = state.services.cluster.stop(&who.me.account, &name).await?;
     tracing::info!(account = %who.me.account.name, job = %name, user = %who.me.email, "job stopped through the API");
     Ok(Json(job))
@@ -182,10 +177,9 @@ pub async fn stop(
 )]
 pub async fn delete(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let who = caller(principal)?;
     state
         .services
         .cluster
@@ -209,10 +203,9 @@ pub async fn delete(
 )]
 pub async fn pods(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path(name): Path<String>,
 ) -> Result<Json<Vec<Pod>>, ApiError> {
-    let who = caller(principal)?;
     Ok(Json(
         state.services.cluster.pods(&who.me.account, &name).await?,
     ))
@@ -254,11 +247,10 @@ pub struct LogParams {
 )]
 pub async fn pod_log(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((name, pod)): Path<(String, String)>,
     query: Result<Query<LogParams>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let who = caller(principal)?;
     let Query(query) = query?;
     let request = LogRequest {
         tail: query.tail,

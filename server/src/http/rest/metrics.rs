@@ -5,18 +5,17 @@ use app::error::AppError;
 use app::models::{
     AppendSummary, ChartRange, MetricPoint, RangeQuery, SeriesEnvelope, TagSummary, MAX_WIDTH,
 };
-use app::ports::Principal;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Json;
 use http::{header, HeaderValue, StatusCode};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::caller;
 use crate::http::api_error::{ApiError, ErrorBody};
+use crate::http::caller::Caller;
 use crate::http::AppState;
 
 /// Largest request body the batch route reads (10,000 points with long tags).
@@ -90,11 +89,10 @@ enum BatchBody {
 )]
 pub async fn append(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path(name): Path<String>,
     body: Bytes,
 ) -> Result<Json<AppendSummary>, ApiError> {
-    let who = caller(principal)?;
     let text = quote_bare_specials(&body);
     let points = match serde_json::from_slice::<BatchBody>(&text) {
         Ok(BatchBody::Points(points) | BatchBody::Wrapped { points }) => points,
@@ -135,10 +133,9 @@ pub async fn append(
 )]
 pub async fn tags(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path(name): Path<String>,
 ) -> Result<Json<Vec<TagSummary>>, ApiError> {
-    let who = caller(principal)?;
     Ok(Json(
         state.services.metrics.tags(&who.me.account, &name).await?,
     ))
@@ -180,11 +177,10 @@ pub struct SeriesParams {
 )]
 pub async fn series(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path((name, tag)): Path<(String, String)>,
     query: Result<Query<SeriesParams>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let who = caller(principal)?;
     let Query(query) = query?;
     let metrics = &state.services.metrics;
     match query.format.as_deref() {

@@ -16,10 +16,9 @@ use std::sync::Arc;
 
 use app::error::AppError;
 use app::models::Me;
-use app::ports::Principal;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::{Extension, Json, Router};
+use axum::{Json, Router};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
@@ -27,6 +26,7 @@ use utoipa_axum::routes;
 
 use super::api_error::{ApiError, ErrorBody};
 use super::AppState;
+use crate::http::caller::Caller;
 
 /// The OpenAPI document's fixed parts; the paths come from the router.
 #[derive(OpenApi)]
@@ -144,13 +144,6 @@ pub fn unknown_route() -> axum::response::Response {
     ApiError(AppError::not_found("API route")).into_response()
 }
 
-/// The signed-in caller, or 401.
-fn caller(principal: Option<Extension<Principal>>) -> Result<Principal, ApiError> {
-    principal
-        .map(|Extension(p)| p)
-        .ok_or(ApiError(AppError::Unauthenticated))
-}
-
 /// The user and account a key (or session) acts as: what `paddlecloud` checks
 /// a credentials file with.
 #[utoipa::path(
@@ -162,6 +155,6 @@ fn caller(principal: Option<Extension<Principal>>) -> Result<Principal, ApiError
         (status = 401, description = "No or a wrong access key", body = ErrorBody),
     )
 )]
-async fn me(principal: Option<Extension<Principal>>) -> Result<Json<Me>, ApiError> {
-    Ok(Json(caller(principal)?.me))
+async fn me(Caller(who): Caller) -> Json<Me> {
+    Json(who.me)
 }

@@ -3,17 +3,16 @@
 //! instance's endpoint, `/serve/<account>/<name>/…`.
 
 use app::models::{Scale, ServingInstance, ServingList, ServingSpec, ServingTraffic};
-use app::ports::Principal;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Json;
 use http::{header, HeaderValue, StatusCode};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::caller;
 use crate::http::api_error::{ApiError, ErrorBody};
+use crate::http::caller::Caller;
 use crate::http::AppState;
 
 /// The account's serving instances, newest first, with the last minute's
@@ -25,9 +24,8 @@ use crate::http::AppState;
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
 ) -> Result<Json<ServingList>, ApiError> {
-    let who = caller(principal)?;
     Ok(Json(state.services.serving.list(&who.me.account).await?))
 }
 
@@ -44,12 +42,11 @@ pub async fn list(
     ))]
 pub async fn launch(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     spec: Result<Json<ServingSpec>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let who = caller(principal)?;
     let Json(spec) = spec?;
-    let done = app::api::serving::launch_within_quota(&state.services, &who.me, spec).await?;
+    let done = app::use_cases::launch_within_quota(&state.services, &who.me, spec).await?;
     tracing::info!(account = %who.me.account.name, serving = %done.name, user = %who.me.email, "serving launched through the API");
     let mut response = (StatusCode::CREATED, Json(&done)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/api/v1/serving/{}", done.name)) {
@@ -68,10 +65,9 @@ pub async fn launch(
     ))]
 pub async fn get_one(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path(name): Path<String>,
 ) -> Result<Json<ServingInstance>, ApiError> {
-    let who = caller(principal)?;
     Ok(Json(
         state.services.serving.get(&who.me.account, &name).await?,
     ))
@@ -89,14 +85,13 @@ pub async fn get_one(
     ))]
 pub async fn scale(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path(name): Path<String>,
     scale: Result<Json<Scale>, JsonRejection>,
 ) -> Result<Json<ServingInstance>, ApiError> {
-    let who = caller(principal)?;
     let Json(scale) = scale?;
     Ok(Json(
-        app::api::serving::scale_within_quota(&state.services, &who.me, &name, scale).await?,
+        app::use_cases::scale_within_quota(&state.services, &who.me, &name, scale).await?,
     ))
 }
 
@@ -109,10 +104,9 @@ pub async fn scale(
     ))]
 pub async fn stop(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path(name): Path<String>,
 ) -> Result<Json<ServingInstance>, ApiError> {
-    let who = caller(principal)?;
     Ok(Json(
         state.services.serving.stop(&who.me.account, &name).await?,
     ))
@@ -127,10 +121,9 @@ pub async fn stop(
     ))]
 pub async fn delete(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let who = caller(principal)?;
     state
         .services
         .serving
@@ -159,11 +152,10 @@ pub struct Range {
     ))]
 pub async fn traffic(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path(name): Path<String>,
     range: Result<Query<Range>, QueryRejection>,
 ) -> Result<Json<ServingTraffic>, ApiError> {
-    let who = caller(principal)?;
     let Query(range) = range?;
     Ok(Json(
         state

@@ -5,13 +5,13 @@ use app::ports::Principal;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Json;
 use http::{header, HeaderValue};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::caller;
 use crate::http::api_error::{ApiError, ErrorBody};
+use crate::http::caller::Caller;
 use crate::http::AppState;
 
 /// The time range of resource charts.
@@ -35,10 +35,9 @@ pub struct AccountParam {
 /// The account `which` names, as the caller may see it (or 404).
 async fn scoped(
     state: &AppState,
-    principal: Option<Extension<Principal>>,
+    who: &Principal,
     which: Result<Query<AccountParam>, QueryRejection>,
 ) -> Result<Account, ApiError> {
-    let who = caller(principal)?;
     let Query(which) = which?;
     let (account, _) = state
         .services
@@ -62,16 +61,15 @@ async fn scoped(
 )]
 pub async fn resources(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     Path(name): Path<String>,
     range: Result<Query<RangeParams>, QueryRejection>,
 ) -> Result<Json<JobResources>, ApiError> {
-    let who = caller(principal)?;
     let Query(range) = range?;
     Ok(Json(
         state
             .services
-            .resources
+            .resource_charts
             .job_resources(&who.me.account, &name, range.from, range.to)
             .await?,
     ))
@@ -91,10 +89,10 @@ pub async fn resources(
 )]
 pub async fn quota(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     which: Result<Query<AccountParam>, QueryRejection>,
 ) -> Result<Json<QuotaUse>, ApiError> {
-    let account = scoped(&state, principal, which).await?;
+    let account = scoped(&state, &who, which).await?;
     let quotas = &state.services.quotas;
     Ok(Json(quotas.quota_use(&account).await?))
 }
@@ -117,11 +115,10 @@ pub async fn quota(
 )]
 pub async fn set_quota(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     which: Result<Query<AccountParam>, QueryRejection>,
     form: Result<Json<QuotaForm>, JsonRejection>,
 ) -> Result<Json<QuotaUse>, ApiError> {
-    let who = caller(principal)?;
     let Query(which) = which?;
     let Json(form) = form?;
     let quota = form.to_quota()?;
@@ -150,10 +147,10 @@ pub async fn set_quota(
 )]
 pub async fn usage(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     which: Result<Query<AccountParam>, QueryRejection>,
 ) -> Result<Json<UsageReport>, ApiError> {
-    let account = scoped(&state, principal, which).await?;
+    let account = scoped(&state, &who, which).await?;
     let quotas = &state.services.quotas;
     Ok(Json(quotas.usage(&account).await?))
 }
@@ -172,10 +169,10 @@ pub async fn usage(
 )]
 pub async fn usage_csv(
     State(state): State<AppState>,
-    principal: Option<Extension<Principal>>,
+    Caller(who): Caller,
     which: Result<Query<AccountParam>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let account = scoped(&state, principal, which).await?;
+    let account = scoped(&state, &who, which).await?;
     let quotas = &state.services.quotas;
     let csv = quotas.usage(&account).await?.to_csv();
     let mut response = csv.into_response();

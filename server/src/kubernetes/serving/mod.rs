@@ -32,7 +32,7 @@ pub use self::objects::{serving_objects, Fetching, ServingObjects};
 use super::errors::{from_kube, is_conflict, is_not_found};
 use super::objects::{CONSOLE, MANAGED_BY};
 use super::{Inner, KubeCluster};
-use crate::serving::{Backend, Reporter, Run, Upstream};
+use crate::backend::serving::{Reporter, Run, ServingBackend, Upstream};
 
 /// Label with the instance's database id (the selector of its pods).
 pub const SERVING_ID: &str = "paddlecloud.org/serving-id";
@@ -59,21 +59,15 @@ pub struct KubeServing {
 }
 
 impl KubeServing {
-    /// On the cluster jobs run on.
-    pub fn new(kube: &KubeCluster) -> Self {
+    /// On the cluster jobs run on, the model volume mounted at
+    /// `model_root` ([`MODEL_ROOT`] unless given: an absolute path; the test
+    /// kubelet, which has no volumes, uses a host folder).
+    pub fn new(kube: &KubeCluster, model_root: Option<String>) -> Self {
         Self {
             inner: kube.inner.clone(),
             watchers: Mutex::new(HashMap::new()),
-            model_root: MODEL_ROOT.to_owned(),
+            model_root: model_root.unwrap_or_else(|| MODEL_ROOT.to_owned()),
         }
-    }
-
-    /// Mounts the model volume at `root` instead of [`MODEL_ROOT`] (an
-    /// absolute path; the test kubelet, which has no volumes, uses a host
-    /// folder).
-    pub fn with_model_root(mut self, root: impl Into<String>) -> Self {
-        self.model_root = root.into();
-        self
     }
 }
 
@@ -109,7 +103,7 @@ async fn put_secret(
 }
 
 #[async_trait]
-impl Backend for KubeServing {
+impl ServingBackend for KubeServing {
     fn name(&self) -> String {
         self.inner.name.clone()
     }
@@ -129,7 +123,7 @@ impl Backend for KubeServing {
         self.inner.ensure_namespace(&run.account).await?;
         let ns = &run.account.namespace;
         let fetching = Fetching {
-            console_url: self.inner.console_url.get().map(String::as_str),
+            console_url: self.inner.console_url.as_deref(),
             model_root: &self.model_root,
         };
         if fetching.console_url.is_none() {

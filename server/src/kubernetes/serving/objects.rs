@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use serde_json::json;
 
 use super::{DEFAULT_IMAGE, FETCH_CONTAINER, SERVING, SERVING_CONTAINER, SERVING_ID, SERVING_PORT};
+use crate::backend::serving::Run;
 use crate::kubernetes::objects::{from_json, CONSOLE, MANAGED_BY};
-use crate::serving::Run;
 
 /// Where the ConfigMap (predict server, user script) is mounted.
 const CONFIG_DIR: &str = "/etc/paddlecloud";
@@ -170,7 +170,7 @@ pub fn serving_objects(run: &Run, fetching: &Fetching) -> Result<ServingObjects,
             "ports": [{ "name": "http", "port": 80, "targetPort": SERVING_PORT }],
         },
     }))?;
-    let mut files = json!({ "serving.py": crate::serving::local::PREDICT_SERVER });
+    let mut files = json!({ "serving.py": crate::backend::serving::PREDICT_SERVER });
     if !spec.script.is_empty() {
         files["script.py"] = json!(spec.script);
     }
@@ -240,11 +240,11 @@ pub(super) fn config_name(serving: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use app::models::{Account, Resources, ServingSpec};
+    use app::models::{Account, ReplicaResources, ServingSpec};
     use serde_json::Value;
 
     use super::*;
-    use crate::serving::ModelFiles;
+    use crate::backend::serving::ModelFiles;
 
     fn run(token: Option<&str>, file: &str) -> Run {
         Run {
@@ -265,7 +265,7 @@ mod tests {
                 image: String::new(),
                 env: vec![],
                 replicas: 2,
-                resources: Resources {
+                resources: ReplicaResources {
                     cpu: "1".into(),
                     memory: "1Gi".into(),
                     gpu: 0,

@@ -12,9 +12,9 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::{FETCH_CONTAINER, SERVING_ID};
+use crate::backend::serving::{Reporter, Run};
 use crate::kubernetes::objects::selector;
 use crate::kubernetes::Inner;
-use crate::serving::{Reporter, Run};
 
 /// Failed pods (with none ready) that fail the instance.
 const MAX_FAILED_PODS: usize = 3;

@@ -1,0 +1,10 @@
+//! The use cases that combine several ports, on the server only: every way
+//! in (server functions for the pages, the REST API for the CLI and SDK)
+//! calls the same function, so a rule such as the quota check holds for all
+//! of them. A use case that needs one port only is that port's method.
+
+pub mod jobs;
+pub mod serving;
+
+pub use jobs::submit_within_quota;
+pub use serving::{launch_within_quota, scale_within_quota};

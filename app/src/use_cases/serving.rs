@@ -1,0 +1,50 @@
+//! Launching and scaling a serving instance, within the account's quota.
+
+use crate::error::AppError;
+use crate::models::{Me, ResourceTotals, Scale, ServingInstance, ServingSpec};
+use crate::ports::Services;
+
+/// Launches `spec` if the account's quota has room for all the replicas it
+/// may run, with a message saying what is over and by how much if not.
+/// Every way of launching (dialog, REST, CLI, SDK) comes through here.
+pub async fn launch_within_quota(
+    services: &Services,
+    me: &Me,
+    spec: ServingSpec,
+) -> Result<ServingInstance, AppError> {
+    spec.validate()?;
+    let _admission = services.quotas.admission(&me.account).await?;
+    services
+        .quotas
+        .quota_use(&me.account)
+        .await?
+        .admit_serving(spec.totals()?)?;
+    services.serving.launch(me, spec).await
+}
+
+/// Scales an instance if the quota has room for what it grows by.
+pub async fn scale_within_quota(
+    services: &Services,
+    me: &Me,
+    name: &str,
+    scale: Scale,
+) -> Result<ServingInstance, AppError> {
+    let _admission = services.quotas.admission(&me.account).await?;
+    let current = services.serving.get(&me.account, name).await?;
+    let mut grown = current.spec.clone();
+    scale.apply(&mut grown)?;
+    let (before, after) = (current.spec.totals()?, grown.totals()?);
+    if current.status.is_active() && after != before {
+        let extra = ResourceTotals {
+            cpu_millis: after.cpu_millis.saturating_sub(before.cpu_millis),
+            memory_bytes: after.memory_bytes.saturating_sub(before.memory_bytes),
+            gpu: after.gpu.saturating_sub(before.gpu),
+        };
+        services
+            .quotas
+            .quota_use(&me.account)
+            .await?
+            .admit_serving(extra)?;
+    }
+    services.serving.scale(&me.account, name, scale).await
+}

@@ -1,0 +1,141 @@
+//! What a serving backend does: run the replicas of an instance (the local
+//! executor's processes, or a Kubernetes Deployment), say where a request
+//! goes, and report their state. [`crate::serving::ServingService`] keeps
+//! the records and the traffic over any [`ServingBackend`].
+
+use std::path::PathBuf;
+
+use app::error::AppError;
+use app::models::{Account, ServingSpec, ServingStatus};
+use app::ports::ServingEvent;
+use async_trait::async_trait;
+use tokio::sync::broadcast;
+
+use crate::storage::serving::ServingStore;
+
+/// The default predict server, written next to local instances and mounted
+/// into Kubernetes pods; run with a Python that has `paddlepaddle`.
+pub const PREDICT_SERVER: &str = include_str!("../../../sdk/python/paddlecloud/serving.py");
+
+/// The model an instance serves, resolved at launch.
+#[derive(Debug, Clone)]
+pub struct ModelFiles {
+    /// `owner/name`.
+    pub model: String,
+    /// The version.
+    pub version: u32,
+    /// On this machine: the version's folder, or the `.tar.gz` in it to
+    /// serve (`None` where the backend fetches the model itself).
+    pub local: Option<PathBuf>,
+}
+
+/// What a backend needs to run an instance.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Database id.
+    pub id: i64,
+    /// The owning account.
+    pub account: Account,
+    /// The spec, with its current size.
+    pub spec: ServingSpec,
+    /// What it serves.
+    pub model: ModelFiles,
+    /// The instance's own token, to fetch its model with, for a backend that
+    /// fetches models itself (issued at each start; `None` otherwise).
+    pub token: Option<String>,
+}
+
+/// Where a request for an instance goes now.
+pub enum Upstream {
+    /// A replica's base URL (`http://127.0.0.1:PORT`).
+    Http(String),
+    /// A Service in the cluster, reached through the API server's proxy.
+    Kube {
+        /// A client of the cluster.
+        client: kube::Client,
+        /// The account's namespace.
+        namespace: String,
+        /// The Service's name.
+        service: String,
+    },
+}
+
+/// Records what the replicas do and tells live views.
+#[derive(Clone)]
+pub struct Reporter {
+    store: ServingStore,
+    events: broadcast::Sender<ServingEvent>,
+}
+
+impl Reporter {
+    /// Writes to `store` and announces on `events`.
+    pub fn new(store: ServingStore, events: broadcast::Sender<ServingEvent>) -> Self {
+        Self { store, events }
+    }
+
+    /// Saves the state of instance `id` of account `account_id` and
+    /// announces it.
+    pub async fn report(
+        &self,
+        account_id: i64,
+        id: i64,
+        name: &str,
+        status: ServingStatus,
+        ready: u32,
+        message: &str,
+    ) {
+        if let Err(err) = self.store.set_state(id, status, ready, message).await {
+            tracing::warn!(serving = %name, error = %err, "recording a serving state");
+        }
+        let _ = self.events.send(ServingEvent {
+            account_id,
+            name: name.to_owned(),
+        });
+    }
+
+    /// Records the number of replicas an instance runs now (an autoscaler
+    /// changed it), keeping the rest of its spec.
+    pub async fn replicas(&self, id: i64, name: &str, replicas: u32) {
+        if let Err(err) = self.store.set_replicas(id, replicas).await {
+            tracing::warn!(serving = %name, error = %err, "recording a serving size");
+        }
+    }
+}
+
+/// Runs replicas: the local executor or Kubernetes.
+#[async_trait]
+pub trait ServingBackend: Send + Sync {
+    /// Where instances launched here run, as the table shows it.
+    fn name(&self) -> String;
+    /// Starts the replicas of a recorded instance; states go to `reporter`.
+    async fn start(&self, run: Run, reporter: Reporter) -> Result<(), AppError>;
+    /// Applies a changed size to a running instance.
+    async fn resize(&self, run: Run) -> Result<(), AppError>;
+    /// Ends every replica; returns once they are gone.
+    async fn stop(&self, account: &Account, id: i64, name: &str) -> Result<(), AppError>;
+    /// Where to send the next request, if a replica is ready.
+    async fn upstream(&self, account: &Account, id: i64, name: &str) -> Option<Upstream>;
+    /// Whether the backend fetches models itself (no local copy needed).
+    fn remote_models(&self) -> bool {
+        false
+    }
+    /// The token a running instance's replicas already hold, where the
+    /// backend keeps one (see [`crate::serving::ServingService::recover`]).
+    async fn current_token(&self, _account: &Account, _name: &str) -> Option<String> {
+        None
+    }
+}
+
+/// An HTTP client for replicas (plain HTTP on loopback, or through the
+/// proxy). reqwest wants a TLS crypto provider even then: the process-wide
+/// one (ring, as `serve` installs) is installed if none is yet.
+pub fn http_client(timeout: std::time::Duration) -> Result<reqwest::Client, AppError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .build()
+        .map_err(|err| {
+            tracing::error!(error = %err, "building an HTTP client");
+            AppError::Internal
+        })
+}

@@ -1,0 +1,303 @@
+//! The composition root: [`Console::build`] makes every port, background
+//! loop and the router's state from one [`Config`]. `paddlecloud serve`,
+//! every test helper and every benchmark call it, varying only the config;
+//! nothing below reads the environment (the CLI turns flags and variables
+//! into the config).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use app::ports::{Cluster, Services};
+use leptos::prelude::LeptosOptions;
+use sqlx::AnyPool;
+
+use crate::access_keys::SqlAccessKeys;
+use crate::accounts::SqlAccounts;
+use crate::assets::objects::Objects;
+use crate::assets::SqlAssets;
+use crate::backend::quota::ClusterQuota;
+use crate::backend::serving::ServingBackend;
+use crate::clusters::Clusters;
+use crate::http::{router, AppState};
+use crate::kubernetes::metrics_api::MetricsApi;
+use crate::kubernetes::prometheus::Prometheus;
+use crate::kubernetes::serving::KubeServing;
+use crate::kubernetes::{KubeAccess, KubeCluster};
+use crate::local::serving::LocalServing;
+use crate::local::{LocalCluster, LocalParts};
+use crate::mlflow::store::MlflowStore;
+use crate::paddleboard::SqlMetrics;
+use crate::quota::SqlQuotas;
+use crate::resources::SqlResourceCharts;
+use crate::serving::ServingService;
+use crate::storage::db;
+use crate::storage::jobs::JobStore;
+use crate::storage::samples::ResourceStore;
+
+/// Where jobs (and serving instances) run.
+#[derive(Clone)]
+pub enum ClusterChoice {
+    /// Processes on this machine: the embedded default.
+    Local,
+    /// A Kubernetes cluster; jobs that ran locally before stay readable and
+    /// controllable.
+    Kube {
+        /// How to reach its API server.
+        access: KubeAccess,
+        /// Where serving pods mount their model (`None`: the pod's own
+        /// volume at `/models`; the test kubelet, which has no volumes,
+        /// needs a host folder).
+        serving_model_root: Option<String>,
+    },
+}
+
+/// Where dataset and model files are kept.
+#[derive(Clone)]
+pub enum Storage {
+    /// `--storage`: a folder, or `s3://bucket/prefix` with the `AWS_*`
+    /// variables (credentials, region, `AWS_ENDPOINT_URL`) given here.
+    Setting {
+        /// The folder or `s3://…` URL.
+        url: String,
+        /// The `AWS_*` variables, for S3.
+        aws_env: Vec<(String, String)>,
+    },
+    /// A store opened by the caller (tests: S3 that gives up fast).
+    Opened(Objects),
+}
+
+/// Everything the console is built from: what `paddlecloud serve` parses,
+/// or what a test or benchmark writes ([`Config::embedded`] and changes).
+#[derive(Clone)]
+pub struct Config {
+    /// Site settings from `Leptos.toml` (site root, bundle name, address).
+    pub site: LeptosOptions,
+    /// Job folders, logs and (by default) the database and files live here.
+    pub data_dir: PathBuf,
+    /// `sqlite://PATH` or `postgres://…`.
+    pub database_url: String,
+    /// Where jobs run.
+    pub cluster: ClusterChoice,
+    /// What a stopped replica gets between SIGTERM and SIGKILL.
+    pub stop_grace: Duration,
+    /// The console's URL as jobs and pods reach it (`PADDLECLOUD_SERVER`);
+    /// `None` when it listens on no socket (tests driving the router).
+    pub public_url: Option<String>,
+    /// Mark session cookies `Secure` even without `X-Forwarded-Proto: https`.
+    pub secure_cookies: bool,
+    /// Metric points PaddleBoard keeps in memory for charts.
+    pub metrics_cache_points: usize,
+    /// Dataset and model files.
+    pub storage: Storage,
+    /// Largest file an upload may bring (for [`Storage::Setting`]).
+    pub max_upload_bytes: u64,
+    /// Seconds between samples of what local replicas (and, without
+    /// Prometheus, pods) use.
+    pub sample_secs: u32,
+    /// Days resource samples and serving traffic are kept.
+    pub resource_keep_days: u32,
+    /// A Prometheus server for the charts of jobs on Kubernetes.
+    pub prometheus_url: Option<String>,
+    /// The Python that runs the default predict server of local serving.
+    pub serving_python: String,
+    /// What local job and serving replicas inherit of the console's own
+    /// environment ([`crate::cli::inherited_env`]); nothing else of it.
+    pub inherited_env: Vec<(String, String)>,
+}
+
+impl Config {
+    /// The embedded defaults (`paddlecloud serve` with no flags) on
+    /// `data_dir` and `database_url`: local executor, files in
+    /// `<data_dir>/objects`, no Prometheus, nothing inherited.
+    pub fn embedded(site: LeptosOptions, data_dir: PathBuf, database_url: String) -> Self {
+        Self {
+            storage: Storage::Setting {
+                url: data_dir.join("objects").display().to_string(),
+                aws_env: Vec::new(),
+            },
+            site,
+            data_dir,
+            database_url,
+            cluster: ClusterChoice::Local,
+            stop_grace: Duration::from_secs(10),
+            public_url: None,
+            secure_cookies: false,
+            metrics_cache_points: 20_000_000,
+            max_upload_bytes: 50 * 1024 * 1024 * 1024,
+            sample_secs: crate::resources::DEFAULT_SAMPLE_SECS,
+            resource_keep_days: crate::resources::DEFAULT_KEEP_DAYS,
+            prometheus_url: None,
+            serving_python: "python3".to_owned(),
+            inherited_env: Vec::new(),
+        }
+    }
+}
+
+/// What the chosen cluster runs jobs and serving on.
+struct Backends {
+    /// Where jobs run.
+    cluster: Arc<dyn Cluster>,
+    /// Where serving replicas run.
+    serving: Arc<dyn ServingBackend>,
+    /// A quota the cluster enforces itself, if it does.
+    quota: Option<Arc<dyn ClusterQuota>>,
+    /// The cluster's metrics API, sampled for charts without Prometheus.
+    metrics_api: Option<Arc<MetricsApi>>,
+}
+
+/// The built console: its ports and what the router serves them with.
+pub struct Console {
+    /// The database every port uses.
+    pub pool: AnyPool,
+    /// The ports.
+    pub services: Services,
+    /// The router's state (the ports, the site settings, MLflow, serving).
+    pub state: AppState,
+}
+
+impl Console {
+    /// Connects to the database and the cluster, makes every port, brings
+    /// back what a previous process left running (local jobs are marked
+    /// failed, serving instances restarted) and starts the background
+    /// loops (resource sampling and pruning, traffic, cluster watches).
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let pool = db::connect(&config.database_url).await?;
+        tracing::info!(database = %db::redact(&config.database_url), "database ready");
+        let grace = config.stop_grace;
+        let sample_every = Duration::from_secs(config.sample_secs.into());
+        let keep = Duration::from_secs(u64::from(config.resource_keep_days) * 86_400);
+        let inherited_env: Arc<[(String, String)]> = config.inherited_env.into();
+
+        let samples = Arc::new(ResourceStore::new(pool.clone()));
+        SqlResourceCharts::spawn_pruning(samples.clone(), config.resource_keep_days);
+        let metrics = Arc::new(SqlMetrics::new(pool.clone(), config.metrics_cache_points));
+        let objects = match config.storage {
+            Storage::Opened(objects) => objects,
+            Storage::Setting { url, aws_env } => {
+                Objects::from_setting_in(&url, config.max_upload_bytes, aws_env)
+                    .with_context(|| format!("opening the file storage {url}"))?
+            }
+        };
+        let assets = Arc::new(SqlAssets::new(
+            pool.clone(),
+            objects,
+            config.data_dir.join("dataset-cache"),
+        ));
+        let local = LocalCluster::start(LocalParts {
+            store: JobStore::new(pool.clone()),
+            data_dir: config.data_dir.clone(),
+            grace,
+            console_url: config.public_url.clone(),
+            metrics: metrics.clone(),
+            assets: assets.clone(),
+            samples: samples.clone(),
+            sample_every,
+            inherited_env: inherited_env.clone(),
+        })
+        .await
+        .map_err(|err| anyhow::anyhow!("starting the local executor: {err}"))?;
+
+        let prometheus = config
+            .prometheus_url
+            .as_deref()
+            .map(Prometheus::new)
+            .transpose()
+            .context("--prometheus-url")?;
+        let backends = match config.cluster {
+            ClusterChoice::Local => Backends {
+                cluster: Arc::new(local),
+                serving: Arc::new(LocalServing::new(
+                    &config.data_dir,
+                    config.serving_python,
+                    grace,
+                    inherited_env,
+                )),
+                quota: None,
+                metrics_api: None,
+            },
+            ClusterChoice::Kube {
+                access,
+                serving_model_root,
+            } => {
+                let (client, name) = access.client().await.context(
+                    "connecting to Kubernetes (KUBECONFIG, ~/.kube/config or the in-cluster \
+                     service account)",
+                )?;
+                let kube = KubeCluster::start(
+                    client,
+                    name,
+                    JobStore::new(pool.clone()),
+                    &config.data_dir,
+                    grace,
+                    config.public_url.clone(),
+                );
+                tracing::info!(cluster = %kube.name(), "jobs run on Kubernetes");
+                // Without Prometheus, jobs on Kubernetes are charted from the
+                // cluster's metrics API (metrics-server), sampled here.
+                let metrics_api = prometheus
+                    .is_none()
+                    .then(|| kube.sample_metrics_api(samples.clone(), sample_every));
+                let serving = KubeServing::new(&kube, serving_model_root);
+                let kube = Arc::new(kube);
+                // Jobs that ran locally (before, or MLflow runs) stay controllable.
+                let clusters = Clusters::new(
+                    kube.clone(),
+                    vec![Arc::new(local)],
+                    JobStore::new(pool.clone()),
+                );
+                Backends {
+                    cluster: Arc::new(clusters),
+                    serving: Arc::new(serving),
+                    quota: Some(kube),
+                    metrics_api,
+                }
+            }
+        };
+        let resource_charts = SqlResourceCharts::new(
+            pool.clone(),
+            samples,
+            config.sample_secs,
+            prometheus,
+            backends.metrics_api,
+        );
+        let serving = ServingService::new(pool.clone(), backends.serving, assets.clone(), keep);
+        serving
+            .recover()
+            .await
+            .map_err(|err| anyhow::anyhow!("bringing back serving instances: {err}"))?;
+        let services = Services {
+            accounts: SqlAccounts::new(pool.clone()),
+            access_keys: SqlAccessKeys::new(pool.clone()),
+            cluster: backends.cluster,
+            metrics,
+            assets,
+            resource_charts: Arc::new(resource_charts),
+            quotas: Arc::new(SqlQuotas::new(pool.clone(), backends.quota)),
+            serving: Arc::new(serving.clone()),
+            secure_cookies: config.secure_cookies,
+        };
+        let state = AppState {
+            leptos: config.site,
+            services: services.clone(),
+            mlflow: MlflowStore::new(pool.clone()),
+            serving,
+        };
+        Ok(Self {
+            pool,
+            services,
+            state,
+        })
+    }
+
+    /// The whole HTTP surface on this console's ports.
+    pub fn router(&self) -> axum::Router {
+        router(self.state.clone())
+    }
+
+    /// Serving, as the `/serve/…` endpoint reaches it (its traffic counts).
+    pub fn serving(&self) -> &ServingService {
+        &self.state.serving
+    }
+}

@@ -1,0 +1,566 @@
+//! Serving on this machine: each replica is a real server process on a free
+//! port of 127.0.0.1, restarted when it dies, behind the console's endpoint
+//! (which balances between the replicas that answer). A replica that never
+//! comes up three times in a row (the model does not load) fails the
+//! instance with the reason from its log, instead of leaving it Pending.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use app::error::AppError;
+use app::models::{Account, Autoscale, ServingStatus};
+use async_trait::async_trait;
+use nix::sys::signal::Signal;
+use tokio::sync::{mpsc, watch};
+
+use super::process::{command, free_ports, signal_group};
+use crate::backend::serving::{
+    http_client, Reporter, Run, ServingBackend, Upstream, PREDICT_SERVER,
+};
+
+/// Failed starts in a row (never answering) that fail the instance.
+const MAX_FAILED_STARTS: u32 = 3;
+/// How often a starting replica is asked whether it answers.
+const PROBE_EVERY: Duration = Duration::from_millis(250);
+
+/// The local serving backend.
+#[derive(Clone)]
+pub struct LocalServing {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// `<data>/serving`.
+    root: PathBuf,
+    /// The interpreter for the default predict server.
+    python: String,
+    /// SIGTERM → SIGKILL.
+    grace: Duration,
+    /// What replicas inherit of the console's environment.
+    inherited_env: Arc<[(String, String)]>,
+    /// Running instances by id.
+    instances: Mutex<HashMap<i64, Arc<Instance>>>,
+    /// Asks replicas whether they answer.
+    probe: reqwest::Client,
+}
+
+/// A running instance's controls and its ready replicas.
+struct Instance {
+    desired: watch::Sender<u32>,
+    /// Autoscaler bounds, while it autoscales.
+    bounds: watch::Sender<Option<Autoscale>>,
+    stop: watch::Sender<bool>,
+    done: watch::Receiver<bool>,
+    /// Ready replicas: index → port.
+    ready: Mutex<BTreeMap<usize, u16>>,
+    /// Round-robin position.
+    next: AtomicUsize,
+}
+
+/// What a replica tells its instance's supervisor.
+enum News {
+    Ready(usize, u16),
+    Down(usize, String),
+    Fatal(usize, String),
+}
+
+impl LocalServing {
+    /// Replicas live under `<data_dir>/serving`; the default server runs
+    /// with `python`; replicas inherit `inherited_env` of the console's
+    /// environment, as job replicas do.
+    pub fn new(
+        data_dir: &Path,
+        python: String,
+        grace: Duration,
+        inherited_env: Arc<[(String, String)]>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                root: data_dir.join("serving"),
+                python,
+                grace,
+                inherited_env,
+                instances: Mutex::new(HashMap::new()),
+                probe: http_client(Duration::from_secs(2)).unwrap_or_default(),
+            }),
+        }
+    }
+
+    fn dir(&self, account: &Account, name: &str) -> PathBuf {
+        self.inner.root.join(&account.name).join(name)
+    }
+}
+
+/// How one replica is started.
+#[derive(Clone)]
+struct Launch {
+    argv: Vec<String>,
+    inherited_env: Arc<[(String, String)]>,
+    env: Vec<(String, String)>,
+    dir: PathBuf,
+    grace: Duration,
+}
+
+#[async_trait]
+impl ServingBackend for LocalServing {
+    fn name(&self) -> String {
+        super::LOCAL.to_owned()
+    }
+
+    async fn start(&self, run: Run, reporter: Reporter) -> Result<(), AppError> {
+        let io = |what: &'static str| {
+            move |err: std::io::Error| {
+                tracing::error!(error = %err, "{what}");
+                AppError::Internal
+            }
+        };
+        let dir = self.dir(&run.account, &run.spec.name);
+        let tag = format!("{}#{}", run.account.name, run.id);
+        kill_leftovers(&dir, &tag);
+        let _ = tokio::fs::remove_dir_all(&dir).await;
+        tokio::fs::create_dir_all(dir.join("logs"))
+            .await
+            .map_err(io("creating a serving directory"))?;
+        tokio::fs::create_dir_all(dir.join("pids"))
+            .await
+            .map_err(io("creating a serving directory"))?;
+        let mut env: Vec<(String, String)> = run
+            .spec
+            .env
+            .iter()
+            .map(|v| (v.name.clone(), v.value.clone()))
+            .collect();
+        let model = run.model.local.clone().ok_or(AppError::Internal)?;
+        let threads = run.spec.per_replica()?.cpu_millis.div_ceil(1000).max(1);
+        env.extend([
+            ("HOST".to_owned(), "127.0.0.1".to_owned()),
+            (
+                "PADDLECLOUD_MODEL_DIR".to_owned(),
+                model.to_string_lossy().into_owned(),
+            ),
+            (
+                "PADDLECLOUD_SERVING_THREADS".to_owned(),
+                threads.to_string(),
+            ),
+            ("PADDLECLOUD_SERVING_INSTANCE".to_owned(), tag.clone()),
+            ("PYTHONUNBUFFERED".to_owned(), "1".to_owned()),
+        ]);
+        if !run.spec.script.is_empty() {
+            let script = dir.join("serving_script.py");
+            tokio::fs::write(&script, &run.spec.script)
+                .await
+                .map_err(io("writing a serving script"))?;
+            env.push((
+                "PADDLECLOUD_SERVING_SCRIPT".to_owned(),
+                script.to_string_lossy().into_owned(),
+            ));
+        }
+        let argv = if run.spec.command.is_empty() {
+            let server = self.inner.root.join("paddlecloud_serving.py");
+            tokio::fs::write(&server, PREDICT_SERVER)
+                .await
+                .map_err(io("writing the predict server"))?;
+            vec![
+                self.inner.python.clone(),
+                server.to_string_lossy().into_owned(),
+            ]
+        } else {
+            run.spec.command.clone()
+        };
+        let launch = Launch {
+            argv,
+            inherited_env: self.inner.inherited_env.clone(),
+            env,
+            dir,
+            grace: self.inner.grace,
+        };
+        let (desired, _) = watch::channel(run.spec.replicas);
+        let (stop, _) = watch::channel(false);
+        let (done_tx, done) = watch::channel(false);
+        let (bounds, _) = watch::channel(run.spec.autoscale);
+        let cores = run.spec.per_replica()?.cpu_millis as f64 / 1000.0;
+        let pids_dir = launch.dir.join("pids");
+        let instance = Arc::new(Instance {
+            desired,
+            bounds,
+            stop,
+            done,
+            ready: Mutex::new(BTreeMap::new()),
+            next: AtomicUsize::new(0),
+        });
+        self.inner
+            .instances
+            .lock()
+            .expect("instances lock")
+            .insert(run.id, instance.clone());
+        let inner = self.inner.clone();
+        tokio::spawn(async move {
+            // The autoscaler ends with the supervisor.
+            tokio::select! {
+                _ = supervise(&instance, &run, &reporter, launch, &inner.probe) => {}
+                _ = super::autoscale::run(&pids_dir, &instance.desired, instance.bounds.subscribe(), cores) => {}
+            }
+            inner
+                .instances
+                .lock()
+                .expect("instances lock")
+                .remove(&run.id);
+            let _ = done_tx.send(true);
+        });
+        Ok(())
+    }
+
+    async fn resize(&self, run: Run) -> Result<(), AppError> {
+        let instance = self
+            .inner
+            .instances
+            .lock()
+            .expect("instances lock")
+            .get(&run.id)
+            .cloned();
+        match instance {
+            Some(i) => {
+                i.bounds.send_replace(run.spec.autoscale);
+                i.desired.send_replace(run.spec.replicas);
+                Ok(())
+            }
+            None => Err(AppError::conflict(
+                "name",
+                format!("“{}” is not running.", run.spec.name),
+            )),
+        }
+    }
+
+    async fn stop(&self, _account: &Account, id: i64, _name: &str) -> Result<(), AppError> {
+        let instance = self
+            .inner
+            .instances
+            .lock()
+            .expect("instances lock")
+            .get(&id)
+            .cloned();
+        if let Some(i) = instance {
+            i.stop.send_replace(true);
+            let mut done = i.done.clone();
+            let _ = done.wait_for(|d| *d).await;
+        }
+        Ok(())
+    }
+
+    async fn upstream(&self, _account: &Account, id: i64, _name: &str) -> Option<Upstream> {
+        let instance = self
+            .inner
+            .instances
+            .lock()
+            .expect("instances lock")
+            .get(&id)
+            .cloned()?;
+        let ready = instance.ready.lock().expect("ready lock");
+        if ready.is_empty() {
+            return None;
+        }
+        let n = instance.next.fetch_add(1, Ordering::Relaxed) % ready.len();
+        let port = ready.values().nth(n)?;
+        Some(Upstream::Http(format!("http://127.0.0.1:{port}")))
+    }
+}
+
+/// Keeps `desired` replicas running until stopped or failed, reporting the
+/// instance's state on every change.
+async fn supervise(
+    instance: &Instance,
+    run: &Run,
+    reporter: &Reporter,
+    launch: Launch,
+    probe: &reqwest::Client,
+) {
+    let (tx, mut rx) = mpsc::channel::<News>(64);
+    let mut replicas: Vec<(watch::Sender<bool>, tokio::task::JoinHandle<()>)> = Vec::new();
+    let mut desired = instance.desired.subscribe();
+    let mut stop = instance.stop.subscribe();
+    let mut message = String::new();
+    let mut recorded = run.spec.replicas;
+    let outcome = loop {
+        let want = *desired.borrow_and_update() as usize;
+        if want as u32 != recorded {
+            // The autoscaler (or a scale) changed the size: the record says so.
+            recorded = want as u32;
+            reporter.replicas(run.id, &run.spec.name, recorded).await;
+        }
+        while replicas.len() < want {
+            let (stop_tx, stop_rx) = watch::channel(false);
+            let task = tokio::spawn(replica(
+                replicas.len(),
+                launch.clone(),
+                stop_rx,
+                tx.clone(),
+                probe.clone(),
+            ));
+            replicas.push((stop_tx, task));
+        }
+        while replicas.len() > want {
+            let (stop_tx, task) = replicas.pop().expect("a replica");
+            instance
+                .ready
+                .lock()
+                .expect("ready lock")
+                .remove(&replicas.len());
+            stop_tx.send_replace(true);
+            let _ = task.await;
+        }
+        let ready = instance.ready.lock().expect("ready lock").len() as u32;
+        reporter
+            .report(
+                run.account.id,
+                run.id,
+                &run.spec.name,
+                ServingStatus::of_replicas(ready, want as u32),
+                ready,
+                &message,
+            )
+            .await;
+        tokio::select! {
+            _ = desired.changed() => {}
+            _ = stop.changed() => break None,
+            news = rx.recv() => match news {
+                Some(News::Ready(i, port)) => {
+                    instance.ready.lock().expect("ready lock").insert(i, port);
+                    message.clear();
+                }
+                Some(News::Down(i, why)) => {
+                    instance.ready.lock().expect("ready lock").remove(&i);
+                    message = format!("Replica {i} restarting: {why}");
+                }
+                Some(News::Fatal(i, why)) => break Some(format!("Replica {i} failed to start: {why}")),
+                None => break None,
+            },
+        }
+    };
+    instance.ready.lock().expect("ready lock").clear();
+    for (stop_tx, _) in &replicas {
+        stop_tx.send_replace(true);
+    }
+    for (_, task) in replicas {
+        let _ = task.await;
+    }
+    if let Some(why) = outcome {
+        tracing::warn!(serving = %run.spec.name, reason = %why, "serving failed");
+        reporter
+            .report(
+                run.account.id,
+                run.id,
+                &run.spec.name,
+                ServingStatus::Failed,
+                0,
+                &why,
+            )
+            .await;
+    }
+}
+
+/// Runs replica `index` (restarting it after a crash) until told to stop.
+async fn replica(
+    index: usize,
+    launch: Launch,
+    mut stop: watch::Receiver<bool>,
+    news: mpsc::Sender<News>,
+    probe: reqwest::Client,
+) {
+    let log = launch.dir.join("logs").join(format!("replica-{index}.log"));
+    let pid_file = launch.dir.join("pids").join(format!("replica-{index}"));
+    let mut failed_starts = 0;
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let started = start(&launch, &log);
+        let (mut child, port) = match started {
+            Ok(c) => c,
+            Err(why) => {
+                let _ = news.send(News::Fatal(index, why)).await;
+                return;
+            }
+        };
+        let pgid = child.id().map(i64::from).unwrap_or(0);
+        let _ = std::fs::write(&pid_file, pgid.to_string());
+        let mut ready = false;
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break status.ok(),
+                _ = stop.changed() => {
+                    end(&mut child, pgid, launch.grace).await;
+                    let _ = std::fs::remove_file(&pid_file);
+                    return;
+                }
+                _ = tokio::time::sleep(PROBE_EVERY), if !ready => {
+                    if answers(&probe, port).await {
+                        ready = true;
+                        failed_starts = 0;
+                        backoff = Duration::from_millis(500);
+                        let _ = news.send(News::Ready(index, port)).await;
+                    }
+                }
+            }
+        };
+        // The group may hold children of the replica: end them with it.
+        signal_group(pgid, Signal::SIGKILL);
+        let _ = std::fs::remove_file(&pid_file);
+        let code = status
+            .and_then(|s| s.code())
+            .map_or("a signal".to_owned(), |c| format!("code {c}"));
+        // The model's place on this machine is the console's business.
+        let model = launch
+            .env
+            .iter()
+            .find(|(k, _)| k == "PADDLECLOUD_MODEL_DIR")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("\0");
+        let reason = log_reason(&log)
+            .replace(&format!("{model}/"), "")
+            .replace(model, "the model");
+        let why = format!("exited with {code}. {reason}");
+        if !ready {
+            failed_starts += 1;
+            if failed_starts >= MAX_FAILED_STARTS {
+                let _ = news.send(News::Fatal(index, why)).await;
+                return;
+            }
+        }
+        let _ = news.send(News::Down(index, why)).await;
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = stop.changed() => return,
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(10));
+    }
+}
+
+/// Starts one process of a replica on a free port, its output appended to `log`.
+fn start(launch: &Launch, log: &Path) -> Result<(tokio::process::Child, u16), String> {
+    let port = free_ports(1)
+        .map_err(|e| format!("no free port: {e}"))?
+        .first()
+        .copied()
+        .ok_or("no free port")?;
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| format!("cannot open its log: {e}"))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| format!("cannot open its log: {e}"))?;
+    // A job replica's command (own process group, only the passed-through
+    // environment), its output going straight to the log file.
+    let mut cmd = command(
+        &launch.argv,
+        &launch.dir,
+        &launch.inherited_env,
+        &launch.env,
+    );
+    cmd.env("PORT", port.to_string())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err))
+        .kill_on_drop(true);
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", launch.argv[0]))?;
+    Ok((child, port))
+}
+
+/// Whether the replica answers HTTP on its port (any status below 500 at
+/// `/healthz`: a user's own server need not have that path).
+async fn answers(probe: &reqwest::Client, port: u16) -> bool {
+    probe
+        .get(format!("http://127.0.0.1:{port}/healthz"))
+        .send()
+        .await
+        .is_ok_and(|r| r.status().as_u16() < 500)
+}
+
+/// SIGTERM to the replica's group, SIGKILL after the grace period.
+async fn end(child: &mut tokio::process::Child, pgid: i64, grace: Duration) {
+    signal_group(pgid, Signal::SIGTERM);
+    if tokio::time::timeout(grace, child.wait()).await.is_err() {
+        signal_group(pgid, Signal::SIGKILL);
+        let _ = child.wait().await;
+    }
+    signal_group(pgid, Signal::SIGKILL);
+}
+
+/// The most telling line at the end of a replica's log: the predict
+/// server's own "cannot load the model" line, else the last lines.
+fn log_reason(log: &Path) -> String {
+    let Ok(bytes) = std::fs::read(log) else {
+        return String::new();
+    };
+    let tail = &bytes[bytes.len().saturating_sub(16 * 1024)..];
+    let text = String::from_utf8_lossy(tail);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if let Some(line) = lines
+        .iter()
+        .rev()
+        .find(|l| l.contains("cannot load the model"))
+    {
+        return line.to_string();
+    }
+    let last = lines[lines.len().saturating_sub(3)..].join(" · ");
+    let mut out: String = last.chars().take(400).collect();
+    if out.len() < last.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// Ends processes a previous console left running for this instance: each
+/// recorded group whose leader still carries the instance's tag.
+fn kill_leftovers(dir: &Path, tag: &str) {
+    let Ok(entries) = std::fs::read_dir(dir.join("pids")) else {
+        return;
+    };
+    let wanted = format!("PADDLECLOUD_SERVING_INSTANCE={tag}");
+    for entry in entries.flatten() {
+        let Some(pgid) = std::fs::read_to_string(entry.path())
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+        else {
+            continue;
+        };
+        let ours = std::fs::read(format!("/proc/{pgid}/environ"))
+            .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()));
+        if ours {
+            signal_group(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reason_is_the_model_line_or_the_last_lines_of_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("r.log");
+        std::fs::write(
+            &log,
+            "importing\npaddlecloud-serving: cannot load the model: no inference.pdiparams\nbye\n",
+        )
+        .unwrap();
+        assert_eq!(
+            log_reason(&log),
+            "paddlecloud-serving: cannot load the model: no inference.pdiparams"
+        );
+        std::fs::write(&log, "a\n\nb\nc\nd\n").unwrap();
+        assert_eq!(log_reason(&log), "b · c · d");
+    }
+}

@@ -1,0 +1,527 @@
+//! Job records in the console's database, shared by every cluster backend:
+//! the table, its filters and the replica counts are served from here.
+
+use app::error::AppError;
+use app::models::{
+    Job, JobPage, JobQuery, JobRole, JobSort, JobSource, JobSpec, JobStatus, Me, Pod, PodPhase,
+    RoleCounts,
+};
+use sqlx::any::AnyRow;
+use sqlx::{AnyPool, AssertSqlSafe, Row};
+
+use crate::storage::tokens::{random_token, token_hash};
+use crate::time::now_ms;
+
+/// Every job token starts with this (access keys with `pck_`).
+pub const JOB_TOKEN_PREFIX: &str = "pcj_";
+
+/// A job row with the id the store uses to address it.
+#[derive(Debug, Clone)]
+pub struct StoredJob {
+    /// Database id.
+    pub id: i64,
+    /// Owning account.
+    pub account_id: i64,
+    /// The job as the API shows it.
+    pub job: Job,
+}
+
+/// A change to one pod; `None` leaves a column as it is.
+#[derive(Debug, Clone, Default)]
+pub struct PodUpdate {
+    /// New phase.
+    pub phase: Option<PodPhase>,
+    /// Process group of the local replica.
+    pub pid: Option<i64>,
+    /// Exit code.
+    pub exit_code: Option<i32>,
+    /// Start time.
+    pub started_at: Option<i64>,
+    /// End time.
+    pub finished_at: Option<i64>,
+    /// Why.
+    pub message: Option<String>,
+}
+
+/// Jobs and pods in the console's database.
+#[derive(Clone)]
+pub struct JobStore {
+    pool: AnyPool,
+}
+
+fn internal(context: &'static str) -> impl FnOnce(sqlx::Error) -> AppError {
+    move |err| {
+        tracing::error!(error = %err, "{context}");
+        AppError::Internal
+    }
+}
+
+const JOB_COLUMNS: &str = "id, account_id, name, spec, status, cluster, created_at, started_at, \
+     finished_at, message, ps_total, ps_ready, ps_succeeded, ps_failed, tr_total, tr_ready, \
+     tr_succeeded, tr_failed, source";
+
+fn count(row: &AnyRow, col: &str) -> Result<u32, sqlx::Error> {
+    Ok(u32::try_from(row.try_get::<i64, _>(col)?).unwrap_or(0))
+}
+
+fn job_from(row: &AnyRow) -> Result<StoredJob, sqlx::Error> {
+    let spec: String = row.try_get("spec")?;
+    let status: String = row.try_get("status")?;
+    let spec: JobSpec =
+        serde_json::from_str(&spec).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    Ok(StoredJob {
+        id: row.try_get("id")?,
+        account_id: row.try_get("account_id")?,
+        job: Job {
+            name: row.try_get("name")?,
+            spec,
+            status: JobStatus::parse(&status).unwrap_or(JobStatus::Failed),
+            cluster: row.try_get("cluster")?,
+            created_at: row.try_get("created_at")?,
+            started_at: row.try_get("started_at")?,
+            finished_at: row.try_get("finished_at")?,
+            message: row.try_get("message")?,
+            ps: RoleCounts {
+                total: count(row, "ps_total")?,
+                ready: count(row, "ps_ready")?,
+                succeeded: count(row, "ps_succeeded")?,
+                failed: count(row, "ps_failed")?,
+            },
+            trainers: RoleCounts {
+                total: count(row, "tr_total")?,
+                ready: count(row, "tr_ready")?,
+                succeeded: count(row, "tr_succeeded")?,
+                failed: count(row, "tr_failed")?,
+            },
+            source: JobSource::parse(&row.try_get::<String, _>("source")?),
+        },
+    })
+}
+
+fn pod_from(row: &AnyRow) -> Result<Pod, sqlx::Error> {
+    let role: String = row.try_get("role")?;
+    let phase: String = row.try_get("phase")?;
+    Ok(Pod {
+        name: row.try_get("name")?,
+        role: JobRole::parse(&role).unwrap_or(JobRole::Trainer),
+        index: u32::try_from(row.try_get::<i64, _>("idx")?).unwrap_or(0),
+        phase: PodPhase::parse(&phase).unwrap_or(PodPhase::Failed),
+        exit_code: row
+            .try_get::<Option<i64>, _>("exit_code")?
+            .map(|c| c as i32),
+        started_at: row.try_get("started_at")?,
+        finished_at: row.try_get("finished_at")?,
+        message: row.try_get("message")?,
+    })
+}
+
+/// The pods a spec asks for: `ps-0..`, then `trainer-0..`.
+pub fn pod_names(spec: &JobSpec) -> Vec<(String, JobRole, u32)> {
+    let role = |role: JobRole, n: u32| {
+        (0..n).map(move |i| (format!("{}-{i}", role.pod_prefix()), role, i))
+    };
+    role(JobRole::Pserver, spec.num_ps)
+        .chain(role(JobRole::Trainer, spec.num_trainers))
+        .collect()
+}
+
+impl JobStore {
+    /// Wraps a migrated pool.
+    pub fn new(pool: AnyPool) -> Self {
+        Self { pool }
+    }
+
+    /// The pool, for backends that read the account a job belongs to.
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// Records a new job of `by`'s account and its pods, all Pending, with a
+    /// fresh job token (returned; only its hash is kept) that lets the job's
+    /// replicas write the job's metrics.
+    pub async fn insert(
+        &self,
+        by: &Me,
+        spec: &JobSpec,
+        cluster: &str,
+    ) -> Result<(StoredJob, String), AppError> {
+        let now = now_ms();
+        let account_id = by.account.id;
+        let token = format!("{JOB_TOKEN_PREFIX}{}", random_token());
+        let spec_json = serde_json::to_string(spec).map_err(|e| {
+            tracing::error!(error = %e, "serialising a job spec");
+            AppError::Internal
+        })?;
+        let mut tx = self.pool.begin().await.map_err(internal("begin submit"))?;
+        let inserted = sqlx::query_scalar::<_, i64>(
+            "INSERT INTO jobs (account_id, name, spec, status, cluster, created_at, ps_total, \
+             tr_total, user_id, token_hash) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+        )
+        .bind(account_id)
+        .bind(&spec.name)
+        .bind(&spec_json)
+        .bind(JobStatus::Pending.as_str())
+        .bind(cluster)
+        .bind(now)
+        .bind(i64::from(spec.num_ps))
+        .bind(i64::from(spec.num_trainers))
+        .bind(by.user_id)
+        .bind(token_hash(&token))
+        .fetch_one(&mut *tx)
+        .await;
+        let id = match inserted {
+            Ok(id) => id,
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+                return Err(AppError::conflict(
+                    "name",
+                    format!(
+                        "A job named “{}” already exists. Choose another name or delete that job.",
+                        spec.name
+                    ),
+                ))
+            }
+            Err(err) => return Err(internal("insert job")(err)),
+        };
+        for (name, role, index) in pod_names(spec) {
+            sqlx::query(
+                "INSERT INTO pods (job_id, name, role, idx, phase) VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(id)
+            .bind(&name)
+            .bind(role.as_str())
+            .bind(i64::from(index))
+            .bind(PodPhase::Pending.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(internal("insert pod"))?;
+        }
+        tx.commit().await.map_err(internal("commit submit"))?;
+        Ok((self.by_id(id).await?, token))
+    }
+
+    /// The id of the account's job `name`; another account's is "not found".
+    pub async fn id_of(&self, account_id: i64, name: &str) -> Result<i64, AppError> {
+        sqlx::query_scalar("SELECT id FROM jobs WHERE account_id = $1 AND name = $2")
+            .bind(account_id)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(internal("look up job id"))?
+            .ok_or_else(|| AppError::not_found(format!("Job “{name}”")))
+    }
+
+    /// A job by id.
+    pub async fn by_id(&self, id: i64) -> Result<StoredJob, AppError> {
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"
+        )))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(internal("get job by id"))?
+        .ok_or_else(|| AppError::not_found("Job"))?;
+        job_from(&row).map_err(internal("decode job"))
+    }
+
+    /// A job of the account by name; another account's is "not found".
+    pub async fn get(&self, account_id: i64, name: &str) -> Result<StoredJob, AppError> {
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE account_id = $1 AND name = $2"
+        )))
+        .bind(account_id)
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(internal("get job"))?
+        .ok_or_else(|| AppError::not_found(format!("Job “{name}”")))?;
+        job_from(&row).map_err(internal("decode job"))
+    }
+
+    /// One page of the account's jobs.
+    pub async fn list(&self, account_id: i64, query: &JobQuery) -> Result<JobPage, AppError> {
+        // Only the shape of the SQL varies; every value is bound.
+        let mut filters = String::from("account_id = $1");
+        let mut n = 1;
+        let mut next = || {
+            n += 1;
+            format!("${n}")
+        };
+        if query.status.is_some() {
+            filters += &format!(" AND status = {}", next());
+        }
+        let name_pattern = query.name_filter().map(|name| {
+            let escaped = name
+                .to_lowercase()
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_");
+            format!("%{escaped}%")
+        });
+        if name_pattern.is_some() {
+            filters += &format!(" AND name LIKE {} ESCAPE '\\'", next());
+        }
+        if query.from.is_some() {
+            filters += &format!(" AND created_at >= {}", next());
+        }
+        if query.to.is_some() {
+            filters += &format!(" AND created_at < {}", next());
+        }
+        let order = match query.sort {
+            JobSort::Newest => "created_at DESC, id DESC",
+            JobSort::Oldest => "created_at ASC, id ASC",
+            JobSort::Name => "name ASC",
+            JobSort::Status => "status ASC, created_at DESC, id DESC",
+        };
+        let per_page = query.per_page();
+        let page = query.page();
+        let offset = u64::from(page - 1) * u64::from(per_page);
+
+        macro_rules! bind_filters {
+            ($q:expr) => {{
+                let mut q = $q.bind(account_id);
+                if let Some(status) = query.status {
+                    q = q.bind(status.as_str());
+                }
+                if let Some(pattern) = &name_pattern {
+                    q = q.bind(pattern.clone());
+                }
+                if let Some(from) = query.from {
+                    q = q.bind(from);
+                }
+                if let Some(to) = query.to {
+                    q = q.bind(to);
+                }
+                q
+            }};
+        }
+
+        let total: i64 = bind_filters!(sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT COUNT(*) FROM jobs WHERE {filters}"
+        ))))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(internal("count jobs"))?;
+        let rows = bind_filters!(sqlx::query(AssertSqlSafe(format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE {filters} ORDER BY {order} LIMIT {per_page} OFFSET {offset}"
+        ))))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("list jobs"))?;
+        let jobs = rows
+            .iter()
+            .map(|r| job_from(r).map(|s| s.job))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(internal("decode jobs"))?;
+        Ok(JobPage {
+            jobs,
+            total: total as u64,
+            page,
+            per_page,
+            now: now_ms(),
+        })
+    }
+
+    /// A job's pods: parameter servers first, then trainers, by index.
+    pub async fn pods(&self, job_id: i64) -> Result<Vec<Pod>, AppError> {
+        let rows = sqlx::query(
+            "SELECT name, role, idx, phase, exit_code, started_at, finished_at, message FROM pods \
+             WHERE job_id = $1 ORDER BY role ASC, idx ASC",
+        )
+        .bind(job_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("list pods"))?;
+        rows.iter()
+            .map(pod_from)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(internal("decode pods"))
+    }
+
+    /// The pods of the account's job `name` (the `Cluster` port's `pods`).
+    pub async fn pods_of(&self, account_id: i64, name: &str) -> Result<Vec<Pod>, AppError> {
+        let stored = self.get(account_id, name).await?;
+        self.pods(stored.id).await
+    }
+
+    /// The account's job `job` and its pod `pod`; either missing is "not found".
+    pub async fn pod_of(
+        &self,
+        account_id: i64,
+        job: &str,
+        pod: &str,
+    ) -> Result<(StoredJob, Pod), AppError> {
+        let stored = self.get(account_id, job).await?;
+        let found = self
+            .pods(stored.id)
+            .await?
+            .into_iter()
+            .find(|p| p.name == pod);
+        match found {
+            Some(p) => Ok((stored, p)),
+            None => Err(AppError::not_found(format!("Pod “{pod}”"))),
+        }
+    }
+
+    /// Process groups of a job's pods that were started, for recovery.
+    pub async fn pod_pids(&self, job_id: i64) -> Result<Vec<(String, i64)>, AppError> {
+        sqlx::query_as("SELECT name, pid FROM pods WHERE job_id = $1 AND pid IS NOT NULL")
+            .bind(job_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(internal("list pod pids"))
+    }
+
+    /// Applies `update` to one pod and refreshes the job's role counts.
+    pub async fn update_pod(
+        &self,
+        job_id: i64,
+        pod: &str,
+        update: PodUpdate,
+    ) -> Result<(), AppError> {
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(internal("begin pod update"))?;
+        sqlx::query(
+            "UPDATE pods SET phase = COALESCE($1, phase), pid = COALESCE($2, pid), \
+             exit_code = COALESCE($3, exit_code), started_at = COALESCE($4, started_at), \
+             finished_at = COALESCE($5, finished_at), message = COALESCE($6, message) \
+             WHERE job_id = $7 AND name = $8",
+        )
+        .bind(update.phase.map(PodPhase::as_str))
+        .bind(update.pid)
+        .bind(update.exit_code.map(i64::from))
+        .bind(update.started_at)
+        .bind(update.finished_at)
+        .bind(update.message)
+        .bind(job_id)
+        .bind(pod)
+        .execute(&mut *tx)
+        .await
+        .map_err(internal("update pod"))?;
+        sqlx::query(
+            "UPDATE jobs SET \
+             ps_ready = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'pserver' AND p.phase = 'running'), \
+             ps_succeeded = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'pserver' AND p.phase = 'succeeded'), \
+             ps_failed = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'pserver' AND p.phase = 'failed'), \
+             tr_ready = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'trainer' AND p.phase = 'running'), \
+             tr_succeeded = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'trainer' AND p.phase = 'succeeded'), \
+             tr_failed = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'trainer' AND p.phase = 'failed') \
+             WHERE id = $1",
+        )
+        .bind(job_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(internal("refresh role counts"))?;
+        tx.commit().await.map_err(internal("commit pod update"))
+    }
+
+    /// Moves a job to `status`; the first move to Running records the start,
+    /// the first move to an end state records the end.
+    pub async fn set_status(
+        &self,
+        job_id: i64,
+        status: JobStatus,
+        message: &str,
+    ) -> Result<(), AppError> {
+        let now = now_ms();
+        let started = (status == JobStatus::Running).then_some(now);
+        let finished = (!status.is_active()).then_some(now);
+        sqlx::query(
+            "UPDATE jobs SET status = $1, message = $2, started_at = COALESCE(started_at, $3), \
+             finished_at = COALESCE(finished_at, $4) WHERE id = $5",
+        )
+        .bind(status.as_str())
+        .bind(message)
+        .bind(started)
+        .bind(finished)
+        .bind(job_id)
+        .execute(&self.pool)
+        .await
+        .map_err(internal("set job status"))?;
+        Ok(())
+    }
+
+    /// Removes a job and its pods.
+    pub async fn delete(&self, job_id: i64) -> Result<(), AppError> {
+        // Children first, explicitly: SQLite enforces ON DELETE CASCADE only
+        // where foreign keys are switched on.
+        sqlx::query(
+            "DELETE FROM metric_points WHERE series_id IN \
+             (SELECT id FROM metric_series WHERE job_id = $1)",
+        )
+        .bind(job_id)
+        .execute(&self.pool)
+        .await
+        .map_err(internal("delete metric points"))?;
+        for table in ["mlflow_params", "mlflow_run_tags"] {
+            sqlx::query(AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM mlflow_runs WHERE job_id = $1)"
+            )))
+            .bind(job_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("delete mlflow run children"))?;
+        }
+        sqlx::query("DELETE FROM mlflow_runs WHERE job_id = $1")
+            .bind(job_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("delete mlflow runs"))?;
+        sqlx::query("DELETE FROM metric_series WHERE job_id = $1")
+            .bind(job_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("delete metric series"))?;
+        sqlx::query("DELETE FROM pods WHERE job_id = $1")
+            .bind(job_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("delete pods"))?;
+        sqlx::query("DELETE FROM jobs WHERE id = $1")
+            .bind(job_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("delete job"))?;
+        Ok(())
+    }
+
+    /// The ids of `cluster`'s jobs still marked Pending or Running, by the
+    /// namespace of their account (what a cluster-side sampler reads).
+    pub async fn active_by_namespace(
+        &self,
+        cluster: &str,
+    ) -> Result<std::collections::HashMap<String, Vec<i64>>, AppError> {
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT j.id, a.namespace FROM jobs j JOIN accounts a ON a.id = j.account_id \
+             WHERE j.cluster = $1 AND j.source = 'console' AND j.status IN ('pending', 'running')",
+        )
+        .bind(cluster)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("list active jobs by namespace"))?;
+        let mut by_ns = std::collections::HashMap::<String, Vec<i64>>::new();
+        for (id, ns) in rows {
+            by_ns.entry(ns).or_default().push(id);
+        }
+        Ok(by_ns)
+    }
+
+    /// Jobs of `cluster` still marked Pending or Running, for recovery at start.
+    pub async fn active(&self, cluster: &str) -> Result<Vec<StoredJob>, AppError> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = $1 AND source = 'console' \
+             AND status IN ('pending', 'running')"
+        )))
+        .bind(cluster)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("list active jobs"))?;
+        rows.iter()
+            .map(job_from)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(internal("decode jobs"))
+    }
+}

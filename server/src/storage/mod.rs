@@ -1,0 +1,22 @@
+//! The bottom layer: what backends and services both keep. The database
+//! pool and its migrations ([`db`]), the job and pod records every cluster
+//! backend writes ([`jobs`]), serving records ([`serving`]), resource
+//! samples ([`samples`]), pod log files ([`logfile`]) and tokens
+//! ([`tokens`]). Nothing here knows of a backend, a service or HTTP.
+
+pub mod db;
+pub mod jobs;
+pub mod logfile;
+pub mod samples;
+pub mod serving;
+pub mod tokens;
+
+use app::error::AppError;
+
+/// Logs a database failure and hides it from the caller.
+pub(crate) fn internal(context: &'static str) -> impl FnOnce(sqlx::Error) -> AppError {
+    move |err| {
+        tracing::error!(error = %err, "{context}");
+        AppError::Internal
+    }
+}

@@ -1,0 +1,184 @@
+//! The whole app in-process, as a browser or a script reaches it over HTTP.
+
+use app::ports::Services;
+use axum::body::Body;
+use axum::Router;
+use http::{header, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use server::console::{Config, Console};
+use tower::ServiceExt;
+
+use super::TestDb;
+
+pub struct Site {
+    /// The whole app's router, driven without a socket.
+    pub router: Router,
+    /// The ports behind it, for tests that act as the server does.
+    pub services: Services,
+    /// The database (and data directory) behind it.
+    pub db: TestDb,
+    /// Serving, as the endpoint reaches it (to flush its traffic counts).
+    pub serving: server::serving::ServingService,
+}
+
+/// The site settings of the repository's `Leptos.toml`.
+pub fn site_options() -> leptos::prelude::LeptosOptions {
+    leptos_config::get_configuration(Some(concat!(env!("CARGO_MANIFEST_DIR"), "/../Leptos.toml")))
+        .unwrap()
+        .leptos_options
+}
+
+/// What every test console starts from: the embedded defaults on `db` and
+/// its data directory, replicas inheriting this process's `PATH` and the
+/// rest, a stop grace and a sampling period of 1 s, 1M metric points cached.
+pub fn config(db: &TestDb) -> Config {
+    Config {
+        stop_grace: std::time::Duration::from_secs(1),
+        sample_secs: 1,
+        metrics_cache_points: 1_000_000,
+        inherited_env: server::cli::inherited_env(),
+        ..Config::embedded(site_options(), db.dir().to_owned(), db.url.clone())
+    }
+}
+
+/// The whole app on `db`, built from `config` as `paddlecloud serve` builds
+/// it. What the server logs (errors, or `RUST_LOG`) shows in a failing
+/// test's output.
+pub async fn site_from(db: TestDb, config: Config) -> Site {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
+        )
+        .with_test_writer()
+        .try_init();
+    let console = Console::build(config).await.unwrap();
+    Site {
+        router: console.router(),
+        services: console.services.clone(),
+        serving: console.serving().clone(),
+        db,
+    }
+}
+
+/// The app on a fresh SQLite database, with [`config`] as `change` leaves it.
+pub async fn site_configured(change: impl FnOnce(Config, &TestDb) -> Config) -> Site {
+    let db = super::sqlite().await;
+    let config = change(config(&db), &db);
+    site_from(db, config).await
+}
+
+/// The app on the embedded defaults; cookies `Secure` if `secure_cookies`.
+pub async fn site_with(secure_cookies: bool) -> Site {
+    site_configured(|config, _| Config {
+        secure_cookies,
+        ..config
+    })
+    .await
+}
+
+pub async fn site() -> Site {
+    site_with(false).await
+}
+
+impl Site {
+    /// The owner of `account` (signed up with [`Site::sign_up`]).
+    pub async fn owner(&self, account: &str) -> app::models::Me {
+        let (user_id, email, account_id, created_at): (i64, String, i64, i64) = sqlx::query_as(
+            "SELECT u.id, u.email, a.id, a.created_at FROM users u \
+             JOIN accounts a ON a.id = u.account_id WHERE a.name = $1 AND u.role = 'owner'",
+        )
+        .bind(account)
+        .fetch_one(&self.db.pool)
+        .await
+        .unwrap();
+        app::models::Me {
+            user_id,
+            email,
+            role: app::models::Role::Owner,
+            account: app::models::Account {
+                id: account_id,
+                name: account.to_owned(),
+                namespace: format!("pc-{account}"),
+                created_at,
+            },
+        }
+    }
+
+    pub async fn send(&self, req: Request<Body>) -> Response<Body> {
+        self.router.clone().oneshot(req).await.unwrap()
+    }
+
+    pub async fn get(&self, path: &str, cookie: Option<&str>) -> Response<Body> {
+        let mut req = Request::get(path).header(header::ACCEPT, "text/html");
+        if let Some(c) = cookie {
+            req = req.header(header::COOKIE, c);
+        }
+        self.send(req.body(Body::empty()).unwrap()).await
+    }
+
+    /// A plain HTML form post, as a browser without JavaScript sends it.
+    pub async fn form_post(&self, path: &str, body: &str, referer: &str) -> Response<Body> {
+        self.send(
+            Request::post(path)
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .header(header::ACCEPT, "text/html,application/xhtml+xml")
+                .header(header::REFERER, format!("http://localhost{referer}"))
+                .header(header::USER_AGENT, "TestBrowser/1.0")
+                .body(Body::from(body.to_owned()))
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// A server-function call as the hydrated app makes it.
+    pub async fn fetch_post(&self, path: &str, body: &str, cookie: Option<&str>) -> Response<Body> {
+        let mut req = Request::post(path)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::ACCEPT, "application/json");
+        if let Some(c) = cookie {
+            req = req.header(header::COOKIE, c);
+        }
+        self.send(req.body(Body::from(body.to_owned())).unwrap())
+            .await
+    }
+
+    /// Signs up a new account and returns the `name=value` session cookie.
+    pub async fn sign_up(&self, account: &str) -> String {
+        let res = self
+            .form_post(
+                "/api/sign_up",
+                &format!("account={account}&email=ann%40example.com&password=a+long+password"),
+                "/signup",
+            )
+            .await;
+        assert_eq!(res.status(), StatusCode::FOUND);
+        cookie_pair(&res)
+    }
+}
+
+pub fn set_cookie(res: &Response<Body>) -> String {
+    res.headers()
+        .get(header::SET_COOKIE)
+        .expect("a Set-Cookie header")
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+pub fn cookie_pair(res: &Response<Body>) -> String {
+    set_cookie(res).split(';').next().unwrap().to_owned()
+}
+
+pub fn location(res: &Response<Body>) -> String {
+    res.headers()
+        .get(header::LOCATION)
+        .expect("a Location header")
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+pub async fn text(res: Response<Body>) -> String {
+    String::from_utf8(res.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
+}

@@ -1,0 +1,258 @@
+//! The HTTP surface driven in-process: pages, server functions, cookies and
+//! status codes, as a browser (with or without JavaScript) or a script sees them.
+
+use crate::common::site::{cookie_pair, location, set_cookie, site, site_with, text};
+use axum::body::Body;
+use http::{header, Request, StatusCode};
+
+#[tokio::test]
+async fn healthz_answers_ok_with_the_version() {
+    let site = site().await;
+    let res = site.get("/healthz", None).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let body: serde_json::Value = serde_json::from_str(&text(res).await).unwrap();
+    assert_eq!(body["status"], "ok");
+    assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
+}
+
+#[tokio::test]
+async fn a_signed_out_visitor_is_sent_to_login_with_the_page_they_wanted() {
+    let site = site().await;
+    for (path, next) in [
+        ("/jobs", "%2Fjobs"),
+        ("/serving?tab=all", "%2Fserving%3Ftab%3Dall"),
+        ("/", "%2F"),
+        ("/account", "%2Faccount"),
+    ] {
+        let res = site.get(path, None).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{path}");
+        assert_eq!(location(&res), format!("/login?next={next}"));
+    }
+    let login = site.get("/login", None).await;
+    assert_eq!(login.status(), StatusCode::OK);
+    assert!(text(login).await.contains("Sign in to PaddleCloud"));
+}
+
+#[tokio::test]
+async fn signing_up_without_javascript_sets_a_protected_cookie_and_opens_jobs() {
+    let site = site().await;
+    let res = site
+        .form_post(
+            "/api/sign_up",
+            "account=vision&email=ann%40example.com&password=a+long+password",
+            "/signup",
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::FOUND);
+    assert_eq!(location(&res), "/jobs");
+    let cookie = set_cookie(&res);
+    assert!(cookie.starts_with("pc_session="), "{cookie}");
+    for attr in ["HttpOnly", "SameSite=Lax", "Path=/", "Max-Age=2592000"] {
+        assert!(cookie.contains(attr), "{attr} missing from {cookie}");
+    }
+    assert!(
+        !cookie.contains("Secure"),
+        "plain http must not get Secure: {cookie}"
+    );
+
+    let page = site.get("/jobs", Some(&cookie_pair(&res))).await;
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = text(page).await;
+    for section in [
+        "Jobs",
+        "PaddleBoard",
+        "Serving",
+        "Datasets",
+        "Models",
+        "Notebooks",
+        "Account",
+    ] {
+        let link = format!(r#"<a href="/{}""#, section.to_lowercase());
+        assert!(
+            html.contains(&link) && html.contains(&format!(">{section}<")),
+            "nav link {section} missing"
+        );
+    }
+    assert!(html.contains("vision") && html.contains("ann@example.com"));
+}
+
+#[tokio::test]
+async fn the_session_cookie_is_secure_behind_https() {
+    let site = site().await;
+    let res = site
+        .send(
+            Request::post("/api/sign_up")
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .header("x-forwarded-proto", "https")
+                .body(Body::from(
+                    "account=tls&email=a%40b.io&password=a+long+password",
+                ))
+                .unwrap(),
+        )
+        .await;
+    assert!(set_cookie(&res).contains("; Secure"));
+
+    let forced = site_with(true).await;
+    let res = forced
+        .fetch_post(
+            "/api/sign_up",
+            "account=tls&email=a%40b.io&password=a+long+password",
+            None,
+        )
+        .await;
+    assert!(set_cookie(&res).contains("; Secure"));
+}
+
+#[tokio::test]
+async fn form_errors_without_javascript_return_to_the_form_and_are_shown_there() {
+    let site = site().await;
+    site.sign_up("vision").await;
+    let res = site
+        .form_post(
+            "/api/sign_up",
+            "account=vision&email=bob%40example.com&password=a+long+password",
+            "/signup",
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::FOUND);
+    let back = location(&res);
+    assert!(back.starts_with("http://localhost/signup?"), "{back}");
+    assert!(res.headers().get(header::SET_COOKIE).is_none());
+
+    let path = back.trim_start_matches("http://localhost");
+    let page = site.get(path, None).await;
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = text(page).await;
+    assert!(
+        html.contains("The account name “vision” is taken. Choose another."),
+        "error not rendered next to the field"
+    );
+    assert!(html.contains(r#"id="account-error""#));
+}
+
+#[tokio::test]
+async fn server_function_errors_carry_their_http_status() {
+    let site = site().await;
+    let cookie = site.sign_up("vision").await;
+
+    let taken = site
+        .fetch_post(
+            "/api/sign_up",
+            "account=vision&email=b%40x.io&password=a+long+password",
+            None,
+        )
+        .await;
+    assert_eq!(taken.status(), StatusCode::CONFLICT);
+    let err: app::error::AppError = serde_json::from_str(&text(taken).await).unwrap();
+    assert_eq!(err.field(), Some("account"));
+
+    let short = site
+        .fetch_post(
+            "/api/sign_up",
+            "account=fresh&email=b%40x.io&password=short",
+            None,
+        )
+        .await;
+    assert_eq!(short.status(), StatusCode::BAD_REQUEST);
+
+    let wrong = site
+        .fetch_post(
+            "/api/sign_in",
+            "account=vision&email=ann%40example.com&password=nope+nope",
+            None,
+        )
+        .await;
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    let err: app::error::AppError = serde_json::from_str(&text(wrong).await).unwrap();
+    assert_eq!(err, app::error::AppError::BadCredentials);
+
+    let anonymous = site.fetch_post("/api/sessions", "", None).await;
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+
+    let not_mine = site
+        .fetch_post("/api/revoke_session", "id=999999", Some(&cookie))
+        .await;
+    assert_eq!(not_mine.status(), StatusCode::NOT_FOUND);
+
+    let garbage = site
+        .fetch_post("/api/revoke_session", "id=abc", Some(&cookie))
+        .await;
+    assert_eq!(garbage.status(), StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn signing_out_ends_the_session_on_the_server() {
+    let site = site().await;
+    let cookie = site.sign_up("vision").await;
+    assert_eq!(
+        site.get("/jobs", Some(&cookie)).await.status(),
+        StatusCode::OK
+    );
+
+    let mut req = Request::post("/api/sign_out")
+        .header(header::ACCEPT, "text/html")
+        .header(header::REFERER, "http://localhost/jobs")
+        .header(header::COOKIE, &cookie)
+        .body(Body::empty())
+        .unwrap();
+    req.headers_mut().insert(
+        header::CONTENT_TYPE,
+        "application/x-www-form-urlencoded".parse().unwrap(),
+    );
+    let res = site.send(req).await;
+    assert_eq!(location(&res), "/login");
+    assert!(set_cookie(&res).contains("Max-Age=0"));
+
+    // The old cookie is dead even if a browser kept it.
+    let after = site.get("/jobs", Some(&cookie)).await;
+    assert_eq!(after.status(), StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn signed_in_users_skip_the_sign_in_page_and_unknown_pages_are_404() {
+    let site = site().await;
+    let cookie = site.sign_up("vision").await;
+    let res = site.get("/login", Some(&cookie)).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&res), "/jobs");
+
+    let missing = site.get("/no/such/page", Some(&cookie)).await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    assert!(text(missing).await.contains("Page not found"));
+}
+
+#[tokio::test]
+async fn sign_in_goes_back_to_the_page_asked_for_and_never_off_site() {
+    let site = site().await;
+    site.sign_up("vision").await;
+    let body = "account=vision&email=ann%40example.com&password=a+long+password&next=";
+    let res = site
+        .form_post(
+            "/api/sign_in",
+            &format!("{body}%2Fserving"),
+            "/login?next=%2Fserving",
+        )
+        .await;
+    assert_eq!(location(&res), "/serving");
+    let res = site
+        .form_post(
+            "/api/sign_in",
+            &format!("{body}%2F%2Fevil.example"),
+            "/login",
+        )
+        .await;
+    assert_eq!(location(&res), "/jobs");
+}
+
+#[tokio::test]
+async fn a_signed_in_page_sends_its_data_as_html_and_not_again_for_hydration() {
+    let site = site().await;
+    let cookie = site.sign_up("vision").await;
+    let html = text(site.get("/account", Some(&cookie)).await).await;
+    // The members and the sessions are on the page...
+    assert!(html.contains("ann@example.com"), "{html}");
+    assert!(html.contains("data-testid=\"sessions\""), "{html}");
+    // ...and only there: pages are not hydrated (islands), so their
+    // resources are not serialised into the page a second time.
+    assert_eq!(html.matches("__RESOLVED_RESOURCES[").count(), 0);
+}

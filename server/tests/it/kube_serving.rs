@@ -1,0 +1,605 @@
+//! Serving on Kubernetes against the real API server of
+//! `scripts/kube-test-cluster.sh` (controllers and scheduler included): an
+//! instance becomes a Deployment, a Service, a ConfigMap and, when it
+//! autoscales, a HorizontalPodAutoscaler; the test kubelet runs the pods (as
+//! local processes: no image, so the test gives the command); readiness,
+//! scaling and a stop that removes everything are read back from the API.
+//! Skipped without the test cluster.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use app::models::{
+    Account, AssetForm, AssetKind, AssetRef, Autoscale, Me, ReplicaResources, Scale, ServingSpec,
+    ServingStatus, VersionForm,
+};
+use app::ports::{Assets, Serving, Slot};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use kube::api::{Patch, PatchParams};
+use kube::Api;
+use serde_json::json;
+use server::kubernetes::serving::KubeServing;
+use server::serving::ServingService;
+use sha2::Digest;
+
+struct Setup {
+    client: kube::Client,
+    serving: ServingService,
+    me: Me,
+    db: common::TestDb,
+    assets: Arc<server::assets::SqlAssets>,
+    console: Option<String>,
+    _kubelet: common::kubelet::TestKubelet,
+}
+
+impl Setup {
+    /// What another console process on the same database and cluster runs.
+    fn another_console(&self) -> ServingService {
+        serving_on(
+            &self.client,
+            &self.db,
+            self.assets.clone(),
+            self.console.as_deref(),
+        )
+    }
+}
+
+/// Serving on the test cluster; pods fetch their model from `console` if given.
+fn serving_on(
+    client: &kube::Client,
+    db: &common::TestDb,
+    assets: Arc<server::assets::SqlAssets>,
+    console: Option<&str>,
+) -> ServingService {
+    let cluster = common::kubelet::kube_cluster(client, db, console.map(str::to_owned));
+    ServingService::new(
+        db.pool.clone(),
+        Arc::new(KubeServing::new(&cluster, None)),
+        assets,
+        Duration::from_secs(86_400),
+    )
+}
+
+async fn set_up() -> Option<Setup> {
+    set_up_with(None).await
+}
+
+async fn set_up_with(console: Option<&str>) -> Option<Setup> {
+    let client = common::kubelet::test_client().await?;
+    let db = common::sqlite().await;
+    let kubelet =
+        common::kubelet::TestKubelet::start(client.clone(), &db.dir().join("kubelet")).await;
+    let ns = format!("pc-s-{:08x}", getrandom::u32().unwrap());
+    // Pods with the host's IP: see pods_fetch_the_model_version_….
+    common::kubelet::routable_pod_ips(&ns);
+    let account = common::account(&db.pool, &ns, &ns).await;
+    let me = common::user_in(&db.pool, &account).await;
+    let objects =
+        server::assets::objects::Objects::local(db.dir().join("objects"), 1 << 20).unwrap();
+    let assets = Arc::new(server::assets::SqlAssets::new(
+        db.pool.clone(),
+        objects,
+        db.dir().join("cache"),
+    ));
+    tiny_model(assets.as_ref(), &me, &[("inference.json", b"{}".to_vec())]).await;
+    let serving = serving_on(&client, &db, assets.clone(), console);
+    Some(Setup {
+        client,
+        serving,
+        me,
+        db,
+        assets,
+        console: console.map(str::to_owned),
+        _kubelet: kubelet,
+    })
+}
+
+/// Model "tiny" of `me`'s account with one ready version holding `files`.
+async fn tiny_model(assets: &dyn Assets, me: &Me, files: &[(&str, Vec<u8>)]) {
+    let form = AssetForm {
+        name: "tiny".into(),
+        description: String::new(),
+        tags: String::new(),
+    };
+    assets.create(me, AssetKind::Model, form).await.unwrap();
+    let r = AssetRef {
+        kind: AssetKind::Model,
+        owner: me.account.name.clone(),
+        name: "tiny".into(),
+    };
+    let version = VersionForm {
+        description: String::new(),
+        tags: String::new(),
+        job: None,
+    };
+    assets.create_version(me, &r, version).await.unwrap();
+    for (path, bytes) in files {
+        let bytes = bytes::Bytes::from(bytes.clone());
+        let body: app::ports::ByteStream =
+            Box::pin(futures_util::stream::once(async move { Ok(bytes) }));
+        assets
+            .put_file(me, &r, Slot::Version(1), path, body)
+            .await
+            .unwrap();
+    }
+    assets.finish_version(me, &r, 1).await.unwrap();
+}
+
+fn spec(name: &str, command: &str, replicas: u32) -> ServingSpec {
+    ServingSpec {
+        name: name.into(),
+        model: "tiny".into(),
+        version: None,
+        file: String::new(),
+        script: String::new(),
+        command: vec!["sh".into(), "-c".into(), command.into()],
+        image: "example.com/serving:1".into(),
+        env: vec![],
+        replicas,
+        resources: ReplicaResources {
+            cpu: "250m".into(),
+            memory: "128Mi".into(),
+            gpu: 0,
+        },
+        autoscale: None,
+    }
+}
+
+async fn until<F, Fut>(what: &str, secs: u64, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while !f().await {
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_becomes_a_deployment_and_a_service_scales_and_stopping_removes_them() {
+    let Some(s) = set_up().await else { return };
+    let ns = s.me.account.namespace.clone();
+    let account = s.me.account.clone();
+    let launched = s
+        .serving
+        .launch(&s.me, spec("tiny-api", "sleep 300", 2))
+        .await
+        .unwrap();
+    assert_eq!(launched.status, ServingStatus::Pending);
+    assert_eq!(launched.cluster, "test-kube");
+
+    let deployments: Api<Deployment> = Api::namespaced(s.client.clone(), &ns);
+    let d = deployments.get("tiny-api").await.unwrap();
+    let dspec = d.spec.clone().unwrap();
+    assert_eq!(dspec.replicas, Some(2));
+    let container = &dspec.template.spec.as_ref().unwrap().containers[0];
+    assert_eq!(container.image.as_deref(), Some("example.com/serving:1"));
+    let requests = container
+        .resources
+        .as_ref()
+        .unwrap()
+        .requests
+        .as_ref()
+        .unwrap();
+    assert_eq!(requests["cpu"].0, "250m");
+    let env: Vec<(String, String)> = container
+        .env
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
+        .collect();
+    assert!(
+        env.contains(&("PADDLECLOUD_MODEL".into(), format!("{ns}/tiny"))),
+        "{env:?}"
+    );
+    assert!(env.contains(&("PADDLECLOUD_MODEL_VERSION".into(), "1".into())));
+    let service = Api::<Service>::namespaced(s.client.clone(), &ns)
+        .get("tiny-api")
+        .await
+        .unwrap();
+    let port = &service.spec.unwrap().ports.unwrap()[0];
+    assert_eq!(port.name.as_deref(), Some("http"));
+    let config = Api::<ConfigMap>::namespaced(s.client.clone(), &ns)
+        .get("tiny-api-serving")
+        .await
+        .unwrap();
+    assert!(config.data.unwrap()["serving.py"].contains("paddle.inference"));
+
+    // The kubelet runs the pods; the Deployment's controller counts them ready.
+    until("2 ready replicas", 60, || async {
+        let i = s.serving.get(&account, "tiny-api").await.unwrap();
+        i.status == ServingStatus::Ready && i.ready == 2
+    })
+    .await;
+
+    s.serving
+        .scale(
+            &account,
+            "tiny-api",
+            Scale {
+                replicas: Some(3),
+                autoscale: None,
+            },
+        )
+        .await
+        .unwrap();
+    until("3 ready replicas", 60, || async {
+        let i = s.serving.get(&account, "tiny-api").await.unwrap();
+        i.ready == 3 && i.spec.replicas == 3
+    })
+    .await;
+    assert_eq!(
+        deployments
+            .get("tiny-api")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .replicas,
+        Some(3)
+    );
+
+    let bounds = Autoscale {
+        min: 1,
+        max: 4,
+        cpu_percent: 60,
+    };
+    s.serving
+        .scale(
+            &account,
+            "tiny-api",
+            Scale {
+                replicas: None,
+                autoscale: Some(bounds),
+            },
+        )
+        .await
+        .unwrap();
+    let hpa = Api::<HorizontalPodAutoscaler>::namespaced(s.client.clone(), &ns)
+        .get("tiny-api")
+        .await
+        .unwrap();
+    let hspec = hpa.spec.unwrap();
+    assert_eq!(
+        (
+            hspec.min_replicas,
+            hspec.max_replicas,
+            hspec.target_cpu_utilization_percentage
+        ),
+        (Some(1), 4, Some(60))
+    );
+    assert_eq!(hspec.scale_target_ref.name, "tiny-api");
+
+    let stopped = s.serving.stop(&account, "tiny-api").await.unwrap();
+    assert_eq!(stopped.status, ServingStatus::Stopped);
+    assert!(deployments.get_opt("tiny-api").await.unwrap().is_none());
+    until("the owned objects to go", 30, || async {
+        Api::<Service>::namespaced(s.client.clone(), &ns)
+            .get_opt("tiny-api")
+            .await
+            .unwrap()
+            .is_none()
+            && Api::<HorizontalPodAutoscaler>::namespaced(s.client.clone(), &ns)
+                .get_opt("tiny-api")
+                .await
+                .unwrap()
+                .is_none()
+    })
+    .await;
+    // The record stays.
+    let list = s.serving.list(&account).await.unwrap();
+    assert_eq!(list.instances.len(), 1);
+    assert_eq!(list.instances[0].status, ServingStatus::Stopped);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_that_keep_failing_fail_the_instance_with_their_message() {
+    let Some(s) = set_up().await else { return };
+    let account = s.me.account.clone();
+    let script = "echo 'paddlecloud-serving: cannot load the model: inference.pdiparams is corrupt' >&2; exit 1";
+    s.serving
+        .launch(&s.me, spec("broken", script, 1))
+        .await
+        .unwrap();
+    until("the instance to fail", 90, || async {
+        s.serving.get(&account, "broken").await.unwrap().status == ServingStatus::Failed
+    })
+    .await;
+    let i = s.serving.get(&account, "broken").await.unwrap();
+    assert!(
+        i.message
+            .contains("cannot load the model: inference.pdiparams is corrupt"),
+        "{}",
+        i.message
+    );
+    s.serving.delete(&account, "broken").await.unwrap();
+}
+
+/// `inference.json` through the console's `/serve/…` endpoint, once the
+/// Service has Endpoints (the controller writes them shortly after Ready).
+async fn until_served(http: &reqwest::Client, console: &str, key: &str, account: &str) -> String {
+    let start = Instant::now();
+    loop {
+        let answer = http
+            .get(format!("{console}/serve/{account}/tiny-api/inference.json"))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status().as_u16();
+        let body = answer.text().await.unwrap();
+        if status == 200 {
+            return body;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the endpoint kept answering {status}: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// The init container's log of a pod of `serving`, once it has one.
+async fn fetch_logs(client: &kube::Client, ns: &str, serving: &str) -> Vec<String> {
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), ns);
+    let listed = pods
+        .list(
+            &kube::api::ListParams::default().labels(&format!("paddlecloud.org/serving={serving}")),
+        )
+        .await
+        .unwrap();
+    let mut logs = vec![];
+    for pod in listed.items {
+        let name = pod.metadata.name.unwrap();
+        let params = kube::api::LogParams {
+            container: Some("fetch-model".into()),
+            ..Default::default()
+        };
+        if let Ok(text) = pods.logs(&name, &params).await {
+            logs.push(text);
+        }
+    }
+    logs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_nothing_else() {
+    let Some(client) = common::kubelet::test_client().await else {
+        return;
+    };
+    // The console on a real socket: the pods' init containers call it.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let console = format!("http://{}", listener.local_addr().unwrap());
+    let mut kubelet = None;
+    let mut root = None;
+    let site = common::site::site_configured(|config, db| {
+        // The test kubelet has no volumes: the model "volume" is a host folder.
+        let models = db.dir().join("models");
+        root = Some(models.clone());
+        kubelet = Some(db.dir().join("kubelet"));
+        server::console::Config {
+            cluster: common::kubelet::kube_choice(&client, Some(models.display().to_string())),
+            public_url: Some(console.clone()),
+            ..config
+        }
+    })
+    .await;
+    let _kubelet = common::kubelet::TestKubelet::start(client.clone(), &kubelet.unwrap()).await;
+    let root = root.unwrap();
+    let router = site.router.clone();
+    let listener = tokio::net::TcpListener::from_std({
+        listener.set_nonblocking(true).unwrap();
+        listener
+    })
+    .unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+
+    let account = format!("kf{:08x}", getrandom::u32().unwrap());
+    let key = common::rest::key_for(&site, &account).await;
+    let me = site.owner(&account).await;
+    // The namespace the console gave the account (read back, not assumed).
+    let ns: String = sqlx::query_scalar("SELECT namespace FROM accounts WHERE name = $1")
+        .bind(&account)
+        .fetch_one(&site.db.pool)
+        .await
+        .unwrap();
+    // Pods that report the host's IP get Endpoints, which the API server's
+    // service proxy (the /serve/… endpoint on Kubernetes) forwards to.
+    let routable = common::kubelet::routable_pod_ips(&ns);
+    let me = Me {
+        account: Account {
+            namespace: ns.clone(),
+            ..me.account
+        },
+        ..me
+    };
+    let weights: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    tiny_model(
+        site.services.assets.as_ref(),
+        &me,
+        &[
+            ("inference.json", b"{\"tiny\": true}".to_vec()),
+            ("params/weights.bin", weights.clone()),
+        ],
+    )
+    .await;
+
+    // The replica starts only once its model is there, and reads it: it
+    // serves the model's folder over HTTP on its port (one replica: two
+    // would share the host's port).
+    let command = "cat \"$PADDLECLOUD_MODEL_DIR/inference.json\"; echo; \
+                   exec python3 -m http.server \"$PORT\" --directory \"$PADDLECLOUD_MODEL_DIR\"";
+    site.services
+        .serving
+        .launch(&me, spec("tiny-api", command, 1))
+        .await
+        .unwrap();
+    let instance = || async {
+        let serving = &site.services.serving;
+        serving.get(&me.account, "tiny-api").await.unwrap()
+    };
+    until("a ready replica", 90, || async {
+        let i = instance().await;
+        assert_ne!(i.status, ServingStatus::Failed, "{}", i.message);
+        i.status == ServingStatus::Ready && i.ready == 1
+    })
+    .await;
+    let dir = root.join(&account).join("tiny").join("1");
+    assert_eq!(
+        std::fs::read(dir.join("inference.json")).unwrap(),
+        b"{\"tiny\": true}"
+    );
+    assert_eq!(
+        std::fs::read(dir.join("params/weights.bin")).unwrap(),
+        weights
+    );
+    // Nothing half-written is left beside it.
+    let beside: Vec<String> = std::fs::read_dir(root.join(&account).join("tiny"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(beside, vec!["1".to_owned()]);
+    let logs = fetch_logs(&client, &ns, "tiny-api").await.join("\n");
+    assert!(logs.contains("fetched 2 file(s)"), "{logs}");
+
+    // The pods' token: the one model, read only.
+    let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), &ns)
+        .get("tiny-api-serving")
+        .await
+        .unwrap();
+    let token = String::from_utf8(secret.data.unwrap()["token"].0.clone()).unwrap();
+    assert!(token.starts_with("pcv_"));
+    let http = server::backend::serving::http_client(Duration::from_secs(10)).unwrap();
+    let get = |path: String| {
+        let http = http.clone();
+        let token = token.clone();
+        let console = console.clone();
+        async move {
+            http.get(format!("{console}{path}"))
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let model = format!("/api/v1/models/{account}/tiny");
+    assert_eq!(
+        get(format!("{model}/files/inference.json?version=1")).await,
+        200
+    );
+    assert_eq!(get("/api/v1/jobs".into()).await, 403);
+    assert_eq!(get("/api/v1/datasets".into()).await, 403);
+    assert_eq!(get(format!("{model}/shares")).await, 403);
+    let put = http
+        .put(format!("{console}{model}/files/evil.txt?version=1"))
+        .bearer_auth(&token)
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status().as_u16(), 403);
+    // An access key of the account still works as before.
+    let listed = http
+        .get(format!("{console}/api/v1/serving"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.status().as_u16(), 200);
+
+    // The console's endpoint, through the API server's service proxy to the
+    // pod, counting the request.
+    match &routable {
+        Some(ip) => {
+            let served = until_served(&http, &console, &key, &account).await;
+            assert_eq!(served, "{\"tiny\": true}", "via pod IP {ip}");
+            site.serving.flush_traffic().await.unwrap();
+            let i = instance().await;
+            let recent = i.recent.expect("the last minute's traffic");
+            assert!(recent.requests >= 1, "{recent:?}");
+        }
+        None => eprintln!(
+            "skipping the service-proxy part: this machine has no IPv4 address outside \
+             127.0.0.0/8 for pods to report"
+        ),
+    }
+
+    // Stopped: the token reads nothing any more.
+    site.services
+        .serving
+        .stop(&me.account, "tiny-api")
+        .await
+        .unwrap();
+    assert_eq!(
+        get(format!("{model}/files/inference.json?version=1")).await,
+        401
+    );
+}
+
+#[tokio::test]
+async fn a_console_bringing_an_instance_back_keeps_its_token_unless_its_secret_lost_it() {
+    // Nothing answers there: the replicas keep retrying their fetch, and
+    // the instance stays active for the console to bring back.
+    let Some(s) = set_up_with(Some("http://127.0.0.1:9")).await else {
+        return;
+    };
+    let secrets: Api<Secret> = Api::namespaced(s.client.clone(), &s.me.account.namespace);
+    let held = || async {
+        let secret = secrets.get("tiny-api-serving").await.unwrap();
+        String::from_utf8(secret.data.unwrap()["token"].0.clone()).unwrap()
+    };
+    let recorded = || async {
+        let hash: String =
+            sqlx::query_scalar("SELECT token_hash FROM serving WHERE name = 'tiny-api'")
+                .fetch_one(&s.db.pool)
+                .await
+                .unwrap();
+        hash
+    };
+    let hash = |token: &str| hex::encode(sha2::Sha256::digest(token.as_bytes()));
+    s.serving
+        .launch(&s.me, spec("tiny-api", "sleep 300", 1))
+        .await
+        .unwrap();
+    let first = held().await;
+    assert!(first.starts_with("pcv_"), "{first}");
+    assert_eq!(recorded().await, hash(&first));
+
+    // Two consoles bringing it back at once must not hand out two tokens:
+    // a console that finds the replicas' token still on record keeps it.
+    s.another_console().recover().await.unwrap();
+    assert_eq!(
+        held().await,
+        first,
+        "bringing it back replaced the replicas' token"
+    );
+    assert_eq!(recorded().await, hash(&first));
+
+    // A Secret whose token is not the one on record gets a fresh one.
+    let stale = json!({ "stringData": { "token": "pcv_stale" } });
+    secrets
+        .patch(
+            "tiny-api-serving",
+            &PatchParams::default(),
+            &Patch::Merge(&stale),
+        )
+        .await
+        .unwrap();
+    s.another_console().recover().await.unwrap();
+    let fresh = held().await;
+    assert!(fresh != first && fresh != "pcv_stale", "{fresh}");
+    assert_eq!(recorded().await, hash(&fresh));
+    s.serving.stop(&s.me.account, "tiny-api").await.unwrap();
+}

@@ -1,0 +1,33 @@
+//! The server's integration tests, as one binary: each module is one
+//! concern (named as the file it is in), sharing `common`'s helpers. One
+//! binary links the whole server once instead of once per file.
+
+// The macros in `common` (on_both_databases!) are used by the modules below it.
+#[macro_use]
+mod common;
+
+mod access_keys;
+mod accounts;
+mod architecture;
+mod asset_pages;
+mod assets;
+mod cli;
+mod cli_remote;
+mod cluster_contract;
+mod http;
+mod kube_backend;
+mod kube_metrics_api;
+mod kube_serving;
+mod kubelet_smoke;
+mod local_restart;
+mod metric_envelope;
+mod metric_logs_handmade;
+mod metric_logs_python_damage;
+mod metric_logs_python_writers;
+mod metrics;
+mod metrics_api;
+mod mlflow;
+mod prometheus;
+mod rest;
+mod serving;
+mod usage;
