@@ -57,7 +57,11 @@ export default async function globalSetup() {
   // Passed on explicitly: the server's default is `python3`, without paddle.
   env.PADDLECLOUD_SERVING_PYTHON = process.env.PADDLECLOUD_SERVING_PYTHON ?? "python3";
   // Sample replicas every second so resource charts move within a test.
-  const server = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, "--data-dir", dataDir, "--sample-secs", "1"], {
+  // The executor claims 64 CPUs and 256 GiB: the specs' jobs (the dialog's
+  // default alone asks for 5 CPUs), run two at a time, ask for more than a
+  // 2-core CI machine has; the queue spec fills these on purpose.
+  const server = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, "--data-dir", dataDir, "--sample-secs", "1",
+    "--local-cpus", "64", "--local-memory", "256Gi", "--local-gpus", "2"], {
     cwd: repo,
     env,
     stdio: ["ignore", "pipe", "pipe"],

@@ -12,11 +12,11 @@ use app::ports::{AccessKeys, Credential, Principal};
 use async_trait::async_trait;
 use sqlx::AnyPool;
 
-use crate::accounts::{me_from, user_columns, UserRow};
 use crate::storage::internal;
 use crate::storage::jobs::JOB_TOKEN_PREFIX;
 use crate::storage::serving::SERVING_TOKEN_PREFIX;
 use crate::storage::tokens::{random_token, token_hash};
+use crate::storage::users::{me_from, user_columns, UserRow};
 use crate::time::now_ms;
 
 /// `last_used_at` is written at most this often per key, so that a script

@@ -14,6 +14,7 @@ use sqlx::AnyPool;
 
 use crate::storage::internal;
 use crate::storage::tokens::{random_token, token_hash};
+use crate::storage::users::{me_from, user_columns, UserRow};
 use crate::time::now_ms;
 
 /// How long a session lives without being used.
@@ -82,30 +83,6 @@ async fn decoy_hash() -> String {
     }
     let hash = hash_password(random_token()).await.unwrap_or_default();
     DECOY.get_or_init(|| hash).clone()
-}
-
-/// The columns every "who is this" query selects, in this order.
-pub(crate) type UserRow = (i64, String, String, i64, String, String, i64);
-macro_rules! user_columns {
-    () => {
-        "u.id, u.email, u.role, a.id, a.name, a.namespace, a.created_at"
-    };
-}
-pub(crate) use user_columns;
-
-pub(crate) fn me_from(row: UserRow) -> Me {
-    let (user_id, email, role, account_id, name, namespace, created_at) = row;
-    Me {
-        user_id,
-        email,
-        role: Role::parse(&role).unwrap_or(Role::Member),
-        account: Account {
-            id: account_id,
-            name,
-            namespace,
-            created_at,
-        },
-    }
 }
 
 #[async_trait]

@@ -272,6 +272,11 @@ impl ApiClient {
         self.check(request.call()).map(drop)
     }
 
+    /// Where jobs run: its room, what is held and what waits.
+    pub fn cluster(&self) -> Result<app::models::ClusterCapacity, ClientError> {
+        self.json(self.get(&self.url(&["cluster"])).call())
+    }
+
     /// A job's pods.
     pub fn pods(&self, name: &str) -> Result<Vec<Pod>, ClientError> {
         self.json(self.get(&self.url(&["jobs", name, "pods"])).call())

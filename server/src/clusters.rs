@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use app::error::AppError;
-use app::models::{Account, Job, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod};
+use app::models::{Account, ClusterCapacity, Job, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod};
 use app::ports::{Cluster, JobEvent, LogStream};
 use async_trait::async_trait;
 use tokio::sync::broadcast;
@@ -123,5 +123,9 @@ impl Cluster for Clusters {
 
     fn subscribe(&self) -> broadcast::Receiver<JobEvent> {
         self.events.subscribe()
+    }
+
+    async fn capacity(&self) -> Result<ClusterCapacity, AppError> {
+        self.default.capacity().await
     }
 }

@@ -25,6 +25,9 @@ use crate::kubernetes::metrics_api::MetricsApi;
 use crate::kubernetes::prometheus::Prometheus;
 use crate::kubernetes::serving::KubeServing;
 use crate::kubernetes::{KubeAccess, KubeCluster};
+use crate::local::capacity::CapacitySettings;
+use crate::local::limits::LimitsChoice;
+use crate::local::machine::Machine;
 use crate::local::serving::LocalServing;
 use crate::local::{LocalCluster, LocalParts};
 use crate::mlflow::store::MlflowStore;
@@ -105,6 +108,10 @@ pub struct Config {
     /// What local job and serving replicas inherit of the console's own
     /// environment ([`crate::cli::inherited_env`]); nothing else of it.
     pub inherited_env: Vec<(String, String)>,
+    /// The room the local executor offers (detected unless set).
+    pub local_capacity: CapacitySettings,
+    /// How local replicas are held to their limits.
+    pub local_limits: LimitsChoice,
 }
 
 impl Config {
@@ -131,6 +138,8 @@ impl Config {
             prometheus_url: None,
             serving_python: "python3".to_owned(),
             inherited_env: Vec::new(),
+            local_capacity: CapacitySettings::default(),
+            local_limits: LimitsChoice::Auto,
         }
     }
 }
@@ -185,6 +194,7 @@ impl Console {
             objects,
             config.data_dir.join("dataset-cache"),
         ));
+        let machine = Machine::detect(&config.local_capacity, config.local_limits)?;
         let local = LocalCluster::start(LocalParts {
             store: JobStore::new(pool.clone()),
             data_dir: config.data_dir.clone(),
@@ -195,6 +205,7 @@ impl Console {
             samples: samples.clone(),
             sample_every,
             inherited_env: inherited_env.clone(),
+            machine: machine.clone(),
         })
         .await
         .map_err(|err| anyhow::anyhow!("starting the local executor: {err}"))?;
@@ -213,6 +224,7 @@ impl Console {
                     config.serving_python,
                     grace,
                     inherited_env,
+                    machine.clone(),
                 )),
                 quota: None,
                 metrics_api: None,
@@ -261,6 +273,7 @@ impl Console {
             config.sample_secs,
             prometheus,
             backends.metrics_api,
+            machine.limits.enforcement(),
         );
         let serving = ServingService::new(pool.clone(), backends.serving, assets.clone(), keep);
         serving

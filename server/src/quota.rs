@@ -292,8 +292,8 @@ impl Quotas for SqlQuotas {
     async fn usage(&self, account: &Account) -> Result<UsageReport, AppError> {
         let now = now_ms();
         let month_ago = now - 31 * 86_400_000;
-        let rows: Vec<(String, i64, Option<i64>, Option<String>)> = sqlx::query_as(
-            "SELECT j.spec, j.started_at, j.finished_at, u.email FROM jobs j \
+        let rows: Vec<(i64, String, i64, Option<i64>, Option<String>)> = sqlx::query_as(
+            "SELECT j.id, j.spec, j.started_at, j.finished_at, u.email FROM jobs j \
              LEFT JOIN users u ON u.id = j.user_id \
              WHERE j.account_id = $1 AND j.source = 'console' AND j.started_at IS NOT NULL \
              AND (j.finished_at IS NULL OR j.finished_at >= $2)",
@@ -303,15 +303,33 @@ impl Quotas for SqlQuotas {
         .fetch_all(&self.pool)
         .await
         .map_err(internal("read usage"))?;
+        // GPUs the local executor gave a job's replicas (what they held,
+        // whatever they asked); elsewhere the request is what is counted.
+        let given: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT p.job_id, p.gpus FROM pods p JOIN jobs j ON j.id = p.job_id \
+             WHERE j.account_id = $1 AND p.gpus <> ''",
+        )
+        .bind(account.id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("read given GPUs"))?;
+        let mut gpus_of: HashMap<i64, u64> = HashMap::new();
+        for (job, gpus) in given {
+            *gpus_of.entry(job).or_default() += gpus.split(',').count() as u64;
+        }
         let runs: Vec<JobRun> = rows
             .into_iter()
-            .filter_map(|(spec, started_at, finished_at, email)| {
+            .filter_map(|(id, spec, started_at, finished_at, email)| {
                 let spec: JobSpec = serde_json::from_str(&spec).ok()?;
+                let mut requested = spec.totals().ok()?;
+                if let Some(&given) = gpus_of.get(&id) {
+                    requested.gpu = given;
+                }
                 Some(JobRun {
                     user: email.unwrap_or_default(),
                     started_at,
                     finished_at,
-                    requested: spec.totals().ok()?,
+                    requested,
                 })
             })
             .collect();

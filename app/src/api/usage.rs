@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
-use crate::models::{JobResources, QuotaForm, QuotaUse, UsageReport};
+use crate::models::{ClusterCapacity, JobResources, QuotaForm, QuotaUse, UsageReport};
 
 #[cfg(feature = "ssr")]
 use super::context::{principal, redirect_back, services};
@@ -35,6 +35,8 @@ pub struct QuotaPage {
     pub quota: QuotaUse,
     /// CPU and GPU hours.
     pub usage: UsageReport,
+    /// Where the account's jobs run: its room, what waits.
+    pub cluster: ClusterCapacity,
 }
 
 /// The quota page of the caller's account, or (for a site admin) of
@@ -42,12 +44,14 @@ pub struct QuotaPage {
 #[server(prefix = "/api", endpoint = "quota_view")]
 pub async fn quota_view(account: Option<String>) -> Result<QuotaPage, AppError> {
     let who = principal()?;
-    let quotas = services()?.quotas;
+    let services = services()?;
+    let quotas = services.quotas;
     let (account, can_edit) = quotas.scope(&who.me, account.as_deref()).await?;
     Ok(QuotaPage {
         can_edit,
         quota: quotas.quota_use(&account).await?,
         usage: quotas.usage(&account).await?,
+        cluster: services.cluster.capacity().await?,
         account: account.name,
     })
 }

@@ -435,6 +435,10 @@ pub struct Pod {
     pub finished_at: Option<i64>,
     /// Why it is in this phase, when that is not obvious.
     pub message: String,
+    /// The GPUs (indices) the local executor gave it; empty on Kubernetes,
+    /// where the device plugin chooses.
+    #[serde(default)]
+    pub gpus: Vec<u32>,
 }
 
 /// Replicas of one role: how many run, of how many.

@@ -230,6 +230,8 @@ pub struct JobResources {
     /// Every metric of every role that has pods, in [`ResourceMetric::ALL`]
     /// order, parameter servers first.
     pub charts: Vec<ResourceChart>,
+    /// How the job's replicas are held to their limits.
+    pub limits: super::capacity::LimitEnforcement,
 }
 
 /// Points per line the charts ask for: about one per two pixels.

@@ -12,7 +12,7 @@ use crate::components::resource::resource;
 use crate::models::quantity::{format_cpu, format_memory};
 use crate::models::time::format_date;
 use crate::models::url::encode;
-use crate::models::{DayHours, Hours, QuotaForm, QuotaUse, UsedFrom, WINDOWS};
+use crate::models::{ClusterCapacity, DayHours, Hours, QuotaForm, QuotaUse, UsedFrom, WINDOWS};
 
 /// One resource's bar: used of total, or "no limit".
 #[component]
@@ -21,6 +21,9 @@ fn Bar(
     used: u64,
     limit: Option<u64>,
     show: fn(u64) -> String,
+    /// `quota-bar`, or `machine-bar` for the machine's room.
+    #[prop(default = "quota-bar")]
+    class: &'static str,
 ) -> impl IntoView {
     let (pct, text) = match limit {
         Some(0) => (100.0, format!("{} of 0", show(used))),
@@ -32,7 +35,7 @@ fn Bar(
     };
     let over = limit.is_some_and(|l| used > l);
     view! {
-        <div class="quota-bar" data-resource=label.to_lowercase()>
+        <div class=class data-resource=label.to_lowercase()>
             <span class="label">{label}</span>
             <div class="track" role="meter" aria-label=label aria-valuemin="0" aria-valuemax="100" aria-valuenow=format!("{pct:.0}")>
                 <div class="fill" class:over=over style=format!("width:{pct:.1}%")></div>
@@ -60,6 +63,56 @@ fn QuotaBars(q: QuotaUse) -> impl IntoView {
                 {from}
                 {q.updated.map(|(by, at)| format!(" Quota set by {by} on {}.", format_date(at)))}
             </p>
+        </section>
+    }
+}
+
+/// Where jobs run: the local executor's machine (its room, what is held,
+/// the GPUs, the queue, how limits hold), or the cluster's scheduler.
+#[component]
+fn MachineSection(c: ClusterCapacity) -> impl IntoView {
+    let count = |n: u64| n.to_string();
+    let room = match (c.total, c.used) {
+        (Some(total), Some(used)) => view! {
+            <div class="machine-bars">
+                <Bar label="CPU" used=used.cpu_millis limit=Some(total.cpu_millis) show=format_cpu class="machine-bar" />
+                <Bar label="Memory" used=used.memory_bytes limit=Some(total.memory_bytes) show=format_memory class="machine-bar" />
+                <Bar label="GPU" used=used.gpu limit=Some(total.gpu) show=count class="machine-bar" />
+            </div>
+        }
+        .into_any(),
+        _ => ().into_any(),
+    };
+    let gpus = (!c.gpus.is_empty()).then(|| {
+        view! {
+            <table class="grid gpus" data-testid="gpus">
+                <thead><tr><th>"GPU"</th><th>"Model"</th><th>"Memory"</th><th>"Held"</th></tr></thead>
+                <tbody>
+                    {c.gpus.iter().map(|g| view! {
+                        <tr data-gpu=g.index.to_string()>
+                            <td class="num">{g.index}</td>
+                            <td>{if g.simulated { "simulated (no such device here)".to_owned() } else { g.name.clone() }}</td>
+                            <td class="num">{g.memory_bytes.map(format_memory).unwrap_or_default()}</td>
+                            <td class:in-use=g.in_use>{if g.in_use { "by a replica" } else { "free" }}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        }
+    });
+    let queued = match c.queued {
+        0 => "Nothing waits for room.".to_owned(),
+        1 => "1 job or replica waits for room (first come, first served).".to_owned(),
+        n => format!("{n} jobs or replicas wait for room (first come, first served)."),
+    };
+    view! {
+        <section class="machine" data-testid="machine">
+            <h2>"Where jobs run: " {c.cluster.clone()}</h2>
+            {room}
+            {gpus}
+            <p class="hint" data-testid="queued">{queued}</p>
+            <p class="hint" data-testid="limits">{c.limits.describe()}</p>
+            <p class="hint" data-testid="capacity-source">{c.source.clone()}</p>
         </section>
     }
 }
@@ -209,6 +262,7 @@ pub fn QuotaPageView() -> impl IntoView {
                         <p class="muted">"Account " <strong data-testid="quota-account">{page.account.clone()}</strong></p>
                         <QuotaBars q=page.quota.clone() />
                         {editor}
+                        <MachineSection c=page.cluster.clone() />
                         <UsageSection page />
                     }
                 })

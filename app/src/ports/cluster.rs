@@ -9,7 +9,9 @@ use bytes::Bytes;
 use futures_core::Stream;
 
 use crate::error::AppError;
-use crate::models::{Account, Job, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod};
+use crate::models::{
+    Account, ClusterCapacity, Job, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod,
+};
 
 /// A pod's log as it is read: chunks of whole lines.
 pub type LogStream = Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>;
@@ -59,4 +61,6 @@ pub trait Cluster: Send + Sync {
     ) -> Result<LogStream, AppError>;
     /// Changes to any job, for live views.
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<JobEvent>;
+    /// What the cluster has room for, what its replicas hold and what waits.
+    async fn capacity(&self) -> Result<ClusterCapacity, AppError>;
 }

@@ -112,7 +112,10 @@ def setUpModule():
         env.pop("DATABASE_URL", None)
         _server_proc = subprocess.Popen(
             [str(binary), "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data,
-             "--stop-grace", "1"],
+             "--stop-grace", "1",
+             # The tests' jobs together ask for more than a 2-core CI machine
+             # has; they are not about waiting for room.
+             "--local-cpus", "64", "--local-memory", "256Gi"],
             cwd=REPO, stdout=_server_log, stderr=subprocess.STDOUT, env=env,
         )
         deadline = time.monotonic() + 60

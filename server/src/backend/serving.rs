@@ -115,6 +115,11 @@ pub trait ServingBackend: Send + Sync {
     async fn stop(&self, account: &Account, id: i64, name: &str) -> Result<(), AppError>;
     /// Where to send the next request, if a replica is ready.
     async fn upstream(&self, account: &Account, id: i64, name: &str) -> Option<Upstream>;
+    /// Whether an instance of `spec` can ever run here: a replica larger
+    /// than the machine is refused before anything is recorded.
+    fn admits(&self, _spec: &ServingSpec) -> Result<(), AppError> {
+        Ok(())
+    }
     /// Whether the backend fetches models itself (no local copy needed).
     fn remote_models(&self) -> bool {
         false

@@ -15,11 +15,13 @@ use app::models::{Credentials, SignUpForm};
 use app::ports::Accounts;
 use clap::{Args, Parser, Subcommand};
 
-pub use self::remote::{JobNameArgs, JobsArgs, LogsArgs, RemoteArgs, SubmitArgs};
+pub use self::remote::{ClusterArgs, JobNameArgs, JobsArgs, LogsArgs, RemoteArgs, SubmitArgs};
 use crate::access_keys::SqlAccessKeys;
 use crate::accounts::SqlAccounts;
 use crate::console::{ClusterChoice, Config, Console, Storage};
 use crate::kubernetes::KubeAccess;
+use crate::local::capacity::{CapacitySettings, GpuSetting};
+use crate::local::limits::LimitsChoice;
 use crate::storage::db;
 
 /// PaddleCloud Console: run, watch and serve PaddlePaddle work on a cluster.
@@ -53,6 +55,8 @@ pub enum Command {
     Stop(JobNameArgs),
     /// Delete a job and its logs.
     Delete(JobNameArgs),
+    /// Where jobs run: its CPUs, memory and GPUs, what is held, what waits.
+    Cluster(ClusterArgs),
     /// Upload files and folders into a dataset, or as a new model version, e.g.
     /// `paddlecloud upload dataset mnist ./mnist-data`.
     Upload(files::UploadArgs),
@@ -173,9 +177,36 @@ pub struct ServeArgs {
     /// instances; it needs `paddlepaddle` (`pip install paddlepaddle`).
     #[arg(long, env = "PADDLECLOUD_SERVING_PYTHON", default_value = "python3")]
     pub serving_python: String,
+    /// CPUs the local executor gives replicas in all, e.g. `6` or `7500m`:
+    /// to keep some for the console itself, or to say more than is detected.
+    /// Default: every CPU this process may use.
+    #[arg(long, env = "PADDLECLOUD_LOCAL_CPUS", value_parser = cpu_millis)]
+    pub local_cpus: Option<u64>,
+    /// Memory the local executor gives replicas in all, e.g. `24Gi`.
+    /// Default: the machine's (or this process's cgroup limit).
+    #[arg(long, env = "PADDLECLOUD_LOCAL_MEMORY", value_parser = memory_bytes)]
+    pub local_memory: Option<u64>,
+    /// GPUs the local executor hands out: `auto` (every GPU `nvidia-smi`
+    /// shows), `none`, or a number N (the first N; past what `nvidia-smi`
+    /// shows, simulated ones, whose indices replicas get as if they existed).
+    #[arg(long, env = "PADDLECLOUD_LOCAL_GPUS", default_value = "auto")]
+    pub local_gpus: GpuSetting,
+    /// How local replicas are held to their memory and CPU: `auto` (a
+    /// cgroup v2 each where the console may create them, else `sampler`),
+    /// `cgroup`, or `sampler` (memory read every second, CPU not limited).
+    #[arg(long, env = "PADDLECLOUD_LOCAL_LIMITS", default_value = "auto")]
+    pub local_limits: LimitsChoice,
     /// Storage settings.
     #[command(flatten)]
     pub storage: StorageArgs,
+}
+
+fn cpu_millis(raw: &str) -> Result<u64, String> {
+    app::models::quantity::parse_cpu_millis("local-cpus", raw).map_err(|e| e.to_string())
+}
+
+fn memory_bytes(raw: &str) -> Result<u64, String> {
+    app::models::quantity::parse_memory_bytes("local-memory", raw).map_err(|e| e.to_string())
 }
 
 /// `paddlecloud admin create-account`.
@@ -234,6 +265,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logs(args) => blocking(move || remote::logs(args)).await,
         Command::Stop(args) => blocking(move || remote::stop(args)).await,
         Command::Delete(args) => blocking(move || remote::delete(args)).await,
+        Command::Cluster(args) => blocking(move || remote::cluster(args)).await,
         Command::Upload(args) => blocking(move || files::upload(args)).await,
         Command::Download(args) => blocking(move || files::download(args)).await,
         Command::Serving { command } => blocking(move || serving::run(command)).await,
@@ -369,6 +401,12 @@ impl ServeArgs {
             prometheus_url: self.prometheus_url.clone(),
             serving_python: self.serving_python.clone(),
             inherited_env: inherited_env(),
+            local_capacity: CapacitySettings {
+                cpu_millis: self.local_cpus,
+                memory_bytes: self.local_memory,
+                gpus: self.local_gpus,
+            },
+            local_limits: self.local_limits,
             site,
             data_dir,
         })

@@ -202,10 +202,16 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
     if !args.wait {
         return Ok(());
     }
+    let mut said = String::new();
     let job = loop {
         let job = client.job(&job.name)?;
         if !job.status.is_active() {
             break job;
+        }
+        // Why it waits (the queue, the scheduler), each time that changes.
+        if job.status == JobStatus::Pending && !job.message.is_empty() && job.message != said {
+            eprintln!("{}: {}", job.name, job.message);
+            said = job.message.clone();
         }
         std::thread::sleep(Duration::from_millis(500));
     };
@@ -269,6 +275,12 @@ pub fn render_jobs(jobs: &[Job], now: i64) -> String {
     let mut out = line(header.to_vec());
     for row in &rows {
         out += &line(row.iter().map(String::as_str).collect());
+    }
+    // Why pending jobs wait, under the table.
+    for j in jobs {
+        if j.status == JobStatus::Pending && !j.message.is_empty() {
+            out += &format!("{} is pending: {}\n", j.name, j.message);
+        }
     }
     out
 }
@@ -343,6 +355,64 @@ pub fn logs(args: LogsArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `paddlecloud cluster`.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArgs {
+    /// Print the JSON the API returns instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// Where jobs run: its room, what replicas hold, its GPUs and its queue.
+pub fn cluster(args: ClusterArgs) -> anyhow::Result<()> {
+    let c = args.remote.client()?.cluster()?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+        return Ok(());
+    }
+    print!("{}", render_cluster(&c));
+    Ok(())
+}
+
+/// The cluster's room as text.
+pub fn render_cluster(c: &app::models::ClusterCapacity) -> String {
+    use app::models::quantity::{format_cpu, format_memory};
+    let mut out = format!("{}\n", c.cluster);
+    if let (Some(total), Some(used)) = (c.total, c.used) {
+        out += &format!(
+            "  CPU     {} of {} held\n  memory  {} of {} held\n  GPU     {} of {} held\n",
+            format_cpu(used.cpu_millis),
+            format_cpu(total.cpu_millis),
+            format_memory(used.memory_bytes),
+            format_memory(total.memory_bytes),
+            used.gpu,
+            total.gpu
+        );
+    }
+    for g in &c.gpus {
+        out += &format!(
+            "  gpu {}  {}{}\n",
+            g.index,
+            if g.simulated {
+                "simulated"
+            } else {
+                g.name.as_str()
+            },
+            if g.in_use { "  (held)" } else { "" }
+        );
+    }
+    out += &format!(
+        "  waiting: {}\n  {}\n  {}\n",
+        c.queued,
+        c.limits.describe(),
+        c.source
+    );
+    out
 }
 
 /// Stops a job.

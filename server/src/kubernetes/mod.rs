@@ -23,7 +23,8 @@ use std::time::Duration;
 
 use app::error::AppError;
 use app::models::{
-    Account, Job, JobPage, JobQuery, JobSpec, JobStatus, LogRequest, Me, Pod, PodPhase,
+    Account, ClusterCapacity, Job, JobPage, JobQuery, JobSpec, JobStatus, LimitEnforcement,
+    LogRequest, Me, Pod, PodPhase,
 };
 use app::ports::{Cluster, JobEvent, LogStream};
 use async_trait::async_trait;
@@ -647,5 +648,20 @@ impl Cluster for KubeCluster {
 
     fn subscribe(&self) -> broadcast::Receiver<JobEvent> {
         self.inner.events.subscribe()
+    }
+
+    /// The scheduler decides where pods fit: no totals here, only how many
+    /// of this console's jobs wait (each says why: the scheduler's reason).
+    async fn capacity(&self) -> Result<ClusterCapacity, AppError> {
+        Ok(ClusterCapacity {
+            cluster: self.inner.name.clone(),
+            total: None,
+            used: None,
+            gpus: Vec::new(),
+            queued: self.inner.store.count_pending(&self.inner.name).await?,
+            limits: LimitEnforcement::Cluster,
+            source: "The Kubernetes scheduler places each pod on a node with room for it."
+                .to_owned(),
+        })
     }
 }

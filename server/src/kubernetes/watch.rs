@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 
 use app::error::AppError;
-use app::models::{Account, JobRole, JobStatus, Pod, PodPhase};
+use app::models::{JobRole, JobStatus, Pod, PodPhase};
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Pod as KubePod;
 use kube::runtime::watcher::{self, Event};
@@ -152,33 +152,24 @@ pub(super) fn update_of(pod: &KubePod) -> PodUpdate {
                     message: Some(format!("{reason}: {}", waiting.message.unwrap_or_default())),
                     ..Default::default()
                 },
-                _ => PodUpdate {
-                    phase: Some(PodPhase::Pending),
-                    message: waiting.message.or(status.message),
-                    ..Default::default()
-                },
+                _ => {
+                    // Not placed yet: the scheduler says why ("0/3 nodes are
+                    // available: 3 Insufficient nvidia.com/gpu.").
+                    let unschedulable = status
+                        .conditions
+                        .iter()
+                        .flatten()
+                        .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+                        .and_then(|c| c.message.clone());
+                    PodUpdate {
+                        phase: Some(PodPhase::Pending),
+                        message: waiting.message.or(status.message).or(unschedulable),
+                        ..Default::default()
+                    }
+                }
             }
         }
     }
-}
-
-/// The account a job belongs to, as the namespace holds it.
-async fn account_of(inner: &Inner, account_id: i64) -> Result<Account, AppError> {
-    let row: (String, String, i64) =
-        sqlx::query_as("SELECT name, namespace, created_at FROM accounts WHERE id = $1")
-            .bind(account_id)
-            .fetch_one(inner.store.pool())
-            .await
-            .map_err(|err| {
-                tracing::error!(error = %err, "reading a job's account");
-                AppError::Internal
-            })?;
-    Ok(Account {
-        id: account_id,
-        name: row.0,
-        namespace: row.1,
-        created_at: row.2,
-    })
 }
 
 async fn apply(inner: &Arc<Inner>, pod: &KubePod) {
@@ -211,7 +202,7 @@ async fn apply_to(
     {
         return Ok(());
     }
-    let account = account_of(inner, stored.account_id).await?;
+    let account = inner.store.account_of(stored.account_id).await?;
     if pod.metadata.namespace.as_deref() != Some(account.namespace.as_str()) {
         return Ok(());
     }
@@ -262,6 +253,18 @@ async fn apply_to(
                     .store
                     .set_status(job_id, JobStatus::Running, "")
                     .await?;
+            } else if stored.job.status == JobStatus::Pending {
+                // Why it waits, where the job table shows it (as locally).
+                let reason = pods
+                    .iter()
+                    .find(|p| p.phase == PodPhase::Pending && !p.message.is_empty())
+                    .map(|p| format!("{}: {}", p.name, p.message));
+                if let Some(reason) = reason.filter(|r| *r != stored.job.message) {
+                    inner
+                        .store
+                        .set_status(job_id, JobStatus::Pending, &reason)
+                        .await?;
+                }
             }
             inner.emit(account.id, &stored.job.name);
         }
@@ -327,7 +330,7 @@ async fn lost(inner: &Arc<Inner>, seen: &HashSet<i64>) {
         if crate::time::now_ms() - job.job.created_at < 60_000 {
             continue;
         }
-        let Ok(account) = account_of(inner, job.account_id).await else {
+        let Ok(account) = inner.store.account_of(job.account_id).await else {
             continue;
         };
         let message = "Its pods disappeared from the cluster.";
@@ -360,7 +363,29 @@ mod tests {
             started_at: None,
             finished_at: None,
             message: message.into(),
+            gpus: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_pod_the_scheduler_cannot_place_waits_with_the_schedulers_reason() {
+        let pod: KubePod = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "j-trainer-0" },
+            "status": {
+                "phase": "Pending",
+                "conditions": [{
+                    "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                    "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+                }]
+            }
+        }))
+        .unwrap();
+        let update = update_of(&pod);
+        assert_eq!(update.phase, Some(PodPhase::Pending));
+        assert_eq!(
+            update.message.as_deref(),
+            Some("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+        );
     }
 
     #[test]

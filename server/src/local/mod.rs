@@ -3,12 +3,21 @@
 //! environment PaddlePaddle's distributed launcher expects, so a real
 //! parameter-server program runs here as it would on the cluster. Serving
 //! instances run here too ([`serving`], with its autoscaler).
+//!
+//! Like a cluster's scheduler, it runs only what the machine has room for
+//! ([`machine`]: the capacity learnt at start, a first-come-first-served
+//! queue, all of a job's replicas at once, GPUs of their own, and memory
+//! limits held by a cgroup or by the sampler).
 
 mod autoscale;
+pub mod capacity;
+pub mod limits;
+pub mod machine;
 pub(crate) mod process;
 mod recovery;
 pub mod sampler;
 mod sampling;
+pub mod scheduler;
 pub mod serving;
 mod supervisor;
 
@@ -18,12 +27,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use app::error::AppError;
-use app::models::{Account, Job, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod};
+use app::models::{Account, ClusterCapacity, Job, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod};
 use app::ports::{Assets, Cluster, JobEvent, LogStream, Metrics};
 use async_trait::async_trait;
 use tokio::sync::{broadcast, watch};
 
-use crate::storage::jobs::JobStore;
+use self::machine::Machine;
+use self::scheduler::Ask;
+use crate::storage::jobs::{JobStore, StoredJob};
 use crate::storage::logfile;
 use crate::storage::samples::ResourceStore;
 
@@ -58,6 +69,8 @@ pub struct LocalParts {
     /// What replicas inherit of the console's environment (`PATH`,
     /// `HOME`, …); nothing else of it reaches them.
     pub inherited_env: Arc<[(String, String)]>,
+    /// This machine's room, queue and limits, shared with local serving.
+    pub machine: Arc<Machine>,
 }
 
 struct Inner {
@@ -79,6 +92,8 @@ struct Inner {
     sampler: (Arc<ResourceStore>, Duration),
     /// What replicas inherit of the console's environment.
     inherited_env: Arc<[(String, String)]>,
+    /// This machine's room, queue and limits.
+    machine: Arc<Machine>,
 }
 
 impl LocalCluster {
@@ -99,9 +114,12 @@ impl LocalCluster {
                 assets: parts.assets,
                 sampler: (parts.samples, parts.sample_every),
                 inherited_env: parts.inherited_env,
+                machine: parts.machine,
             }),
         };
-        recovery::recover(&cluster.inner.store).await?;
+        for queued in recovery::recover(&cluster.inner.store).await? {
+            cluster.requeue(queued).await?;
+        }
         Ok(cluster)
     }
 
@@ -141,38 +159,19 @@ impl LocalCluster {
     fn job_dir(&self, account: &Account, job: &str) -> PathBuf {
         self.inner.root.join(&account.name).join(job)
     }
-}
 
-/// How a request reaches a running job's supervisor.
-struct Control {
-    /// Set to true to stop the job.
-    stop: watch::Sender<bool>,
-    /// Becomes true once every replica has ended and the record is final.
-    done: watch::Receiver<bool>,
-}
-
-impl Inner {
-    fn emit(&self, account_id: i64, job: &str) {
-        // Nobody listening is fine: live views subscribe when they open.
-        let _ = self.events.send(JobEvent {
-            account_id,
-            job: job.to_owned(),
-        });
-    }
-}
-
-#[async_trait]
-impl Cluster for LocalCluster {
-    fn name(&self) -> String {
-        LOCAL.to_owned()
-    }
-
-    async fn submit(&self, by: &Me, spec: JobSpec) -> Result<Job, AppError> {
-        spec.validate()?;
-        let datasets = self.dataset_dirs(by, &spec.datasets).await?;
-        let account = &by.account;
-        let (stored, token) = self.inner.store.insert(by, &spec, LOCAL).await?;
-        let dir = self.job_dir(account, &spec.name);
+    /// Hands a recorded job to its supervisor, which queues it for the
+    /// machine's room and then runs it.
+    async fn launch(
+        &self,
+        stored: StoredJob,
+        token: String,
+        datasets: Vec<(String, PathBuf)>,
+        ask: Ask,
+    ) -> Result<(), AppError> {
+        let account = self.inner.store.account_of(stored.account_id).await?;
+        let spec = stored.job.spec.clone();
+        let dir = self.job_dir(&account, &spec.name);
         // A deleted job of the same name may have left files behind.
         let _ = tokio::fs::remove_dir_all(&dir).await;
         if let Err(err) = tokio::fs::create_dir_all(dir.join("logs")).await {
@@ -210,6 +209,7 @@ impl Cluster for LocalCluster {
             token,
             console_url: self.inner.console_url.clone(),
             datasets,
+            ask,
         };
         tokio::spawn(supervisor::supervise(
             self.inner.clone(),
@@ -218,7 +218,80 @@ impl Cluster for LocalCluster {
             done_tx,
         ));
         self.inner.emit(account.id, &stored.job.name);
-        Ok(stored.job)
+        Ok(())
+    }
+
+    /// Queues again a job that was waiting for room when the console
+    /// stopped, as the user who submitted it; one that cannot run any more
+    /// (its submitter or a dataset gone, the machine now too small) fails
+    /// with the reason.
+    async fn requeue(&self, stored: StoredJob) -> Result<(), AppError> {
+        let store = &self.inner.store;
+        let spec = stored.job.spec.clone();
+        let why_not = async {
+            let Some(me) = store.submitter(stored.id).await? else {
+                return Ok(Err("its submitter no longer exists".to_owned()));
+            };
+            let ask = match self.inner.machine.job_ask(&spec) {
+                Ok(ask) => ask,
+                Err(err) => return Ok(Err(err.to_string())),
+            };
+            match self.dataset_dirs(&me, &spec.datasets).await {
+                Ok(datasets) => Ok(Ok((ask, datasets))),
+                Err(AppError::Internal) => Err(AppError::Internal),
+                Err(err) => Ok(Err(err.to_string())),
+            }
+        };
+        match why_not.await? {
+            Ok((ask, datasets)) => {
+                let token = store.reissue_token(stored.id).await?;
+                tracing::info!(job = %spec.name, account_id = stored.account_id, "queued again after a restart");
+                self.launch(stored, token, datasets, ask).await
+            }
+            Err(why) => {
+                let message = format!(
+                    "It waited for room when the console restarted, and cannot run now: {why}"
+                );
+                store
+                    .set_status(stored.id, app::models::JobStatus::Failed, &message)
+                    .await
+            }
+        }
+    }
+}
+
+/// How a request reaches a running job's supervisor.
+struct Control {
+    /// Set to true to stop the job.
+    stop: watch::Sender<bool>,
+    /// Becomes true once every replica has ended and the record is final.
+    done: watch::Receiver<bool>,
+}
+
+impl Inner {
+    fn emit(&self, account_id: i64, job: &str) {
+        // Nobody listening is fine: live views subscribe when they open.
+        let _ = self.events.send(JobEvent {
+            account_id,
+            job: job.to_owned(),
+        });
+    }
+}
+
+#[async_trait]
+impl Cluster for LocalCluster {
+    fn name(&self) -> String {
+        LOCAL.to_owned()
+    }
+
+    async fn submit(&self, by: &Me, spec: JobSpec) -> Result<Job, AppError> {
+        spec.validate()?;
+        let ask = self.inner.machine.job_ask(&spec)?;
+        let datasets = self.dataset_dirs(by, &spec.datasets).await?;
+        let (stored, token) = self.inner.store.insert(by, &spec, LOCAL).await?;
+        let job = stored.job.clone();
+        self.launch(stored, token, datasets, ask).await?;
+        Ok(job)
     }
 
     async fn list_jobs(&self, account: &Account, query: &JobQuery) -> Result<JobPage, AppError> {
@@ -288,5 +361,9 @@ impl Cluster for LocalCluster {
 
     fn subscribe(&self) -> broadcast::Receiver<JobEvent> {
         self.inner.events.subscribe()
+    }
+
+    async fn capacity(&self) -> Result<ClusterCapacity, AppError> {
+        Ok(self.inner.machine.report(LOCAL))
     }
 }

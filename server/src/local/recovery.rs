@@ -1,6 +1,7 @@
 //! After a restart: jobs the previous console process was running have lost
 //! their supervisor. They are marked failed, never left showing Running, and
-//! any of their processes still alive are killed.
+//! any of their processes still alive are killed. Jobs that were still
+//! waiting in the queue lose nothing: they are queued again.
 
 use app::error::AppError;
 use app::models::{JobStatus, PodPhase};
@@ -8,7 +9,7 @@ use nix::sys::signal::Signal;
 
 use super::process::signal_group;
 use super::LOCAL;
-use crate::storage::jobs::{JobStore, PodUpdate};
+use crate::storage::jobs::{JobStore, PodUpdate, StoredJob};
 use crate::time::now_ms;
 
 /// The environment marker that proves a process is that pod's, so a reused
@@ -23,10 +24,25 @@ fn is_our_pod(pid: i64, marker: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Marks the jobs of a previous run failed and kills what is left of them.
-pub async fn recover(store: &JobStore) -> Result<(), AppError> {
+/// Marks the jobs a previous run was running failed and kills what is left
+/// of them; returns the jobs that were still waiting for room (none of
+/// their replicas started), oldest first, to be queued again.
+pub async fn recover(store: &JobStore) -> Result<Vec<StoredJob>, AppError> {
+    let mut queued = Vec::new();
     for stale in store.active(LOCAL).await? {
-        for (pod, pid) in store.pod_pids(stale.id).await? {
+        let pids = store.pod_pids(stale.id).await?;
+        let waiting = stale.job.status == JobStatus::Pending
+            && pids.is_empty()
+            && store
+                .pods(stale.id)
+                .await?
+                .iter()
+                .all(|p| p.phase == PodPhase::Pending);
+        if waiting {
+            queued.push(stale);
+            continue;
+        }
+        for (pod, pid) in pids {
             if is_our_pod(pid, &pod_marker(stale.id, &pod)) {
                 signal_group(pid, Signal::SIGKILL);
             }
@@ -57,5 +73,6 @@ pub async fn recover(store: &JobStore) -> Result<(), AppError> {
             .await?;
         tracing::warn!(job = %stale.job.name, account_id = stale.account_id, "marked failed after a restart");
     }
-    Ok(())
+    queued.sort_by_key(|j| (j.job.created_at, j.id));
+    Ok(queued)
 }

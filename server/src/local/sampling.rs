@@ -9,17 +9,18 @@ use app::models::PodSample;
 use super::sampler::{snapshot, TreeSampler};
 use crate::storage::samples::{now_s, ResourceStore};
 
-/// Samples `pods` (name, process group leader) of job `job_id` every
-/// `every` until aborted, then keeps nothing open: the caller flushes.
+/// Samples `pods` (name, process group leader, the GPUs it holds) of job
+/// `job_id` every `every` until aborted, then keeps nothing open: the
+/// caller flushes.
 pub async fn sample_pods(
     store: Arc<ResourceStore>,
     job_id: i64,
-    pods: Vec<(String, i32)>,
+    pods: Vec<(String, i32, Vec<u32>)>,
     every: Duration,
 ) {
     let mut samplers: Vec<(String, i32, TreeSampler)> = pods
         .into_iter()
-        .map(|(pod, pid)| (pod, pid, TreeSampler::new(pid)))
+        .map(|(pod, pid, gpus)| (pod, pid, TreeSampler::with_devices(pid, gpus)))
         .collect();
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

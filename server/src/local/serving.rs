@@ -17,7 +17,10 @@ use async_trait::async_trait;
 use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, watch};
 
+use super::limits::ReplicaLimit;
+use super::machine::{gpu_env, Machine};
 use super::process::{command, free_ports, signal_group};
+use super::scheduler::{Ask, ReplicaAsk};
 use crate::backend::serving::{
     http_client, Reporter, Run, ServingBackend, Upstream, PREDICT_SERVER,
 };
@@ -42,6 +45,8 @@ struct Inner {
     grace: Duration,
     /// What replicas inherit of the console's environment.
     inherited_env: Arc<[(String, String)]>,
+    /// The room replicas wait for, and their limits (shared with jobs).
+    machine: Arc<Machine>,
     /// Running instances by id.
     instances: Mutex<HashMap<i64, Arc<Instance>>>,
     /// Asks replicas whether they answer.
@@ -63,6 +68,8 @@ struct Instance {
 
 /// What a replica tells its instance's supervisor.
 enum News {
+    /// Waits for room on the machine, and why.
+    Waiting(usize, String),
     Ready(usize, u16),
     Down(usize, String),
     Fatal(usize, String),
@@ -71,12 +78,13 @@ enum News {
 impl LocalServing {
     /// Replicas live under `<data_dir>/serving`; the default server runs
     /// with `python`; replicas inherit `inherited_env` of the console's
-    /// environment, as job replicas do.
+    /// environment, and wait for room on `machine`, as job replicas do.
     pub fn new(
         data_dir: &Path,
         python: String,
         grace: Duration,
         inherited_env: Arc<[(String, String)]>,
+        machine: Arc<Machine>,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -84,6 +92,7 @@ impl LocalServing {
                 python,
                 grace,
                 inherited_env,
+                machine,
                 instances: Mutex::new(HashMap::new()),
                 probe: http_client(Duration::from_secs(2)).unwrap_or_default(),
             }),
@@ -98,6 +107,11 @@ impl LocalServing {
 /// How one replica is started.
 #[derive(Clone)]
 struct Launch {
+    /// The instance's database id (names its replicas' cgroups).
+    id: i64,
+    /// What each replica asks of the machine.
+    ask: Ask,
+    machine: Arc<Machine>,
     argv: Vec<String>,
     inherited_env: Arc<[(String, String)]>,
     env: Vec<(String, String)>,
@@ -109,6 +123,10 @@ struct Launch {
 impl ServingBackend for LocalServing {
     fn name(&self) -> String {
         super::LOCAL.to_owned()
+    }
+
+    fn admits(&self, spec: &app::models::ServingSpec) -> Result<(), AppError> {
+        self.inner.machine.serving_ask(spec).map(|_| ())
     }
 
     async fn start(&self, run: Run, reporter: Reporter) -> Result<(), AppError> {
@@ -172,6 +190,9 @@ impl ServingBackend for LocalServing {
             run.spec.command.clone()
         };
         let launch = Launch {
+            id: run.id,
+            ask: self.inner.machine.serving_ask(&run.spec)?,
+            machine: self.inner.machine.clone(),
             argv,
             inherited_env: self.inner.inherited_env.clone(),
             env,
@@ -327,6 +348,9 @@ async fn supervise(
             _ = desired.changed() => {}
             _ = stop.changed() => break None,
             news = rx.recv() => match news {
+                Some(News::Waiting(i, why)) => {
+                    message = format!("Replica {i} {why}");
+                }
                 Some(News::Ready(i, port)) => {
                     instance.ready.lock().expect("ready lock").insert(i, port);
                     message.clear();
@@ -378,8 +402,28 @@ async fn replica(
         if *stop.borrow() {
             return;
         }
-        let started = start(&launch, &log);
-        let (mut child, port) = match started {
+        // Room on the machine first, in turn with jobs and other replicas.
+        let ticket = launch.machine.scheduler.enqueue(launch.ask.clone());
+        let mut reason = ticket.reason.clone();
+        let granted = ticket.granted();
+        tokio::pin!(granted);
+        let mut reasons_open = true;
+        let grant = loop {
+            tokio::select! {
+                grant = &mut granted => break grant,
+                changed = reason.changed(), if reasons_open => {
+                    reasons_open = changed.is_ok();
+                    let why = reason.borrow().clone();
+                    if reasons_open && why != "starting" {
+                        let _ = news.send(News::Waiting(index, why)).await;
+                    }
+                }
+                _ = stop.changed() => return,
+            }
+        };
+        let gpus = grant.gpus.first().cloned().unwrap_or_default();
+        let started = start(&launch, &log, index, &gpus);
+        let (mut child, port, mut limit) = match started {
             Ok(c) => c,
             Err(why) => {
                 let _ = news.send(News::Fatal(index, why)).await;
@@ -387,6 +431,7 @@ async fn replica(
             }
         };
         let pgid = child.id().map(i64::from).unwrap_or(0);
+        limit.watch(pgid as i32);
         let _ = std::fs::write(&pid_file, pgid.to_string());
         let mut ready = false;
         let status = loop {
@@ -423,7 +468,12 @@ async fn replica(
         let reason = log_reason(&log)
             .replace(&format!("{model}/"), "")
             .replace(model, "the model");
-        let why = format!("exited with {code}. {reason}");
+        let why = match limit.exceeded() {
+            Some(exceeded) => exceeded,
+            None => format!("exited with {code}. {reason}"),
+        };
+        // Its room goes back while it waits to start again.
+        drop((grant, limit));
         if !ready {
             failed_starts += 1;
             if failed_starts >= MAX_FAILED_STARTS {
@@ -440,8 +490,14 @@ async fn replica(
     }
 }
 
-/// Starts one process of a replica on a free port, its output appended to `log`.
-fn start(launch: &Launch, log: &Path) -> Result<(tokio::process::Child, u16), String> {
+/// Starts one process of replica `index` on a free port with the GPUs
+/// `gpus` and its limits, its output appended to `log`.
+fn start(
+    launch: &Launch,
+    log: &Path,
+    index: usize,
+    gpus: &[u32],
+) -> Result<(tokio::process::Child, u16, ReplicaLimit), String> {
     let port = free_ports(1)
         .map_err(|e| format!("no free port: {e}"))?
         .first()
@@ -464,13 +520,24 @@ fn start(launch: &Launch, log: &Path) -> Result<(tokio::process::Child, u16), St
         &launch.env,
     );
     cmd.env("PORT", port.to_string())
+        .envs(gpu_env(gpus))
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err))
         .kill_on_drop(true);
+    let asked = launch.ask.replicas.first().copied().unwrap_or(ReplicaAsk {
+        cpu_millis: 0,
+        memory_bytes: u64::MAX,
+        gpus: 0,
+    });
+    let limit = launch
+        .machine
+        .limits
+        .for_command(&format!("serving-{}-{index}", launch.id), &asked, &mut cmd)
+        .map_err(|e| format!("cannot set its limits: {e}"))?;
     let child = cmd
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", launch.argv[0]))?;
-    Ok((child, port))
+    Ok((child, port, limit))
 }
 
 /// Whether the replica answers HTTP on its port (any status below 500 at

@@ -1,5 +1,7 @@
-//! One task per job: starts its replicas, watches them exit, decides the
-//! job's outcome, and ends the rest when it is decided.
+//! One task per job: waits in the machine's queue until all its replicas
+//! fit, starts them together (each with its own GPUs and limits), watches
+//! them exit, decides the job's outcome, and ends the rest when it is
+//! decided.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -12,8 +14,11 @@ use futures_util::StreamExt;
 use nix::sys::signal::Signal;
 use tokio::sync::watch;
 
+use super::limits::ReplicaLimit;
+use super::machine::gpu_env;
 use super::process::{command, free_ports, signal_group};
 use super::recovery::pod_marker;
+use super::scheduler::{Ask, Grant};
 use super::Inner;
 use crate::storage::jobs::{pod_names, PodUpdate};
 use crate::storage::logfile;
@@ -41,12 +46,16 @@ pub struct Run {
     pub console_url: Option<String>,
     /// The datasets it reads: name and local folder.
     pub datasets: Vec<(String, PathBuf)>,
+    /// What its replicas ask of the machine, in pod order.
+    pub ask: Ask,
 }
 
 /// A replica whose process was started.
 struct Live {
     role: JobRole,
     pgid: i64,
+    /// The GPUs it holds.
+    gpus: Vec<u32>,
 }
 
 /// How a replica ended.
@@ -69,7 +78,13 @@ pub async fn supervise(
     let job_id = run.job_id;
     let account_id = run.account_id;
     let name = run.spec.name.clone();
-    if let Err(err) = drive(&inner, &run, stop).await {
+    let mut stop = stop;
+    let ran = match wait_turn(&inner, &run, &mut stop).await {
+        Ok(Some(grant)) => drive(&inner, &run, stop, grant).await,
+        Ok(None) => stopped_in_queue(&inner, &run).await,
+        Err(err) => Err(err),
+    };
+    if let Err(err) = ran {
         tracing::error!(job = %name, error = %err, "job supervisor failed");
         let _ = inner
             .store
@@ -87,6 +102,64 @@ pub async fn supervise(
         .remove(&job_id);
     let _ = done.send(true);
     inner.emit(account_id, &name);
+}
+
+/// Waits in the machine's queue, keeping the job's message on why (the job
+/// table shows it); `None` if the job is stopped before its turn.
+async fn wait_turn(
+    inner: &Arc<Inner>,
+    run: &Run,
+    stop: &mut watch::Receiver<bool>,
+) -> anyhow::Result<Option<Grant>> {
+    let ticket = inner.machine.scheduler.enqueue(run.ask.clone());
+    let mut reason = ticket.reason.clone();
+    let granted = ticket.granted();
+    tokio::pin!(granted);
+    let mut shown = String::new();
+    let mut reasons_open = true;
+    loop {
+        if reasons_open {
+            let now = reason.borrow_and_update().clone();
+            if now != shown && now != "starting" && !now.is_empty() {
+                set_job(inner, run, JobStatus::Pending, &now).await?;
+                shown = now;
+            }
+        }
+        tokio::select! {
+            grant = &mut granted => return Ok(Some(grant)),
+            changed = reason.changed(), if reasons_open => reasons_open = changed.is_ok(),
+            changed = stop.changed() => {
+                if changed.is_err() || *stop.borrow() {
+                    // Dropping the ticket leaves the queue.
+                    return Ok(None);
+                }
+            }
+        }
+    }
+}
+
+/// A job stopped while it waited: no replica ran.
+async fn stopped_in_queue(inner: &Inner, run: &Run) -> anyhow::Result<()> {
+    for (pod, _, _) in pod_names(&run.spec) {
+        set_pod(
+            inner,
+            run,
+            &pod,
+            PodUpdate {
+                phase: Some(PodPhase::Stopped),
+                message: Some("Not started: the job was stopped while it waited for room.".into()),
+                ..Default::default()
+            },
+        )
+        .await?;
+    }
+    set_job(
+        inner,
+        run,
+        JobStatus::Stopped,
+        "Stopped by a user while it waited for room.",
+    )
+    .await
 }
 
 fn env_for(
@@ -179,6 +252,7 @@ async fn drive(
     inner: &Arc<Inner>,
     run: &Run,
     mut stop: watch::Receiver<bool>,
+    grant: Grant,
 ) -> anyhow::Result<()> {
     let pods = pod_names(&run.spec);
     let ports = free_ports(pods.len())?;
@@ -197,15 +271,30 @@ async fn drive(
     let argv = run.spec.argv();
 
     let mut live: HashMap<String, Live> = HashMap::new();
+    let mut limits: HashMap<String, ReplicaLimit> = HashMap::new();
     let mut exits = FuturesUnordered::new();
     let mut failure: Option<String> = None;
 
-    for ((pod, role, index), port) in pods.iter().zip(&ports) {
-        let env = env_for(run, pod, *role, *index, *port, &ps_list, &trainer_list);
+    for (((pod, role, index), port), (asked, gpus)) in pods
+        .iter()
+        .zip(&ports)
+        .zip(run.ask.replicas.iter().zip(&grant.gpus))
+    {
+        let mut env = env_for(run, pod, *role, *index, *port, &ps_list, &trainer_list);
+        env.extend(gpu_env(gpus));
         let path = logfile::log_path(&run.dir, pod);
-        match command(&argv, &cwd, &inner.inherited_env, &env).spawn() {
-            Ok(mut child) => {
+        let mut cmd = command(&argv, &cwd, &inner.inherited_env, &env);
+        let limited =
+            inner
+                .machine
+                .limits
+                .for_command(&format!("job-{}-{pod}", run.job_id), asked, &mut cmd);
+        let spawned = limited.and_then(|limit| cmd.spawn().map(|child| (child, limit)));
+        match spawned {
+            Ok((mut child, mut limit)) => {
                 let pgid = i64::from(child.id().unwrap_or(0));
+                limit.watch(pgid as i32);
+                limits.insert(pod.clone(), limit);
                 let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take())
                 else {
                     anyhow::bail!("a replica's output pipes were not set up");
@@ -217,7 +306,14 @@ async fn drive(
                     .lock()
                     .expect("log_done lock")
                     .insert((run.job_id, pod.clone()), log_rx);
-                live.insert(pod.clone(), Live { role: *role, pgid });
+                live.insert(
+                    pod.clone(),
+                    Live {
+                        role: *role,
+                        pgid,
+                        gpus: gpus.clone(),
+                    },
+                );
                 set_pod(
                     inner,
                     run,
@@ -226,6 +322,7 @@ async fn drive(
                         phase: Some(PodPhase::Running),
                         pid: Some(pgid),
                         started_at: Some(now_ms()),
+                        gpus: Some(gpus.clone()),
                         ..Default::default()
                     },
                 )
@@ -274,7 +371,7 @@ async fn drive(
         samples.clone(),
         run.job_id,
         live.iter()
-            .map(|(pod, replica)| (pod.clone(), replica.pgid as i32))
+            .map(|(pod, replica)| (pod.clone(), replica.pgid as i32, replica.gpus.clone()))
             .collect(),
         every,
     ));
@@ -293,12 +390,14 @@ async fn drive(
         tokio::select! {
             Some(exit) = exits.next() => {
                 let Some(replica) = live.remove(&exit.pod) else { continue };
-                let ok = exit.code == Some(0);
-                let message = match (exit.code, exit.signal) {
-                    (Some(0), _) => String::new(),
-                    (Some(code), _) => format!("exited with code {code}"),
-                    (None, Some(sig)) => format!("killed by signal {sig}"),
-                    (None, None) => "ended, status unknown".to_owned(),
+                let exceeded = limits.remove(&exit.pod).and_then(|limit| limit.exceeded());
+                let ok = exit.code == Some(0) && exceeded.is_none();
+                let message = match (exceeded, exit.code, exit.signal) {
+                    (Some(why), _, _) => why,
+                    (None, Some(0), _) => String::new(),
+                    (None, Some(code), _) => format!("exited with code {code}"),
+                    (None, None, Some(sig)) => format!("killed by signal {sig}"),
+                    (None, None, None) => "ended, status unknown".to_owned(),
                 };
                 set_pod(inner, run, &exit.pod, PodUpdate {
                     phase: Some(if ok { PodPhase::Succeeded } else { PodPhase::Failed }),

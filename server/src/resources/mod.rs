@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use app::error::AppError;
 use app::models::{
-    Account, JobResources, JobRole, MetricsSource, ResourceChart, ResourceMetric,
+    Account, JobResources, JobRole, LimitEnforcement, MetricsSource, ResourceChart, ResourceMetric,
     RESOURCE_CHART_POINTS,
 };
 use app::ports::ResourceCharts;
@@ -34,6 +34,8 @@ pub struct SqlResourceCharts {
     /// The cluster's metrics API, sampled into `store` when there is no
     /// Prometheus.
     metrics_api: Option<Arc<MetricsApi>>,
+    /// How the local executor holds replicas to their limits.
+    local_limits: LimitEnforcement,
 }
 
 impl SqlResourceCharts {
@@ -46,6 +48,7 @@ impl SqlResourceCharts {
         sample_secs: u32,
         prometheus: Option<Prometheus>,
         metrics_api: Option<Arc<MetricsApi>>,
+        local_limits: LimitEnforcement,
     ) -> Self {
         Self {
             jobs: JobStore::new(pool),
@@ -53,6 +56,7 @@ impl SqlResourceCharts {
             sample_secs,
             prometheus,
             metrics_api,
+            local_limits,
         }
     }
 
@@ -202,6 +206,11 @@ impl ResourceCharts for SqlResourceCharts {
             from,
             to,
             charts,
+            limits: if j.cluster == LOCAL {
+                self.local_limits
+            } else {
+                LimitEnforcement::Cluster
+            },
         })
     }
 }

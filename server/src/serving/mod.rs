@@ -200,6 +200,7 @@ impl ServingService {
 impl Serving for ServingService {
     async fn launch(&self, by: &Me, mut spec: ServingSpec) -> Result<ServingInstance, AppError> {
         spec.validate()?;
+        self.backend.admits(&spec)?;
         let model = self.resolve(by, &spec).await?;
         spec.version = Some(model.version);
         let id = self

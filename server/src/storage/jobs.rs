@@ -3,13 +3,15 @@
 
 use app::error::AppError;
 use app::models::{
-    Job, JobPage, JobQuery, JobRole, JobSort, JobSource, JobSpec, JobStatus, Me, Pod, PodPhase,
-    RoleCounts,
+    Account, Job, JobPage, JobQuery, JobRole, JobSort, JobSource, JobSpec, JobStatus, Me, Pod,
+    PodPhase, RoleCounts,
 };
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, AssertSqlSafe, Row};
 
-use crate::storage::tokens::{random_token, token_hash};
+use super::internal;
+use super::tokens::{random_token, token_hash};
+use super::users::{me_from, user_columns, UserRow};
 use crate::time::now_ms;
 
 /// Every job token starts with this (access keys with `pck_`).
@@ -41,19 +43,14 @@ pub struct PodUpdate {
     pub finished_at: Option<i64>,
     /// Why.
     pub message: Option<String>,
+    /// The GPUs the executor gave it.
+    pub gpus: Option<Vec<u32>>,
 }
 
 /// Jobs and pods in the console's database.
 #[derive(Clone)]
 pub struct JobStore {
     pool: AnyPool,
-}
-
-fn internal(context: &'static str) -> impl FnOnce(sqlx::Error) -> AppError {
-    move |err| {
-        tracing::error!(error = %err, "{context}");
-        AppError::Internal
-    }
 }
 
 const JOB_COLUMNS: &str = "id, account_id, name, spec, status, cluster, created_at, started_at, \
@@ -112,6 +109,11 @@ fn pod_from(row: &AnyRow) -> Result<Pod, sqlx::Error> {
         started_at: row.try_get("started_at")?,
         finished_at: row.try_get("finished_at")?,
         message: row.try_get("message")?,
+        gpus: row
+            .try_get::<String, _>("gpus")?
+            .split(',')
+            .filter_map(|g| g.trim().parse().ok())
+            .collect(),
     })
 }
 
@@ -325,7 +327,8 @@ impl JobStore {
     /// A job's pods: parameter servers first, then trainers, by index.
     pub async fn pods(&self, job_id: i64) -> Result<Vec<Pod>, AppError> {
         let rows = sqlx::query(
-            "SELECT name, role, idx, phase, exit_code, started_at, finished_at, message FROM pods \
+            "SELECT name, role, idx, phase, exit_code, started_at, finished_at, message, gpus \
+             FROM pods \
              WHERE job_id = $1 ORDER BY role ASC, idx ASC",
         )
         .bind(job_id)
@@ -363,6 +366,52 @@ impl JobStore {
         }
     }
 
+    /// The account `account_id` (a job's owner).
+    pub async fn account_of(&self, account_id: i64) -> Result<Account, AppError> {
+        let row: (String, String, i64) =
+            sqlx::query_as("SELECT name, namespace, created_at FROM accounts WHERE id = $1")
+                .bind(account_id)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(internal("read a job's account"))?;
+        Ok(Account {
+            id: account_id,
+            name: row.0,
+            namespace: row.1,
+            created_at: row.2,
+        })
+    }
+
+    /// Who submitted the job, as they are now (`None` once they are gone):
+    /// a job queued before a restart starts as them.
+    pub async fn submitter(&self, job_id: i64) -> Result<Option<Me>, AppError> {
+        let row: Option<UserRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            user_columns!(),
+            " FROM jobs j JOIN users u ON u.id = j.user_id JOIN accounts a ON a.id = j.account_id \
+             WHERE j.id = $1"
+        ))
+        .bind(job_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(internal("read a job's submitter"))?;
+        Ok(row.map(me_from))
+    }
+
+    /// A fresh job token for a job whose replicas have not started (its
+    /// first was handed to nobody, or lost with a restart); the old one no
+    /// longer works.
+    pub async fn reissue_token(&self, job_id: i64) -> Result<String, AppError> {
+        let token = format!("{JOB_TOKEN_PREFIX}{}", random_token());
+        sqlx::query("UPDATE jobs SET token_hash = $1 WHERE id = $2")
+            .bind(token_hash(&token))
+            .bind(job_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("reissue a job token"))?;
+        Ok(token)
+    }
+
     /// Process groups of a job's pods that were started, for recovery.
     pub async fn pod_pids(&self, job_id: i64) -> Result<Vec<(String, i64)>, AppError> {
         sqlx::query_as("SELECT name, pid FROM pods WHERE job_id = $1 AND pid IS NOT NULL")
@@ -387,8 +436,8 @@ impl JobStore {
         sqlx::query(
             "UPDATE pods SET phase = COALESCE($1, phase), pid = COALESCE($2, pid), \
              exit_code = COALESCE($3, exit_code), started_at = COALESCE($4, started_at), \
-             finished_at = COALESCE($5, finished_at), message = COALESCE($6, message) \
-             WHERE job_id = $7 AND name = $8",
+             finished_at = COALESCE($5, finished_at), message = COALESCE($6, message), \
+             gpus = COALESCE($7, gpus) WHERE job_id = $8 AND name = $9",
         )
         .bind(update.phase.map(PodPhase::as_str))
         .bind(update.pid)
@@ -396,6 +445,11 @@ impl JobStore {
         .bind(update.started_at)
         .bind(update.finished_at)
         .bind(update.message)
+        .bind(
+            update
+                .gpus
+                .map(|g| g.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
+        )
         .bind(job_id)
         .bind(pod)
         .execute(&mut *tx)
@@ -507,6 +561,19 @@ impl JobStore {
             by_ns.entry(ns).or_default().push(id);
         }
         Ok(by_ns)
+    }
+
+    /// How many of the console's jobs on `cluster` wait for their replicas.
+    pub async fn count_pending(&self, cluster: &str) -> Result<u32, AppError> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM jobs WHERE cluster = $1 AND source = 'console' \
+             AND status = 'pending'",
+        )
+        .bind(cluster)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(internal("count pending jobs"))?;
+        Ok(u32::try_from(n).unwrap_or(0))
     }
 
     /// Jobs of `cluster` still marked Pending or Running, for recovery at start.

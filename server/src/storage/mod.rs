@@ -1,8 +1,9 @@
 //! The bottom layer: what backends and services both keep. The database
 //! pool and its migrations ([`db`]), the job and pod records every cluster
 //! backend writes ([`jobs`]), serving records ([`serving`]), resource
-//! samples ([`samples`]), pod log files ([`logfile`]) and tokens
-//! ([`tokens`]). Nothing here knows of a backend, a service or HTTP.
+//! samples ([`samples`]), pod log files ([`logfile`]), tokens
+//! ([`tokens`]) and the user row every "who is this" query reads
+//! ([`users`]). Nothing here knows of a backend, a service or HTTP.
 
 pub mod db;
 pub mod jobs;
@@ -10,6 +11,7 @@ pub mod logfile;
 pub mod samples;
 pub mod serving;
 pub mod tokens;
+pub mod users;
 
 use app::error::AppError;
 

@@ -18,9 +18,16 @@ struct Console {
 
 impl Console {
     fn start(data: &Path) -> Self {
+        // Its jobs ask for more than a 2-core CI machine has.
+        Self::start_with(data, &["--local-cpus", "64", "--local-memory", "256Gi"])
+    }
+
+    /// `paddlecloud serve` with `extra` flags.
+    fn start_with(data: &Path, extra: &[&str]) -> Self {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let mut child = Command::new(BIN)
             .args(["serve", "--addr", "127.0.0.1:0", "--stop-grace", "1"])
+            .args(extra)
             .arg("--data-dir")
             .arg(data)
             .current_dir(&repo)
@@ -694,4 +701,84 @@ fn a_user_launches_scales_lists_stops_and_deletes_a_serving_instance_from_the_co
         ok(&run(&["serving", "list"], &creds, None)).trim(),
         "No serving instances."
     );
+}
+
+#[test]
+fn the_command_line_shows_the_machine_the_queue_and_why_a_job_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    // One CPU and one (simulated: this machine has none) GPU.
+    let console = Console::start_with(
+        dir.path(),
+        &[
+            "--local-cpus",
+            "1",
+            "--local-memory",
+            "4Gi",
+            "--local-gpus",
+            "1",
+        ],
+    );
+    let creds = set_up(dir.path(), &console.url);
+    let idle = ok(&run(&["cluster"], &creds, None));
+    assert!(idle.starts_with("local\n"), "{idle}");
+    assert!(idle.contains("CPU     0 of 1 held"), "{idle}");
+    assert!(idle.contains("gpu 0  simulated\n"), "{idle}");
+    assert!(idle.contains("waiting: 0"), "{idle}");
+
+    // More than the machine: refused with the numbers, nothing recorded.
+    let err = failed(&run(
+        &[
+            "submit",
+            "huge",
+            "--trainers",
+            "1",
+            "--trainer-gpu",
+            "2",
+            "--",
+            "true",
+        ],
+        &creds,
+        None,
+    ));
+    assert!(err.contains("2 GPUs") && err.contains("1 GPU"), "{err}");
+
+    let submit = |name: &str, script: &str| {
+        ok(&run(
+            &[
+                "submit",
+                name,
+                "--trainers",
+                "1",
+                "--trainer-cpu",
+                "1",
+                "--trainer-memory",
+                "256Mi",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ],
+            &creds,
+            None,
+        ))
+    };
+    submit("holder", "sleep 30");
+    wait_status(&creds, "holder", "running");
+    submit("waiter", "echo ran");
+    let start = Instant::now();
+    let table = loop {
+        let table = ok(&run(&["jobs"], &creds, None));
+        if table.contains("waiter is pending: waiting for 1 CPU: 0 free") {
+            break table;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{table}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(table.lines().next().unwrap().starts_with("NAME"), "{table}");
+    let busy = ok(&run(&["cluster"], &creds, None));
+    assert!(busy.contains("CPU     1 of 1 held"), "{busy}");
+    assert!(busy.contains("waiting: 1"), "{busy}");
+
+    ok(&run(&["stop", "holder"], &creds, None));
+    wait_status(&creds, "waiter", "succeeded");
 }

@@ -186,6 +186,7 @@ contract!(
     logs_can_be_tailed_followed_and_read_without_timestamps,
     deleting_a_job_removes_its_record_and_logs,
     a_program_that_cannot_start_fails_the_job_with_the_reason,
+    a_job_waiting_for_room_is_pending_says_why_and_stops_without_running,
 );
 
 async fn a_job_succeeds_when_every_trainer_exits_zero(h: Harness) {
@@ -618,4 +619,45 @@ async fn a_program_that_cannot_start_fails_the_job_with_the_reason(h: Harness) {
     assert!(log_text(&h, &h.ann, "missing", &culprit, whole_log())
         .await
         .contains("Could not start"));
+}
+
+/// A job the cluster has no room for waits as Pending with the reason where
+/// the job table shows it (locally: the executor's queue; on Kubernetes: the
+/// scheduler's words), and a stop ends it without a replica having run.
+async fn a_job_waiting_for_room_is_pending_says_why_and_stops_without_running(h: Harness) {
+    let mut waiter = job("waiter", 0, 1, "echo ran; sleep 30");
+    if h.kube {
+        // More GPUs than the test node has: the scheduler cannot place it.
+        waiter.trainer.gpu = 9;
+    } else {
+        // The test console's 8 (simulated) GPUs are all held by another job.
+        let mut holder = job("holder", 0, 1, "sleep 30");
+        holder.trainer.gpu = 8;
+        h.cluster.submit(&h.ann_user, holder).await.unwrap();
+        wait_for(&h, &h.ann, "holder", JobStatus::Running).await;
+        waiter.trainer.gpu = 1;
+    }
+    h.cluster.submit(&h.ann_user, waiter).await.unwrap();
+    let start = Instant::now();
+    let waiting = loop {
+        let j = h.cluster.job(&h.ann, "waiter").await.unwrap();
+        if j.message.to_lowercase().contains("gpu") {
+            break j;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no reason given: {:?} {:?}",
+            j.status,
+            j.message
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(waiting.status, JobStatus::Pending, "{}", waiting.message);
+    let stopped = h.cluster.stop(&h.ann, "waiter").await.unwrap();
+    assert_eq!(stopped.status, JobStatus::Stopped);
+    let pods = h.cluster.pods(&h.ann, "waiter").await.unwrap();
+    assert!(pods.iter().all(|p| p.started_at.is_none()), "{pods:?}");
+    if !h.kube {
+        h.cluster.stop(&h.ann, "holder").await.unwrap();
+    }
 }

@@ -32,7 +32,14 @@ async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_instal
     let cluster = common::kubelet::kube_cluster(&client, &db, None);
     let store = Arc::new(ResourceStore::new(db.pool.clone()));
     let api = cluster.sample_metrics_api(store.clone(), Duration::from_secs(1));
-    let resources = SqlResourceCharts::new(db.pool.clone(), store, 1, None, Some(api.clone()));
+    let resources = SqlResourceCharts::new(
+        db.pool.clone(),
+        store,
+        1,
+        None,
+        Some(api.clone()),
+        app::models::LimitEnforcement::Cluster,
+    );
     let ns = format!("pc-m-{:08x}", getrandom::u32().unwrap());
     let account = common::account(&db.pool, &ns, &ns).await;
     let me = common::user_in(&db.pool, &account).await;

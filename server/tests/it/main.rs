@@ -20,6 +20,7 @@ mod kube_metrics_api;
 mod kube_serving;
 mod kubelet_smoke;
 mod local_restart;
+mod local_scheduling;
 mod metric_envelope;
 mod metric_logs_handmade;
 mod metric_logs_python_damage;

@@ -456,6 +456,7 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         "POST /api/v1/serving/{name}/scale",
         "POST /api/v1/serving/{name}/stop",
         "GET /api/v1/serving/{name}/traffic",
+        "GET /api/v1/cluster",
     ];
     expected.sort();
     assert_eq!(documented, expected);

@@ -620,7 +620,7 @@ async fn traffic_buckets_add_up_and_are_pruned_on_postgres() {
 
 /// A replica of the test's own that answers HTTP and keeps one core busy.
 const BUSY_SERVER: &str = "import http.server as h, os, threading\n\
-threading.Thread(target=lambda: [None for _ in iter(int, 1)], daemon=True).start()\n\
+threading.Thread(target=lambda: exec('while True: pass'), daemon=True).start()\n\
 h.HTTPServer(('127.0.0.1', int(os.environ['PORT'])), h.SimpleHTTPRequestHandler).serve_forever()\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -679,4 +679,100 @@ async fn a_local_instance_over_its_cpu_target_is_scaled_up_to_its_bound_and_back
         None,
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_replica_waits_its_turn_for_room_and_one_larger_than_the_machine_is_refused() {
+    use server::local::capacity::{CapacitySettings, GpuSetting};
+    // A machine of one CPU and one (simulated) GPU, shared by jobs and replicas.
+    let site = common::site::site_configured(|config, _| server::console::Config {
+        local_capacity: CapacitySettings {
+            cpu_millis: Some(1000),
+            memory_bytes: Some(4 << 30),
+            gpus: GpuSetting::Count(1),
+        },
+        ..config
+    })
+    .await;
+    let key = key_for(&site, "vision").await;
+    model_version(
+        &site,
+        &key,
+        "vision",
+        "m",
+        &[("inference.json", b"{}".to_vec())],
+    )
+    .await;
+    let serve = "import http.server as h, os\n\
+                 h.HTTPServer(('127.0.0.1', int(os.environ['PORT'])), h.SimpleHTTPRequestHandler).serve_forever()\n";
+    let spec = |name: &str, cpu: &str, gpu: u32| {
+        json!({
+            "name": name,
+            "model": "m",
+            "replicas": 1,
+            "resources": {"cpu": cpu, "memory": "128Mi", "gpu": gpu},
+            "command": ["python3", "-c", serve]
+        })
+    };
+    let huge = launch(&site, &key, spec("huge", "2", 0)).await;
+    assert_eq!(huge.status, StatusCode::BAD_REQUEST, "{}", huge.body);
+    assert_eq!(huge.error().1.as_deref(), Some("resources.cpu"));
+    assert!(
+        huge.body.contains("2 CPUs") && huge.body.contains("1 CPU"),
+        "{}",
+        huge.body
+    );
+    let listed = call(&site, Method::GET, "/api/v1/serving", Some(&key), None).await;
+    assert!(
+        !listed.body.contains("huge"),
+        "nothing recorded: {}",
+        listed.body
+    );
+
+    // A job holds the machine's CPU: the replica waits and says why.
+    let job = json!({
+        "name": "holder",
+        "command": ["sh", "-c", "sleep 30"],
+        "num_ps": 0,
+        "num_trainers": 1,
+        "trainer": {"cpu": "1", "memory": "128Mi", "gpu": 0}
+    });
+    let submitted = call(&site, Method::POST, "/api/v1/jobs", Some(&key), Some(job)).await;
+    assert_eq!(submitted.status, StatusCode::CREATED, "{}", submitted.body);
+    crate::common::rest::wait_for(&site, &key, "holder", "running").await;
+    let launched = launch(&site, &key, spec("patient", "500m", 1)).await;
+    assert_eq!(launched.status, StatusCode::CREATED, "{}", launched.body);
+    let waiting = wait_until(&site, &key, "patient", 20, |v| {
+        v["message"].as_str().unwrap_or("").contains("waiting for")
+    })
+    .await;
+    assert_eq!(waiting["message"], "Replica 0 waiting for 500m CPU: 0 free");
+    assert_eq!(waiting["ready"], 0);
+    // The job ends: the replica gets its room and its GPU, and answers.
+    call(
+        &site,
+        Method::POST,
+        "/api/v1/jobs/holder/stop",
+        Some(&key),
+        None,
+    )
+    .await;
+    wait_until(&site, &key, "patient", 30, |v| v["ready"] == 1).await;
+    let cluster = call(&site, Method::GET, "/api/v1/cluster", Some(&key), None)
+        .await
+        .json();
+    assert_eq!(cluster["used"]["gpu"], 1, "{cluster}");
+    assert_eq!(cluster["gpus"][0]["in_use"], true, "{cluster}");
+    call(
+        &site,
+        Method::POST,
+        "/api/v1/serving/patient/stop",
+        Some(&key),
+        None,
+    )
+    .await;
+    let after = call(&site, Method::GET, "/api/v1/cluster", Some(&key), None)
+        .await
+        .json();
+    assert_eq!(after["used"]["cpu_millis"], 0, "{after}");
 }

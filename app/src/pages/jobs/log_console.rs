@@ -104,6 +104,11 @@ fn PodList(pods: Vec<Pod>, selected: Option<String>) -> impl IntoView {
                                 <A href=href attr:class=class attr:data-pod=name>
                                     <span class="pod-name">{label}</span>
                                     <span class=format!("phase {}", pod.phase.as_str())>{pod.phase.as_str()}</span>
+                                    {(!pod.gpus.is_empty())
+                                        .then(|| {
+                                            let ids = pod.gpus.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+                                            view! { <span class="pod-gpus" data-testid="pod-gpus" title="Its GPUs (CUDA_VISIBLE_DEVICES)">{format!("GPU {ids}")}</span> }
+                                        })}
                                 </A>
                             </li>
                         }

@@ -212,6 +212,7 @@ pub fn JobResourcesPage() -> impl IntoView {
                             {d.live.then(|| view! { <span class="live" data-testid="live">" · live"</span> })}
                         </p>
                         <RangeBar from to page whole="Whole run" />
+                        <p class="hint" data-testid="limits">{d.limits.describe()}</p>
                         <div class="chart-grid resources">
                             {d.charts.into_iter().map(|chart| view! { <ResourceCard chart from to /> }).collect_view()}
                         </div>

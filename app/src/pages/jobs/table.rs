@@ -9,7 +9,7 @@ use crate::api::jobs::{DeleteJob, StopJob};
 use crate::components::resource::Resource;
 use crate::error::AppError;
 use crate::models::time::{format_age, format_utc};
-use crate::models::{Job, JobPage, RoleCounts};
+use crate::models::{Job, JobPage, JobStatus, RoleCounts};
 
 fn ratio(c: RoleCounts) -> String {
     format!("{}/{}", c.ready, c.total)
@@ -114,6 +114,9 @@ fn JobRow(
                 <span class=format!("status {}", status.as_str()) data-testid="status" title=job.message.clone()>
                     {status.label()}
                 </span>
+                // Why a job waits is what its user asks first: shown, not hidden in a tooltip.
+                {(status == JobStatus::Pending && !job.message.is_empty())
+                    .then(|| view! { <small class="reason" data-testid="reason">{job.message.clone()}</small> })}
             </td>
             <td>{job.succeeded()}</td>
             <td>{job.failed()}</td>

@@ -7,6 +7,7 @@
 
 mod archive;
 pub mod assets;
+mod cluster;
 mod jobs;
 pub mod metrics;
 mod serving;
@@ -81,6 +82,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::stop))
         .routes(routes!(jobs::pods))
         .routes(routes!(jobs::pod_log))
+        .routes(routes!(cluster::capacity))
         .routes(routes!(metrics::append, metrics::tags))
         .routes(routes!(usage::resources))
         .routes(routes!(usage::quota, usage::set_quota))

@@ -17,6 +17,8 @@ pub(super) struct GpuTable {
     pub(super) apps: Vec<(i32, String, u64)>,
     /// Utilisation in percent, by GPU uuid.
     pub(super) util: HashMap<String, f64>,
+    /// Each GPU's uuid by its index.
+    pub(super) uuids: HashMap<u32, String>,
 }
 
 impl GpuTable {
@@ -37,6 +39,25 @@ impl GpuTable {
         let util = gpus.iter().filter_map(|g| self.util.get(*g)).sum();
         (Some(util), Some((mib * 1024 * 1024) as f64))
     }
+
+    /// (`gpu_util`, `gpu_memory` in bytes) of the GPUs with indices
+    /// `devices`, held by one replica alone: their utilisation and what
+    /// every process on them uses. `None` when `nvidia-smi` does not know
+    /// them (a simulated GPU).
+    pub(super) fn device_usage(&self, devices: &[u32]) -> (Option<f64>, Option<f64>) {
+        let uuids: Vec<&String> = devices.iter().filter_map(|i| self.uuids.get(i)).collect();
+        if uuids.is_empty() {
+            return (None, None);
+        }
+        let util = uuids.iter().filter_map(|u| self.util.get(*u)).sum();
+        let mib: u64 = self
+            .apps
+            .iter()
+            .filter(|(_, uuid, _)| uuids.contains(&uuid))
+            .map(|(_, _, used)| used)
+            .sum();
+        (Some(util), Some((mib * 1024 * 1024) as f64))
+    }
 }
 
 /// Reads `nvidia-smi --query-gpu=index,uuid,utilization.gpu` and
@@ -53,6 +74,10 @@ pub(super) fn parse_gpu_tables(gpus_csv: &str, apps_csv: &str) -> GpuTable {
         .into_iter()
         .filter_map(|r| Some((r.get(1)?.clone(), r.get(2)?.parse::<f64>().ok()?)))
         .collect();
+    let uuids = rows(gpus_csv)
+        .into_iter()
+        .filter_map(|r| Some((r.first()?.parse::<u32>().ok()?, r.get(1)?.clone())))
+        .collect();
     let apps = rows(apps_csv)
         .into_iter()
         .filter_map(|r| {
@@ -63,7 +88,38 @@ pub(super) fn parse_gpu_tables(gpus_csv: &str, apps_csv: &str) -> GpuTable {
             ))
         })
         .collect();
-    GpuTable { apps, util }
+    GpuTable { apps, util, uuids }
+}
+
+/// The GPUs `program` (`nvidia-smi`) shows, for the executor's capacity;
+/// `None` when it is not installed, fails or hangs.
+pub fn gpu_devices(program: &str) -> Option<Vec<crate::local::capacity::Gpu>> {
+    let csv = run_with_timeout(
+        program,
+        &[
+            "--query-gpu=index,name,memory.total",
+            "--format=csv,noheader,nounits",
+        ],
+    )?;
+    Some(parse_gpu_devices(&csv))
+}
+
+/// `0, NVIDIA H100 80GB HBM3, 81559` lines (memory in MiB).
+pub(super) fn parse_gpu_devices(csv: &str) -> Vec<crate::local::capacity::Gpu> {
+    csv.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            Some(crate::local::capacity::Gpu {
+                index: fields.first()?.parse().ok()?,
+                name: fields.get(1)?.to_string(),
+                memory_bytes: fields
+                    .get(2)
+                    .and_then(|m| m.parse::<u64>().ok())
+                    .map(|mib| mib * 1024 * 1024),
+                simulated: false,
+            })
+        })
+        .collect()
 }
 
 /// Asks `program` (`nvidia-smi`) for the GPUs and their processes; `None`

@@ -25,6 +25,7 @@ use app::models::PodUsage;
 mod gpu;
 mod tcp;
 
+pub use gpu::gpu_devices;
 #[cfg(test)]
 use gpu::parse_gpu_tables;
 use gpu::{probe_gpus, GpuTable};
@@ -65,8 +66,9 @@ pub fn snapshot() -> Procs {
     procs
 }
 
-/// The process table alone (no sockets, no GPUs).
-fn processes() -> Procs {
+/// The process table alone (no sockets, no GPUs): enough for
+/// [`tree_memory`], and cheap enough to read every second.
+pub fn processes() -> Procs {
     let at = Instant::now();
     let mut stats = HashMap::new();
     if let Ok(dir) = std::fs::read_dir("/proc") {
@@ -160,10 +162,18 @@ fn tree(root: i32, procs: &Procs) -> Vec<i32> {
     pids
 }
 
+/// The memory of `root`'s tree now, bytes, counted as
+/// [`TreeSampler::sample`] counts it.
+pub fn tree_memory(root: i32, procs: &Procs) -> u64 {
+    tree(root, procs).into_iter().map(read_memory).sum()
+}
+
 /// Samples one replica's tree: give it every tick's [`Procs`].
 #[derive(Debug)]
 pub struct TreeSampler {
     root: i32,
+    /// The GPUs the executor gave the replica (none: found by its pids).
+    devices: Vec<u32>,
     prev: Option<Prev>,
 }
 
@@ -201,8 +211,15 @@ impl TreeSampler {
     /// A sampler for the replica whose root process (and group leader) is
     /// `root_pid`.
     pub fn new(root_pid: i32) -> Self {
+        Self::with_devices(root_pid, Vec::new())
+    }
+
+    /// A sampler for a replica that holds the GPUs `devices` alone: its GPU
+    /// use is theirs (whichever of its processes is on them).
+    pub fn with_devices(root_pid: i32, devices: Vec<u32>) -> Self {
         TreeSampler {
             root: root_pid,
+            devices,
             prev: None,
         }
     }
@@ -222,10 +239,13 @@ impl TreeSampler {
     /// samples loses what it moved since the previous sample, and one that
     /// appeared counts all its bytes. UDP and Unix sockets are not counted.
     ///
-    /// `gpu_memory` sums what `nvidia-smi` shows for the tree's processes, and
-    /// `gpu_util` sums the utilisation of every GPU one of them is on (a GPU
-    /// shared with another replica counts fully for both). Both are `None`
-    /// when no process of the tree is on a GPU or `nvidia-smi` is absent.
+    /// For a replica given GPUs by the executor, `gpu_util` and
+    /// `gpu_memory` are those GPUs' utilisation and the memory of every
+    /// process on them (no other replica holds them). Otherwise
+    /// `gpu_memory` sums what `nvidia-smi` shows for the tree's processes,
+    /// and `gpu_util` sums the utilisation of every GPU one of them is on.
+    /// Both are `None` when no process of the tree is on a GPU, or the GPUs
+    /// are simulated, or `nvidia-smi` is absent.
     pub fn sample(&mut self, procs: &Procs) -> PodUsage {
         let pids = tree(self.root, procs);
         let mut now = HashMap::with_capacity(pids.len());
@@ -246,7 +266,11 @@ impl TreeSampler {
             memory += read_memory(pid);
             socket_inodes(pid, &mut inodes);
         }
-        let (gpu_util, gpu_memory) = procs.gpus.as_ref().map_or((None, None), |g| g.usage(&pids));
+        let (gpu_util, gpu_memory) = match &procs.gpus {
+            None => (None, None),
+            Some(g) if self.devices.is_empty() => g.usage(&pids),
+            Some(g) => g.device_usage(&self.devices),
+        };
         let mut usage = PodUsage {
             memory: memory as f64,
             gpu_util,
@@ -781,6 +805,31 @@ mod tests {
         assert_eq!(table.usage(&[200]), (Some(0.0), Some(4096.0 * MIB)));
         assert_eq!(table.usage(&[300]), (None, None));
         assert_eq!(parse_gpu_tables("", ""), GpuTable::default());
+        // GPUs given to a replica: theirs, whoever of its processes is on them.
+        assert_eq!(table.device_usage(&[0]), (Some(40.0), Some(1536.0 * MIB)));
+        assert_eq!(
+            table.device_usage(&[1, 7]),
+            (Some(75.0), Some(2048.0 * MIB))
+        );
+        assert_eq!(table.device_usage(&[7]), (None, None), "a simulated GPU");
+    }
+
+    #[test]
+    fn nvidia_smi_lists_the_gpus_the_executor_hands_out() {
+        let gpus = gpu::parse_gpu_devices(
+            "0, NVIDIA H100 80GB HBM3, 81559
+1, NVIDIA H100 80GB HBM3, [N/A]
+not a gpu
+",
+        );
+        assert_eq!(gpus.len(), 2);
+        assert_eq!(
+            (gpus[0].index, gpus[0].name.as_str()),
+            (0, "NVIDIA H100 80GB HBM3")
+        );
+        assert_eq!(gpus[0].memory_bytes, Some(81559 * 1024 * 1024));
+        assert_eq!((gpus[1].index, gpus[1].memory_bytes), (1, None));
+        assert!(!gpus[0].simulated);
     }
 
     #[test]

@@ -121,6 +121,10 @@ pub async fn local_cluster(db: &TestDb) -> server::local::LocalCluster {
         samples: Arc::new(server::storage::samples::ResourceStore::new(pool.clone())),
         sample_every: std::time::Duration::from_secs(1),
         inherited_env: server::cli::inherited_env().into(),
+        machine: server::local::machine::Machine::new(
+            server::local::capacity::detect(&site::roomy(), "/nonexistent/nvidia-smi"),
+            server::local::limits::Limits::sampler(server::local::limits::CHECK_EVERY),
+        ),
     })
     .await
     .unwrap()

@@ -11,12 +11,19 @@ use super::site::{text, Site};
 
 /// Signs up `account` (owner ann@example.com) and returns an access key for her.
 pub async fn key_for(site: &Site, account: &str) -> String {
-    site.sign_up(account).await;
-    SqlAccessKeys::new(site.db.pool.clone())
+    key_and_cookie(site, account).await.0
+}
+
+/// Signs up `account` and returns an access key for its owner and her
+/// browser's session cookie.
+pub async fn key_and_cookie(site: &Site, account: &str) -> (String, String) {
+    let cookie = site.sign_up(account).await;
+    let key = SqlAccessKeys::new(site.db.pool.clone())
         .create_for(account, "ann@example.com", "tests")
         .await
         .unwrap()
-        .key
+        .key;
+    (key, cookie)
 }
 
 /// A REST answer, read whole.

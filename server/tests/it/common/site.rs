@@ -6,6 +6,7 @@ use axum::Router;
 use http::{header, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use server::console::{Config, Console};
+use server::local::capacity::{CapacitySettings, GpuSetting};
 use tower::ServiceExt;
 
 use super::TestDb;
@@ -30,14 +31,28 @@ pub fn site_options() -> leptos::prelude::LeptosOptions {
 
 /// What every test console starts from: the embedded defaults on `db` and
 /// its data directory, replicas inheriting this process's `PATH` and the
-/// rest, a stop grace and a sampling period of 1 s, 1M metric points cached.
+/// rest, a stop grace and a sampling period of 1 s, 1M metric points cached,
+/// and [`roomy`] room for the local executor.
 pub fn config(db: &TestDb) -> Config {
     Config {
         stop_grace: std::time::Duration::from_secs(1),
         sample_secs: 1,
         metrics_cache_points: 1_000_000,
         inherited_env: server::cli::inherited_env(),
+        local_capacity: roomy(),
         ..Config::embedded(site_options(), db.dir().to_owned(), db.url.clone())
+    }
+}
+
+/// The room test consoles claim: their jobs ask for more than a 2-core CI
+/// machine has (a dialog's default job alone asks for 5 CPUs), and tests of
+/// anything but scheduling must not wait for it. 64 CPUs, 256 GiB and 8
+/// simulated GPUs; the scheduling tests set a small machine instead.
+pub fn roomy() -> CapacitySettings {
+    CapacitySettings {
+        cpu_millis: Some(64_000),
+        memory_bytes: Some(256 << 30),
+        gpus: GpuSetting::Count(8),
     }
 }
 

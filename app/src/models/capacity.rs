@@ -1,0 +1,100 @@
+//! What a cluster can run at once, what runs now and what waits: the local
+//! executor's machine (`GET /api/v1/cluster`, the Quota page).
+
+use serde::{Deserialize, Serialize};
+
+use super::jobs::ResourceTotals;
+use super::quantity::{format_cpu, format_memory};
+
+/// One GPU the local executor hands out to replicas.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct GpuDevice {
+    /// Its index, as `nvidia-smi` and `CUDA_VISIBLE_DEVICES` number it.
+    pub index: u32,
+    /// Its model name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// Its memory, bytes, where known.
+    pub memory_bytes: Option<u64>,
+    /// It stands in for a device this machine lacks (`--local-gpus N` past
+    /// what `nvidia-smi` shows): replicas get its index as if it existed.
+    pub simulated: bool,
+    /// A running replica holds it now.
+    pub in_use: bool,
+}
+
+/// How replicas are held to the memory (and CPU) they asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum LimitEnforcement {
+    /// A cgroup (v2) per replica: `memory.max` (the kernel kills it at the
+    /// limit) and `cpu.max` (it gets no more CPU than it asked for).
+    Cgroup,
+    /// The executor reads each replica's memory every `every_ms` and kills
+    /// it past its limit; CPU is not limited.
+    Sampler {
+        /// How often, milliseconds.
+        every_ms: u32,
+    },
+    /// The cluster's own (Kubernetes sets each pod's limits).
+    Cluster,
+}
+
+impl LimitEnforcement {
+    /// One line for the resources page and the Quota page.
+    pub fn describe(self) -> String {
+        match self {
+            Self::Cgroup => {
+                "Memory and CPU limits: enforced by a cgroup (v2) per replica.".to_owned()
+            }
+            Self::Sampler { every_ms } => format!(
+                "Memory limits: enforced by reading each replica's memory every {} (no cgroups \
+                 the console may create here); CPU is not limited.",
+                if every_ms % 1000 == 0 {
+                    format!("{} s", every_ms / 1000)
+                } else {
+                    format!("{every_ms} ms")
+                }
+            ),
+            Self::Cluster => "Limits: enforced by the cluster.".to_owned(),
+        }
+    }
+}
+
+/// A cluster's room for replicas.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ClusterCapacity {
+    /// The cluster's name, as the job table's "where it ran" shows it.
+    pub cluster: String,
+    /// What replicas may hold at once; `None` where the cluster's own
+    /// scheduler decides (Kubernetes).
+    pub total: Option<ResourceTotals>,
+    /// What running replicas (jobs' and serving instances') hold now.
+    pub used: Option<ResourceTotals>,
+    /// The GPUs, each with whether it is held (local executor).
+    pub gpus: Vec<GpuDevice>,
+    /// Jobs and serving replicas waiting for room, first come first served.
+    pub queued: u32,
+    /// How limits are enforced.
+    pub limits: LimitEnforcement,
+    /// Where the numbers come from (detected, or set by a flag).
+    pub source: String,
+}
+
+impl ClusterCapacity {
+    /// "2 CPUs, 7.8 GiB, 1 GPU": what `totals` holds, in words.
+    pub fn describe(totals: ResourceTotals) -> String {
+        let gpus = match totals.gpu {
+            1 => "1 GPU".to_owned(),
+            n => format!("{n} GPUs"),
+        };
+        format!(
+            "{} CPU{}, {} of memory, {gpus}",
+            format_cpu(totals.cpu_millis),
+            if totals.cpu_millis == 1000 { "" } else { "s" },
+            format_memory(totals.memory_bytes),
+        )
+    }
+}

@@ -1,0 +1,30 @@
+//! `GET /api/v1/cluster`: where jobs run, its room and its queue.
+
+use app::models::ClusterCapacity;
+use axum::extract::State;
+use axum::Json;
+
+use crate::http::api_error::{ApiError, ErrorBody};
+use crate::http::caller::Caller;
+use crate::http::AppState;
+
+/// The cluster jobs are submitted to: on the local executor, the machine's
+/// CPUs, memory and GPUs (each with whether a replica holds it), what
+/// running replicas hold, how many jobs and serving replicas wait, and how
+/// limits are enforced; on Kubernetes, how many jobs wait for the scheduler.
+#[utoipa::path(
+    get,
+    path = "/api/v1/cluster",
+    tag = "jobs",
+    responses(
+        (status = 200, description = "Its room and queue", body = ClusterCapacity),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 503, description = "The cluster cannot be reached", body = ErrorBody),
+    )
+)]
+pub async fn capacity(
+    State(state): State<AppState>,
+    Caller(_who): Caller,
+) -> Result<Json<ClusterCapacity>, ApiError> {
+    Ok(Json(state.services.cluster.capacity().await?))
+}
