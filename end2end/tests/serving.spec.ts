@@ -139,8 +139,8 @@ test("a model version is launched, answers predict calls, shows its traffic, sca
   await dialog.getByLabel("Version", { exact: true }).selectOption({ label: "v1" });
   await dialog.getByLabel("Count").fill("2");
   await dialog.getByLabel("CPU each").fill("500m");
-  await dialog.getByLabel("Memory each").fill("256Mi");
-  if (hydrated) await expect(total).toContainText("= 1 CPU · 512 MiB · 0 GPU");
+  await dialog.getByLabel("Memory each").fill("512Mi");
+  if (hydrated) await expect(total).toContainText("= 1 CPU · 1 GiB · 0 GPU");
   await press(page, hydrated, dialog.getByRole("button", { name: "Launch" }));
   await expect(dialog).toBeHidden();
 
@@ -148,7 +148,7 @@ test("a model version is launched, answers predict calls, shows its traffic, sca
   const r = row(page, "tiny-api");
   await expect(r).toBeVisible();
   await expect(r.getByTestId("status")).toHaveText("Pending");
-  await expect(r.getByTestId("total")).toHaveText("1 CPU · 512 MiB · 0 GPU");
+  await expect(r.getByTestId("total")).toHaveText("1 CPU · 1 GiB · 0 GPU");
   await expect(r.getByTestId("replicas")).toHaveText(/^[01]\/2$/);
   const endpoint = `${baseURL}/serve/${who.account}/tiny-api`;
   await expect(r.getByTestId("endpoint")).toHaveText(endpoint);
@@ -195,7 +195,7 @@ test("a model version is launched, answers predict calls, shows its traffic, sca
   await r.getByLabel("Replicas").fill("1");
   await press(page, hydrated, r.getByRole("button", { name: "Scale" }));
   await expectCell(page, hydrated, "tiny-api", "replicas", "1/1");
-  await expect(r.getByTestId("total")).toHaveText("500m CPU · 256 MiB · 0 GPU");
+  await expect(r.getByTestId("total")).toHaveText("500m CPU · 512 MiB · 0 GPU");
   const res = await page.request.post(`${endpoint}/predict`, { data: { inputs: { x: [[1, 2, 3, 4]] } } });
   expect(res.status(), await res.text()).toBe(200);
 
@@ -222,7 +222,7 @@ test("a model whose parameters do not load fails the instance with the reason", 
   const dialog = await openLaunch(page, open, hydrated);
   await dialog.getByLabel("Name").fill("broken-api");
   await dialog.getByLabel("CPU each").fill("250m");
-  await dialog.getByLabel("Memory each").fill("256Mi");
+  await dialog.getByLabel("Memory each").fill("512Mi");
   await press(page, hydrated, dialog.getByRole("button", { name: "Launch" }));
   await expect(dialog).toBeHidden();
   await expect(row(page, "broken-api")).toBeVisible();
