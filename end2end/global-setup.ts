@@ -1,10 +1,17 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, createWriteStream } from "node:fs";
 import { createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 const repo = resolve(__dirname, "..");
+
+/** The site admin global setup creates (fixtures.ts signs in as it). */
+export const SITE_ADMIN = {
+  account: "site-admin",
+  email: "admin@example.com",
+  password: "the e2e site admin's password",
+};
 
 function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
@@ -60,6 +67,17 @@ export default async function globalSetup() {
   // The executor claims 64 CPUs and 256 GiB: the specs' jobs (the dialog's
   // default alone asks for 5 CPUs), run two at a time, ask for more than a
   // 2-core CI machine has; the queue spec fills these on purpose.
+  // A site admin exists before anyone signs up, as in a real deployment: the
+  // specs' accounts are ordinary ones, and the admin sets their quotas.
+  const admin = spawnSync(
+    bin,
+    ["admin", "create-account", "--site-admin", "--name", SITE_ADMIN.account, "--email", SITE_ADMIN.email,
+      "--password-stdin", "--data-dir", dataDir],
+    { cwd: repo, env, input: `${SITE_ADMIN.password}\n`, encoding: "utf8" },
+  );
+  if (admin.status !== 0) throw new Error(`creating the site admin failed: ${admin.stderr}`);
+  // The specs read the mail the console writes to its outbox.
+  process.env.PADDLECLOUD_E2E_DATA_DIR = dataDir;
   const server = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, "--data-dir", dataDir, "--sample-secs", "1",
     "--local-cpus", "64", "--local-memory", "256Gi", "--local-gpus", "2"], {
     cwd: repo,

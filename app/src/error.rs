@@ -46,6 +46,12 @@ pub enum AppError {
         /// What it clashes with.
         message: String,
     },
+    /// Too many requests of this kind from this caller; try later (429).
+    #[error("{message}")]
+    TooMany {
+        /// What to wait for.
+        message: String,
+    },
     /// Something failed on the server; the details are in its log (500).
     #[error("Something went wrong on the server. It has been logged; please try again.")]
     Internal,
@@ -94,6 +100,7 @@ impl AppError {
             Self::Forbidden { .. } => 403,
             Self::NotFound { .. } => 404,
             Self::Conflict { .. } => 409,
+            Self::TooMany { .. } => 429,
             Self::Internal => 500,
             Self::Unavailable { .. } => 503,
         }

@@ -1,4 +1,10 @@
-import { test as base, expect, Page } from "@playwright/test";
+import { test as base, expect, Browser, Page } from "@playwright/test";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { SITE_ADMIN } from "../global-setup";
+
+/** The console's site admin (made by global setup before it starts). */
+export const siteAdmin: AccountDetails = SITE_ADMIN;
 
 /** A fresh account's details; unique per call so tests never collide. */
 export function newAccount(prefix = "t") {
@@ -77,6 +83,63 @@ export async function signOut(page: Page) {
   await page.locator(".user-menu summary").click();
   await page.getByRole("button", { name: "Sign out" }).click();
   await expect(page).toHaveURL(/\/login/);
+}
+
+/**
+ * The site admin, in a browser of its own, sets `account`'s quota on the
+ * account's quota page (`/quota?account=…`), the only way it can be raised.
+ */
+export async function adminSetsQuota(
+  browser: Browser,
+  baseURL: string | undefined,
+  account: string,
+  fields: { cpu?: string; memory?: string; jobs?: string },
+) {
+  const context = await browser.newContext({ baseURL });
+  const admin = await context.newPage();
+  await admin.goto("/login");
+  await signIn(admin, siteAdmin);
+  await expect(admin).toHaveURL(/\/jobs$/);
+  await admin.goto(`/quota?account=${account}`);
+  await expect(admin.getByTestId("quota-account")).toHaveText(account);
+  const form = admin.getByTestId("quota-form");
+  if (fields.cpu !== undefined) await form.getByLabel("CPU (cores)").fill(fields.cpu);
+  if (fields.memory !== undefined) await form.getByLabel("Memory").fill(fields.memory);
+  if (fields.jobs !== undefined) await form.getByLabel("Jobs at once").fill(fields.jobs);
+  await form.getByRole("button", { name: "Save quota" }).click();
+  if (fields.cpu !== undefined) {
+    await expect(admin.locator('.quota-bar[data-resource="cpu"]').getByTestId("quota-text")).toHaveText(
+      `0 of ${fields.cpu}`,
+    );
+  }
+  await context.close();
+}
+
+/**
+ * The newest link to `path` (`/reset`, `/confirm`) in mail the console wrote
+ * to its outbox for `email`, waiting up to 10 s for it. Quoted-printable soft
+ * breaks and escapes are undone, as a mail reader would.
+ */
+export async function mailedLink(email: string, path: string): Promise<string> {
+  const dir = join(process.env.PADDLECLOUD_E2E_DATA_DIR ?? "", "outbox");
+  let found: string | undefined;
+  await expect(async () => {
+    const files = readdirSync(dir)
+      .filter((f) => f.endsWith(".eml"))
+      .map((f) => join(dir, f))
+      .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+    for (const file of files) {
+      const text = readFileSync(file, "utf8").replace(/=\r?\n/g, "").replace(/=3D/g, "=");
+      if (!text.includes(`To: ${email}`)) continue;
+      const match = text.match(new RegExp(`https?://[^\\s"<]+${path}\\?token=[0-9a-f]{64}`));
+      if (match) {
+        found = match[0];
+        return;
+      }
+    }
+    throw new Error(`no mail with a ${path} link for ${email} in ${dir}`);
+  }).toPass({ timeout: 10_000 });
+  return found!;
 }
 
 export { expect };

@@ -1,4 +1,4 @@
-import { test, expect, newAccount, signUp, Page } from "./fixtures";
+import { test, expect, newAccount, signUp, adminSetsQuota, Page } from "./fixtures";
 
 /** A one-trainer job submitted through the REST API with the page's session. */
 async function submit(page: Page, name: string, script: string, cpu = "1") {
@@ -77,16 +77,13 @@ test("a running job's resource charts show its CPU against the request and move 
   expect(stop.status()).toBe(200);
 });
 
-test("the quota page shows used against total and the hours of jobs that ran", async ({ page, open, hydrated }) => {
+test("the quota page shows used against total and the hours of jobs that ran", async ({ page, open, hydrated, browser, baseURL }) => {
   const who = newAccount("quota");
   await signUp(page, open, who);
+  // Only the site admin sets quotas.
+  await adminSetsQuota(browser, baseURL, who.account, { cpu: "4", memory: "8Gi", jobs: "3" });
   await open("/quota");
   await expect(page.getByTestId("quota-account")).toHaveText(who.account);
-  const form = page.getByTestId("quota-form");
-  await form.getByLabel("CPU (cores)").fill("4");
-  await form.getByLabel("Memory").fill("8Gi");
-  await form.getByLabel("Jobs at once").fill("3");
-  await form.getByRole("button", { name: "Save quota" }).click();
   const bar = (r: string) => page.locator(`.quota-bar[data-resource="${r}"]`).getByTestId("quota-text");
   await expect(bar("cpu")).toHaveText("0 of 4");
   await expect(bar("memory")).toHaveText("0 B of 8 GiB");

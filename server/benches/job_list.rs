@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use app::models::{JobSpec, JobStatus, ReplicaResources, SignUpForm};
 use app::ports::Accounts;
-use server::accounts::SqlAccounts;
+use server::accounts::{AccountMail, SqlAccounts};
 use server::console::{Config, Console};
 use server::storage::jobs::JobStore;
 
@@ -63,13 +63,16 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     let (addr, cookie) = runtime.block_on(async {
         let pool = server::storage::db::connect(&url).await?;
-        let accounts = SqlAccounts::new(pool.clone());
+        let accounts = SqlAccounts::new(pool.clone(), AccountMail::outbox_of(dir.path())?);
         let me = accounts
-            .create_account(SignUpForm {
-                account: format!("bench{}", std::process::id()),
-                email: "bench@example.com".into(),
-                password: "a long password".into(),
-            })
+            .create_confirmed(
+                SignUpForm {
+                    account: format!("bench{}", std::process::id()),
+                    email: "bench@example.com".into(),
+                    password: "a long password".into(),
+                },
+                false,
+            )
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let session = accounts

@@ -12,11 +12,12 @@ use app::ports::{AccessKeys, Credential, Principal};
 use async_trait::async_trait;
 use sqlx::AnyPool;
 
+use crate::storage::audit;
 use crate::storage::internal;
 use crate::storage::jobs::JOB_TOKEN_PREFIX;
 use crate::storage::serving::SERVING_TOKEN_PREFIX;
 use crate::storage::tokens::{random_token, token_hash};
-use crate::storage::users::{me_from, user_columns, UserRow};
+use crate::storage::users::{self, me_from, user_columns};
 use crate::time::now_ms;
 
 /// `last_used_at` is written at most this often per key, so that a script
@@ -41,19 +42,8 @@ impl SqlAccessKeys {
         email: &str,
         name: &str,
     ) -> Result<NewAccessKey, AppError> {
-        let row: Option<UserRow> = sqlx::query_as(concat!(
-            "SELECT ",
-            user_columns!(),
-            " FROM users u JOIN accounts a ON a.id = u.account_id \
-             WHERE a.name = $1 AND u.email = $2"
-        ))
-        .bind(account.trim().to_ascii_lowercase())
-        .bind(email.trim().to_lowercase())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(internal("look up key owner"))?;
-        let me = row
-            .map(me_from)
+        let me = users::find(&self.pool, account, email)
+            .await?
             .ok_or_else(|| AppError::not_found(format!("User {email} in account {account}")))?;
         self.create_key(&me, name).await
     }
@@ -74,8 +64,19 @@ impl SqlAccessKeys {
         if !is_well_formed_with(JOB_TOKEN_PREFIX, token) {
             return Ok(None);
         }
-        /// The job's id and name, then its submitter as [`UserRow`] has it.
-        type JobTokenRow = (i64, String, i64, String, String, i64, String, String, i64);
+        /// The job's id and name, then its submitter as [`users::UserRow`] has it.
+        type JobTokenRow = (
+            i64,
+            String,
+            i64,
+            String,
+            String,
+            i64,
+            String,
+            String,
+            i64,
+            i64,
+        );
         let row: Option<JobTokenRow> = sqlx::query_as(concat!(
             "SELECT j.id, j.name, ",
             user_columns!(),
@@ -87,8 +88,8 @@ impl SqlAccessKeys {
         .await
         .map_err(internal("look up job token"))?;
         Ok(
-            row.map(|(job_id, job, u, e, r, ai, an, ans, ac)| Principal {
-                me: me_from((u, e, r, ai, an, ans, ac)),
+            row.map(|(job_id, job, u, e, r, ai, an, ans, ac, cf)| Principal {
+                me: me_from((u, e, r, ai, an, ans, ac, cf)),
                 credential: Credential::JobToken { job_id, job },
             }),
         )
@@ -102,8 +103,19 @@ impl SqlAccessKeys {
         if !is_well_formed_with(SERVING_TOKEN_PREFIX, token) {
             return Ok(None);
         }
-        /// The instance's id and model, then its launcher as [`UserRow`] has it.
-        type ServingTokenRow = (i64, String, i64, String, String, i64, String, String, i64);
+        /// The instance's id and model, then its launcher as [`users::UserRow`] has it.
+        type ServingTokenRow = (
+            i64,
+            String,
+            i64,
+            String,
+            String,
+            i64,
+            String,
+            String,
+            i64,
+            i64,
+        );
         let row: Option<ServingTokenRow> = sqlx::query_as(concat!(
             "SELECT s.id, s.model, ",
             user_columns!(),
@@ -115,12 +127,12 @@ impl SqlAccessKeys {
         .fetch_optional(&self.pool)
         .await
         .map_err(internal("look up serving token"))?;
-        Ok(
-            row.map(|(serving_id, model, u, e, r, ai, an, ans, ac)| Principal {
-                me: me_from((u, e, r, ai, an, ans, ac)),
+        Ok(row.map(
+            |(serving_id, model, u, e, r, ai, an, ans, ac, cf)| Principal {
+                me: me_from((u, e, r, ai, an, ans, ac, cf)),
                 credential: Credential::ServingToken { serving_id, model },
-            }),
-        )
+            },
+        ))
     }
 }
 
@@ -144,6 +156,16 @@ impl AccessKeys for SqlAccessKeys {
         .await
         .map_err(internal("insert access key"))?;
         tracing::info!(account = %me.account.name, user = %me.email, key_id = id, "access key created");
+        audit::record(
+            &self.pool,
+            audit::Entry {
+                account_id: me.account.id,
+                actor: &me.email,
+                action: "key.created",
+                detail: &format!("access key “{name}” ({prefix}…)"),
+            },
+        )
+        .await?;
         Ok(NewAccessKey {
             key,
             info: AccessKeyInfo {
@@ -180,15 +202,27 @@ impl AccessKeys for SqlAccessKeys {
     }
 
     async fn revoke_key(&self, who: &Principal, id: i64) -> Result<(), AppError> {
-        let done = sqlx::query("DELETE FROM access_keys WHERE id = $1 AND user_id = $2")
-            .bind(id)
-            .bind(who.me.user_id)
-            .execute(&self.pool)
-            .await
-            .map_err(internal("revoke access key"))?;
-        if done.rows_affected() == 0 {
+        let gone: Option<(String, String)> = sqlx::query_as(
+            "DELETE FROM access_keys WHERE id = $1 AND user_id = $2 RETURNING name, prefix",
+        )
+        .bind(id)
+        .bind(who.me.user_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(internal("revoke access key"))?;
+        let Some((name, prefix)) = gone else {
             return Err(AppError::not_found("Access key"));
-        }
+        };
+        audit::record(
+            &self.pool,
+            audit::Entry {
+                account_id: who.me.account.id,
+                actor: &who.me.email,
+                action: "key.revoked",
+                detail: &format!("access key “{name}” ({prefix}…)"),
+            },
+        )
+        .await?;
         tracing::info!(account = %who.me.account.name, user = %who.me.email, key_id = id, "access key revoked");
         Ok(())
     }
@@ -213,6 +247,7 @@ impl AccessKeys for SqlAccessKeys {
             String,
             String,
             i64,
+            i64,
         )> = sqlx::query_as(concat!(
             "SELECT k.id, k.last_used_at, ",
             user_columns!(),
@@ -223,7 +258,7 @@ impl AccessKeys for SqlAccessKeys {
         .fetch_optional(&self.pool)
         .await
         .map_err(internal("look up access key"))?;
-        let Some((key_id, last_used, u, e, r, ai, an, ans, ac)) = row else {
+        let Some((key_id, last_used, u, e, r, ai, an, ans, ac, cf)) = row else {
             return Ok(None);
         };
         let now = now_ms();
@@ -236,7 +271,7 @@ impl AccessKeys for SqlAccessKeys {
                 .map_err(internal("touch access key"))?;
         }
         Ok(Some(Principal {
-            me: me_from((u, e, r, ai, an, ans, ac)),
+            me: me_from((u, e, r, ai, an, ans, ac, cf)),
             credential: Credential::AccessKey(key_id),
         }))
     }

@@ -14,7 +14,7 @@ use leptos::prelude::LeptosOptions;
 use sqlx::AnyPool;
 
 use crate::access_keys::SqlAccessKeys;
-use crate::accounts::SqlAccounts;
+use crate::accounts::{AccountMail, SqlAccounts};
 use crate::assets::objects::Objects;
 use crate::assets::SqlAssets;
 use crate::backend::quota::ClusterQuota;
@@ -30,6 +30,7 @@ use crate::local::limits::LimitsChoice;
 use crate::local::machine::Machine;
 use crate::local::serving::LocalServing;
 use crate::local::{LocalCluster, LocalParts};
+use crate::mail::{MailChoice, Outbox, Smtp};
 use crate::mlflow::store::MlflowStore;
 use crate::paddleboard::SqlMetrics;
 use crate::quota::SqlQuotas;
@@ -112,6 +113,12 @@ pub struct Config {
     pub local_capacity: CapacitySettings,
     /// How local replicas are held to their limits.
     pub local_limits: LimitsChoice,
+    /// Where account mail goes (`--smtp-url`; by default `<data-dir>/outbox`).
+    pub mail: MailChoice,
+    /// The sender of account mail (`--mail-from`).
+    pub mail_from: String,
+    /// Refuse sign-in until the user confirmed their address.
+    pub require_email_confirmation: bool,
 }
 
 impl Config {
@@ -119,6 +126,7 @@ impl Config {
     /// `data_dir` and `database_url`: local executor, files in
     /// `<data_dir>/objects`, no Prometheus, nothing inherited.
     pub fn embedded(site: LeptosOptions, data_dir: PathBuf, database_url: String) -> Self {
+        let data_dir_outbox = data_dir.join("outbox");
         Self {
             storage: Storage::Setting {
                 url: data_dir.join("objects").display().to_string(),
@@ -140,6 +148,18 @@ impl Config {
             inherited_env: Vec::new(),
             local_capacity: CapacitySettings::default(),
             local_limits: LimitsChoice::Auto,
+            mail: MailChoice::Outbox(data_dir_outbox),
+            mail_from: crate::mail::DEFAULT_FROM.to_owned(),
+            require_email_confirmation: false,
+        }
+    }
+
+    /// The console's URL as a browser reaches it, for links in mail:
+    /// `--public-url`, else the address it listens on.
+    fn link_base(&self) -> String {
+        match &self.public_url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!("http://{}", self.site.site_addr),
         }
     }
 }
@@ -172,6 +192,7 @@ impl Console {
     /// failed, serving instances restarted) and starts the background
     /// loops (resource sampling and pruning, traffic, cluster watches).
     pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let link_base = config.link_base();
         let pool = db::connect(&config.database_url).await?;
         tracing::info!(database = %db::redact(&config.database_url), "database ready");
         let grace = config.stop_grace;
@@ -195,6 +216,19 @@ impl Console {
             config.data_dir.join("dataset-cache"),
         ));
         let machine = Machine::detect(&config.local_capacity, config.local_limits)?;
+        let from = crate::mail::sender(&config.mail_from)?;
+        let mailer: Arc<dyn app::ports::Mailer> = match &config.mail {
+            MailChoice::Outbox(folder) => Arc::new(
+                Outbox::new(folder.clone(), from)
+                    .with_context(|| format!("making the mail outbox {}", folder.display()))?,
+            ),
+            MailChoice::Smtp(url) => Arc::new(Smtp::new(url, from)?),
+        };
+        let account_mail = AccountMail {
+            mailer,
+            public_url: link_base,
+            require_confirmation: config.require_email_confirmation,
+        };
         let local = LocalCluster::start(LocalParts {
             store: JobStore::new(pool.clone()),
             data_dir: config.data_dir.clone(),
@@ -281,7 +315,7 @@ impl Console {
             .await
             .map_err(|err| anyhow::anyhow!("bringing back serving instances: {err}"))?;
         let services = Services {
-            accounts: SqlAccounts::new(pool.clone()),
+            accounts: SqlAccounts::new(pool.clone(), account_mail),
             access_keys: SqlAccessKeys::new(pool.clone()),
             cluster: backends.cluster,
             metrics,

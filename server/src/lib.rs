@@ -12,6 +12,7 @@ pub mod console;
 pub mod http;
 pub mod kubernetes;
 pub mod local;
+pub mod mail;
 pub mod metric_files;
 pub mod mlflow;
 pub mod paddleboard;

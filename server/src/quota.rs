@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use app::error::AppError;
 use app::models::{
-    Account, JobRun, JobSpec, Me, Quota, QuotaUse, ResourceTotals, Role, UsageReport, UsedFrom,
+    Account, JobRun, JobSpec, Me, Quota, QuotaForm, QuotaUse, ResourceTotals, UsageReport, UsedFrom,
 };
 use app::ports::{Admission, Quotas};
 use async_trait::async_trait;
@@ -15,7 +15,7 @@ use sqlx::{AnyConnection, AnyPool, Connection};
 
 use crate::backend::quota::ClusterQuota;
 use crate::storage::db::Engine;
-use crate::storage::internal;
+use crate::storage::{audit, internal, users};
 use crate::time::now_ms;
 
 /// Quotas on the console's database, mirrored to Kubernetes when jobs run there.
@@ -100,16 +100,6 @@ impl SqlQuotas {
         Ok(Some(AdvisoryLock(Some(conn))))
     }
 
-    /// Whether the user is a site admin.
-    async fn is_site_admin(&self, user_id: i64) -> Result<bool, AppError> {
-        let admin: Option<(i64,)> = sqlx::query_as("SELECT site_admin FROM users WHERE id = $1")
-            .bind(user_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(internal("read site admin"))?;
-        Ok(admin.is_some_and(|(a,)| a != 0))
-    }
-
     /// Makes every user with `email` a site admin (or no longer one); how
     /// many users that was.
     pub async fn grant_site_admin(&self, email: &str, admin: bool) -> Result<u64, AppError> {
@@ -120,21 +110,6 @@ impl SqlQuotas {
             .await
             .map_err(internal("grant site admin"))?;
         Ok(done.rows_affected())
-    }
-
-    async fn account_named(&self, name: &str) -> Result<Option<Account>, AppError> {
-        let row: Option<(i64, String, String, i64)> =
-            sqlx::query_as("SELECT id, name, namespace, created_at FROM accounts WHERE name = $1")
-                .bind(name)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(internal("read account"))?;
-        Ok(row.map(|(id, name, namespace, created_at)| Account {
-            id,
-            name,
-            namespace,
-            created_at,
-        }))
     }
 
     async fn stored(&self, account_id: i64) -> Result<(Quota, Option<(String, i64)>), AppError> {
@@ -203,14 +178,13 @@ impl SqlQuotas {
 #[async_trait]
 impl Quotas for SqlQuotas {
     async fn scope(&self, who: &Me, name: Option<&str>) -> Result<(Account, bool), AppError> {
-        let admin = self.is_site_admin(who.user_id).await?;
+        // Only a site admin sets quotas: an owner who could raise their own
+        // would make the quota protect nothing on a shared cluster.
+        let admin = users::is_site_admin(&self.pool, who.user_id).await?;
         match name {
-            None => Ok((who.account.clone(), admin || who.role == Role::Owner)),
-            Some(n) if n == who.account.name => {
-                Ok((who.account.clone(), admin || who.role == Role::Owner))
-            }
-            Some(n) if admin => self
-                .account_named(n)
+            None => Ok((who.account.clone(), admin)),
+            Some(n) if n == who.account.name => Ok((who.account.clone(), admin)),
+            Some(n) if admin => users::account_named(&self.pool, n)
                 .await?
                 .map(|a| (a, true))
                 .ok_or_else(|| AppError::not_found(format!("Account “{n}”"))),
@@ -257,7 +231,7 @@ impl Quotas for SqlQuotas {
         let (account, may) = self.scope(who, Some(name)).await?;
         if !may {
             return Err(AppError::forbidden(
-                "Only the account's owner or a site admin sets its quota.",
+                "Only a site admin sets an account's quota; ask yours to raise it.",
             ));
         }
         let mut tx = self.pool.begin().await.map_err(internal("set quota"))?;
@@ -280,6 +254,16 @@ impl Quotas for SqlQuotas {
         .execute(&mut *tx)
         .await
         .map_err(internal("set quota"))?;
+        audit::record(
+            &mut *tx,
+            audit::Entry {
+                account_id: account.id,
+                actor: &who.email,
+                action: "quota.set",
+                detail: &QuotaForm::of(&quota).words(),
+            },
+        )
+        .await?;
         if let Some(cluster) = &self.cluster {
             // Written before the commit: if the cluster refuses, nothing changes.
             cluster.set_quota(&account, &quota).await?;

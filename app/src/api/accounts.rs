@@ -4,11 +4,13 @@ use leptos::prelude::*;
 
 use crate::error::AppError;
 #[cfg(feature = "ssr")]
-use crate::models::{safe_next, SignInForm, SignUpForm};
-use crate::models::{Me, Member, SessionInfo};
+use crate::models::{safe_next, PasswordChange, ResetRequest, SignInForm, SignUpForm};
+use crate::models::{AuditLog, Me, Member, SessionInfo};
 
 #[cfg(feature = "ssr")]
-use super::context::{principal, request_parts, services, session_token, set_session_cookie};
+use super::context::{
+    client_address, principal, request_parts, services, session_token, set_session_cookie,
+};
 
 #[cfg(feature = "ssr")]
 fn user_agent() -> Result<String, AppError> {
@@ -33,6 +35,12 @@ pub async fn sign_up(account: String, email: String, password: String) -> Result
             password,
         })
         .await?;
+    // Where confirmation is required, the link must be followed first: the
+    // sign-in page says a mail is on its way.
+    if accounts.confirmation_required() && !me.email_confirmed {
+        leptos_axum::redirect("/login?confirm=sent");
+        return Ok(());
+    }
     let session = accounts.create_session(&me, &user_agent()?).await?;
     set_session_cookie(&session.token, session.max_age_secs)?;
     leptos_axum::redirect("/jobs");
@@ -100,4 +108,78 @@ pub async fn revoke_session(id: i64) -> Result<(), AppError> {
         leptos_axum::redirect("/login");
     }
     Ok(())
+}
+
+/// Changes the caller's password; every other session ends, and their
+/// access keys too when `revoke_keys` is ticked.
+#[server(prefix = "/api", endpoint = "change_password")]
+pub async fn change_password(
+    current: String,
+    password: String,
+    revoke_keys: Option<String>,
+) -> Result<(), AppError> {
+    services()?
+        .accounts
+        .change_password(
+            &principal()?,
+            PasswordChange {
+                current,
+                password,
+                revoke_keys: revoke_keys.is_some(),
+            },
+        )
+        .await?;
+    leptos_axum::redirect("/account?password=changed");
+    Ok(())
+}
+
+/// "Forgot password?": mails a reset link if the account has that user;
+/// the answer is the same either way.
+#[server(prefix = "/api", endpoint = "request_password_reset")]
+pub async fn request_password_reset(account: String, email: String) -> Result<(), AppError> {
+    let client = client_address(&request_parts()?);
+    services()?
+        .accounts
+        .request_password_reset(ResetRequest { account, email }, &client)
+        .await?;
+    leptos_axum::redirect("/forgot?sent=1");
+    Ok(())
+}
+
+/// Sets a new password with a reset link's token, then sends the user to
+/// sign in with it (every session of theirs has ended).
+#[server(prefix = "/api", endpoint = "reset_password")]
+pub async fn reset_password(token: String, password: String) -> Result<(), AppError> {
+    services()?
+        .accounts
+        .reset_password(&token, &password)
+        .await?;
+    set_session_cookie("", 0)?;
+    leptos_axum::redirect("/login?reset=done");
+    Ok(())
+}
+
+/// Confirms the address a confirmation link was mailed to.
+#[server(prefix = "/api", endpoint = "confirm_email")]
+pub async fn confirm_email(token: String) -> Result<(), AppError> {
+    services()?.accounts.confirm_email(&token).await?;
+    leptos_axum::redirect("/account?email=confirmed");
+    Ok(())
+}
+
+/// Mails the caller a new confirmation link.
+#[server(prefix = "/api", endpoint = "resend_confirmation")]
+pub async fn resend_confirmation() -> Result<(), AppError> {
+    services()?
+        .accounts
+        .resend_confirmation(&principal()?)
+        .await?;
+    leptos_axum::redirect("/account?confirmation=sent");
+    Ok(())
+}
+
+/// The audit log of the caller's account (owners and site admins).
+#[server(prefix = "/api", endpoint = "account_audit")]
+pub async fn account_audit() -> Result<AuditLog, AppError> {
+    services()?.accounts.audit_log(&principal()?, None).await
 }

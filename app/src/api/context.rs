@@ -35,6 +35,15 @@ pub fn principal() -> Result<Principal, AppError> {
         .ok_or(AppError::Unauthenticated)
 }
 
+/// The address the request came from, as rate limits count it (`unknown`
+/// with no socket behind the request).
+pub fn client_address(parts: &Parts) -> String {
+    parts
+        .extensions
+        .get::<crate::ports::ClientAddress>()
+        .map_or_else(|| "unknown".to_owned(), |a| a.0.clone())
+}
+
 /// The session token from the request's cookies, if any.
 pub fn session_token(parts: &Parts) -> Option<String> {
     parts

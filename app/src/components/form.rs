@@ -55,15 +55,19 @@ pub fn PasswordInput(
     /// `autocomplete` hint: `current-password` or `new-password`.
     #[prop(into)]
     autocomplete: String,
+    /// The input's `name` and `id` (`password` unless a form has two).
+    #[prop(optional, into)]
+    name: Option<String>,
 ) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     crate::island_hydrated();
     let (shown, set_shown) = signal(false);
+    let name = name.unwrap_or_else(|| "password".to_owned());
     view! {
         <span class="password">
             <input
-                id="password"
-                name="password"
+                id=name.clone()
+                name=name.clone()
                 type=move || if shown.get() { "text" } else { "password" }
                 autocomplete=autocomplete
                 required
@@ -71,7 +75,7 @@ pub fn PasswordInput(
             <button
                 type="button"
                 class="reveal"
-                aria-controls="password"
+                aria-controls=name
                 aria-pressed=move || shown.get().to_string()
                 on:click=move |_| set_shown.update(|s| *s = !*s)
             >

@@ -37,7 +37,22 @@ pub fn Layout() -> impl IntoView {
         <Suspense fallback=|| view! { <header class="topbar"></header> }>
             {move || Suspend::new(async move {
                 match me.await {
-                    Ok(me) => view! { <TopNav me /> }.into_any(),
+                    Ok(me) => {
+                        // Until the mailed link is followed, every page says so.
+                        let unconfirmed = (!me.email_confirmed).then(|| {
+                            view! {
+                                <p class="banner" data-testid="confirm-email">
+                                    {format!("Confirm your email address: we sent a link to {}. ", me.email)}
+                                    <a href="/account#email">"Send it again"</a>
+                                </p>
+                            }
+                        });
+                        view! {
+                            <TopNav me />
+                            {unconfirmed}
+                        }
+                            .into_any()
+                    }
                     Err(AppError::Unauthenticated) => view! { <Redirect path="/login" /> }.into_any(),
                     Err(err) => {
                         view! {

@@ -70,6 +70,9 @@ pub struct Me {
     pub role: Role,
     /// The account they are signed in to.
     pub account: Account,
+    /// Whether they followed the link mailed to confirm their address.
+    #[serde(default)]
+    pub email_confirmed: bool,
 }
 
 /// A member of an account, as listed on the Account page.
@@ -123,6 +126,46 @@ pub struct SignInForm {
     /// Password.
     pub password: String,
 }
+
+/// What the Account page's password form sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct PasswordChange {
+    /// The password now (a stolen session alone cannot change it).
+    pub current: String,
+    /// The new password.
+    pub password: String,
+    /// Also revoke every access key of the user.
+    #[serde(default)]
+    pub revoke_keys: bool,
+}
+
+/// What "Forgot password?" sends (and what a site admin sends a reset
+/// link for).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ResetRequest {
+    /// Account name.
+    pub account: String,
+    /// The user's email in that account.
+    pub email: String,
+}
+
+/// A mailed link's token, and a new password where the link sets one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct LinkToken {
+    /// The `token` of the link.
+    pub token: String,
+    /// The new password (reset links only).
+    #[serde(default)]
+    pub password: Option<String>,
+}
+
+/// How long a password-reset link works.
+pub const RESET_LINK_MINUTES: i64 = 30;
+/// How long a confirmation link works.
+pub const CONFIRM_LINK_DAYS: i64 = 7;
 
 impl SignUpForm {
     /// Checks every field, normalising name and email; the first bad field wins.

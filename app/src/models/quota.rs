@@ -76,6 +76,24 @@ impl QuotaForm {
         })
     }
 
+    /// The quota in words, as the audit log records it.
+    pub fn words(&self) -> String {
+        let or_none = |s: &str| {
+            if s.is_empty() {
+                "no limit".to_owned()
+            } else {
+                s.to_owned()
+            }
+        };
+        format!(
+            "CPU {}, memory {}, GPU {}, jobs {}",
+            or_none(&self.cpu),
+            or_none(&self.memory),
+            or_none(&self.gpu),
+            or_none(&self.max_jobs)
+        )
+    }
+
     /// The form showing `quota`.
     pub fn of(quota: &Quota) -> Self {
         Self {
@@ -345,13 +363,6 @@ impl UsageReport {
     /// The report as CSV: one row per member and window, then one per day.
     pub fn to_csv(&self) -> String {
         let mut out = String::from("scope,who,window,cpu_hours,gpu_hours\n");
-        let quote = |s: &str| {
-            if s.contains([',', '"', '\n']) {
-                format!("\"{}\"", s.replace('"', "\"\""))
-            } else {
-                s.to_owned()
-            }
-        };
         for (i, (days, _)) in WINDOWS.iter().enumerate() {
             let h = self.windows.get(i).copied().unwrap_or_default();
             out.push_str(&format!("account,,{days}d,{:.4},{:.4}\n", h.cpu, h.gpu));
@@ -361,7 +372,7 @@ impl UsageReport {
                 let h = u.windows.get(i).copied().unwrap_or_default();
                 out.push_str(&format!(
                     "user,{},{days}d,{:.4},{:.4}\n",
-                    quote(&u.user),
+                    super::csv::field(&u.user),
                     h.cpu,
                     h.gpu
                 ));

@@ -28,6 +28,15 @@ pub fn format_utc(ms: i64) -> String {
     )
 }
 
+/// Formats Unix milliseconds as `2026-11-22 06:30:05 UTC`: where the order
+/// of events a second apart matters (the audit log).
+pub fn format_utc_seconds(ms: i64) -> String {
+    utc(ms).map_or_else(
+        || "—".to_owned(),
+        |t| format!("{} {} UTC", ymd(t), clock(t, true)),
+    )
+}
+
 /// A time range of Unix milliseconds as a chart's range bar shows it: the
 /// date once when both ends fall on the same day, and seconds when the range
 /// is shorter than an hour (a zoomed-in run of a few minutes would otherwise

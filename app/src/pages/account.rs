@@ -4,6 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use super::access_keys::AccessKeys;
+use super::account_security::{AuditSection, EmailSection, PasswordSection};
 use crate::api::accounts::{members, sessions, RevokeSession};
 use crate::components::form::{last_error, FormError};
 use crate::components::layout::CurrentUser;
@@ -38,6 +39,7 @@ pub fn AccountPage() -> impl IntoView {
                                 <dt>"Created"</dt>
                                 <dd>{format_utc(me.account.created_at)}</dd>
                             </dl>
+                            <EmailSection me=me.clone() />
                         }
                     })
             })}
@@ -77,6 +79,8 @@ pub fn AccountPage() -> impl IntoView {
                     })
             })}
         </Suspense>
+
+        <PasswordSection />
 
         <AccessKeys />
 
@@ -130,5 +134,8 @@ pub fn AccountPage() -> impl IntoView {
                     })
             })}
         </Transition>
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move { me.await.map(|me| view! { <AuditSection me /> }) })}
+        </Suspense>
     }
 }

@@ -5,9 +5,9 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::accounts::{SignIn, SignUp};
+use crate::api::accounts::{ConfirmEmail, RequestPasswordReset, ResetPassword, SignIn, SignUp};
 use crate::components::form::{last_error, FieldError, FormError, PasswordInput};
-use crate::models::MIN_PASSWORD_LEN;
+use crate::models::{MIN_PASSWORD_LEN, RESET_LINK_MINUTES};
 
 /// `/login`: account, email, password.
 #[component]
@@ -16,10 +16,23 @@ pub fn LoginPage() -> impl IntoView {
     let error = Signal::derive(last_error(action));
     let query = use_query_map();
     let next = move || query.read().get("next").unwrap_or_default();
+    // Where the user came from: a finished reset, or a sign-up waiting for
+    // its confirmation link.
+    let notice = move || {
+        let q = query.read();
+        if q.get("reset").as_deref() == Some("done") {
+            Some("Your password is set; sign in with the new one. Every session you had has ended.")
+        } else if q.get("confirm").as_deref() == Some("sent") {
+            Some("We sent a confirmation link to your address: follow it, then sign in.")
+        } else {
+            None
+        }
+    };
     view! {
         <Title text="Sign in" />
         <main class="auth">
             <h1>"Sign in to PaddleCloud"</h1>
+            {move || notice().map(|text| view! { <p class="banner" role="status" data-testid="notice">{text}</p> })}
             <ActionForm action>
                 <FormError error />
                 <label for="account">"Account"</label>
@@ -33,7 +46,108 @@ pub fn LoginPage() -> impl IntoView {
                     "Sign in"
                 </button>
             </ActionForm>
-            <p class="switch">"New here? " <a href="/signup">"Create an account"</a></p>
+            <p class="switch">
+                <a href="/forgot">"Forgot password?"</a>
+                " · New here? "
+                <a href="/signup">"Create an account"</a>
+            </p>
+        </main>
+    }
+}
+
+/// `/forgot`: asks for a reset link. The answer is the same whether or not
+/// the address has an account.
+#[component]
+pub fn ForgotPage() -> impl IntoView {
+    let action = ServerAction::<RequestPasswordReset>::new();
+    let error = Signal::derive(last_error(action));
+    let query = use_query_map();
+    let sent = move || {
+        query.read().get("sent").is_some() || action.value().get().is_some_and(|r| r.is_ok())
+    };
+    view! {
+        <Title text="Forgot password" />
+        <main class="auth">
+            <h1>"Reset your password"</h1>
+            {move || {
+                sent()
+                    .then(|| {
+                        view! {
+                            <p class="banner" role="status" data-testid="notice">
+                                {format!(
+                                    "If the account has a user with that address, a link to set a new password is on its way. It works once, for {RESET_LINK_MINUTES} minutes; look in spam too.",
+                                )}
+                            </p>
+                        }
+                    })
+            }}
+            <ActionForm action>
+                <FormError error />
+                <label for="account">"Account"</label>
+                <input id="account" name="account" autocomplete="organization" required />
+                <label for="email">"Email"</label>
+                <input id="email" name="email" type="email" autocomplete="username" required />
+                <button type="submit" class="primary">
+                    "Mail me a reset link"
+                </button>
+            </ActionForm>
+            <p class="switch">
+                "Remembered it? " <a href="/login">"Sign in"</a>
+            </p>
+        </main>
+    }
+}
+
+/// `/reset?token=…`: where a reset mail's link lands; sets a new password.
+#[component]
+pub fn ResetPage() -> impl IntoView {
+    let action = ServerAction::<ResetPassword>::new();
+    let error = Signal::derive(last_error(action));
+    let query = use_query_map();
+    let token = move || query.read().get("token").unwrap_or_default();
+    view! {
+        <Title text="Set a new password" />
+        <main class="auth">
+            <h1>"Set a new password"</h1>
+            <ActionForm action>
+                <FormError error />
+                <FieldError error field="token" />
+                <input type="hidden" name="token" value=token />
+                <label for="password">"New password"</label>
+                <PasswordInput autocomplete="new-password" />
+                <p class="hint">{format!("At least {MIN_PASSWORD_LEN} characters. Every session you have ends.")}</p>
+                <FieldError error field="password" />
+                <button type="submit" class="primary">
+                    "Set password"
+                </button>
+            </ActionForm>
+            <p class="switch">
+                "Link expired? " <a href="/forgot">"Ask for a new one"</a>
+            </p>
+        </main>
+    }
+}
+
+/// `/confirm?token=…`: where a confirmation mail's link lands. A button,
+/// not a visit, confirms: mail scanners open links too.
+#[component]
+pub fn ConfirmPage() -> impl IntoView {
+    let action = ServerAction::<ConfirmEmail>::new();
+    let error = Signal::derive(last_error(action));
+    let query = use_query_map();
+    let token = move || query.read().get("token").unwrap_or_default();
+    view! {
+        <Title text="Confirm your email address" />
+        <main class="auth">
+            <h1>"Confirm your email address"</h1>
+            <ActionForm action>
+                <FormError error />
+                <FieldError error field="token" />
+                <input type="hidden" name="token" value=token />
+                <button type="submit" class="primary">
+                    "Confirm my email address"
+                </button>
+            </ActionForm>
         </main>
     }
 }

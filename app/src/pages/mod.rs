@@ -2,6 +2,7 @@
 
 pub mod access_keys;
 pub mod account;
+pub mod account_security;
 pub mod assets;
 pub mod auth;
 pub mod jobs;

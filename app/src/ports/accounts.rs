@@ -3,7 +3,9 @@
 use async_trait::async_trait;
 
 use crate::error::AppError;
-use crate::models::{Me, Member, SessionInfo, SignInForm, SignUpForm};
+use crate::models::{
+    AuditLog, Me, Member, PasswordChange, ResetRequest, SessionInfo, SignInForm, SignUpForm,
+};
 
 /// Who is asking: resolved once per request from the session cookie (or, for
 /// the REST API, an access key) and stored in the request's extensions.
@@ -64,6 +66,11 @@ impl Principal {
     }
 }
 
+/// The address a request came from (its TCP peer), put in the request's
+/// extensions for rate limits; absent when there is no socket (tests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientAddress(pub String);
+
 /// A freshly created session: the secret goes into the cookie once and is
 /// stored only as a hash.
 #[derive(Debug, Clone)]
@@ -81,6 +88,8 @@ pub struct NewSession {
 pub trait Accounts: Send + Sync {
     /// Creates an account with `form.email` as its owner. Validates the form.
     async fn create_account(&self, form: SignUpForm) -> Result<Me, AppError>;
+    /// Whether sign-in waits for the user to confirm their address.
+    fn confirmation_required(&self) -> bool;
     /// Checks a password; a wrong account, email or password all give the same error.
     async fn authenticate(&self, form: SignInForm) -> Result<Me, AppError>;
     /// Starts a session for `me`, remembering the client's User-Agent.
@@ -95,4 +104,39 @@ pub trait Accounts: Send + Sync {
     async fn revoke_session(&self, who: &Principal, session_id: i64) -> Result<(), AppError>;
     /// The members of the caller's account.
     async fn members(&self, who: &Principal) -> Result<Vec<Member>, AppError>;
+
+    /// Changes the caller's password (the current one is required), ends
+    /// every other session and every reset link, and (if asked) revokes the
+    /// caller's access keys.
+    async fn change_password(
+        &self,
+        who: &Principal,
+        change: PasswordChange,
+    ) -> Result<(), AppError>;
+    /// Mails a single-use reset link if the account has a user with that
+    /// email; answers the same either way. `client` (the caller's address)
+    /// is rate-limited, as is the address asked about (silently).
+    async fn request_password_reset(
+        &self,
+        request: ResetRequest,
+        client: &str,
+    ) -> Result<(), AppError>;
+    /// Sets a new password with a reset link's token, once, within its
+    /// lifetime; ends every session of the user.
+    async fn reset_password(&self, token: &str, password: &str) -> Result<(), AppError>;
+    /// A site admin mails a reset link to a user of any account.
+    async fn send_reset_link(
+        &self,
+        who: &Principal,
+        account: &str,
+        email: &str,
+    ) -> Result<(), AppError>;
+    /// Confirms the address a confirmation link was mailed to.
+    async fn confirm_email(&self, token: &str) -> Result<(), AppError>;
+    /// Mails the caller a new confirmation link (rate-limited).
+    async fn resend_confirmation(&self, who: &Principal) -> Result<(), AppError>;
+    /// The audit log of the caller's account (its owners) or of the account
+    /// `account` names (site admins).
+    async fn audit_log(&self, who: &Principal, account: Option<&str>)
+        -> Result<AuditLog, AppError>;
 }

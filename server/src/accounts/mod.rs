@@ -1,20 +1,28 @@
 //! [`app::ports::Accounts`] on the SQL database: argon2id password hashes,
-//! sessions stored as SHA-256 hashes of random tokens.
+//! sessions stored as SHA-256 hashes of random tokens, and the mailed links
+//! that confirm an address ([`email`]) or reset a password ([`passwords`]).
+
+mod email;
+mod links;
+mod passwords;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use app::error::AppError;
-use app::models::{namespace_for, Account, Me, Member, Role, SessionInfo, SignInForm, SignUpForm};
-use app::ports::{Accounts, Credential, NewSession, Principal};
+use app::models::{
+    namespace_for, Account, AuditLog, Me, Member, PasswordChange, ResetRequest, Role, SessionInfo,
+    SignInForm, SignUpForm,
+};
+use app::ports::{Accounts, Credential, Mailer, NewSession, Principal};
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
 use async_trait::async_trait;
 use sqlx::AnyPool;
 
-use crate::storage::internal;
 use crate::storage::tokens::{random_token, token_hash};
 use crate::storage::users::{me_from, user_columns, UserRow};
+use crate::storage::{audit, internal, users};
 use crate::time::now_ms;
 
 /// How long a session lives without being used.
@@ -23,15 +31,124 @@ pub const SESSION_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 /// so that reading pages does not write to the database on every request.
 const TOUCH_EVERY_MS: i64 = 5 * 60 * 1000;
 
+/// How the accounts reach their users by mail.
+#[derive(Clone)]
+pub struct AccountMail {
+    /// Where mail goes.
+    pub mailer: Arc<dyn Mailer>,
+    /// The console's URL as a browser reaches it, at the start of links.
+    pub public_url: String,
+    /// Refuse sign-in until the address is confirmed
+    /// (`--require-email-confirmation`); otherwise the account works at
+    /// once and says "confirm your email" until it is.
+    pub require_confirmation: bool,
+}
+
+impl AccountMail {
+    /// Mail into the outbox folder of `data_dir`, links to nowhere: for
+    /// what creates accounts without a console to link to (admin commands,
+    /// benchmarks, tests).
+    pub fn outbox_of(data_dir: &std::path::Path) -> anyhow::Result<Self> {
+        let from = crate::mail::sender(crate::mail::DEFAULT_FROM)?;
+        let outbox = crate::mail::Outbox::new(data_dir.join("outbox"), from)?;
+        Ok(Self {
+            mailer: Arc::new(outbox),
+            public_url: String::new(),
+            require_confirmation: false,
+        })
+    }
+}
+
 /// Accounts, users and sessions in the console's database.
 pub struct SqlAccounts {
     pool: AnyPool,
+    mail: AccountMail,
 }
 
 impl SqlAccounts {
-    /// Wraps a migrated pool.
-    pub fn new(pool: AnyPool) -> Arc<Self> {
-        Arc::new(Self { pool })
+    /// Wraps a migrated pool; mail goes as `mail` says.
+    pub fn new(pool: AnyPool, mail: AccountMail) -> Arc<Self> {
+        Arc::new(Self { pool, mail })
+    }
+
+    /// Creates an account whose owner's address is taken as confirmed (a
+    /// site admin vouches for it: `paddlecloud admin create-account`),
+    /// making the owner a site admin if `site_admin`.
+    pub async fn create_confirmed(
+        &self,
+        form: SignUpForm,
+        site_admin: bool,
+    ) -> Result<Me, AppError> {
+        self.insert_account(form, true, site_admin).await
+    }
+
+    /// The account and its owner, in one transaction. The first user of an
+    /// empty database is a site admin: someone must be able to set quotas.
+    async fn insert_account(
+        &self,
+        form: SignUpForm,
+        confirmed: bool,
+        site_admin: bool,
+    ) -> Result<Me, AppError> {
+        let form = form.validated()?;
+        let password_hash = hash_password(form.password).await?;
+        let now = now_ms();
+        let namespace = namespace_for(&form.account);
+        let mut tx = self.pool.begin().await.map_err(internal("begin sign-up"))?;
+        let (users_before,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users")
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(internal("count users"))?;
+        let site_admin = site_admin || users_before == 0;
+        let account_id: i64 = match sqlx::query_scalar(
+            "INSERT INTO accounts (name, namespace, created_at) VALUES ($1, $2, $3) RETURNING id",
+        )
+        .bind(&form.account)
+        .bind(&namespace)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        {
+            Ok(id) => id,
+            Err(err) if is_unique_violation(&err) => {
+                return Err(AppError::conflict(
+                    "account",
+                    format!(
+                        "The account name “{}” is taken. Choose another.",
+                        form.account
+                    ),
+                ))
+            }
+            Err(err) => return Err(internal("insert account")(err)),
+        };
+        let user_id: i64 = sqlx::query_scalar(
+            "INSERT INTO users (account_id, email, password_hash, role, created_at, site_admin, \
+             email_confirmed_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+        )
+        .bind(account_id)
+        .bind(&form.email)
+        .bind(&password_hash)
+        .bind(Role::Owner.as_str())
+        .bind(now)
+        .bind(i64::from(site_admin))
+        .bind(confirmed.then_some(now))
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(internal("insert owner"))?;
+        tx.commit().await.map_err(internal("commit sign-up"))?;
+        tracing::info!(account = %form.account, user_id, site_admin, "account created");
+        Ok(Me {
+            user_id,
+            email: form.email,
+            role: Role::Owner,
+            account: Account {
+                id: account_id,
+                name: form.account,
+                namespace,
+                created_at: now,
+            },
+            email_confirmed: confirmed,
+        })
     }
 }
 
@@ -88,83 +205,56 @@ async fn decoy_hash() -> String {
 #[async_trait]
 impl Accounts for SqlAccounts {
     async fn create_account(&self, form: SignUpForm) -> Result<Me, AppError> {
-        let form = form.validated()?;
-        let password_hash = hash_password(form.password).await?;
-        let now = now_ms();
-        let namespace = namespace_for(&form.account);
-        let mut tx = self.pool.begin().await.map_err(internal("begin sign-up"))?;
-        let account_id: i64 = match sqlx::query_scalar(
-            "INSERT INTO accounts (name, namespace, created_at) VALUES ($1, $2, $3) RETURNING id",
-        )
-        .bind(&form.account)
-        .bind(&namespace)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await
-        {
-            Ok(id) => id,
-            Err(err) if is_unique_violation(&err) => {
-                return Err(AppError::conflict(
-                    "account",
-                    format!(
-                        "The account name “{}” is taken. Choose another.",
-                        form.account
-                    ),
-                ))
-            }
-            Err(err) => return Err(internal("insert account")(err)),
-        };
-        let user_id: i64 = sqlx::query_scalar(
-            "INSERT INTO users (account_id, email, password_hash, role, created_at) \
-             VALUES ($1, $2, $3, $4, $5) RETURNING id",
-        )
-        .bind(account_id)
-        .bind(&form.email)
-        .bind(&password_hash)
-        .bind(Role::Owner.as_str())
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(internal("insert owner"))?;
-        tx.commit().await.map_err(internal("commit sign-up"))?;
-        tracing::info!(account = %form.account, user_id, "account created");
-        Ok(Me {
-            user_id,
-            email: form.email,
-            role: Role::Owner,
-            account: Account {
-                id: account_id,
-                name: form.account,
-                namespace,
-                created_at: now,
-            },
-        })
+        let me = self.insert_account(form, false, false).await?;
+        // The account works without it; a mail server that is away must
+        // not cost the user their sign-up (they can ask for another link).
+        if let Err(err) = self.send_confirmation(&me).await {
+            tracing::warn!(error = %err, user = %me.email, "the confirmation mail was not sent");
+        }
+        Ok(me)
+    }
+
+    fn confirmation_required(&self) -> bool {
+        self.mail.require_confirmation
     }
 
     async fn authenticate(&self, form: SignInForm) -> Result<Me, AppError> {
         let form = form.normalized();
-        let row: Option<(UserRow, String)> =
-            sqlx::query_as::<_, (i64, String, String, i64, String, String, i64, String)>(concat!(
-                "SELECT ",
-                user_columns!(),
-                ", u.password_hash FROM users u \
+        let row: Option<(UserRow, String)> = sqlx::query_as::<
+            _,
+            (i64, String, String, i64, String, String, i64, i64, String),
+        >(concat!(
+            "SELECT ",
+            user_columns!(),
+            ", u.password_hash FROM users u \
                  JOIN accounts a ON a.id = u.account_id WHERE a.name = $1 AND u.email = $2"
-            ))
-            .bind(&form.account)
-            .bind(&form.email)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(internal("look up user"))?
-            .map(|(a, b, c, d, e, f, g, hash)| ((a, b, c, d, e, f, g), hash));
+        ))
+        .bind(&form.account)
+        .bind(&form.email)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(internal("look up user"))?
+        .map(|(a, b, c, d, e, f, g, h, hash)| ((a, b, c, d, e, f, g, h), hash));
         let stored = match &row {
             Some((_, hash)) => hash.clone(),
             None => decoy_hash().await,
         };
         let matches = verify_password(form.password, stored).await;
-        match row {
-            Some((user, _)) if matches => Ok(me_from(user)),
-            _ => Err(AppError::BadCredentials),
+        let me = match row {
+            Some((user, _)) if matches => me_from(user),
+            _ => return Err(AppError::BadCredentials),
+        };
+        if self.mail.require_confirmation && !me.email_confirmed {
+            // The password was right, so saying why is no leak; a fresh link
+            // saves a trip to "resend".
+            let sent = self.send_confirmation(&me).await.is_ok();
+            return Err(AppError::forbidden(format!(
+                "Confirm your email address first: follow the link we {} to {}.",
+                if sent { "just sent" } else { "sent" },
+                me.email
+            )));
         }
+        Ok(me)
     }
 
     async fn create_session(&self, me: &Me, user_agent: &str) -> Result<NewSession, AppError> {
@@ -196,7 +286,7 @@ impl Accounts for SqlAccounts {
             return Ok(None);
         }
         let now = now_ms();
-        let row: Option<(i64, i64, String, String, i64, String, String, i64, i64)> =
+        let row: Option<(i64, i64, String, String, i64, String, String, i64, i64, i64)> =
             sqlx::query_as(concat!(
                 "SELECT s.id, ",
                 user_columns!(),
@@ -209,7 +299,7 @@ impl Accounts for SqlAccounts {
             .fetch_optional(&self.pool)
             .await
             .map_err(internal("look up session"))?;
-        let Some((session_id, u, e, r, ai, an, ans, ac, last_seen)) = row else {
+        let Some((session_id, u, e, r, ai, an, ans, ac, cf, last_seen)) = row else {
             return Ok(None);
         };
         if now - last_seen > TOUCH_EVERY_MS {
@@ -223,7 +313,7 @@ impl Accounts for SqlAccounts {
                 .map_err(internal("touch session"))?;
         }
         Ok(Some(Principal {
-            me: me_from((u, e, r, ai, an, ans, ac)),
+            me: me_from((u, e, r, ai, an, ans, ac, cf)),
             credential: Credential::Session(session_id),
         }))
     }
@@ -292,5 +382,74 @@ impl Accounts for SqlAccounts {
                 created_at,
             })
             .collect())
+    }
+
+    async fn change_password(
+        &self,
+        who: &Principal,
+        change: PasswordChange,
+    ) -> Result<(), AppError> {
+        self.change(who, change).await
+    }
+
+    async fn request_password_reset(
+        &self,
+        request: ResetRequest,
+        client: &str,
+    ) -> Result<(), AppError> {
+        self.request_reset(request, client).await
+    }
+
+    async fn reset_password(&self, token: &str, password: &str) -> Result<(), AppError> {
+        self.reset(token, password).await
+    }
+
+    async fn send_reset_link(
+        &self,
+        who: &Principal,
+        account: &str,
+        email: &str,
+    ) -> Result<(), AppError> {
+        self.admin_reset_link(who, account, email).await
+    }
+
+    async fn confirm_email(&self, token: &str) -> Result<(), AppError> {
+        self.confirm(token).await
+    }
+
+    async fn resend_confirmation(&self, who: &Principal) -> Result<(), AppError> {
+        self.resend(who).await
+    }
+
+    async fn audit_log(
+        &self,
+        who: &Principal,
+        account: Option<&str>,
+    ) -> Result<AuditLog, AppError> {
+        let admin = users::is_site_admin(&self.pool, who.me.user_id).await?;
+        let own = account.is_none_or(|a| a == who.me.account.name);
+        let target = if own {
+            if who.me.role != Role::Owner && !admin {
+                return Err(AppError::forbidden(
+                    "Only the account's owners and site admins read its audit log.",
+                ));
+            }
+            who.me.account.clone()
+        } else if admin {
+            let name = account.unwrap_or_default();
+            users::account_named(&self.pool, name)
+                .await?
+                .ok_or_else(|| AppError::not_found(format!("Account “{name}”")))?
+        } else {
+            // Another account is not there, as far as its outsiders know.
+            return Err(AppError::not_found(format!(
+                "Account “{}”",
+                account.unwrap_or_default()
+            )));
+        };
+        Ok(AuditLog {
+            events: audit::list(&self.pool, target.id, 1000).await?,
+            account: target.name,
+        })
     }
 }

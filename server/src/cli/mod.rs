@@ -12,16 +12,16 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use app::models::{Credentials, SignUpForm};
-use app::ports::Accounts;
 use clap::{Args, Parser, Subcommand};
 
 pub use self::remote::{ClusterArgs, JobNameArgs, JobsArgs, LogsArgs, RemoteArgs, SubmitArgs};
 use crate::access_keys::SqlAccessKeys;
-use crate::accounts::SqlAccounts;
+use crate::accounts::{AccountMail, SqlAccounts};
 use crate::console::{ClusterChoice, Config, Console, Storage};
 use crate::kubernetes::KubeAccess;
 use crate::local::capacity::{CapacitySettings, GpuSetting};
 use crate::local::limits::LimitsChoice;
+use crate::mail::MailChoice;
 use crate::storage::db;
 
 /// PaddleCloud Console: run, watch and serve PaddlePaddle work on a cluster.
@@ -196,6 +196,20 @@ pub struct ServeArgs {
     /// `cgroup`, or `sampler` (memory read every second, CPU not limited).
     #[arg(long, env = "PADDLECLOUD_LOCAL_LIMITS", default_value = "auto")]
     pub local_limits: LimitsChoice,
+    /// An SMTP server for account mail (confirmation, password reset):
+    /// `smtp://host:587?tls=required` (STARTTLS), `smtps://user:pass@host`
+    /// (TLS), `smtp://host:25` (plain, a local relay). Default: no server;
+    /// each mail is written to `outbox/` in the data directory and its link
+    /// logged.
+    #[arg(long, env = "PADDLECLOUD_SMTP_URL")]
+    pub smtp_url: Option<String>,
+    /// Who account mail is from.
+    #[arg(long, env = "PADDLECLOUD_MAIL_FROM", default_value = crate::mail::DEFAULT_FROM)]
+    pub mail_from: String,
+    /// Refuse sign-in until the user followed the link mailed at sign-up
+    /// (otherwise the account works at once and asks to be confirmed).
+    #[arg(long, env = "PADDLECLOUD_REQUIRE_EMAIL_CONFIRMATION")]
+    pub require_email_confirmation: bool,
     /// Storage settings.
     #[command(flatten)]
     pub storage: StorageArgs,
@@ -221,6 +235,10 @@ pub struct CreateAccountArgs {
     /// Read the password from the first line of standard input.
     #[arg(long, required = true)]
     pub password_stdin: bool,
+    /// Make the owner a site admin (who sets every account's quota). The
+    /// first user of an empty database is one anyway.
+    #[arg(long)]
+    pub site_admin: bool,
     /// Storage settings.
     #[command(flatten)]
     pub storage: StorageArgs,
@@ -308,9 +326,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let app = console.router();
     tracing::info!(url = %format!("http://{local}"), "PaddleCloud Console is up");
     println!("PaddleCloud Console: http://{local}  (sign up at http://{local}/signup)");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    // The peer's address reaches handlers (rate limits of password resets).
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
     Ok(())
 }
 
@@ -407,6 +429,12 @@ impl ServeArgs {
                 gpus: self.local_gpus,
             },
             local_limits: self.local_limits,
+            mail: match &self.smtp_url {
+                Some(url) => MailChoice::Smtp(url.clone()),
+                None => MailChoice::Outbox(data_dir.join("outbox")),
+            },
+            mail_from: self.mail_from.clone(),
+            require_email_confirmation: self.require_email_confirmation,
             site,
             data_dir,
         })
@@ -505,21 +533,32 @@ async fn create_account(args: CreateAccountArgs) -> anyhow::Result<()> {
         .context("reading the password from standard input")?;
     let password = password.trim_end_matches(['\r', '\n']).to_owned();
     let pool = db::connect(&args.storage.database_url()).await?;
-    let accounts = SqlAccounts::new(pool);
+    // Nothing is mailed: whoever runs this vouches for the address.
+    let accounts = SqlAccounts::new(pool, AccountMail::outbox_of(&args.storage.data_dir)?);
     let me = accounts
-        .create_account(SignUpForm {
-            account: args.name,
-            email: args.email,
-            password,
-        })
+        .create_confirmed(
+            SignUpForm {
+                account: args.name,
+                email: args.email,
+                password,
+            },
+            args.site_admin,
+        )
         .await
         .map_err(|err| match err.field() {
             Some(field) => anyhow::anyhow!("{field}: {err}"),
             None => anyhow::anyhow!("{err}"),
         })?;
     println!(
-        "created account {} (namespace {}) with owner {}",
-        me.account.name, me.account.namespace, me.email
+        "created account {} (namespace {}) with owner {}{}",
+        me.account.name,
+        me.account.namespace,
+        me.email,
+        if args.site_admin {
+            ", a site admin"
+        } else {
+            ""
+        }
     );
     Ok(())
 }

@@ -1,12 +1,13 @@
 //! Who is asking: the session cookie becomes a [`Principal`] in the request's
 //! extensions, and pages other than sign-in/sign-up require one.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use app::api::context::session_token;
 use app::error::AppError;
-use app::ports::Services;
-use axum::extract::{Request, State};
+use app::ports::{ClientAddress, Services};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use http::{Method, StatusCode};
@@ -20,9 +21,10 @@ pub const MLFLOW_API: &str = "/api/2.0/mlflow/";
 
 /// Pages for the signed-out; every other page of the app needs a session,
 /// except the open pages.
-const PUBLIC_PAGES: &[&str] = &["/login", "/signup"];
-/// Pages anyone may open, signed in or not: what a share link opens.
-const OPEN_PAGES: &[&str] = &["/shared/:token"];
+const PUBLIC_PAGES: &[&str] = &["/login", "/signup", "/forgot"];
+/// Pages anyone may open, signed in or not: what a share link opens, and
+/// where the links of account mail land.
+const OPEN_PAGES: &[&str] = &["/shared/:token", "/reset", "/confirm"];
 
 /// Resolves the session cookie, once per request, for every later handler.
 pub async fn resolve_session(
@@ -31,6 +33,10 @@ pub async fn resolve_session(
     next: Next,
 ) -> Response {
     let (mut parts, body) = request.into_parts();
+    if let Some(ConnectInfo(peer)) = parts.extensions.get::<ConnectInfo<SocketAddr>>() {
+        let address = ClientAddress(peer.ip().to_string());
+        parts.extensions.insert(address);
+    }
     let path = parts.uri.path();
     // `/serve/`: the endpoints of serving instances, called by programs.
     if path.starts_with("/api/v1/") || path.starts_with(MLFLOW_API) || path.starts_with("/serve/") {

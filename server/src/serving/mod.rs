@@ -92,6 +92,7 @@ impl ServingService {
                     email: stored.instance.created_by.clone(),
                     role: app::models::Role::Member,
                     account: stored.account.clone(),
+                    email_confirmed: true,
                 };
                 let files = self
                     .locate(

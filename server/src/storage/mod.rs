@@ -2,14 +2,16 @@
 //! pool and its migrations ([`db`]), the job and pod records every cluster
 //! backend writes ([`jobs`]), serving records ([`serving`]), resource
 //! samples ([`samples`]), pod log files ([`logfile`]), tokens
-//! ([`tokens`]) and the user row every "who is this" query reads
-//! ([`users`]). Nothing here knows of a backend, a service or HTTP.
+//! ([`tokens`]), the user row every "who is this" query reads
+//! ([`users`]), the audit log ([`audit`]) and rate limits ([`throttle`]). Nothing here knows of a backend, a service or HTTP.
 
+pub mod audit;
 pub mod db;
 pub mod jobs;
 pub mod logfile;
 pub mod samples;
 pub mod serving;
+pub mod throttle;
 pub mod tokens;
 pub mod users;
 

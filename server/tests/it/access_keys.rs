@@ -27,7 +27,7 @@ async fn owner(accounts: &SqlAccounts, account: &str) -> Principal {
 }
 
 async fn a_key_authenticates_until_its_user_revokes_it(db: TestDb) {
-    let accounts = SqlAccounts::new(db.pool.clone());
+    let accounts = crate::common::accounts(&db);
     let keys = SqlAccessKeys::new(db.pool.clone());
     let ann = owner(&accounts, "vision").await;
 
@@ -56,7 +56,7 @@ on_both_databases!(
 );
 
 async fn only_a_hash_of_the_key_is_stored(db: TestDb) {
-    let accounts = SqlAccounts::new(db.pool.clone());
+    let accounts = crate::common::accounts(&db);
     let keys = SqlAccessKeys::new(db.pool.clone());
     let ann = owner(&accounts, "vision").await;
     let created = keys.create_key(&ann.me, "ci").await.unwrap();
@@ -75,7 +75,7 @@ on_both_databases!(
 );
 
 async fn another_users_key_cannot_be_listed_or_revoked(db: TestDb) {
-    let accounts = SqlAccounts::new(db.pool.clone());
+    let accounts = crate::common::accounts(&db);
     let keys = SqlAccessKeys::new(db.pool.clone());
     let ann = owner(&accounts, "vision").await;
     let eve = owner(&accounts, "speech").await;
@@ -92,7 +92,7 @@ on_both_databases!(
 );
 
 async fn bad_names_and_unknown_keys_are_refused(db: TestDb) {
-    let accounts = SqlAccounts::new(db.pool.clone());
+    let accounts = crate::common::accounts(&db);
     let keys = SqlAccessKeys::new(db.pool.clone());
     let ann = owner(&accounts, "vision").await;
     let err = keys.create_key(&ann.me, " ").await.unwrap_err();

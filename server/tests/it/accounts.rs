@@ -25,7 +25,7 @@ fn login(account: &str, email: &str, password: &str) -> SignInForm {
 }
 
 fn accounts(db: &TestDb) -> Arc<SqlAccounts> {
-    SqlAccounts::new(db.pool.clone())
+    crate::common::accounts(db)
 }
 
 async fn the_creator_of_an_account_owns_it_and_can_sign_in(db: TestDb) {

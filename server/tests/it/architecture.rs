@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     ("storage", &["time", "storage"]),
     ("backend traits", &["backend", "metric_files"]),
-    ("backends", &["local", "kubernetes"]),
+    ("backends", &["local", "kubernetes", "mail"]),
     (
         "services",
         &[

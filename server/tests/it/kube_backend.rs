@@ -553,6 +553,12 @@ async fn a_quota_set_in_the_console_becomes_the_namespaces_resource_quota_and_it
         s.db.pool.clone(),
         Some(std::sync::Arc::new(s.cluster.clone())),
     );
+    // Only a site admin sets quotas.
+    sqlx::query("UPDATE users SET site_admin = 1 WHERE id = $1")
+        .bind(s.me.user_id)
+        .execute(&s.db.pool)
+        .await
+        .unwrap();
     let quota = Quota {
         cpu_millis: Some(3000),
         memory_bytes: Some(4 << 30),

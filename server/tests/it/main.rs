@@ -7,6 +7,7 @@
 mod common;
 
 mod access_keys;
+mod account_mail;
 mod accounts;
 mod architecture;
 mod asset_pages;
@@ -21,6 +22,7 @@ mod kube_serving;
 mod kubelet_smoke;
 mod local_restart;
 mod local_scheduling;
+mod mail_contract;
 mod metric_envelope;
 mod metric_logs_handmade;
 mod metric_logs_python_damage;

@@ -457,6 +457,14 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         "POST /api/v1/serving/{name}/stop",
         "GET /api/v1/serving/{name}/traffic",
         "GET /api/v1/cluster",
+        "POST /api/v1/me/password",
+        "POST /api/v1/me/email-confirmation",
+        "POST /api/v1/password-resets",
+        "POST /api/v1/password-resets/complete",
+        "POST /api/v1/email-confirmations",
+        "POST /api/v1/admin/reset-links",
+        "GET /api/v1/audit",
+        "GET /api/v1/audit.csv",
     ];
     expected.sort();
     assert_eq!(documented, expected);

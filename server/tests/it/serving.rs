@@ -520,11 +520,12 @@ async fn bad_launches_are_refused_with_the_field_or_the_quota_at_fault() {
         &[("inference.json", b"{}".to_vec())],
     )
     .await;
+    let admin = site.admin_key().await;
     let set = call(
         &site,
         Method::PUT,
-        "/api/v1/quota",
-        Some(&key),
+        "/api/v1/quota?account=vision",
+        Some(&admin),
         Some(json!({"cpu": "1", "memory": "", "gpu": "", "max_jobs": ""})),
     )
     .await;

@@ -23,6 +23,12 @@ fn job(name: &str, trainers: u32, cpu: &str, script: &str) -> Value {
     })
 }
 
+/// The site admin sets `account`'s quota (only a site admin may).
+async fn admin_sets_quota(site: &Site, account: &str, form: Value) -> common::rest::Answer {
+    let admin = site.admin_key().await;
+    set_quota(site, &admin, Some(account), form).await
+}
+
 async fn set_quota(
     site: &Site,
     key: &str,
@@ -48,10 +54,9 @@ async fn stop_all<S: AsRef<str>>(site: &Site, key: &str, names: impl IntoIterato
 async fn a_job_that_fits_the_quota_exactly_runs_and_one_more_core_is_refused_with_what_is_over() {
     let site = site().await;
     let key = key_for(&site, "quota-edge").await;
-    let set = set_quota(
+    let set = admin_sets_quota(
         &site,
-        &key,
-        None,
+        "quota-edge",
         json!({"cpu": "3", "memory": "", "gpu": "", "max_jobs": "5"}),
     )
     .await;
@@ -130,7 +135,7 @@ async fn a_job_that_fits_the_quota_exactly_runs_and_one_more_core_is_refused_wit
 async fn the_job_count_limit_refuses_a_job_beyond_it() {
     let site = site().await;
     let key = key_for(&site, "quota-count").await;
-    let set = set_quota(&site, &key, None, json!({"max_jobs": "1"})).await;
+    let set = admin_sets_quota(&site, "quota-count", json!({"max_jobs": "1"})).await;
     assert_eq!(set.status, StatusCode::OK, "{}", set.body);
     let first = call(
         &site,
@@ -164,7 +169,7 @@ async fn the_job_count_limit_refuses_a_job_beyond_it() {
 async fn jobs_submitted_at_the_same_moment_get_no_more_than_the_quota_between_them() {
     let site = site().await;
     let key = key_for(&site, "quota-race").await;
-    let set = set_quota(&site, &key, None, json!({"max_jobs": "2"})).await;
+    let set = admin_sets_quota(&site, "quota-race", json!({"max_jobs": "2"})).await;
     assert_eq!(set.status, StatusCode::OK, "{}", set.body);
     let names: Vec<String> = (0..8).map(|i| format!("race-{i}")).collect();
     let answers = futures_util::future::join_all(names.iter().map(|name| {
@@ -252,10 +257,10 @@ async fn admissions_take_turns(db: common::TestDb) {
 async fn bad_quota_fields_are_named_and_change_nothing() {
     let site = site().await;
     let key = key_for(&site, "quota-bad").await;
-    let bad = set_quota(&site, &key, None, json!({"cpu": "lots", "gpu": "2"})).await;
+    let bad = admin_sets_quota(&site, "quota-bad", json!({"cpu": "lots", "gpu": "2"})).await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
     assert_eq!(bad.error().1.as_deref(), Some("cpu"));
-    let bad = set_quota(&site, &key, None, json!({"gpu": "-1"})).await;
+    let bad = admin_sets_quota(&site, "quota-bad", json!({"gpu": "-1"})).await;
     assert_eq!(bad.error().1.as_deref(), Some("gpu"));
     let q = call(&site, Method::GET, "/api/v1/quota", Some(&key), None)
         .await
@@ -264,11 +269,20 @@ async fn bad_quota_fields_are_named_and_change_nothing() {
 }
 
 #[tokio::test]
-async fn only_the_owner_or_a_site_admin_sets_a_quota_and_other_accounts_stay_invisible() {
+async fn only_a_site_admin_sets_a_quota_and_other_accounts_stay_invisible() {
     let site = site().await;
     let ann = key_for(&site, "team-a").await;
     let bob = key_for(&site, "team-b").await;
-    // A member of team-a (not the owner) may read but not set.
+    // The owner may read the quota but not raise it: a quota its owner
+    // could lift would protect nothing on a shared cluster.
+    let refused = set_quota(&site, &ann, None, json!({"cpu": ""})).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+    assert!(
+        refused.body.contains("Only a site admin"),
+        "{}",
+        refused.body
+    );
+    // Nor may a member.
     let owner = site.owner("team-a").await;
     let member = common::user_in(&site.db.pool, &owner.account).await;
     sqlx::query("UPDATE users SET role = 'member' WHERE id = $1")
@@ -291,7 +305,8 @@ async fn only_the_owner_or_a_site_admin_sets_a_quota_and_other_accounts_stay_inv
     );
 
     // Another account's quota, usage and job charts are "not found".
-    set_quota(&site, &ann, None, json!({"cpu": "8"})).await;
+    let set = admin_sets_quota(&site, "team-a", json!({"cpu": "8"})).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.body);
     for path in [
         "/api/v1/quota?account=team-a",
         "/api/v1/usage?account=team-a",
@@ -326,7 +341,7 @@ async fn only_the_owner_or_a_site_admin_sets_a_quota_and_other_accounts_stay_inv
         StatusCode::NOT_FOUND
     );
 
-    // A site admin (granted from the command line) sets anyone's.
+    // A user granted site admin from the command line sets anyone's.
     let granted = SqlQuotas::new(site.db.pool.clone(), None)
         .grant_site_admin("ann@example.com", true)
         .await
@@ -489,6 +504,21 @@ async fn a_busy_replica_shows_far_more_cpu_than_an_idle_one_on_its_chart_with_th
 async fn the_quota_page_renders_bars_and_hours_without_javascript() {
     let site = site().await;
     let cookie = site.sign_up("page").await;
+    // The owner's page has no form to set it (only a site admin may).
+    let page = text(site.get("/quota", Some(&cookie)).await).await;
+    assert!(!page.contains("Save quota"), "{page}");
+    let signed_in = site
+        .fetch_post(
+            "/api/sign_in",
+            &format!(
+                "account={}&email=admin%40example.com&password={}",
+                common::site::ADMIN_ACCOUNT,
+                common::site::ADMIN_PASSWORD.replace(' ', "+")
+            ),
+            None,
+        )
+        .await;
+    let admin = common::site::cookie_pair(&signed_in);
     let set = site
         .form_post(
             "/api/set_quota",
@@ -507,8 +537,8 @@ async fn the_quota_page_renders_bars_and_hours_without_javascript() {
             http::Request::post("/api/set_quota")
                 .header(http::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
                 .header(http::header::ACCEPT, "text/html")
-                .header(http::header::REFERER, "http://localhost/quota")
-                .header(http::header::COOKIE, &cookie)
+                .header(http::header::REFERER, "http://localhost/quota?account=page")
+                .header(http::header::COOKIE, &admin)
                 .body(axum::body::Body::from(
                     "account=page&form%5Bcpu%5D=4&form%5Bmemory%5D=8Gi&form%5Bgpu%5D=&form%5Bmax_jobs%5D=3",
                 ))
@@ -516,7 +546,7 @@ async fn the_quota_page_renders_bars_and_hours_without_javascript() {
         )
         .await;
     assert!(
-        common::site::location(&res).ends_with("/quota"),
+        common::site::location(&res).ends_with("/quota?account=page"),
         "{}",
         common::site::location(&res)
     );

@@ -5,6 +5,7 @@
 //! `/api/v1/openapi.json` is built from the very routes that answer, so the
 //! two cannot drift apart.
 
+mod account;
 mod archive;
 pub mod assets;
 mod cluster;
@@ -52,7 +53,7 @@ use crate::http::caller::Caller;
          (name = "files", description = "Datasets and models: files, versions, sharing"),
          (name = "usage", description = "Resource use of jobs, quota, CPU/GPU hours"),
          (name = "serving", description = "Models served over HTTP: launch, scale, stop, traffic"),
-         (name = "account", description = "Who is calling"))
+         (name = "account", description = "Who is calling, passwords, resets, the audit log"))
 )]
 struct ApiDoc;
 
@@ -77,6 +78,14 @@ impl Modify for AccessKeyScheme {
 pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(me))
+        .routes(routes!(account::change_password))
+        .routes(routes!(account::request_reset))
+        .routes(routes!(account::complete_reset))
+        .routes(routes!(account::confirm_email))
+        .routes(routes!(account::resend_confirmation))
+        .routes(routes!(account::admin_reset_link))
+        .routes(routes!(account::audit))
+        .routes(routes!(account::audit_csv))
         .routes(routes!(jobs::list, jobs::submit))
         .routes(routes!(jobs::get_one, jobs::delete))
         .routes(routes!(jobs::stop))

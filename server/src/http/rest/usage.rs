@@ -29,7 +29,7 @@ pub struct RangeParams {
 #[into_params(parameter_in = Query)]
 pub struct AccountParam {
     /// An account's name (site admins only, unless it is yours).
-    account: Option<String>,
+    pub account: Option<String>,
 }
 
 /// The account `which` names, as the caller may see it (or 404).

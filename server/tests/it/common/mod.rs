@@ -8,6 +8,7 @@ pub mod metric_logs;
 pub mod metrics_server;
 pub mod rest;
 pub mod site;
+pub mod smtp;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -130,6 +131,16 @@ pub async fn local_cluster(db: &TestDb) -> server::local::LocalCluster {
     .unwrap()
 }
 
+/// The accounts port on `db` as the console builds it, its mail going to
+/// the outbox in the test's data directory.
+pub fn accounts(db: &TestDb) -> std::sync::Arc<server::accounts::SqlAccounts> {
+    let mail = server::accounts::AccountMail {
+        public_url: "http://console.test".to_owned(),
+        ..server::accounts::AccountMail::outbox_of(db.dir()).unwrap()
+    };
+    server::accounts::SqlAccounts::new(db.pool.clone(), mail)
+}
+
 /// A new account `name` whose namespace is `namespace`, straight in the database.
 pub async fn account(pool: &AnyPool, name: &str, namespace: &str) -> app::models::Account {
     let id: i64 = sqlx::query_scalar(
@@ -165,6 +176,7 @@ pub async fn user_in(pool: &AnyPool, account: &app::models::Account) -> app::mod
         email,
         role: app::models::Role::Owner,
         account: account.clone(),
+        email_confirmed: true,
     }
 }
 

@@ -11,6 +11,11 @@ use tower::ServiceExt;
 
 use super::TestDb;
 
+/// The site admin every test console starts with: account, email, password.
+pub const ADMIN_ACCOUNT: &str = "site-admin";
+pub const ADMIN_EMAIL: &str = "admin@example.com";
+pub const ADMIN_PASSWORD: &str = "the site admin password";
+
 pub struct Site {
     /// The whole app's router, driven without a socket.
     pub router: Router,
@@ -68,6 +73,19 @@ pub async fn site_from(db: TestDb, config: Config) -> Site {
         .with_test_writer()
         .try_init();
     let console = Console::build(config).await.unwrap();
+    // Like a real deployment, the console has a site admin before anyone
+    // signs up, so that the accounts tests make are ordinary ones (the first
+    // sign-up on an empty database would be a site admin).
+    let _ = super::accounts(&db)
+        .create_confirmed(
+            app::models::SignUpForm {
+                account: ADMIN_ACCOUNT.to_owned(),
+                email: ADMIN_EMAIL.to_owned(),
+                password: ADMIN_PASSWORD.to_owned(),
+            },
+            true,
+        )
+        .await;
     Site {
         router: console.router(),
         services: console.services.clone(),
@@ -117,7 +135,17 @@ impl Site {
                 namespace: format!("pc-{account}"),
                 created_at,
             },
+            email_confirmed: true,
         }
+    }
+
+    /// A new access key of the site admin.
+    pub async fn admin_key(&self) -> String {
+        server::access_keys::SqlAccessKeys::new(self.db.pool.clone())
+            .create_for(ADMIN_ACCOUNT, ADMIN_EMAIL, "tests")
+            .await
+            .unwrap()
+            .key
     }
 
     pub async fn send(&self, req: Request<Body>) -> Response<Body> {
