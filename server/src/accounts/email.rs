@@ -120,7 +120,14 @@ impl SqlAccounts {
                 "Your address is already confirmed.",
             ));
         }
-        let user = who.me.user_id.to_string();
+        self.send_another_confirmation(&who.me).await
+    }
+
+    /// Mails `me` another confirmation link, within the limits that keep
+    /// the console from mailing one address over and over (whatever asks:
+    /// the Account page, or a sign-in refused for want of one).
+    pub(super) async fn send_another_confirmation(&self, me: &Me) -> Result<(), AppError> {
+        let user = me.user_id.to_string();
         if !RESEND_BURST.take(&self.pool, &user).await? {
             return Err(AppError::TooMany {
                 message: "A confirmation mail went out less than a minute ago; check your inbox \
@@ -133,6 +140,6 @@ impl SqlAccounts {
                 message: "Five confirmation mails went out today; try again tomorrow.".to_owned(),
             });
         }
-        self.send_confirmation(&who.me).await
+        self.send_confirmation(me).await
     }
 }

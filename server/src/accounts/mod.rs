@@ -247,7 +247,7 @@ impl Accounts for SqlAccounts {
         if self.mail.require_confirmation && !me.email_confirmed {
             // The password was right, so saying why is no leak; a fresh link
             // saves a trip to "resend".
-            let sent = self.send_confirmation(&me).await.is_ok();
+            let sent = self.send_another_confirmation(&me).await.is_ok();
             return Err(AppError::forbidden(format!(
                 "Confirm your email address first: follow the link we {} to {}.",
                 if sent { "just sent" } else { "sent" },
