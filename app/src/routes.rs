@@ -10,10 +10,10 @@ use crate::models::AssetKind;
 use crate::pages::assets::settings::AssetSettingsPage;
 use crate::pages::assets::{detail::AssetPage, detail::SharedPage, AssetsPage};
 use crate::pages::{
-    account::AccountPage, auth::ConfirmPage, auth::ForgotPage, auth::LoginPage, auth::ResetPage,
-    auth::SignUpPage, jobs::resources::JobResourcesPage, jobs::JobsPage, not_found::NotFound,
-    paddleboard::PaddleBoardPage, placeholder::SectionPage, quota::QuotaPageView,
-    serving::traffic::ServingTrafficPage, serving::ServingPage,
+    account::AccountPage, admin::AdminPage, auth::ConfirmPage, auth::ForgotPage, auth::LoginPage,
+    auth::ResetPage, auth::SignUpPage, jobs::resources::JobResourcesPage, jobs::JobsPage,
+    join::JoinPage, not_found::NotFound, paddleboard::PaddleBoardPage, placeholder::SectionPage,
+    quota::QuotaPageView, serving::traffic::ServingTrafficPage, serving::ServingPage,
 };
 
 // Pages render on the server only (islands mode): the browser gets their HTML
@@ -58,6 +58,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/forgot") view=|| view! { <ForgotPage /> } ssr=SsrMode::Async />
                 <Route path=path!("/reset") view=|| view! { <ResetPage /> } ssr=SsrMode::Async />
                 <Route path=path!("/confirm") view=|| view! { <ConfirmPage /> } ssr=SsrMode::Async />
+                <Route path=path!("/join") view=|| view! { <JoinPage /> } ssr=SsrMode::Async />
                 <Route path=path!("/shared/:token") view=|| view! { <SharedPage /> } ssr=SsrMode::Async />
                 <ParentRoute path=path!("") view=Layout ssr=SsrMode::Async>
                     <Route path=path!("") view=|| view! { <Redirect path="/jobs" /> } />
@@ -78,6 +79,7 @@ pub fn App() -> impl IntoView {
                     />
                     <Route path=path!("quota") view=|| view! { <QuotaPageView /> } />
                     <Route path=path!("account") view=|| view! { <AccountPage /> } />
+                    <Route path=path!("admin") view=|| view! { <AdminPage /> } />
                 </ParentRoute>
             </Routes>
         </Router>

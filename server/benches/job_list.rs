@@ -72,6 +72,7 @@ fn main() -> anyhow::Result<()> {
                     password: "a long password".into(),
                 },
                 false,
+                false,
             )
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -17,7 +17,7 @@ use crate::storage::internal;
 use crate::storage::jobs::JOB_TOKEN_PREFIX;
 use crate::storage::serving::SERVING_TOKEN_PREFIX;
 use crate::storage::tokens::{random_token, token_hash};
-use crate::storage::users::{self, me_from, user_columns};
+use crate::storage::users::{self, me_from, user_columns, UserRow};
 use crate::time::now_ms;
 
 /// `last_used_at` is written at most this often per key, so that a script
@@ -64,35 +64,32 @@ impl SqlAccessKeys {
         if !is_well_formed_with(JOB_TOKEN_PREFIX, token) {
             return Ok(None);
         }
-        /// The job's id and name, then its submitter as [`users::UserRow`] has it.
-        type JobTokenRow = (
-            i64,
-            String,
-            i64,
-            String,
-            String,
-            i64,
-            String,
-            String,
-            i64,
-            i64,
-        );
+        /// The job's id and name, then its submitter.
+        #[derive(sqlx::FromRow)]
+        struct JobTokenRow {
+            job_id: i64,
+            job: String,
+            #[sqlx(flatten)]
+            user: UserRow,
+        }
         let row: Option<JobTokenRow> = sqlx::query_as(concat!(
-            "SELECT j.id, j.name, ",
+            "SELECT j.id AS job_id, j.name AS job, ",
             user_columns!(),
             " FROM jobs j JOIN users u ON u.id = j.user_id \
-                 JOIN accounts a ON a.id = u.account_id WHERE j.token_hash = $1"
+                 JOIN memberships m ON m.user_id = u.id AND m.account_id = j.account_id \
+                 JOIN accounts a ON a.id = m.account_id WHERE j.token_hash = $1"
         ))
         .bind(token_hash(token))
         .fetch_optional(&self.pool)
         .await
         .map_err(internal("look up job token"))?;
-        Ok(
-            row.map(|(job_id, job, u, e, r, ai, an, ans, ac, cf)| Principal {
-                me: me_from((u, e, r, ai, an, ans, ac, cf)),
-                credential: Credential::JobToken { job_id, job },
-            }),
-        )
+        Ok(row.map(|r| Principal {
+            me: me_from(r.user),
+            credential: Credential::JobToken {
+                job_id: r.job_id,
+                job: r.job,
+            },
+        }))
     }
 }
 
@@ -103,36 +100,33 @@ impl SqlAccessKeys {
         if !is_well_formed_with(SERVING_TOKEN_PREFIX, token) {
             return Ok(None);
         }
-        /// The instance's id and model, then its launcher as [`users::UserRow`] has it.
-        type ServingTokenRow = (
-            i64,
-            String,
-            i64,
-            String,
-            String,
-            i64,
-            String,
-            String,
-            i64,
-            i64,
-        );
+        /// The instance's id and model, then its launcher.
+        #[derive(sqlx::FromRow)]
+        struct ServingTokenRow {
+            serving_id: i64,
+            model: String,
+            #[sqlx(flatten)]
+            user: UserRow,
+        }
         let row: Option<ServingTokenRow> = sqlx::query_as(concat!(
-            "SELECT s.id, s.model, ",
+            "SELECT s.id AS serving_id, s.model AS model, ",
             user_columns!(),
-            " FROM serving s JOIN users u ON u.account_id = s.account_id AND u.email = s.created_by \
-                 JOIN accounts a ON a.id = u.account_id \
+            " FROM serving s JOIN memberships m ON m.account_id = s.account_id \
+                 JOIN users u ON u.id = m.user_id AND u.email = s.created_by \
+                 JOIN accounts a ON a.id = m.account_id \
                  WHERE s.token_hash = $1 AND s.status <> 'stopped'"
         ))
         .bind(token_hash(token))
         .fetch_optional(&self.pool)
         .await
         .map_err(internal("look up serving token"))?;
-        Ok(row.map(
-            |(serving_id, model, u, e, r, ai, an, ans, ac, cf)| Principal {
-                me: me_from((u, e, r, ai, an, ans, ac, cf)),
-                credential: Credential::ServingToken { serving_id, model },
+        Ok(row.map(|r| Principal {
+            me: me_from(r.user),
+            credential: Credential::ServingToken {
+                serving_id: r.serving_id,
+                model: r.model,
             },
-        ))
+        }))
     }
 }
 
@@ -144,13 +138,14 @@ impl AccessKeys for SqlAccessKeys {
         let prefix = key[..SHOWN_PREFIX_LEN].to_owned();
         let created_at = now_ms();
         let id: i64 = sqlx::query_scalar(
-            "INSERT INTO access_keys (token_hash, prefix, name, user_id, created_at) \
-             VALUES ($1, $2, $3, $4, $5) RETURNING id",
+            "INSERT INTO access_keys (token_hash, prefix, name, user_id, account_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         )
         .bind(token_hash(&key))
         .bind(&prefix)
         .bind(&name)
         .bind(me.user_id)
+        .bind(me.account.id)
         .bind(created_at)
         .fetch_one(&self.pool)
         .await
@@ -181,9 +176,10 @@ impl AccessKeys for SqlAccessKeys {
     async fn keys(&self, who: &Principal) -> Result<Vec<AccessKeyInfo>, AppError> {
         let rows: Vec<(i64, String, String, i64, Option<i64>)> = sqlx::query_as(
             "SELECT id, name, prefix, created_at, last_used_at FROM access_keys \
-             WHERE user_id = $1 ORDER BY created_at DESC, id DESC",
+             WHERE user_id = $1 AND account_id = $2 ORDER BY created_at DESC, id DESC",
         )
         .bind(who.me.user_id)
+        .bind(who.me.account.id)
         .fetch_all(&self.pool)
         .await
         .map_err(internal("list access keys"))?;
@@ -203,10 +199,12 @@ impl AccessKeys for SqlAccessKeys {
 
     async fn revoke_key(&self, who: &Principal, id: i64) -> Result<(), AppError> {
         let gone: Option<(String, String)> = sqlx::query_as(
-            "DELETE FROM access_keys WHERE id = $1 AND user_id = $2 RETURNING name, prefix",
+            "DELETE FROM access_keys WHERE id = $1 AND user_id = $2 AND account_id = $3 \
+             RETURNING name, prefix",
         )
         .bind(id)
         .bind(who.me.user_id)
+        .bind(who.me.account.id)
         .fetch_optional(&self.pool)
         .await
         .map_err(internal("revoke access key"))?;
@@ -237,28 +235,31 @@ impl AccessKeys for SqlAccessKeys {
         if !is_well_formed(key) {
             return Ok(None);
         }
-        let row: Option<(
-            i64,
-            Option<i64>,
-            i64,
-            String,
-            String,
-            i64,
-            String,
-            String,
-            i64,
-            i64,
-        )> = sqlx::query_as(concat!(
-            "SELECT k.id, k.last_used_at, ",
+        /// The key, then its user.
+        #[derive(sqlx::FromRow)]
+        struct KeyRow {
+            key_id: i64,
+            last_used_at: Option<i64>,
+            #[sqlx(flatten)]
+            user: UserRow,
+        }
+        let row: Option<KeyRow> = sqlx::query_as(concat!(
+            "SELECT k.id AS key_id, k.last_used_at AS last_used_at, ",
             user_columns!(),
             " FROM access_keys k JOIN users u ON u.id = k.user_id \
-                 JOIN accounts a ON a.id = u.account_id WHERE k.token_hash = $1"
+                 JOIN memberships m ON m.user_id = u.id AND m.account_id = k.account_id \
+                 JOIN accounts a ON a.id = m.account_id WHERE k.token_hash = $1"
         ))
         .bind(token_hash(key))
         .fetch_optional(&self.pool)
         .await
         .map_err(internal("look up access key"))?;
-        let Some((key_id, last_used, u, e, r, ai, an, ans, ac, cf)) = row else {
+        let Some(KeyRow {
+            key_id,
+            last_used_at: last_used,
+            user,
+        }) = row
+        else {
             return Ok(None);
         };
         let now = now_ms();
@@ -271,7 +272,7 @@ impl AccessKeys for SqlAccessKeys {
                 .map_err(internal("touch access key"))?;
         }
         Ok(Some(Principal {
-            me: me_from((u, e, r, ai, an, ans, ac, cf)),
+            me: me_from(user),
             credential: Credential::AccessKey(key_id),
         }))
     }

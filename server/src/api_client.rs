@@ -20,6 +20,8 @@ use ureq::Body;
 pub const CREDENTIALS_ENV: &str = "PADDLECLOUD_CREDENTIALS";
 /// Environment variable overriding the file's server address.
 pub const SERVER_ENV: &str = "PADDLECLOUD_SERVER";
+/// Environment variable naming the account to act in (its credentials file).
+pub const ACCOUNT_ENV: &str = "PADDLECLOUD_ACCOUNT";
 
 const HOW_TO_GET_A_KEY: &str = "Download credentials.json from the Account page of the console, \
      or ask an administrator to run `paddlecloud admin create-key --account ACCOUNT --user EMAIL`.";
@@ -73,8 +75,10 @@ struct ErrorDetail {
 }
 
 /// The credentials file to read: `explicit`, else `$PADDLECLOUD_CREDENTIALS`,
-/// else `~/.config/paddlecloud/credentials.json`.
-pub fn credentials_path(explicit: Option<&Path>) -> PathBuf {
+/// else `~/.config/paddlecloud/credentials.json`; with an `account` (a key
+/// acts in one account, so a user of several keeps one file each),
+/// `credentials-ACCOUNT.json` beside it.
+pub fn credentials_path(explicit: Option<&Path>, account: Option<&str>) -> PathBuf {
     if let Some(path) = explicit {
         return path.to_owned();
     }
@@ -82,7 +86,11 @@ pub fn credentials_path(explicit: Option<&Path>) -> PathBuf {
         return PathBuf::from(path);
     }
     let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
-    home.join(".config/paddlecloud/credentials.json")
+    let dir = home.join(".config/paddlecloud");
+    match account.map(str::trim).filter(|a| !a.is_empty()) {
+        Some(account) => dir.join(format!("credentials-{account}.json")),
+        None => dir.join("credentials.json"),
+    }
 }
 
 /// A console and an access key.
@@ -240,6 +248,16 @@ impl ApiClient {
 
     pub(crate) fn post(&self, url: &str) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
         self.signed(self.agent.post(url))
+    }
+
+    /// Who the key acts as, and in which account.
+    pub fn me(&self) -> Result<app::models::Me, ClientError> {
+        self.json(self.get(&self.url(&["me"])).call())
+    }
+
+    /// The accounts the key's user belongs to.
+    pub fn my_accounts(&self) -> Result<Vec<app::models::Membership>, ClientError> {
+        self.json(self.get(&self.url(&["me", "accounts"])).call())
     }
 
     /// Submits a job.

@@ -314,8 +314,10 @@ impl Console {
             .recover()
             .await
             .map_err(|err| anyhow::anyhow!("bringing back serving instances: {err}"))?;
+        let accounts = SqlAccounts::new(pool.clone(), account_mail);
         let services = Services {
-            accounts: SqlAccounts::new(pool.clone(), account_mail),
+            accounts: accounts.clone(),
+            members: accounts,
             access_keys: SqlAccessKeys::new(pool.clone()),
             cluster: backends.cluster,
             metrics,

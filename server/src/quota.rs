@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use app::error::AppError;
 use app::models::{
-    Account, JobRun, JobSpec, Me, Quota, QuotaForm, QuotaUse, ResourceTotals, UsageReport, UsedFrom,
+    Account, AccountQuota, JobRun, JobSpec, Me, Quota, QuotaForm, QuotaUse, ResourceTotals,
+    UsageReport, UsedFrom,
 };
 use app::ports::{Admission, Quotas};
 use async_trait::async_trait;
@@ -190,6 +191,47 @@ impl Quotas for SqlQuotas {
                 .ok_or_else(|| AppError::not_found(format!("Account “{n}”"))),
             Some(n) => Err(AppError::not_found(format!("Account “{n}”"))),
         }
+    }
+
+    async fn accounts(&self, who: &Me) -> Result<Vec<AccountQuota>, AppError> {
+        if !users::is_site_admin(&self.pool, who.user_id).await? {
+            return Err(AppError::forbidden("Only site admins see every account."));
+        }
+        let rows: Vec<(i64, String, String, i64, i64)> = sqlx::query_as(
+            "SELECT a.id, a.name, a.namespace, a.created_at, \
+             (SELECT COUNT(*) FROM memberships m WHERE m.account_id = a.id) \
+             FROM accounts a ORDER BY a.name",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("list accounts"))?;
+        let owners: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT m.account_id, u.email FROM memberships m JOIN users u ON u.id = m.user_id \
+             WHERE m.role = 'owner' ORDER BY u.email",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("list owners"))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (id, name, namespace, created_at, members) in rows {
+            let account = Account {
+                id,
+                name,
+                namespace,
+                created_at,
+            };
+            out.push(AccountQuota {
+                quota: self.quota_use(&account).await?,
+                owners: owners
+                    .iter()
+                    .filter(|(a, _)| *a == id)
+                    .map(|(_, e)| e.clone())
+                    .collect(),
+                members: members.max(0) as u64,
+                account,
+            });
+        }
+        Ok(out)
     }
 
     async fn quota_use(&self, account: &Account) -> Result<QuotaUse, AppError> {

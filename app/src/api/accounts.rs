@@ -5,15 +5,17 @@ use leptos::prelude::*;
 use crate::error::AppError;
 #[cfg(feature = "ssr")]
 use crate::models::{safe_next, PasswordChange, ResetRequest, SignInForm, SignUpForm};
-use crate::models::{AuditLog, Me, Member, SessionInfo};
+use crate::models::{AuditLog, Me, SessionInfo};
 
 #[cfg(feature = "ssr")]
 use super::context::{
-    client_address, principal, request_parts, services, session_token, set_session_cookie,
+    client_address, principal, redirect_back, request_parts, services, session_token,
+    set_session_cookie,
 };
 
+/// The client's User-Agent, as its sessions list shows it.
 #[cfg(feature = "ssr")]
-fn user_agent() -> Result<String, AppError> {
+pub(crate) fn user_agent() -> Result<String, AppError> {
     Ok(request_parts()?
         .headers
         .get(http::header::USER_AGENT)
@@ -86,10 +88,14 @@ pub async fn current_user() -> Result<Me, AppError> {
     Ok(principal()?.me)
 }
 
-/// The members of the caller's account.
-#[server(prefix = "/api", endpoint = "members")]
-pub async fn members() -> Result<Vec<Member>, AppError> {
-    services()?.accounts.members(&principal()?).await
+/// A site admin mails a password-reset link to a user of any account.
+#[server(prefix = "/api", endpoint = "admin_reset_link")]
+pub async fn admin_reset_link(account: String, email: String) -> Result<(), AppError> {
+    services()?
+        .accounts
+        .send_reset_link(&principal()?, &account, &email)
+        .await?;
+    redirect_back(&[("reset_sent", Some(email))], "/admin")
 }
 
 /// The caller's sessions (browsers and clients signed in as them).

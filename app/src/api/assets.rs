@@ -11,7 +11,7 @@ use crate::models::{
 };
 
 #[cfg(feature = "ssr")]
-use super::context::{principal, redirect_back, services};
+use super::context::{member, principal, redirect_back, services};
 #[cfg(feature = "ssr")]
 use crate::ports::{Slot, Viewer};
 
@@ -141,7 +141,7 @@ async fn preview_of(
 /// Creates a dataset or model in the caller's account and opens it.
 #[server(prefix = "/api", endpoint = "create_asset")]
 pub async fn create_asset(kind: AssetKind, form: AssetForm) -> Result<Asset, AppError> {
-    let who = principal()?;
+    let who = member()?;
     let asset = services()?.assets.create(&who.me, kind, form).await?;
     leptos_axum::redirect(&asset.reference().href());
     Ok(asset)
@@ -152,7 +152,7 @@ pub async fn create_asset(kind: AssetKind, form: AssetForm) -> Result<Asset, App
 #[server(prefix = "/api", endpoint = "change_asset")]
 pub async fn change_asset(asset: AssetRef, change: AssetChange) -> Result<(), AppError> {
     use crate::models::AssetOp;
-    let me = principal()?.me;
+    let me = member()?.me;
     let assets = services()?.assets;
     let version = change.version_number()?;
     let need_version = || version.ok_or_else(|| AppError::invalid("version", "Say which version."));

@@ -35,6 +35,14 @@ pub fn principal() -> Result<Principal, AppError> {
         .ok_or(AppError::Unauthenticated)
 }
 
+/// The signed-in caller, if their role lets them change things in the
+/// account: a viewer is refused with a 403 that says so.
+pub fn member() -> Result<Principal, AppError> {
+    let who = principal()?;
+    who.require_change()?;
+    Ok(who)
+}
+
 /// The address the request came from, as rate limits count it (`unknown`
 /// with no socket behind the request).
 pub fn client_address(parts: &Parts) -> String {

@@ -6,7 +6,7 @@ use crate::error::AppError;
 use crate::models::{Job, JobForm, JobPage, JobQuery, LogView};
 
 #[cfg(feature = "ssr")]
-use super::context::{principal, redirect_back_without, services};
+use super::context::{member, principal, redirect_back_without, services};
 
 /// `Some(why)` while the cluster jobs run on cannot be reached: every page
 /// shows it as a banner (the job table itself comes from the database).
@@ -26,7 +26,7 @@ pub async fn list_jobs(query: JobQuery) -> Result<JobPage, AppError> {
 /// Submits a job from the dialog's form.
 #[server(prefix = "/api", endpoint = "submit_job")]
 pub async fn submit_job(form: JobForm) -> Result<Job, AppError> {
-    let who = principal()?;
+    let who = member()?;
     let spec = form.to_spec()?;
     let job = crate::use_cases::submit_within_quota(&services()?, &who.me, spec).await?;
     tracing::info!(account = %who.me.account.name, job = %job.name, user = %who.me.email, "job submitted");
@@ -37,14 +37,14 @@ pub async fn submit_job(form: JobForm) -> Result<Job, AppError> {
 /// Stops a job (every replica), keeping its record and logs.
 #[server(prefix = "/api", endpoint = "stop_job")]
 pub async fn stop_job(name: String) -> Result<Job, AppError> {
-    let who = principal()?;
+    let who = member()?;
     services()?.cluster.stop(&who.me.account, &name).await
 }
 
 /// Deletes a job with its logs.
 #[server(prefix = "/api", endpoint = "delete_job")]
 pub async fn delete_job(name: String) -> Result<(), AppError> {
-    let who = principal()?;
+    let who = member()?;
     services()?.cluster.delete(&who.me.account, &name).await
 }
 

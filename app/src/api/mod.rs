@@ -6,6 +6,7 @@ pub mod assets;
 #[cfg(feature = "ssr")]
 pub mod context;
 pub mod jobs;
+pub mod members;
 pub mod paddleboard;
 pub mod serving;
 pub mod usage;

@@ -7,7 +7,7 @@ use crate::error::AppError;
 use crate::models::{ServingForm, ServingInstance, ServingList, ServingTraffic};
 
 #[cfg(feature = "ssr")]
-use super::context::{principal, redirect_back_without, services};
+use super::context::{member, principal, redirect_back_without, services};
 
 /// A model the launch dialog offers, with its versions that can be served.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,7 +70,7 @@ pub async fn serving_models() -> Result<Vec<ModelChoice>, AppError> {
 /// Launches an instance from the dialog's form.
 #[server(prefix = "/api", endpoint = "launch_serving")]
 pub async fn launch_serving(form: ServingForm) -> Result<ServingInstance, AppError> {
-    let who = principal()?;
+    let who = member()?;
     let spec = form.to_spec()?;
     let done = crate::use_cases::launch_within_quota(&services()?, &who.me, spec).await?;
     tracing::info!(account = %who.me.account.name, serving = %done.name, user = %who.me.email, "serving launched");
@@ -81,7 +81,7 @@ pub async fn launch_serving(form: ServingForm) -> Result<ServingInstance, AppErr
 /// Scales an instance to `replicas` (a number typed in the table).
 #[server(prefix = "/api", endpoint = "scale_serving")]
 pub async fn scale_serving(name: String, replicas: String) -> Result<ServingInstance, AppError> {
-    let who = principal()?;
+    let who = member()?;
     let n = replicas.trim().parse().map_err(|_| {
         AppError::invalid("replicas", "The number of replicas must be a whole number.")
     })?;
@@ -95,14 +95,14 @@ pub async fn scale_serving(name: String, replicas: String) -> Result<ServingInst
 /// Stops an instance (every replica), keeping its record.
 #[server(prefix = "/api", endpoint = "stop_serving")]
 pub async fn stop_serving(name: String) -> Result<ServingInstance, AppError> {
-    let who = principal()?;
+    let who = member()?;
     services()?.serving.stop(&who.me.account, &name).await
 }
 
 /// Deletes an instance's record (stopping it first).
 #[server(prefix = "/api", endpoint = "delete_serving")]
 pub async fn delete_serving(name: String) -> Result<(), AppError> {
-    let who = principal()?;
+    let who = member()?;
     services()?.serving.delete(&who.me.account, &name).await
 }
 

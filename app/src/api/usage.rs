@@ -4,7 +4,9 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
-use crate::models::{ClusterCapacity, JobResources, QuotaForm, QuotaUse, UsageReport};
+use crate::models::{
+    AccountQuota, ClusterCapacity, JobResources, QuotaForm, QuotaUse, UsageReport,
+};
 
 #[cfg(feature = "ssr")]
 use super::context::{principal, redirect_back, services};
@@ -54,6 +56,12 @@ pub async fn quota_view(account: Option<String>) -> Result<QuotaPage, AppError> 
         cluster: services.cluster.capacity().await?,
         account: account.name,
     })
+}
+
+/// Every account with its use against its quota (site admins).
+#[server(prefix = "/api", endpoint = "site_accounts")]
+pub async fn site_accounts() -> Result<Vec<AccountQuota>, AppError> {
+    services()?.quotas.accounts(&principal()?.me).await
 }
 
 /// The caller's account's quota and use, for the submit dialog.

@@ -5,9 +5,10 @@ use leptos_router::components::{Outlet, Redirect, A};
 
 use crate::api::accounts::{current_user, SignOut};
 use crate::api::jobs::cluster_health;
+use crate::api::members::{my_accounts, SwitchAccount};
 use crate::components::resource::{once_resource, OnceResource};
 use crate::error::AppError;
-use crate::models::Me;
+use crate::models::{Me, Role};
 
 /// The console's sections, in the order the navigation shows them.
 pub const SECTIONS: &[(&str, &str)] = &[
@@ -47,9 +48,28 @@ pub fn Layout() -> impl IntoView {
                                 </p>
                             }
                         });
+                        let viewer = (me.role == Role::Viewer).then(|| {
+                            view! {
+                                <p class="banner" data-testid="viewer-banner">
+                                    {format!(
+                                        "You are a viewer of {}: you see everything and change nothing. Ask an owner for the member role to run work.",
+                                        me.account.name,
+                                    )}
+                                </p>
+                            }
+                        });
+                        let new_password = me.must_change_password.then(|| {
+                            view! {
+                                <p class="banner error" data-testid="change-password-banner">
+                                    "Your password was generated for you: choose your own below before going on."
+                                </p>
+                            }
+                        });
                         view! {
                             <TopNav me />
                             {unconfirmed}
+                            {viewer}
+                            {new_password}
                         }
                             .into_any()
                     }
@@ -123,7 +143,9 @@ fn TopNav(me: Me) -> impl IntoView {
                 </summary>
                 <div class="menu">
                     <p class="role">{format!("{} of {}", me.role.as_str(), me.account.name)}</p>
+                    <AccountSwitcher current=me.account.name.clone() />
                     <A href="/account">"Account settings"</A>
+                    {me.site_admin.then(|| view! { <A href="/admin">"Site administration"</A> })}
                     <ActionForm action=sign_out>
                         <button type="submit" class="link">
                             "Sign out"
@@ -132,5 +154,52 @@ fn TopNav(me: Me) -> impl IntoView {
                 </div>
             </details>
         </header>
+    }
+}
+
+/// The user's other accounts, one button each: a user may belong to
+/// several, and this browser works in one at a time.
+#[component]
+fn AccountSwitcher(
+    /// The account this browser works in now.
+    current: String,
+) -> impl IntoView {
+    let accounts = once_resource(my_accounts());
+    let switch = ServerAction::<SwitchAccount>::new();
+    view! {
+        <Suspense fallback=|| ()>
+            {move || {
+                let current = current.clone();
+                Suspend::new(async move {
+                    let others: Vec<_> = accounts
+                        .await
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|m| m.account != current)
+                        .collect();
+                    (!others.is_empty())
+                        .then(|| {
+                            view! {
+                                <div class="switcher" data-testid="account-switcher">
+                                    <p class="hint">"Switch to"</p>
+                                    {others
+                                        .into_iter()
+                                        .map(|m| {
+                                            view! {
+                                                <ActionForm action=switch>
+                                                    <input type="hidden" name="account" value=m.account.clone() />
+                                                    <button type="submit" class="link">
+                                                        {format!("{} ({})", m.account, m.role.as_str())}
+                                                    </button>
+                                                </ActionForm>
+                                            }
+                                        })
+                                        .collect_view()}
+                                </div>
+                            }
+                        })
+                })
+            }}
+        </Suspense>
     }
 }

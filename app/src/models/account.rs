@@ -21,8 +21,11 @@ pub const NAMESPACE_PREFIX: &str = "pc-";
 pub enum Role {
     /// Created the account; manages members, quota and settings.
     Owner,
-    /// Runs and watches work in the account.
+    /// Runs and watches work in the account: submits and stops jobs (its
+    /// own and others'), uses datasets and models, serves them.
     Member,
+    /// Reads everything in the account and changes nothing.
+    Viewer,
 }
 
 impl Role {
@@ -31,6 +34,7 @@ impl Role {
         match self {
             Role::Owner => "owner",
             Role::Member => "member",
+            Role::Viewer => "viewer",
         }
     }
 
@@ -39,7 +43,39 @@ impl Role {
         match s {
             "owner" => Some(Role::Owner),
             "member" => Some(Role::Member),
+            "viewer" => Some(Role::Viewer),
             _ => None,
+        }
+    }
+
+    /// Every role, most powerful first (the order of the role pickers).
+    pub const ALL: [Role; 3] = [Role::Owner, Role::Member, Role::Viewer];
+
+    /// Whether this role may change things in the account (submit, stop,
+    /// upload, launch), not only look.
+    pub fn may_change(self) -> bool {
+        self != Role::Viewer
+    }
+
+    /// Refuses a viewer, with what to do about it.
+    pub fn require_change(self) -> Result<(), AppError> {
+        if self.may_change() {
+            Ok(())
+        } else {
+            Err(AppError::forbidden(
+                "Viewers can look but not change anything in this account; ask an owner for the member role.",
+            ))
+        }
+    }
+
+    /// Refuses anyone but an owner, naming what needs one.
+    pub fn require_owner(self, what: &str) -> Result<(), AppError> {
+        if self == Role::Owner {
+            Ok(())
+        } else {
+            Err(AppError::forbidden(format!(
+                "Only the account's owners {what}."
+            )))
         }
     }
 }
@@ -73,10 +109,17 @@ pub struct Me {
     /// Whether they followed the link mailed to confirm their address.
     #[serde(default)]
     pub email_confirmed: bool,
+    /// Created with a generated password: pages ask for a new one first.
+    #[serde(default)]
+    pub must_change_password: bool,
+    /// Sets every account's quota and sees every account.
+    #[serde(default)]
+    pub site_admin: bool,
 }
 
 /// A member of an account, as listed on the Account page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Member {
     /// Database id of the user.
     pub user_id: i64,

@@ -133,6 +133,21 @@ pub struct QuotaUse {
     pub updated: Option<(String, i64)>,
 }
 
+/// One account as a site admin sees it: who runs it and what it uses of
+/// its quota.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct AccountQuota {
+    /// The account.
+    pub account: super::Account,
+    /// How many members it has.
+    pub members: u64,
+    /// Its owners' addresses.
+    pub owners: Vec<String>,
+    /// Its quota and what its unfinished work uses of it.
+    pub quota: QuotaUse,
+}
+
 /// One line of a refusal: a resource, what the job asks, what is left.
 fn over(
     what: &str,

@@ -5,7 +5,8 @@ use leptos_meta::Title;
 
 use super::access_keys::AccessKeys;
 use super::account_security::{AuditSection, EmailSection, PasswordSection};
-use crate::api::accounts::{members, sessions, RevokeSession};
+use super::members::MembersSection;
+use crate::api::accounts::{sessions, RevokeSession};
 use crate::components::form::{last_error, FormError};
 use crate::components::layout::CurrentUser;
 use crate::components::resource::resource;
@@ -17,7 +18,6 @@ pub fn AccountPage() -> impl IntoView {
     let me = expect_context::<CurrentUser>();
     let revoke = ServerAction::<RevokeSession>::new();
     let error = Signal::derive(last_error(revoke));
-    let members = resource(|| (), |_| members());
     let sessions = resource(move || revoke.version().get(), |_| sessions());
     view! {
         <Title text="Account" />
@@ -40,41 +40,7 @@ pub fn AccountPage() -> impl IntoView {
                                 <dd>{format_utc(me.account.created_at)}</dd>
                             </dl>
                             <EmailSection me=me.clone() />
-                        }
-                    })
-            })}
-        </Suspense>
-
-        <h2>"Members"</h2>
-        <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                members
-                    .await
-                    .map(|rows| {
-                        view! {
-                            <table class="grid">
-                                <thead>
-                                    <tr>
-                                        <th>"Email"</th>
-                                        <th>"Role"</th>
-                                        <th>"Joined"</th>
-                                    </tr>
-                                </thead>
-                                <tbody>
-                                    {rows
-                                        .into_iter()
-                                        .map(|m| {
-                                            view! {
-                                                <tr>
-                                                    <td>{m.email}</td>
-                                                    <td>{m.role.as_str()}</td>
-                                                    <td>{format_utc(m.created_at)}</td>
-                                                </tr>
-                                            }
-                                        })
-                                        .collect_view()}
-                                </tbody>
-                            </table>
+                            <MembersSection me=me.clone() />
                         }
                     })
             })}

@@ -60,6 +60,7 @@ pub fn PasswordSection() -> impl IntoView {
     let error = Signal::derive(last_error(change));
     let query = use_query_map();
     let changed = move || query.read().get("password").as_deref() == Some("changed");
+    let required = move || query.read().get("password").as_deref() == Some("required");
     view! {
         <h2 id="password-section">"Password"</h2>
         {move || {
@@ -68,6 +69,16 @@ pub fn PasswordSection() -> impl IntoView {
                     view! {
                         <p class="banner" role="status" data-testid="password-notice">
                             "Your password is changed. Every other session of yours has ended."
+                        </p>
+                    }
+                })
+        }}
+        {move || {
+            required()
+                .then(|| {
+                    view! {
+                        <p class="banner error" role="alert" data-testid="password-required">
+                            "Choose a new password: the one you signed in with was generated for you."
                         </p>
                     }
                 })

@@ -3,9 +3,12 @@
 pub mod access_keys;
 pub mod account;
 pub mod account_security;
+pub mod admin;
 pub mod assets;
 pub mod auth;
 pub mod jobs;
+pub mod join;
+pub mod members;
 pub mod not_found;
 pub mod paddleboard;
 pub mod placeholder;

@@ -16,7 +16,7 @@ use crate::models::{ClusterCapacity, DayHours, Hours, QuotaForm, QuotaUse, UsedF
 
 /// One resource's bar: used of total, or "no limit".
 #[component]
-fn Bar(
+pub(crate) fn Bar(
     label: &'static str,
     used: u64,
     limit: Option<u64>,

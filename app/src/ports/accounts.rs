@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use crate::error::AppError;
 use crate::models::{
-    AuditLog, Me, Member, PasswordChange, ResetRequest, SessionInfo, SignInForm, SignUpForm,
+    AuditLog, Me, PasswordChange, ResetRequest, SessionInfo, SignInForm, SignUpForm,
 };
 
 /// Who is asking: resolved once per request from the session cookie (or, for
@@ -43,6 +43,16 @@ pub enum Credential {
 }
 
 impl Principal {
+    /// Refuses a viewer anything that changes the account. A job's or a
+    /// serving instance's own token acts for work already let in, so it
+    /// passes.
+    pub fn require_change(&self) -> Result<(), AppError> {
+        match self.credential {
+            Credential::Session(_) | Credential::AccessKey(_) => self.me.role.require_change(),
+            Credential::JobToken { .. } | Credential::ServingToken { .. } => Ok(()),
+        }
+    }
+
     /// Whether `session_id` is the session making this request.
     pub fn is_session(&self, session_id: i64) -> bool {
         self.credential == Credential::Session(session_id)
@@ -102,8 +112,6 @@ pub trait Accounts: Send + Sync {
     async fn sessions(&self, who: &Principal) -> Result<Vec<SessionInfo>, AppError>;
     /// Revokes one of the caller's own sessions; another user's is "not found".
     async fn revoke_session(&self, who: &Principal, session_id: i64) -> Result<(), AppError>;
-    /// The members of the caller's account.
-    async fn members(&self, who: &Principal) -> Result<Vec<Member>, AppError>;
 
     /// Changes the caller's password (the current one is required), ends
     /// every other session and every reset link, and (if asked) revokes the

@@ -7,6 +7,7 @@ mod accounts;
 mod assets;
 mod cluster;
 mod mail;
+mod members;
 mod metrics;
 mod resources;
 mod serving;
@@ -18,6 +19,7 @@ pub use accounts::*;
 pub use assets::*;
 pub use cluster::*;
 pub use mail::*;
+pub use members::*;
 pub use metrics::*;
 pub use resources::*;
 pub use serving::*;
@@ -27,6 +29,8 @@ pub use serving::*;
 pub struct Services {
     /// Accounts, users and sessions.
     pub accounts: Arc<dyn Accounts>,
+    /// Members, roles and invitations.
+    pub members: Arc<dyn Members>,
     /// Access keys for the REST API.
     pub access_keys: Arc<dyn AccessKeys>,
     /// Where jobs run: the local executor or Kubernetes.

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use crate::error::AppError;
-use crate::models::{Account, JobResources, Me, Quota, QuotaUse, UsageReport};
+use crate::models::{Account, AccountQuota, JobResources, Me, Quota, QuotaUse, UsageReport};
 
 /// A job's resource use over time, always within one account.
 #[async_trait]
@@ -31,6 +31,9 @@ pub trait Quotas: Send + Sync {
     async fn quota_use(&self, account: &Account) -> Result<QuotaUse, AppError>;
     /// Sets the quota of the account `name` (its owner or a site admin).
     async fn set_quota(&self, who: &Me, name: &str, quota: Quota) -> Result<QuotaUse, AppError>;
+    /// Every account with its members, owners and quota use, by name (site
+    /// admins only).
+    async fn accounts(&self, who: &Me) -> Result<Vec<AccountQuota>, AppError>;
     /// CPU- and GPU-hours by window, member and day, up to now.
     async fn usage(&self, account: &Account) -> Result<UsageReport, AppError>;
     /// Waits until no other submission, launch or scale-up of `account` is

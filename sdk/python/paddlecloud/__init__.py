@@ -59,6 +59,9 @@ __all__ = [
     "logs",
     "follow_logs",
     "me",
+    "accounts",
+    "members",
+    "invite",
     "Board",
     "draw_board",
     "flush_board",
@@ -123,6 +126,9 @@ pods = _module_function("pods")
 logs = _module_function("logs")
 follow_logs = _module_function("follow_logs")
 me = _module_function("me")
+accounts = _module_function("accounts")
+members = _module_function("members")
+invite = _module_function("invite")
 log_metrics = _module_function("log_metrics")
 metric_tags = _module_function("metric_tags")
 metric_series = _module_function("metric_series")

@@ -26,6 +26,7 @@ __all__ = ["Client", "DEFAULT_CREDENTIALS", "credentials_path", "load_credential
 DEFAULT_CREDENTIALS = os.path.join("~", ".config", "paddlecloud", "credentials.json")
 CREDENTIALS_ENV = "PADDLECLOUD_CREDENTIALS"
 SERVER_ENV = "PADDLECLOUD_SERVER"
+ACCOUNT_ENV = "PADDLECLOUD_ACCOUNT"
 
 #: Statuses a job does not leave by itself.
 FINISHED = frozenset({"succeeded", "failed", "stopped"})
@@ -42,10 +43,19 @@ Argv = Union[str, Sequence[str]]
 DateLike = Union[str, _dt.date, _dt.datetime]
 
 
-def credentials_path(credentials: Optional[Union[str, os.PathLike]] = None) -> str:
+def credentials_path(
+    credentials: Optional[Union[str, os.PathLike]] = None, account: Optional[str] = None
+) -> str:
     """The credentials file to read: the argument, else ``$PADDLECLOUD_CREDENTIALS``,
-    else ``~/.config/paddlecloud/credentials.json``."""
-    chosen = credentials or os.environ.get(CREDENTIALS_ENV) or DEFAULT_CREDENTIALS
+    else ``~/.config/paddlecloud/credentials.json``. A key acts in the account it was
+    made in, so a user of several accounts keeps one file each: with ``account`` (or
+    ``$PADDLECLOUD_ACCOUNT``) the default is ``credentials-ACCOUNT.json`` beside it."""
+    chosen = credentials or os.environ.get(CREDENTIALS_ENV)
+    if not chosen:
+        account = (account or os.environ.get(ACCOUNT_ENV) or "").strip()
+        chosen = DEFAULT_CREDENTIALS
+        if account:
+            chosen = os.path.join(os.path.dirname(DEFAULT_CREDENTIALS), f"credentials-{account}.json")
     return os.path.expanduser(os.fspath(chosen))
 
 
@@ -199,12 +209,13 @@ class Client(FilesMixin):
         key: Optional[str] = None,
         credentials: Optional[Union[str, os.PathLike]] = None,
         timeout: Optional[float] = 30,
+        account: Optional[str] = None,
     ) -> None:
         self.account: Optional[str] = None
         self.user: Optional[str] = None
         server = server or os.environ.get(SERVER_ENV) or None
         if not server or not key:
-            path = credentials_path(credentials)
+            path = credentials_path(credentials, account)
             data = load_credentials(path)
             server = server or data.get("server")
             key = key or data.get("key")
@@ -729,4 +740,20 @@ class Client(FilesMixin):
     def me(self) -> Dict[str, Any]:
         """Who the key belongs to: ``{"user_id", "email", "role", "account": {...}}``."""
         return self._json("GET", "/me")
+
+    def accounts(self) -> List[Dict[str, Any]]:
+        """The accounts the key's user belongs to: ``[{"account", "role"}]``. To act
+        in another, use a key made there: ``Client(account="NAME")`` reads
+        ``credentials-NAME.json``."""
+        return self._json("GET", "/me/accounts")
+
+    def members(self) -> Dict[str, Any]:
+        """The account's ``members`` (``{"user_id", "email", "role", "created_at"}``)
+        and, for its owners, open ``invitations``."""
+        return self._json("GET", "/members")
+
+    def invite(self, email: str, role: str = "member") -> Dict[str, Any]:
+        """Mails ``email`` an invitation to the account as ``owner``, ``member`` or
+        ``viewer`` (owners only)."""
+        return self._json("POST", "/invitations", body={"email": email, "role": role})
 

@@ -504,6 +504,30 @@ class CredentialsTest(unittest.TestCase):
         self.assertEqual(me["account"]["namespace"], "pc-sdk")
         self.assertIn("role", me)
 
+    def test_accounts_and_members_name_the_keys_account(self):
+        client = Client(credentials=CREDENTIALS)
+        self.assertEqual(client.accounts(), [{"account": ACCOUNT, "role": "owner"}])
+        listed = client.members()
+        self.assertEqual([m["email"] for m in listed["members"]], [EMAIL])
+        with self.assertRaises(PaddleCloudError) as caught:
+            client.invite("not an address", "member")
+        self.assertEqual((caught.exception.status, caught.exception.field), (400, "email"))
+
+    def test_account_picks_that_accounts_credentials_file(self):
+        home = os.path.join(_tmp, "home")
+        os.makedirs(os.path.join(home, ".config", "paddlecloud"), exist_ok=True)
+        other = os.path.join(home, ".config", "paddlecloud", f"credentials-{ACCOUNT}.json")
+        with open(CREDENTIALS) as src, open(other, "w") as dst:
+            dst.write(src.read())
+        env = {"HOME": home}
+        with mock.patch.dict(os.environ, env):
+            os.environ.pop("PADDLECLOUD_CREDENTIALS", None)
+            self.assertEqual(Client(account=ACCOUNT).me()["account"]["name"], ACCOUNT)
+            with mock.patch.dict(os.environ, {"PADDLECLOUD_ACCOUNT": "elsewhere"}):
+                with self.assertRaises(PaddleCloudError) as caught:
+                    Client()
+                self.assertIn("credentials-elsewhere.json", str(caught.exception))
+
     def test_the_credentials_file_fills_in_what_the_arguments_do_not_give(self):
         client = Client(credentials=CREDENTIALS)
         self.assertEqual((client.server, client.account, client.user), (SERVER, ACCOUNT, EMAIL))

@@ -3,7 +3,9 @@
 //! that confirm an address ([`email`]) or reset a password ([`passwords`]).
 
 mod email;
+mod invitations;
 mod links;
+mod members;
 mod passwords;
 
 use std::sync::{Arc, OnceLock};
@@ -11,8 +13,8 @@ use std::time::Duration;
 
 use app::error::AppError;
 use app::models::{
-    namespace_for, Account, AuditLog, Me, Member, PasswordChange, ResetRequest, Role, SessionInfo,
-    SignInForm, SignUpForm,
+    namespace_for, AuditLog, Me, PasswordChange, ResetRequest, Role, SessionInfo, SignInForm,
+    SignUpForm,
 };
 use app::ports::{Accounts, Credential, Mailer, NewSession, Principal};
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
@@ -21,7 +23,7 @@ use async_trait::async_trait;
 use sqlx::AnyPool;
 
 use crate::storage::tokens::{random_token, token_hash};
-use crate::storage::users::{me_from, user_columns, UserRow};
+use crate::storage::users::{me_from, member_of, user_columns, UserRow};
 use crate::storage::{audit, internal, users};
 use crate::time::now_ms;
 
@@ -73,25 +75,84 @@ impl SqlAccounts {
 
     /// Creates an account whose owner's address is taken as confirmed (a
     /// site admin vouches for it: `paddlecloud admin create-account`),
-    /// making the owner a site admin if `site_admin`.
+    /// making the owner a site admin if `site_admin`. A `generated`
+    /// password must be changed at first sign-in.
     pub async fn create_confirmed(
         &self,
         form: SignUpForm,
         site_admin: bool,
+        generated: bool,
     ) -> Result<Me, AppError> {
-        self.insert_account(form, true, site_admin).await
+        let (me, new_user) = self.insert_account(form, true, site_admin).await?;
+        // A user who already exists keeps the password they chose.
+        if generated && new_user {
+            sqlx::query("UPDATE users SET must_change_password = 1 WHERE id = $1")
+                .bind(me.user_id)
+                .execute(&self.pool)
+                .await
+                .map_err(internal("mark a generated password"))?;
+            return Ok(Me {
+                must_change_password: true,
+                ..me
+            });
+        }
+        Ok(me)
     }
 
-    /// The account and its owner, in one transaction. The first user of an
-    /// empty database is a site admin: someone must be able to set quotas.
+    /// The user with `email` that a sign-up joins its new account to: none
+    /// (a new user), the one whose password this is, or (`vouched`, a site
+    /// admin's command) the first.
+    async fn existing_user(
+        &self,
+        email: &str,
+        password: &str,
+        vouched: bool,
+    ) -> Result<Option<i64>, AppError> {
+        let users: Vec<(i64, String)> =
+            sqlx::query_as("SELECT id, password_hash FROM users WHERE email = $1 ORDER BY id")
+                .bind(email)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(internal("look up users"))?;
+        if users.is_empty() {
+            return Ok(None);
+        }
+        if vouched {
+            return Ok(Some(users[0].0));
+        }
+        for (id, stored) in users {
+            if verify_password(password.to_owned(), stored).await {
+                return Ok(Some(id));
+            }
+        }
+        Err(AppError::conflict(
+            "email",
+            format!(
+                "{email} already has a PaddleCloud user: give its password to add this account \
+                 to it (forgot it? reset it from the sign-in page)."
+            ),
+        ))
+    }
+
+    /// The account and its owner, in one transaction; answers the owner and
+    /// whether they are a new user. An address that already has a user
+    /// adds the account to that user (one person, several accounts). The
+    /// first user of an empty database is a site admin: someone must be
+    /// able to set quotas.
     async fn insert_account(
         &self,
         form: SignUpForm,
         confirmed: bool,
         site_admin: bool,
-    ) -> Result<Me, AppError> {
+    ) -> Result<(Me, bool), AppError> {
         let form = form.validated()?;
-        let password_hash = hash_password(form.password).await?;
+        let existing = self
+            .existing_user(&form.email, &form.password, confirmed)
+            .await?;
+        let password_hash = match existing {
+            Some(_) => String::new(),
+            None => hash_password(form.password).await?,
+        };
         let now = now_ms();
         let namespace = namespace_for(&form.account);
         let mut tx = self.pool.begin().await.map_err(internal("begin sign-up"))?;
@@ -121,34 +182,48 @@ impl SqlAccounts {
             }
             Err(err) => return Err(internal("insert account")(err)),
         };
-        let user_id: i64 = sqlx::query_scalar(
-            "INSERT INTO users (account_id, email, password_hash, role, created_at, site_admin, \
-             email_confirmed_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+        let user_id: i64 = match existing {
+            Some(id) => {
+                if site_admin {
+                    sqlx::query("UPDATE users SET site_admin = 1 WHERE id = $1")
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(internal("make a site admin"))?;
+                }
+                id
+            }
+            None => sqlx::query_scalar(
+                "INSERT INTO users (account_id, email, password_hash, role, created_at, \
+                 site_admin, email_confirmed_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+            )
+            .bind(account_id)
+            .bind(&form.email)
+            .bind(&password_hash)
+            .bind(Role::Owner.as_str())
+            .bind(now)
+            .bind(i64::from(site_admin))
+            .bind(confirmed.then_some(now))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(internal("insert owner"))?,
+        };
+        sqlx::query(
+            "INSERT INTO memberships (account_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)",
         )
         .bind(account_id)
-        .bind(&form.email)
-        .bind(&password_hash)
+        .bind(user_id)
         .bind(Role::Owner.as_str())
         .bind(now)
-        .bind(i64::from(site_admin))
-        .bind(confirmed.then_some(now))
-        .fetch_one(&mut *tx)
+        .execute(&mut *tx)
         .await
-        .map_err(internal("insert owner"))?;
+        .map_err(internal("insert owner's membership"))?;
         tx.commit().await.map_err(internal("commit sign-up"))?;
         tracing::info!(account = %form.account, user_id, site_admin, "account created");
-        Ok(Me {
-            user_id,
-            email: form.email,
-            role: Role::Owner,
-            account: Account {
-                id: account_id,
-                name: form.account,
-                namespace,
-                created_at: now,
-            },
-            email_confirmed: confirmed,
-        })
+        let me = users::member(&self.pool, user_id, account_id)
+            .await?
+            .ok_or(AppError::Internal)?;
+        Ok((me, existing.is_none()))
     }
 }
 
@@ -205,7 +280,10 @@ async fn decoy_hash() -> String {
 #[async_trait]
 impl Accounts for SqlAccounts {
     async fn create_account(&self, form: SignUpForm) -> Result<Me, AppError> {
-        let me = self.insert_account(form, false, false).await?;
+        let (me, new_user) = self.insert_account(form, false, false).await?;
+        if !new_user && me.email_confirmed {
+            return Ok(me);
+        }
         // The account works without it; a mail server that is away must
         // not cost the user their sign-up (they can ask for another link).
         if let Err(err) = self.send_confirmation(&me).await {
@@ -220,21 +298,26 @@ impl Accounts for SqlAccounts {
 
     async fn authenticate(&self, form: SignInForm) -> Result<Me, AppError> {
         let form = form.normalized();
-        let row: Option<(UserRow, String)> = sqlx::query_as::<
-            _,
-            (i64, String, String, i64, String, String, i64, i64, String),
-        >(concat!(
+        /// The user, then their password's hash.
+        #[derive(sqlx::FromRow)]
+        struct Candidate {
+            #[sqlx(flatten)]
+            user: UserRow,
+            password_hash: String,
+        }
+        let row: Option<(UserRow, String)> = sqlx::query_as::<_, Candidate>(concat!(
             "SELECT ",
             user_columns!(),
-            ", u.password_hash FROM users u \
-                 JOIN accounts a ON a.id = u.account_id WHERE a.name = $1 AND u.email = $2"
+            ", u.password_hash AS password_hash FROM users u",
+            member_of!(),
+            "WHERE a.name = $1 AND u.email = $2"
         ))
         .bind(&form.account)
         .bind(&form.email)
         .fetch_optional(&self.pool)
         .await
         .map_err(internal("look up user"))?
-        .map(|(a, b, c, d, e, f, g, h, hash)| ((a, b, c, d, e, f, g, h), hash));
+        .map(|c| (c.user, c.password_hash));
         let stored = match &row {
             Some((_, hash)) => hash.clone(),
             None => decoy_hash().await,
@@ -262,11 +345,12 @@ impl Accounts for SqlAccounts {
         let now = now_ms();
         let ttl = SESSION_TTL.as_millis() as i64;
         sqlx::query(
-            "INSERT INTO sessions (token_hash, user_id, user_agent, created_at, last_seen_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO sessions (token_hash, user_id, account_id, user_agent, created_at, \
+             last_seen_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(token_hash(&token))
         .bind(me.user_id)
+        .bind(me.account.id)
         .bind(user_agent)
         .bind(now)
         .bind(now)
@@ -286,20 +370,35 @@ impl Accounts for SqlAccounts {
             return Ok(None);
         }
         let now = now_ms();
-        let row: Option<(i64, i64, String, String, i64, String, String, i64, i64, i64)> =
-            sqlx::query_as(concat!(
-                "SELECT s.id, ",
-                user_columns!(),
-                ", s.last_seen_at FROM sessions s \
-             JOIN users u ON u.id = s.user_id JOIN accounts a ON a.id = u.account_id \
+        // The session's account must still have the user as a member: a
+        // removed member's sessions stop working there at once.
+        /// The session, then its user.
+        #[derive(sqlx::FromRow)]
+        struct SessionRow {
+            session_id: i64,
+            last_seen_at: i64,
+            #[sqlx(flatten)]
+            user: UserRow,
+        }
+        let row: Option<SessionRow> = sqlx::query_as(concat!(
+            "SELECT s.id AS session_id, s.last_seen_at AS last_seen_at, ",
+            user_columns!(),
+            " FROM sessions s JOIN users u ON u.id = s.user_id \
+             JOIN memberships m ON m.user_id = u.id AND m.account_id = s.account_id \
+             JOIN accounts a ON a.id = m.account_id \
              WHERE s.token_hash = $1 AND s.expires_at > $2"
-            ))
-            .bind(token_hash(token))
-            .bind(now)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(internal("look up session"))?;
-        let Some((session_id, u, e, r, ai, an, ans, ac, cf, last_seen)) = row else {
+        ))
+        .bind(token_hash(token))
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(internal("look up session"))?;
+        let Some(SessionRow {
+            session_id,
+            last_seen_at: last_seen,
+            user,
+        }) = row
+        else {
             return Ok(None);
         };
         if now - last_seen > TOUCH_EVERY_MS {
@@ -313,7 +412,7 @@ impl Accounts for SqlAccounts {
                 .map_err(internal("touch session"))?;
         }
         Ok(Some(Principal {
-            me: me_from((u, e, r, ai, an, ans, ac, cf)),
+            me: me_from(user),
             credential: Credential::Session(session_id),
         }))
     }
@@ -363,25 +462,6 @@ impl Accounts for SqlAccounts {
             return Err(AppError::not_found("Session"));
         }
         Ok(())
-    }
-
-    async fn members(&self, who: &Principal) -> Result<Vec<Member>, AppError> {
-        let rows: Vec<(i64, String, String, i64)> = sqlx::query_as(
-            "SELECT id, email, role, created_at FROM users WHERE account_id = $1 ORDER BY created_at, id",
-        )
-        .bind(who.me.account.id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(internal("list members"))?;
-        Ok(rows
-            .into_iter()
-            .map(|(user_id, email, role, created_at)| Member {
-                user_id,
-                email,
-                role: Role::parse(&role).unwrap_or(Role::Member),
-                created_at,
-            })
-            .collect())
     }
 
     async fn change_password(

@@ -59,7 +59,7 @@ impl SqlAccounts {
             .begin()
             .await
             .map_err(internal("change password"))?;
-        sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2")
+        sqlx::query("UPDATE users SET password_hash = $1, must_change_password = 0 WHERE id = $2")
             .bind(&hash)
             .bind(who.me.user_id)
             .execute(&mut *tx)
@@ -161,7 +161,8 @@ impl SqlAccounts {
         };
         // Following a mailed link proves the address too.
         let row: Option<(i64, String)> = sqlx::query_as(
-            "UPDATE users SET password_hash = $1, email_confirmed_at = COALESCE(email_confirmed_at, $2) \
+            "UPDATE users SET password_hash = $1, must_change_password = 0, \
+             email_confirmed_at = COALESCE(email_confirmed_at, $2) \
              WHERE id = $3 RETURNING account_id, email",
         )
         .bind(&hash)

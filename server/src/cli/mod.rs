@@ -57,6 +57,9 @@ pub enum Command {
     Delete(JobNameArgs),
     /// Where jobs run: its CPUs, memory and GPUs, what is held, what waits.
     Cluster(ClusterArgs),
+    /// Who your credentials act as, in which account and role, and your
+    /// other accounts (`--account NAME` acts in one of them).
+    Whoami(remote::WhoamiArgs),
     /// Upload files and folders into a dataset, or as a new model version, e.g.
     /// `paddlecloud upload dataset mnist ./mnist-data`.
     Upload(files::UploadArgs),
@@ -232,8 +235,10 @@ pub struct CreateAccountArgs {
     /// The owner's email.
     #[arg(long)]
     pub email: String,
-    /// Read the password from the first line of standard input.
-    #[arg(long, required = true)]
+    /// Read the password from the first line of standard input. Without
+    /// it, a password is generated and printed once, and the owner must
+    /// choose a new one when they first sign in.
+    #[arg(long)]
     pub password_stdin: bool,
     /// Make the owner a site admin (who sets every account's quota). The
     /// first user of an empty database is one anyway.
@@ -284,6 +289,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Stop(args) => blocking(move || remote::stop(args)).await,
         Command::Delete(args) => blocking(move || remote::delete(args)).await,
         Command::Cluster(args) => blocking(move || remote::cluster(args)).await,
+        Command::Whoami(args) => blocking(move || remote::whoami(args)).await,
         Command::Upload(args) => blocking(move || files::upload(args)).await,
         Command::Download(args) => blocking(move || files::download(args)).await,
         Command::Serving { command } => blocking(move || serving::run(command)).await,
@@ -526,12 +532,20 @@ fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
 }
 
 async fn create_account(args: CreateAccountArgs) -> anyhow::Result<()> {
-    let mut password = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut password)
-        .context("reading the password from standard input")?;
-    let password = password.trim_end_matches(['\r', '\n']).to_owned();
+    let (password, generated) = if args.password_stdin {
+        let mut password = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut password)
+            .context("reading the password from standard input")?;
+        (password.trim_end_matches(['\r', '\n']).to_owned(), false)
+    } else {
+        // 24 hex digits: 96 random bits, to be replaced at first sign-in.
+        (
+            crate::storage::tokens::random_token()[..24].to_owned(),
+            true,
+        )
+    };
     let pool = db::connect(&args.storage.database_url()).await?;
     // Nothing is mailed: whoever runs this vouches for the address.
     let accounts = SqlAccounts::new(pool, AccountMail::outbox_of(&args.storage.data_dir)?);
@@ -540,9 +554,10 @@ async fn create_account(args: CreateAccountArgs) -> anyhow::Result<()> {
             SignUpForm {
                 account: args.name,
                 email: args.email,
-                password,
+                password: password.clone(),
             },
             args.site_admin,
+            generated,
         )
         .await
         .map_err(|err| match err.field() {
@@ -560,5 +575,15 @@ async fn create_account(args: CreateAccountArgs) -> anyhow::Result<()> {
             ""
         }
     );
+    if me.must_change_password {
+        println!(
+            "generated password (shown once; a new one is asked for at first sign-in): {password}"
+        );
+    } else if generated {
+        println!(
+            "{} already had a user: they sign in with their own password",
+            me.email
+        );
+    }
     Ok(())
 }

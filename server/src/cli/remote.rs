@@ -22,11 +22,15 @@ pub struct RemoteArgs {
     /// The console's URL, overriding the credentials file's.
     #[arg(long, env = "PADDLECLOUD_SERVER")]
     pub server: Option<String>,
+    /// Act in this account: reads `credentials-ACCOUNT.json` beside the
+    /// default credentials file (a key works in the account it was made in).
+    #[arg(long, env = "PADDLECLOUD_ACCOUNT")]
+    pub account: Option<String>,
 }
 
 impl RemoteArgs {
     pub(crate) fn client(&self) -> anyhow::Result<ApiClient> {
-        let path = credentials_path(self.credentials.as_deref());
+        let path = credentials_path(self.credentials.as_deref(), self.account.as_deref());
         Ok(ApiClient::from_credentials(&path, self.server.as_deref())?)
     }
 }
@@ -412,6 +416,55 @@ pub fn render_cluster(c: &app::models::ClusterCapacity) -> String {
         c.limits.describe(),
         c.source
     );
+    out
+}
+
+/// `paddlecloud whoami`.
+#[derive(Debug, Clone, Args)]
+pub struct WhoamiArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Which console, as whom.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// Who the credentials act as, in which account and role, and the user's
+/// other accounts with how to act in them.
+pub fn whoami(args: WhoamiArgs) -> anyhow::Result<()> {
+    let client = args.remote.client()?;
+    let me = client.me()?;
+    let accounts = client.my_accounts()?;
+    if args.json {
+        let out = serde_json::json!({"me": me, "accounts": accounts});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    print!("{}", render_whoami(&me, &accounts));
+    Ok(())
+}
+
+/// `whoami` as text.
+pub fn render_whoami(me: &app::models::Me, accounts: &[app::models::Membership]) -> String {
+    let mut out = format!(
+        "{} ({}) in account {}\n",
+        me.email,
+        me.role.as_str(),
+        me.account.name
+    );
+    let others: Vec<_> = accounts
+        .iter()
+        .filter(|m| m.account != me.account.name)
+        .collect();
+    if !others.is_empty() {
+        out += "also a member of:\n";
+        for m in &others {
+            out += &format!("  {} ({})\n", m.account, m.role.as_str());
+        }
+        out += "to act there, save a key made in that account as \
+                ~/.config/paddlecloud/credentials-ACCOUNT.json and pass --account ACCOUNT\n";
+    }
     out
 }
 

@@ -85,6 +85,16 @@ impl From<JsonRejection> for ApiError {
 }
 
 /// A query string that could not be read: 400.
+/// A path segment that should be a number and is not (`/members/abc`).
+impl From<axum::extract::rejection::PathRejection> for ApiError {
+    fn from(rejection: axum::extract::rejection::PathRejection) -> Self {
+        Self(AppError::invalid(
+            "id",
+            format!("The path could not be read: {}", rejection.body_text()),
+        ))
+    }
+}
+
 impl From<QueryRejection> for ApiError {
     fn from(rejection: QueryRejection) -> Self {
         let text = rejection.body_text();

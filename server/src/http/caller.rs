@@ -36,3 +36,20 @@ impl<S: Send + Sync> OptionalFromRequestParts<S> for Caller {
         Ok(parts.extensions.get::<Principal>().cloned().map(Self))
     }
 }
+
+/// The signed-in caller, if their role lets them change things in the
+/// account: a viewer gets a 403 that says so (in the route's shape).
+/// Handlers that change anything take this instead of [`Caller`].
+pub struct Writer(pub Principal);
+
+impl<S: Send + Sync> FromRequestParts<S> for Writer {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
+        let Caller(who) = <Caller as FromRequestParts<S>>::from_request_parts(parts, state).await?;
+        match who.require_change() {
+            Ok(()) => Ok(Self(who)),
+            Err(err) => Err(super::session::refuse(parts.uri.path(), err)),
+        }
+    }
+}

@@ -11,7 +11,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::caller::Caller;
+use super::caller::{Caller, Writer};
 use super::AppState;
 use crate::mlflow::store::RunRow;
 use crate::mlflow::wire::{
@@ -72,7 +72,7 @@ struct CreateExperiment {
 
 async fn create_experiment(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     raw: axum::body::Bytes,
 ) -> Answer {
     let req: CreateExperiment = body(&raw)?;
@@ -133,7 +133,7 @@ struct CreateRun {
 
 async fn create_run(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     raw: axum::body::Bytes,
 ) -> Answer {
     let mut req: CreateRun = body(&raw)?;
@@ -248,7 +248,7 @@ struct UpdateRun {
 
 async fn update_run(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     raw: axum::body::Bytes,
 ) -> Answer {
     let req: UpdateRun = body(&raw)?;
@@ -328,7 +328,7 @@ struct LogMetric {
 
 async fn log_metric(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     raw: axum::body::Bytes,
 ) -> Answer {
     let req: LogMetric = body(&raw)?;
@@ -351,7 +351,7 @@ struct LogBatch {
 
 async fn log_batch(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     raw: axum::body::Bytes,
 ) -> Answer {
     let req: LogBatch = body(&raw)?;
@@ -404,7 +404,7 @@ struct LogParam {
 
 async fn log_param(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     raw: axum::body::Bytes,
 ) -> Answer {
     let req: LogParam = body(&raw)?;
@@ -420,7 +420,7 @@ async fn log_param(
 
 async fn set_tag(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     raw: axum::body::Bytes,
 ) -> Answer {
     let req: LogParam = body(&raw)?;

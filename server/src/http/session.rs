@@ -24,7 +24,7 @@ pub const MLFLOW_API: &str = "/api/2.0/mlflow/";
 const PUBLIC_PAGES: &[&str] = &["/login", "/signup", "/forgot"];
 /// Pages anyone may open, signed in or not: what a share link opens, and
 /// where the links of account mail land.
-const OPEN_PAGES: &[&str] = &["/shared/:token", "/reset", "/confirm"];
+const OPEN_PAGES: &[&str] = &["/shared/:token", "/reset", "/confirm", "/join"];
 
 /// Resolves the session cookie, once per request, for every later handler.
 pub async fn resolve_session(
@@ -197,11 +197,14 @@ pub async fn require_sign_in(
     if request.method() != Method::GET && request.method() != Method::HEAD {
         return next.run(request).await;
     }
-    let signed_in = request
-        .extensions()
-        .get::<app::ports::Principal>()
-        .is_some();
+    let principal = request.extensions().get::<app::ports::Principal>();
+    let signed_in = principal.is_some();
+    let must_change_password = principal.is_some_and(|p| p.me.must_change_password);
     let path = request.uri().path();
+    if must_change_password && path != "/account" && guard.is_protected(path) {
+        // A generated password is a secret someone else has seen.
+        return Redirect::to("/account?password=required#password-section").into_response();
+    }
     if !signed_in && guard.is_protected(path) {
         let target = request
             .uri()

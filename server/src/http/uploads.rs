@@ -49,7 +49,10 @@ pub async fn upload(
     }
     let outcome = match caller {
         None => Err(AppError::Unauthenticated),
-        Some(Caller(who)) => store_parts(&state, &who, &r, &target, multipart).await,
+        Some(Caller(who)) => match who.require_change() {
+            Ok(()) => store_parts(&state, &who, &r, &target, multipart).await,
+            Err(err) => Err(err),
+        },
     };
     match outcome {
         Ok(count) => query.push(format!("uploaded={count}")),

@@ -93,6 +93,8 @@ impl ServingService {
                     role: app::models::Role::Member,
                     account: stored.account.clone(),
                     email_confirmed: true,
+                    must_change_password: false,
+                    site_admin: false,
                 };
                 let files = self
                     .locate(

@@ -388,8 +388,9 @@ impl JobStore {
         let row: Option<UserRow> = sqlx::query_as(concat!(
             "SELECT ",
             user_columns!(),
-            " FROM jobs j JOIN users u ON u.id = j.user_id JOIN accounts a ON a.id = j.account_id \
-             WHERE j.id = $1"
+            " FROM jobs j JOIN users u ON u.id = j.user_id \
+             JOIN memberships m ON m.user_id = u.id AND m.account_id = j.account_id \
+             JOIN accounts a ON a.id = j.account_id WHERE j.id = $1"
         ))
         .bind(job_id)
         .fetch_optional(&self.pool)

@@ -7,31 +7,58 @@ use sqlx::AnyPool;
 
 use super::internal;
 
-/// The columns every "who is this" query selects (`u` the user, `a` the
-/// account), in this order.
-pub type UserRow = (i64, String, String, i64, String, String, i64, i64);
+/// The columns every "who is this" query selects (`u` the user, `m` their
+/// membership, `a` the account it is in), named as [`UserRow`] reads them.
 macro_rules! user_columns {
     () => {
-        "u.id, u.email, u.role, a.id, a.name, a.namespace, a.created_at, \
-         COALESCE(u.email_confirmed_at, 0)"
+        "u.id AS user_id, u.email AS email, m.role AS role, a.id AS account_id, \
+         a.name AS account_name, a.namespace AS namespace, a.created_at AS account_created_at, \
+         COALESCE(u.email_confirmed_at, 0) AS confirmed_at, \
+         u.must_change_password AS must_change_password, u.site_admin AS site_admin"
     };
 }
 pub(crate) use user_columns;
 
+/// A user as [`user_columns!`] selects them; queries that select more
+/// read it with `#[sqlx(flatten)]` beside their own columns.
+#[derive(Debug, sqlx::FromRow)]
+pub struct UserRow {
+    user_id: i64,
+    email: String,
+    role: String,
+    account_id: i64,
+    account_name: String,
+    namespace: String,
+    account_created_at: i64,
+    confirmed_at: i64,
+    must_change_password: i64,
+    site_admin: i64,
+}
+
+/// Joins a user `u` to their membership `m` and its account `a`: what a
+/// user may do is read from the membership, never from the user row.
+macro_rules! member_of {
+    () => {
+        " JOIN memberships m ON m.user_id = u.id JOIN accounts a ON a.id = m.account_id "
+    };
+}
+pub(crate) use member_of;
+
 /// The user and account of a [`UserRow`].
 pub fn me_from(row: UserRow) -> Me {
-    let (user_id, email, role, account_id, name, namespace, created_at, confirmed_at) = row;
     Me {
-        user_id,
-        email,
-        role: Role::parse(&role).unwrap_or(Role::Member),
+        user_id: row.user_id,
+        email: row.email,
+        role: Role::parse(&row.role).unwrap_or(Role::Viewer),
         account: Account {
-            id: account_id,
-            name,
-            namespace,
-            created_at,
+            id: row.account_id,
+            name: row.account_name,
+            namespace: row.namespace,
+            created_at: row.account_created_at,
         },
-        email_confirmed: confirmed_at > 0,
+        email_confirmed: row.confirmed_at > 0,
+        must_change_password: row.must_change_password != 0,
+        site_admin: row.site_admin != 0,
     }
 }
 
@@ -45,13 +72,14 @@ pub async fn is_site_admin(pool: &AnyPool, user_id: i64) -> Result<bool, AppErro
     Ok(admin.is_some_and(|(a,)| a != 0))
 }
 
-/// The user `email` of account `account`, if there is one.
+/// The member `email` of account `account`, if there is one.
 pub async fn find(pool: &AnyPool, account: &str, email: &str) -> Result<Option<Me>, AppError> {
     let row: Option<UserRow> = sqlx::query_as(concat!(
         "SELECT ",
         user_columns!(),
-        " FROM users u JOIN accounts a ON a.id = u.account_id \
-         WHERE a.name = $1 AND u.email = $2"
+        " FROM users u",
+        member_of!(),
+        "WHERE a.name = $1 AND u.email = $2"
     ))
     .bind(account.trim().to_ascii_lowercase())
     .bind(email.trim().to_lowercase())
@@ -61,14 +89,17 @@ pub async fn find(pool: &AnyPool, account: &str, email: &str) -> Result<Option<M
     Ok(row.map(me_from))
 }
 
-/// The user with id `user_id`.
-pub async fn by_id(pool: &AnyPool, user_id: i64) -> Result<Option<Me>, AppError> {
+/// The user with id `user_id` as a member of `account_id`, if they are one.
+pub async fn member(pool: &AnyPool, user_id: i64, account_id: i64) -> Result<Option<Me>, AppError> {
     let row: Option<UserRow> = sqlx::query_as(concat!(
         "SELECT ",
         user_columns!(),
-        " FROM users u JOIN accounts a ON a.id = u.account_id WHERE u.id = $1"
+        " FROM users u",
+        member_of!(),
+        "WHERE u.id = $1 AND a.id = $2"
     ))
     .bind(user_id)
+    .bind(account_id)
     .fetch_optional(pool)
     .await
     .map_err(internal("look up user"))?;

@@ -285,7 +285,10 @@ async fn members_are_listed_only_for_the_callers_account(db: TestDb) {
         .unwrap();
     let s = accounts.create_session(&ann, "x").await.unwrap();
     let who = accounts.resolve_session(&s.token).await.unwrap().unwrap();
-    let members = accounts.members(&who).await.unwrap();
+    let members = app::ports::Members::members(accounts.as_ref(), &who)
+        .await
+        .unwrap()
+        .members;
     assert_eq!(members.len(), 1);
     assert_eq!(members[0].email, "ann@example.com");
     assert_eq!(members[0].role, Role::Owner);

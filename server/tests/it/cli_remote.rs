@@ -782,3 +782,96 @@ fn the_command_line_shows_the_machine_the_queue_and_why_a_job_waits() {
     ok(&run(&["stop", "holder"], &creds, None));
     wait_status(&creds, "waiter", "succeeded");
 }
+
+#[test]
+fn whoami_names_the_account_and_account_picks_its_credentials_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let console = Console::start(tmp.path());
+    let credentials = set_up(tmp.path(), &console.url);
+    let data_dir = tmp.path().to_str().unwrap();
+
+    // Ann's second account, made by an admin with no password given: she
+    // is the same user, so her own password stays and nothing is generated.
+    let out = ok(&run(
+        &[
+            "admin",
+            "create-account",
+            "--name",
+            "speech",
+            "--email",
+            "ann@example.com",
+            "--data-dir",
+            data_dir,
+        ],
+        &credentials,
+        None,
+    ));
+    assert!(out.contains("already had a user"), "{out}");
+    // A new user's generated password is printed once, to be changed.
+    let out = ok(&run(
+        &[
+            "admin",
+            "create-account",
+            "--name",
+            "audio",
+            "--email",
+            "cy@example.com",
+            "--data-dir",
+            data_dir,
+        ],
+        &credentials,
+        None,
+    ));
+    assert!(out.contains("generated password (shown once"), "{out}");
+
+    let out = ok(&run(&["whoami"], &credentials, None));
+    assert!(
+        out.starts_with("ann@example.com (owner) in account vision\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("also a member of:\n  speech (owner)\n"),
+        "{out}"
+    );
+
+    // A key made in `speech`, saved where --account looks for it.
+    let home = tmp.path().join("home");
+    let speech = home.join(".config/paddlecloud/credentials-speech.json");
+    ok(&run(
+        &[
+            "admin",
+            "create-key",
+            "--account",
+            "speech",
+            "--user",
+            "ann@example.com",
+            "--server",
+            &console.url,
+            "--credentials-out",
+            speech.to_str().unwrap(),
+            "--data-dir",
+            data_dir,
+        ],
+        &credentials,
+        None,
+    ));
+    let out = ok(&Command::new(BIN)
+        .args(["whoami", "--account", "speech", "--json"])
+        .env("HOME", &home)
+        .env_remove("PADDLECLOUD_CREDENTIALS")
+        .env_remove("PADDLECLOUD_SERVER")
+        .output()
+        .unwrap());
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["me"]["account"]["name"], "speech");
+    assert_eq!(v["accounts"].as_array().unwrap().len(), 2);
+    let err = failed(
+        &Command::new(BIN)
+            .args(["whoami", "--account", "nowhere"])
+            .env("HOME", &home)
+            .env_remove("PADDLECLOUD_CREDENTIALS")
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("credentials-nowhere.json"), "{err}");
+}

@@ -413,6 +413,13 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
     documented.sort();
     let mut expected = vec![
         "GET /api/v1/me",
+        "GET /api/v1/me/accounts",
+        "GET /api/v1/admin/accounts",
+        "GET /api/v1/members",
+        "POST /api/v1/invitations",
+        "DELETE /api/v1/invitations/{id}",
+        "PUT /api/v1/members/{user_id}/role",
+        "DELETE /api/v1/members/{user_id}",
         "GET /api/v1/jobs",
         "POST /api/v1/jobs",
         "GET /api/v1/jobs/{name}",

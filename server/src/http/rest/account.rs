@@ -1,7 +1,7 @@
 //! `/api/v1`: the caller's password and address, password resets, and the
 //! audit log.
 
-use app::models::{AuditLog, LinkToken, PasswordChange, ResetRequest};
+use app::models::{AccountQuota, AuditLog, LinkToken, PasswordChange, ResetRequest};
 use app::ports::ClientAddress;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Query, State};
@@ -163,6 +163,25 @@ pub async fn admin_reset_link(
         .send_reset_link(&who, &request.account, &request.email)
         .await?;
     Ok(StatusCode::ACCEPTED)
+}
+
+/// Every account with its members, owners and use against its quota
+/// (site admins).
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/accounts",
+    tag = "account",
+    responses(
+        (status = 200, description = "Accounts by name", body = [AccountQuota]),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 403, description = "The caller is not a site admin", body = ErrorBody),
+    )
+)]
+pub async fn admin_accounts(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<Vec<AccountQuota>>, ApiError> {
+    Ok(Json(state.services.quotas.accounts(&who.me).await?))
 }
 
 /// The audit log of the caller's account (owners), or of `account` (site

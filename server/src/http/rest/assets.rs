@@ -20,7 +20,7 @@ use utoipa::IntoParams;
 
 use crate::assets::objects::TOO_LARGE_FIELD;
 use crate::http::api_error::{ApiError, ErrorBody};
-use crate::http::caller::Caller;
+use crate::http::caller::{Caller, Writer};
 use crate::http::AppState;
 
 /// `datasets` or `models` in a path.
@@ -289,7 +289,7 @@ pub async fn list(
     responses((status = 201, body = Asset), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path(kind): Path<String>,
     form: Result<Json<AssetForm>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Asset>), ApiError> {
@@ -323,7 +323,7 @@ pub async fn get_one(
     responses((status = 200, body = Asset), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path((kind, owner, name)): Path<(String, String, String)>,
     form: Result<Json<AssetForm>, JsonRejection>,
 ) -> Result<Json<Asset>, ApiError> {
@@ -339,7 +339,7 @@ pub async fn update(
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn delete(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path((kind, owner, name)): Path<(String, String, String)>,
 ) -> Result<StatusCode, ApiError> {
     not_for_jobs(&who, "deleting")?;
@@ -381,7 +381,7 @@ pub async fn list_dir(
               (status = 413, description = "Larger than the console accepts (--max-upload-bytes)", body = ErrorBody)))]
 pub async fn put_file(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path((kind, owner, name, path)): Path<(String, String, String, String)>,
     query: Result<Query<VersionParam>, QueryRejection>,
     request: Request,
@@ -444,7 +444,7 @@ pub async fn get_file(
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn delete_file(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path((kind, owner, name, path)): Path<(String, String, String, String)>,
     query: Result<Query<VersionParam>, QueryRejection>,
 ) -> Result<StatusCode, ApiError> {
@@ -510,7 +510,7 @@ pub async fn shares(
     responses((status = 201, body = NewLink), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody)))]
 pub async fn share(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path((kind, owner, name)): Path<(String, String, String)>,
     body: Result<Json<ShareRequest>, JsonRejection>,
 ) -> Result<Response, ApiError> {
@@ -540,7 +540,7 @@ pub async fn share(
     responses((status = 204), (status = 404, body = ErrorBody)))]
 pub async fn revoke(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path((kind, owner, name, id)): Path<(String, String, String, i64)>,
 ) -> Result<StatusCode, ApiError> {
     not_for_jobs(&who, "revoking shares")?;
@@ -562,7 +562,7 @@ pub struct PublicRequest {
     responses((status = 200, body = Asset), (status = 403, body = ErrorBody)))]
 pub async fn set_public(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path((kind, owner, name)): Path<(String, String, String)>,
     body: Result<Json<PublicRequest>, JsonRejection>,
 ) -> Result<Json<Asset>, ApiError> {
@@ -612,7 +612,7 @@ pub async fn versions(
     responses((status = 201, body = ModelVersion), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn create_version(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path((owner, name)): Path<(String, String)>,
     form: Result<Json<VersionForm>, JsonRejection>,
 ) -> Result<(StatusCode, Json<ModelVersion>), ApiError> {
@@ -635,7 +635,7 @@ pub async fn create_version(
     responses((status = 200, body = ModelVersion), (status = 400, body = ErrorBody)))]
 pub async fn finish_version(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path((owner, name, version)): Path<(String, String, u32)>,
 ) -> Result<Json<ModelVersion>, ApiError> {
     Ok(Json(
@@ -661,7 +661,7 @@ pub struct TagsRequest {
     responses((status = 200, body = ModelVersion), (status = 400, body = ErrorBody)))]
 pub async fn tag_version(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path((owner, name, version)): Path<(String, String, u32)>,
     body: Result<Json<TagsRequest>, JsonRejection>,
 ) -> Result<Json<ModelVersion>, ApiError> {

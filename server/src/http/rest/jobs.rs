@@ -14,7 +14,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::http::api_error::{ApiError, ErrorBody};
-use crate::http::caller::Caller;
+use crate::http::caller::{Caller, Writer};
 use crate::http::AppState;
 
 /// Filters of `GET /api/v1/jobs`: the job table's, so a script sees what the page shows.
@@ -105,7 +105,7 @@ pub async fn list(
 )]
 pub async fn submit(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     spec: Result<Json<JobSpec>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(spec) = spec?;
@@ -155,7 +155,7 @@ pub async fn get_one(
 )]
 pub async fn stop(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path(name): Path<String>,
 ) -> Result<Json<Job>, ApiError> {
     let job = state.services.cluster.stop(&who.me.account, &name).await?;
@@ -177,7 +177,7 @@ pub async fn stop(
 )]
 pub async fn delete(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     state

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::http::api_error::{ApiError, ErrorBody};
-use crate::http::caller::Caller;
+use crate::http::caller::{Caller, Writer};
 use crate::http::AppState;
 
 /// Largest request body the batch route reads (10,000 points with long tags).
@@ -89,7 +89,7 @@ enum BatchBody {
 )]
 pub async fn append(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path(name): Path<String>,
     body: Bytes,
 ) -> Result<Json<AppendSummary>, ApiError> {

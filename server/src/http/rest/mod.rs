@@ -10,6 +10,7 @@ mod archive;
 pub mod assets;
 mod cluster;
 mod jobs;
+mod members;
 pub mod metrics;
 mod serving;
 mod usage;
@@ -84,8 +85,15 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(account::confirm_email))
         .routes(routes!(account::resend_confirmation))
         .routes(routes!(account::admin_reset_link))
+        .routes(routes!(account::admin_accounts))
         .routes(routes!(account::audit))
         .routes(routes!(account::audit_csv))
+        .routes(routes!(members::my_accounts))
+        .routes(routes!(members::list))
+        .routes(routes!(members::invite))
+        .routes(routes!(members::withdraw))
+        .routes(routes!(members::change_role))
+        .routes(routes!(members::remove))
         .routes(routes!(jobs::list, jobs::submit))
         .routes(routes!(jobs::get_one, jobs::delete))
         .routes(routes!(jobs::stop))

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::http::api_error::{ApiError, ErrorBody};
-use crate::http::caller::Caller;
+use crate::http::caller::{Caller, Writer};
 use crate::http::AppState;
 
 /// The account's serving instances, newest first, with the last minute's
@@ -42,7 +42,7 @@ pub async fn list(
     ))]
 pub async fn launch(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     spec: Result<Json<ServingSpec>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(spec) = spec?;
@@ -85,7 +85,7 @@ pub async fn get_one(
     ))]
 pub async fn scale(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path(name): Path<String>,
     scale: Result<Json<Scale>, JsonRejection>,
 ) -> Result<Json<ServingInstance>, ApiError> {
@@ -104,7 +104,7 @@ pub async fn scale(
     ))]
 pub async fn stop(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path(name): Path<String>,
 ) -> Result<Json<ServingInstance>, ApiError> {
     Ok(Json(
@@ -121,7 +121,7 @@ pub async fn stop(
     ))]
 pub async fn delete(
     State(state): State<AppState>,
-    Caller(who): Caller,
+    Writer(who): Writer,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     state

@@ -171,12 +171,22 @@ pub async fn user_in(pool: &AnyPool, account: &app::models::Account) -> app::mod
     .fetch_one(pool)
     .await
     .unwrap();
+    sqlx::query(
+        "INSERT INTO memberships (account_id, user_id, role, created_at) VALUES ($1, $2, 'owner', 0)",
+    )
+    .bind(account.id)
+    .bind(user_id)
+    .execute(pool)
+    .await
+    .unwrap();
     app::models::Me {
         user_id,
         email,
         role: app::models::Role::Owner,
         account: account.clone(),
         email_confirmed: true,
+        must_change_password: false,
+        site_admin: false,
     }
 }
 

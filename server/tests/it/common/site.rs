@@ -84,6 +84,7 @@ pub async fn site_from(db: TestDb, config: Config) -> Site {
                 password: ADMIN_PASSWORD.to_owned(),
             },
             true,
+            false,
         )
         .await;
     Site {
@@ -119,7 +120,8 @@ impl Site {
     pub async fn owner(&self, account: &str) -> app::models::Me {
         let (user_id, email, account_id, created_at): (i64, String, i64, i64) = sqlx::query_as(
             "SELECT u.id, u.email, a.id, a.created_at FROM users u \
-             JOIN accounts a ON a.id = u.account_id WHERE a.name = $1 AND u.role = 'owner'",
+             JOIN memberships m ON m.user_id = u.id JOIN accounts a ON a.id = m.account_id \
+             WHERE a.name = $1 AND m.role = 'owner' ORDER BY m.created_at LIMIT 1",
         )
         .bind(account)
         .fetch_one(&self.db.pool)
@@ -136,6 +138,8 @@ impl Site {
                 created_at,
             },
             email_confirmed: true,
+            must_change_password: false,
+            site_admin: false,
         }
     }
 
@@ -222,6 +226,7 @@ pub fn location(res: &Response<Body>) -> String {
         .to_owned()
 }
 
+/// The body as text (bytes that are not UTF-8, as in a zip, replaced).
 pub async fn text(res: Response<Body>) -> String {
-    String::from_utf8(res.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
+    String::from_utf8_lossy(&res.into_body().collect().await.unwrap().to_bytes()).into_owned()
 }

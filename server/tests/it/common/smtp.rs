@@ -145,10 +145,17 @@ impl SmtpServer {
     /// Waits (up to 10 s) until `address` has received `count` messages;
     /// returns them, oldest first.
     pub async fn wait_for(&self, address: &str, count: usize) -> Vec<Received> {
+        self.wait_for_link(address, "", count).await
+    }
+
+    /// Like [`SmtpServer::wait_for`], counting only messages with a link
+    /// to `path` (all messages if it is empty).
+    pub async fn wait_for_link(&self, address: &str, path: &str, count: usize) -> Vec<Received> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
             let arrived = self.arrived.notified();
-            let got = self.mail_to(address);
+            let mut got = self.mail_to(address);
+            got.retain(|m| path.is_empty() || m.link(path).is_some());
             if got.len() >= count {
                 return got;
             }
