@@ -25,13 +25,14 @@ async function accept(browser: Browser, baseURL: string | undefined, hydrated: b
 }
 
 /** Fills the submit dialog with a quick trainer-only job. */
-async function submit(page: Page, name: string) {
+async function submit(page: Page, name: string, trainers = "1") {
   await page.goto("/jobs?submit=1");
   const dialog = page.getByRole("dialog", { name: "Submit a training job" });
   await expect(dialog).toBeVisible();
   await dialog.getByLabel("Name").fill(name);
   await dialog.getByLabel("Command").fill("true");
   await dialog.getByLabel("Count").first().fill("0");
+  await dialog.getByLabel("Count").nth(1).fill(trainers);
   await dialog.getByRole("button", { name: "Submit" }).click();
   return dialog;
 }
@@ -84,6 +85,17 @@ test("an owner invites a member and a viewer: the member submits a job, the view
   );
   await viewer.goto("/jobs");
   await expect(viewer.getByTestId("viewer-banner")).toHaveCount(0);
+
+  // The owner caps the member at one CPU; the member's next big job is refused.
+  const memberRow = page.getByTestId("member").filter({ hasText: memberEmail });
+  await memberRow.getByText("Set caps…").click();
+  await memberRow.getByLabel("CPU").fill("1");
+  await memberRow.getByRole("button", { name: "Save caps" }).click();
+  await expect(page.getByTestId("member").filter({ hasText: memberEmail }).getByTestId("member-caps")).toContainText(
+    "CPU 1, memory no limit",
+  );
+  await submit(member, "too-big", "2");
+  await expect(member.getByRole("alert").first()).toContainText("Over your cap in this account");
 });
 
 test("a user of two accounts switches between them in the header", async ({ page, open, browser, baseURL, hydrated }) => {

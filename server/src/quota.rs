@@ -57,11 +57,14 @@ type QuotaRow = (
     String,
 );
 
-fn to_u64(v: Option<i64>) -> Option<u64> {
+/// A member's caps as `memberships` stores them.
+type QuotaRow4 = (Option<i64>, Option<i64>, Option<i64>, Option<i64>);
+
+pub(crate) fn to_u64(v: Option<i64>) -> Option<u64> {
     v.map(|v| v.max(0) as u64)
 }
 
-fn to_i64(v: Option<u64>) -> Option<i64> {
+pub(crate) fn to_i64(v: Option<u64>) -> Option<i64> {
     v.map(|v| i64::try_from(v).unwrap_or(i64::MAX))
 }
 
@@ -137,13 +140,21 @@ impl SqlQuotas {
     }
 
     /// What the account's pending and running jobs and its serving
-    /// instances request, and how many jobs.
-    async fn requested(&self, account_id: i64) -> Result<(ResourceTotals, u64), AppError> {
+    /// instances request (only `member`'s, a user id and email, if given),
+    /// and how many jobs.
+    async fn requested(
+        &self,
+        account_id: i64,
+        member: Option<(i64, &str)>,
+    ) -> Result<(ResourceTotals, u64), AppError> {
+        // `-1` and "" match nobody's: then the whole account counts.
+        let (user_id, email) = member.unwrap_or((-1, ""));
         let specs: Vec<(String,)> = sqlx::query_as(
             "SELECT spec FROM jobs WHERE account_id = $1 AND source = 'console' \
-             AND status IN ('pending', 'running')",
+             AND status IN ('pending', 'running') AND ($2 < 0 OR user_id = $2)",
         )
         .bind(account_id)
+        .bind(user_id)
         .fetch_all(&self.pool)
         .await
         .map_err(internal("read active jobs"))?;
@@ -158,9 +169,11 @@ impl SqlQuotas {
         }
         // Serving instances count with every replica they may run.
         let serving: Vec<(String,)> = sqlx::query_as(
-            "SELECT spec FROM serving WHERE account_id = $1 AND status NOT IN ('failed', 'stopped')",
+            "SELECT spec FROM serving WHERE account_id = $1 AND status NOT IN ('failed', 'stopped') \
+             AND ($2 = '' OR created_by = $2)",
         )
         .bind(account_id)
+        .bind(email)
         .fetch_all(&self.pool)
         .await
         .map_err(internal("read active serving"))?;
@@ -234,9 +247,40 @@ impl Quotas for SqlQuotas {
         Ok(out)
     }
 
+    async fn member_use(&self, me: &Me) -> Result<QuotaUse, AppError> {
+        let caps: Option<QuotaRow4> = sqlx::query_as(
+            "SELECT max_cpu_millis, max_memory_bytes, max_gpus, max_jobs FROM memberships \
+             WHERE account_id = $1 AND user_id = $2",
+        )
+        .bind(me.account.id)
+        .bind(me.user_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(internal("read a member's caps"))?;
+        let quota = caps.map_or_else(Quota::default, |(cpu, mem, gpu, jobs)| Quota {
+            cpu_millis: to_u64(cpu),
+            memory_bytes: to_u64(mem),
+            gpu: to_u64(gpu),
+            max_jobs: to_u64(jobs),
+        });
+        if quota == Quota::default() {
+            // No caps: nothing to count.
+            return Ok(QuotaUse::default());
+        }
+        let (used, jobs) = self
+            .requested(me.account.id, Some((me.user_id, &me.email)))
+            .await?;
+        Ok(QuotaUse {
+            quota,
+            used,
+            jobs,
+            ..QuotaUse::default()
+        })
+    }
+
     async fn quota_use(&self, account: &Account) -> Result<QuotaUse, AppError> {
         let (quota, updated) = self.stored(account.id).await?;
-        let (mut used, jobs) = self.requested(account.id).await?;
+        let (mut used, jobs) = self.requested(account.id, None).await?;
         let mut from = UsedFrom::Console;
         if let Some(cluster) = &self.cluster {
             // The namespace's own count, when its quota controller has one.

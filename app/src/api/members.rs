@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use crate::error::AppError;
 #[cfg(feature = "ssr")]
 use crate::models::{parse_role, InviteForm};
-use crate::models::{InvitationView, MemberList, Membership};
+use crate::models::{InvitationView, MemberList, Membership, QuotaForm};
 
 #[cfg(feature = "ssr")]
 use super::accounts::user_agent;
@@ -46,6 +46,17 @@ pub async fn change_role(user_id: i64, role: String) -> Result<(), AppError> {
     services()?
         .members
         .change_role(&principal()?, user_id, role)
+        .await?;
+    redirect_back(&[], "/account")
+}
+
+/// An owner sets what a member may hold at once (empty fields: no cap).
+#[server(prefix = "/api", endpoint = "set_member_caps")]
+pub async fn set_member_caps(user_id: i64, caps: QuotaForm) -> Result<(), AppError> {
+    let caps = caps.to_quota()?;
+    services()?
+        .members
+        .set_caps(&principal()?, user_id, caps)
         .await?;
     redirect_back(&[], "/account")
 }

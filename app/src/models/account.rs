@@ -129,6 +129,10 @@ pub struct Member {
     pub role: Role,
     /// When they joined, Unix milliseconds.
     pub created_at: i64,
+    /// What they may hold at once inside the account's quota (no limit
+    /// where unset; `max_jobs` counts their jobs).
+    #[serde(default)]
+    pub caps: super::Quota,
 }
 
 /// One signed-in browser or client of the current user.

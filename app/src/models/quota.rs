@@ -174,16 +174,26 @@ impl QuotaUse {
     /// Whether a job asking for `job` fits; if not, a message that says what
     /// is over and by how much.
     pub fn admit(&self, job: ResourceTotals) -> Result<(), AppError> {
-        self.admit_as("job", job)
+        self.admit_as("job", job, "Over the account's quota.")
     }
 
     /// Whether a serving instance asking for `instance` at most fits (it
     /// counts against CPU, memory and GPU, not the number of jobs).
     pub fn admit_serving(&self, instance: ResourceTotals) -> Result<(), AppError> {
-        self.admit_as("instance", instance)
+        self.admit_as("instance", instance, "Over the account's quota.")
     }
 
-    fn admit_as(&self, noun: &str, asked: ResourceTotals) -> Result<(), AppError> {
+    /// Like [`QuotaUse::admit`] and [`QuotaUse::admit_serving`] (`noun` is
+    /// `job` or `instance`) for a member's own caps.
+    pub fn admit_member(&self, noun: &str, asked: ResourceTotals) -> Result<(), AppError> {
+        self.admit_as(
+            noun,
+            asked,
+            "Over your cap in this account (its owners set it).",
+        )
+    }
+
+    fn admit_as(&self, noun: &str, asked: ResourceTotals, over_what: &str) -> Result<(), AppError> {
         let q = &self.quota;
         let count = |n: u64| n.to_string();
         let lines: Vec<String> = [
@@ -215,7 +225,7 @@ impl QuotaUse {
             Ok(())
         } else {
             Err(AppError::forbidden(format!(
-                "Over the account's quota. {}.",
+                "{over_what} {}.",
                 lines.join("; ")
             )))
         }

@@ -36,6 +36,10 @@ fn account_row(a: AccountQuota) -> impl IntoView {
                 <a class="button small" href=format!("/quota?account={}", encode(&name))>
                     "Set quota"
                 </a>
+                " "
+                <a href=format!("/api/v1/audit.csv?account={}", encode(&name)) download>
+                    "Audit log (CSV)"
+                </a>
             </td>
         </tr>
     }

@@ -4,11 +4,13 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::members::{members, CancelInvitation, ChangeRole, InviteMember, RemoveMember};
+use crate::api::members::{
+    members, CancelInvitation, ChangeRole, InviteMember, RemoveMember, SetMemberCaps,
+};
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::resource::resource;
 use crate::models::time::format_utc;
-use crate::models::{Me, Member, Role};
+use crate::models::{Me, Member, Quota, QuotaForm, Role};
 
 /// A `<select name="role">` with `current` chosen.
 fn role_picker(current: Role) -> impl IntoView {
@@ -22,6 +24,40 @@ fn role_picker(current: Role) -> impl IntoView {
     }
 }
 
+/// A member's caps in words ("no cap" when there are none).
+fn caps_text(caps: &Quota) -> String {
+    if *caps == Quota::default() {
+        "no cap".to_owned()
+    } else {
+        QuotaForm::of(caps).words()
+    }
+}
+
+/// The owner's form for one member's caps, behind a second click.
+fn caps_form(action: ServerAction<SetMemberCaps>, user_id: i64, caps: &Quota) -> impl IntoView {
+    let form = QuotaForm::of(caps);
+    let field = move |name: &'static str, label: &'static str, value: String| {
+        let id = format!("caps-{user_id}-{name}");
+        view! {
+            <label for=id.clone()>{label}</label>
+            <input id=id name=format!("caps[{name}]") value=value placeholder="no cap" size="6" />
+        }
+    };
+    view! {
+        <details class="confirm">
+            <summary class="small">"Set caps…"</summary>
+            <ActionForm action attr:class="inline" attr:data-testid="caps-form">
+                <input type="hidden" name="user_id" value=user_id />
+                {field("cpu", "CPU", form.cpu)}
+                {field("memory", "Memory", form.memory)}
+                {field("gpu", "GPU", form.gpu)}
+                {field("max_jobs", "Jobs", form.max_jobs)}
+                <button type="submit" class="small">"Save caps"</button>
+            </ActionForm>
+        </details>
+    }
+}
+
 /// Members, invitations, and what owners do with them.
 #[component]
 pub fn MembersSection(
@@ -32,10 +68,12 @@ pub fn MembersSection(
     let cancel = ServerAction::<CancelInvitation>::new();
     let change = ServerAction::<ChangeRole>::new();
     let remove = ServerAction::<RemoveMember>::new();
+    let caps = ServerAction::<SetMemberCaps>::new();
     let invite_error = Signal::derive(last_error(invite));
     let error = Signal::derive(move || {
         last_error(change)()
             .or_else(last_error(remove))
+            .or_else(last_error(caps))
             .or_else(last_error(cancel))
     });
     let list = resource(|| (), |_| members());
@@ -45,6 +83,7 @@ pub fn MembersSection(
     let row = move |m: Member| {
         let myself = m.user_id == me.user_id;
         let email = m.email.clone();
+        let caps_cell = owner.then(|| caps_form(caps, m.user_id, &m.caps));
         let manage = (owner && !myself).then(move || {
             view! {
                 <ActionForm action=change attr:class="inline">
@@ -79,6 +118,7 @@ pub fn MembersSection(
                 <td>{m.email.clone()}</td>
                 <td data-testid="member-role">{m.role.as_str()}</td>
                 <td>{format_utc(m.created_at)}</td>
+                <td data-testid="member-caps">{caps_text(&m.caps)} {caps_cell}</td>
                 <td class="actions">{manage}{leave}</td>
             </tr>
         }
@@ -86,7 +126,7 @@ pub fn MembersSection(
     view! {
         <h2 id="members">"Members"</h2>
         <p class="hint">
-            "Owners manage members, roles and settings; members submit and stop jobs and use datasets and models; viewers see everything and change nothing."
+            "Owners manage members, roles and settings; members submit and stop jobs and use datasets and models; viewers see everything and change nothing. A member's caps bound what their own jobs and serving instances hold at once, inside the account's quota."
         </p>
         <FormError error />
         <FieldError error field="member" />
@@ -140,6 +180,7 @@ pub fn MembersSection(
                                         <th>"Email"</th>
                                         <th>"Role"</th>
                                         <th>"Joined"</th>
+                                        <th>"Caps"</th>
                                         <th></th>
                                     </tr>
                                 </thead>

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use super::Principal;
 use crate::error::AppError;
 use crate::models::{
-    InvitationView, InviteForm, Me, MemberList, Membership, PendingInvitation, Role,
+    InvitationView, InviteForm, Me, MemberList, Membership, PendingInvitation, Quota, Role,
 };
 
 /// Members, roles and invitations of accounts, and the accounts a user is in.
@@ -41,6 +41,9 @@ pub trait Members: Send + Sync {
     ) -> Result<Me, AppError>;
     /// An owner changes a member's role; the last owner stays an owner.
     async fn change_role(&self, who: &Principal, user_id: i64, role: Role) -> Result<(), AppError>;
+    /// An owner sets what a member may hold at once inside the account's
+    /// quota (`Quota::default()`: only the account's quota applies).
+    async fn set_caps(&self, who: &Principal, user_id: i64, caps: Quota) -> Result<(), AppError>;
     /// An owner removes a member, or a member leaves (`user_id` is their
     /// own); the last owner stays. Their sessions and keys in the account end.
     async fn remove_member(&self, who: &Principal, user_id: i64) -> Result<(), AppError>;

@@ -34,6 +34,9 @@ pub trait Quotas: Send + Sync {
     /// Every account with its members, owners and quota use, by name (site
     /// admins only).
     async fn accounts(&self, who: &Me) -> Result<Vec<AccountQuota>, AppError>;
+    /// The member's own caps in their account and what their unfinished
+    /// jobs and serving instances there use of them.
+    async fn member_use(&self, me: &Me) -> Result<QuotaUse, AppError>;
     /// CPU- and GPU-hours by window, member and day, up to now.
     async fn usage(&self, account: &Account) -> Result<UsageReport, AppError>;
     /// Waits until no other submission, launch or scale-up of `account` is

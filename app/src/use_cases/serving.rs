@@ -14,11 +14,17 @@ pub async fn launch_within_quota(
 ) -> Result<ServingInstance, AppError> {
     spec.validate()?;
     let _admission = services.quotas.admission(&me.account).await?;
+    let totals = spec.totals()?;
     services
         .quotas
         .quota_use(&me.account)
         .await?
-        .admit_serving(spec.totals()?)?;
+        .admit_serving(totals)?;
+    services
+        .quotas
+        .member_use(me)
+        .await?
+        .admit_member("instance", totals)?;
     services.serving.launch(me, spec).await
 }
 

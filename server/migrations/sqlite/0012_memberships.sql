@@ -13,6 +13,7 @@ CREATE TABLE memberships (
     max_cpu_millis   BIGINT,
     max_memory_bytes BIGINT,
     max_gpus         BIGINT,
+    max_jobs         BIGINT,
     PRIMARY KEY (account_id, user_id)
 );
 CREATE INDEX memberships_user ON memberships (user_id);

@@ -1,19 +1,21 @@
 //! [`Members`] on the SQL database: who is in an account and in what role.
 //! Invitations are in [`super::invitations`].
 //!
-//! Every change that could leave an account without an owner locks the
-//! account's row first, so two owners demoting each other at once cannot
-//! both win (on PostgreSQL as on SQLite).
+//! Every change to an account's members locks the account's row first, so
+//! two owners demoting each other at once cannot both win (on PostgreSQL as
+//! on SQLite), and on SQLite the transaction's first statement is a write.
 
 use app::error::AppError;
 use app::models::{
-    InvitationView, InviteForm, Me, Member, MemberList, Membership, PendingInvitation, Role,
+    InvitationView, InviteForm, Me, Member, MemberList, Membership, PendingInvitation, Quota,
+    QuotaForm, Role,
 };
 use app::ports::{Credential, Members, Principal};
 use async_trait::async_trait;
 use sqlx::{Any, Transaction};
 
 use super::SqlAccounts;
+use crate::quota::{to_i64, to_u64};
 use crate::storage::{audit, internal, users};
 
 /// Holds the account's row until the transaction ends: membership changes
@@ -78,8 +80,19 @@ async fn keep_an_owner(
 #[async_trait]
 impl Members for SqlAccounts {
     async fn members(&self, who: &Principal) -> Result<MemberList, AppError> {
-        let rows: Vec<(i64, String, String, i64)> = sqlx::query_as(
-            "SELECT u.id, u.email, m.role, m.created_at FROM memberships m \
+        type MemberRow = (
+            i64,
+            String,
+            String,
+            i64,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+        );
+        let rows: Vec<MemberRow> = sqlx::query_as(
+            "SELECT u.id, u.email, m.role, m.created_at, m.max_cpu_millis, m.max_memory_bytes, \
+             m.max_gpus, m.max_jobs FROM memberships m \
              JOIN users u ON u.id = m.user_id WHERE m.account_id = $1 \
              ORDER BY m.created_at, u.id",
         )
@@ -89,12 +102,20 @@ impl Members for SqlAccounts {
         .map_err(internal("list members"))?;
         let members = rows
             .into_iter()
-            .map(|(user_id, email, role, created_at)| Member {
-                user_id,
-                email,
-                role: Role::parse(&role).unwrap_or(Role::Viewer),
-                created_at,
-            })
+            .map(
+                |(user_id, email, role, created_at, cpu, memory, gpu, jobs)| Member {
+                    user_id,
+                    email,
+                    role: Role::parse(&role).unwrap_or(Role::Viewer),
+                    created_at,
+                    caps: Quota {
+                        cpu_millis: to_u64(cpu),
+                        memory_bytes: to_u64(memory),
+                        gpu: to_u64(gpu),
+                        max_jobs: to_u64(jobs),
+                    },
+                },
+            )
             .collect();
         let invitations = if who.me.role == Role::Owner {
             self.pending_invitations(who.me.account.id).await?
@@ -167,6 +188,41 @@ impl Members for SqlAccounts {
         .await?;
         tx.commit().await.map_err(internal("change a role"))?;
         tracing::info!(account = %who.me.account.name, member = %email, role = role.as_str(), "role changed");
+        Ok(())
+    }
+
+    async fn set_caps(&self, who: &Principal, user_id: i64, caps: Quota) -> Result<(), AppError> {
+        who.me.role.require_owner("set members' caps")?;
+        let account_id = who.me.account.id;
+        let mut tx = self.pool.begin().await.map_err(internal("set caps"))?;
+        // A write first: on SQLite a transaction that reads and then writes
+        // can fail when another connection wrote in between.
+        lock_account(&mut tx, account_id).await?;
+        let (email, _) = member_row(&mut tx, account_id, user_id).await?;
+        sqlx::query(
+            "UPDATE memberships SET max_cpu_millis = $1, max_memory_bytes = $2, max_gpus = $3, \
+             max_jobs = $4 WHERE account_id = $5 AND user_id = $6",
+        )
+        .bind(to_i64(caps.cpu_millis))
+        .bind(to_i64(caps.memory_bytes))
+        .bind(to_i64(caps.gpu))
+        .bind(to_i64(caps.max_jobs))
+        .bind(account_id)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(internal("set caps"))?;
+        audit::record(
+            &mut *tx,
+            audit::Entry {
+                account_id,
+                actor: &who.me.email,
+                action: "member.caps_set",
+                detail: &format!("{email}: {}", QuotaForm::of(&caps).words()),
+            },
+        )
+        .await?;
+        tx.commit().await.map_err(internal("set caps"))?;
         Ok(())
     }
 

@@ -609,3 +609,119 @@ async fn a_generated_password_must_be_changed_before_anything_else() {
     let (_, me) = get_with_cookie(&site, "/api/v1/me", &cookie).await;
     assert_eq!(me["must_change_password"], false);
 }
+
+async fn an_owner_caps_what_a_member_holds_inside_the_accounts_quota(db: TestDb) {
+    let smtp = SmtpServer::start().await;
+    let site = site_mailing(db, &smtp).await;
+    let (ann, _) = key_and_cookie(&site, "team").await;
+    join(&site, &smtp, &ann, BOB, "member").await;
+    let bob = SqlAccessKeys::new(site.db.pool.clone())
+        .create_for("team", BOB, "laptop")
+        .await
+        .unwrap()
+        .key;
+    let listed = call(&site, Method::GET, "/api/v1/members", Some(&ann), None).await;
+    let bob_id = listed.json()["members"][1]["user_id"].as_i64().unwrap();
+    let caps = |key: &str, body: Value| {
+        let (site, key) = (&site, key.to_owned());
+        async move {
+            let path = format!("/api/v1/members/{bob_id}/caps");
+            call(site, Method::PUT, &path, Some(&key), Some(body)).await
+        }
+    };
+
+    // Only owners set caps, and a bad quantity names its field.
+    let one_cpu = json!({"cpu": "1", "memory": "", "gpu": "", "max_jobs": "1"});
+    assert_eq!(
+        caps(&bob, one_cpu.clone()).await.status,
+        StatusCode::FORBIDDEN
+    );
+    let bad = caps(
+        &ann,
+        json!({"cpu": "lots", "memory": "", "gpu": "", "max_jobs": ""}),
+    )
+    .await;
+    assert_eq!(bad.error(), ("invalid".into(), Some("cpu".into())));
+    assert_eq!(caps(&ann, one_cpu).await.status, StatusCode::NO_CONTENT);
+    let listed = call(&site, Method::GET, "/api/v1/members", Some(&ann), None).await;
+    assert_eq!(listed.json()["members"][1]["caps"]["cpu_millis"], 1000);
+
+    // Bob's jobs fit in his cap or are refused saying so; Ann's are not his.
+    let small = json!({
+        "name": "small", "command": ["sleep", "30"], "num_ps": 0, "num_trainers": 1,
+        "ps": {"cpu": "1", "memory": "256Mi"},
+        "trainer": {"cpu": "1", "memory": "256Mi", "gpu": 0}
+    });
+    let big = call(
+        &site,
+        Method::POST,
+        "/api/v1/jobs",
+        Some(&bob),
+        Some(crate::common::rest::spec("big", "sleep 30")),
+    )
+    .await;
+    assert_eq!(big.status, StatusCode::FORBIDDEN, "{}", big.body);
+    assert!(
+        big.body.contains("Over your cap in this account"),
+        "{}",
+        big.body
+    );
+    let fits = call(
+        &site,
+        Method::POST,
+        "/api/v1/jobs",
+        Some(&bob),
+        Some(small.clone()),
+    )
+    .await;
+    assert_eq!(fits.status, StatusCode::CREATED, "{}", fits.body);
+    let mut second = small.clone();
+    second["name"] = json!("second");
+    let refused = call(
+        &site,
+        Method::POST,
+        "/api/v1/jobs",
+        Some(&bob),
+        Some(second),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+    assert!(refused.body.contains("Jobs"), "{}", refused.body);
+    let owners = call(
+        &site,
+        Method::POST,
+        "/api/v1/jobs",
+        Some(&ann),
+        Some(crate::common::rest::spec("owners", "sleep 30")),
+    )
+    .await;
+    assert_eq!(owners.status, StatusCode::CREATED, "{}", owners.body);
+
+    // Lifting the caps lets Bob go on; the audit log has both changes.
+    let none = json!({"cpu": "", "memory": "", "gpu": "", "max_jobs": ""});
+    assert_eq!(caps(&ann, none).await.status, StatusCode::NO_CONTENT);
+    let mut third = small.clone();
+    third["name"] = json!("third");
+    let lifted = call(&site, Method::POST, "/api/v1/jobs", Some(&bob), Some(third)).await;
+    assert_eq!(lifted.status, StatusCode::CREATED, "{}", lifted.body);
+    let audit = call(&site, Method::GET, "/api/v1/audit", Some(&ann), None).await;
+    let set = audit_actions(&audit.json())
+        .into_iter()
+        .filter(|a| a == "member.caps_set")
+        .count();
+    assert_eq!(set, 2);
+    for job in ["small", "owners", "third"] {
+        call(
+            &site,
+            Method::POST,
+            &format!("/api/v1/jobs/{job}/stop"),
+            Some(&ann),
+            None,
+        )
+        .await;
+    }
+}
+on_both_databases!(
+    an_owner_caps_what_a_member_holds_inside_the_accounts_quota,
+    super::an_owner_caps_what_a_member_holds_inside_the_accounts_quota
+);

@@ -419,6 +419,7 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         "POST /api/v1/invitations",
         "DELETE /api/v1/invitations/{id}",
         "PUT /api/v1/members/{user_id}/role",
+        "PUT /api/v1/members/{user_id}/caps",
         "DELETE /api/v1/members/{user_id}",
         "GET /api/v1/jobs",
         "POST /api/v1/jobs",

@@ -212,6 +212,9 @@ fn body_for(method: &Method, template: &str) -> Option<Value> {
             Some(json!({"email": "dan@example.com", "role": "member"}))
         }
         ("PUT", "/api/v1/members/{user_id}/role") => Some(json!({"role": "viewer"})),
+        ("PUT", "/api/v1/members/{user_id}/caps") => {
+            Some(json!({"cpu": "1", "memory": "", "gpu": "", "max_jobs": ""}))
+        }
         ("POST", "/api/v1/admin/reset-links") => {
             Some(json!({"account": "team", "email": "ann@example.com"}))
         }
@@ -340,6 +343,10 @@ const SERVER_FN_OWNERS: &[(&str, &str)] = &[
     ("cancel_invitation", "id=999999"),
     ("change_role", "user_id=OWNER&role=viewer"),
     ("remove_member", "user_id=OWNER"),
+    (
+        "set_member_caps",
+        "user_id=OWNER&caps[cpu]=1&caps[memory]=&caps[gpu]=&caps[max_jobs]=",
+    ),
     ("account_audit", ""),
 ];
 const SERVER_FN_ADMINS: &[(&str, &str)] = &[
@@ -545,6 +552,16 @@ async fn every_route_and_server_function_checks_the_callers_role() {
     let page = text(team.site.get("/admin", Some(team.cookie(Who::Admin))).await).await;
     assert!(page.contains("data-testid=\"site-accounts\""), "{page}");
     assert!(page.contains(">other<"), "{page}");
+    assert!(page.contains("/api/v1/audit.csv?account=team"), "{page}");
+    let csv = call(
+        &team.site,
+        Method::GET,
+        "/api/v1/audit.csv?account=team",
+        Some(team.key(Who::Admin)),
+        None,
+    )
+    .await;
+    assert!(csv.body.contains("member.joined"), "{}", csv.body);
     let page = text(team.site.get("/admin", Some(team.cookie(Who::Owner))).await).await;
     assert!(
         page.contains("Only site admins see every account."),

@@ -346,7 +346,7 @@ async fn only_a_site_admin_sets_a_quota_and_other_accounts_stay_invisible() {
         .grant_site_admin("ann@example.com", true)
         .await
         .unwrap();
-    assert_eq!(granted, 2, "ann owns both test accounts");
+    assert_eq!(granted, 1, "ann is one user, owner of both test accounts");
     let by_admin = set_quota(&site, &bob, Some("team-a"), json!({"cpu": "2", "gpu": "1"})).await;
     assert_eq!(by_admin.status, StatusCode::OK, "{}", by_admin.body);
     let seen = call(&site, Method::GET, "/api/v1/quota", Some(&ann), None)

@@ -2,7 +2,7 @@
 //! the account they act in. (Invitations are accepted in the browser: the
 //! link signs the invitee in.)
 
-use app::models::{InviteForm, MemberList, Membership, PendingInvitation, RoleChange};
+use app::models::{InviteForm, MemberList, Membership, PendingInvitation, QuotaForm, RoleChange};
 use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::extract::{Path, State};
 use axum::Json;
@@ -126,6 +126,35 @@ pub async fn change_role(
         .members
         .change_role(&who, user_id, role)
         .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Sets what a member may hold at once inside the account's quota
+/// (owners); an empty field is no cap.
+#[utoipa::path(
+    put,
+    path = "/api/v1/members/{user_id}/caps",
+    tag = "account",
+    params(("user_id" = i64, Path, description = "The member's user id")),
+    request_body = QuotaForm,
+    responses(
+        (status = 204, description = "Set"),
+        (status = 400, description = "A bad quantity (`cpu`, `memory`, `gpu`, `max_jobs`)", body = ErrorBody),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 403, description = "The caller is not an owner", body = ErrorBody),
+        (status = 404, description = "No such member", body = ErrorBody),
+    )
+)]
+pub async fn set_caps(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    user_id: Result<Path<i64>, PathRejection>,
+    form: Result<Json<QuotaForm>, JsonRejection>,
+) -> Result<StatusCode, ApiError> {
+    let Path(user_id) = user_id?;
+    let Json(form) = form?;
+    let caps = form.to_quota()?;
+    state.services.members.set_caps(&who, user_id, caps).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

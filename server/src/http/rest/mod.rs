@@ -93,6 +93,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(members::invite))
         .routes(routes!(members::withdraw))
         .routes(routes!(members::change_role))
+        .routes(routes!(members::set_caps))
         .routes(routes!(members::remove))
         .routes(routes!(jobs::list, jobs::submit))
         .routes(routes!(jobs::get_one, jobs::delete))
