@@ -9,7 +9,7 @@ use app::ports::Principal;
 
 use super::email::mail_with_link;
 use super::members::lock_account;
-use super::{hash_password, is_unique_violation, verify_password, SqlAccounts};
+use super::{hash_password, holder, is_unique_violation, Holder, SqlAccounts};
 use crate::storage::throttle::Limit;
 use crate::storage::tokens::{random_token, token_hash};
 use crate::storage::{audit, internal, users};
@@ -213,38 +213,32 @@ impl SqlAccounts {
     }
 
     /// The open invitation behind `token`, used up if `take` (one
-    /// statement, and the transaction's first write, so two uses at once
-    /// cannot both win).
-    async fn open_invitation(
-        &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-        token: &str,
-        take: bool,
-    ) -> Result<Open, AppError> {
+    /// statement, so two uses at once cannot both win; in `accept` it is
+    /// also the transaction's first write).
+    async fn open_invitation<'e, E>(&self, db: E, token: &str, take: bool) -> Result<Open, AppError>
+    where
+        E: sqlx::Executor<'e, Database = sqlx::Any>,
+    {
         if token.len() != 64 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(not_valid());
         }
-        let now = now_ms();
         let sql = if take {
             "UPDATE invitations SET accepted_at = $2 WHERE token_hash = $1 \
              AND accepted_at IS NULL AND expires_at > $2 \
-             RETURNING account_id, email, role, invited_by"
+             RETURNING account_id, email, role, invited_by, \
+             (SELECT name FROM accounts a WHERE a.id = invitations.account_id)"
         } else {
-            "SELECT account_id, email, role, invited_by FROM invitations \
-             WHERE token_hash = $1 AND accepted_at IS NULL AND expires_at > $2"
+            "SELECT account_id, email, role, invited_by, \
+             (SELECT name FROM accounts a WHERE a.id = invitations.account_id) \
+             FROM invitations WHERE token_hash = $1 AND accepted_at IS NULL AND expires_at > $2"
         };
-        let row: Option<(i64, String, String, String)> = sqlx::query_as(sql)
+        let row: Option<(i64, String, String, String, String)> = sqlx::query_as(sql)
             .bind(token_hash(token))
-            .bind(now)
-            .fetch_optional(&mut **tx)
+            .bind(now_ms())
+            .fetch_optional(db)
             .await
             .map_err(internal("read an invitation"))?;
-        let (account_id, email, role, invited_by) = row.ok_or_else(not_valid)?;
-        let (account,): (String,) = sqlx::query_as("SELECT name FROM accounts WHERE id = $1")
-            .bind(account_id)
-            .fetch_one(&mut **tx)
-            .await
-            .map_err(internal("read an invitation's account"))?;
+        let (account_id, email, role, invited_by, account) = row.ok_or_else(not_valid)?;
         Ok(Open {
             account_id,
             account,
@@ -254,39 +248,13 @@ impl SqlAccounts {
         })
     }
 
-    /// The users with this address (more than one only for users from
-    /// before members could join several accounts), with their hashes.
-    async fn users_with_email<'e, E>(
-        &self,
-        db: E,
-        email: &str,
-    ) -> Result<Vec<(i64, String)>, AppError>
-    where
-        E: sqlx::Executor<'e, Database = sqlx::Any>,
-    {
-        sqlx::query_as("SELECT id, password_hash FROM users WHERE email = $1 ORDER BY id")
-            .bind(email)
-            .fetch_all(db)
-            .await
-            .map_err(internal("look up users"))
-    }
-
     pub(super) async fn show_invitation(
         &self,
         token: &str,
         who: Option<&Principal>,
     ) -> Result<InvitationView, AppError> {
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(internal("read an invitation"))?;
-        let open = self.open_invitation(&mut tx, token, false).await?;
-        drop(tx);
-        let user_exists = !self
-            .users_with_email(&self.pool, &open.email)
-            .await?
-            .is_empty();
+        let open = self.open_invitation(&self.pool, token, false).await?;
+        let user_exists = !matches!(holder(&self.pool, &open.email, None).await?, Holder::Nobody);
         Ok(InvitationView {
             signed_in_as_invitee: who.is_some_and(|w| w.me.email == open.email),
             account: open.account,
@@ -306,48 +274,42 @@ impl SqlAccounts {
         let now = now_ms();
         let mut tx = self.pool.begin().await.map_err(internal("accept"))?;
         // Anything refused below rolls the use back.
-        let open = self.open_invitation(&mut tx, token, true).await?;
+        let open = self.open_invitation(&mut *tx, token, true).await?;
         lock_account(&mut tx, open.account_id).await?;
         let user_id = match who.filter(|w| w.me.email == open.email) {
             Some(w) => w.me.user_id,
             None => {
-                let existing = self.users_with_email(&mut *tx, &open.email).await?;
                 let password = password.unwrap_or_default();
-                if existing.is_empty() {
-                    validate_password(&password)?;
-                    let hash = hash_password(password).await?;
-                    // The mailed link proves the address.
-                    sqlx::query_scalar(
-                        "INSERT INTO users (account_id, email, password_hash, role, created_at, \
-                         site_admin, email_confirmed_at) VALUES ($1, $2, $3, $4, $5, 0, $5) \
-                         RETURNING id",
-                    )
-                    .bind(open.account_id)
-                    .bind(&open.email)
-                    .bind(&hash)
-                    .bind(Role::Member.as_str())
-                    .bind(now)
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(internal("create the invited user"))?
-                } else {
-                    let mut matched = None;
-                    for (id, stored) in existing {
-                        if verify_password(password.clone(), stored).await {
-                            matched = Some(id);
-                            break;
-                        }
-                    }
-                    matched.ok_or_else(|| {
-                        AppError::invalid(
+                match holder(&mut *tx, &open.email, Some(&password)).await? {
+                    Holder::Matching(id) => id,
+                    Holder::Other(_) => {
+                        return Err(AppError::invalid(
                             "password",
                             format!(
                                 "That is not the password of {}. Forgot it? Reset it from the \
                                  sign-in page, then follow this link again.",
                                 open.email
                             ),
+                        ))
+                    }
+                    Holder::Nobody => {
+                        validate_password(&password)?;
+                        let hash = hash_password(password).await?;
+                        // The mailed link proves the address.
+                        sqlx::query_scalar(
+                            "INSERT INTO users (account_id, email, password_hash, role, \
+                             created_at, site_admin, email_confirmed_at) \
+                             VALUES ($1, $2, $3, $4, $5, 0, $5) RETURNING id",
                         )
-                    })?
+                        .bind(open.account_id)
+                        .bind(&open.email)
+                        .bind(&hash)
+                        .bind(Role::Member.as_str())
+                        .bind(now)
+                        .fetch_one(&mut *tx)
+                        .await
+                        .map_err(internal("create the invited user"))?
+                    }
                 }
             }
         };

@@ -108,30 +108,19 @@ impl SqlAccounts {
         password: &str,
         vouched: bool,
     ) -> Result<Option<i64>, AppError> {
-        let users: Vec<(i64, String)> =
-            sqlx::query_as("SELECT id, password_hash FROM users WHERE email = $1 ORDER BY id")
-                .bind(email)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(internal("look up users"))?;
-        if users.is_empty() {
-            return Ok(None);
+        let password = (!vouched).then_some(password);
+        match holder(&self.pool, email, password).await? {
+            Holder::Nobody => Ok(None),
+            Holder::Matching(id) => Ok(Some(id)),
+            Holder::Other(_) if !vouched => Err(AppError::conflict(
+                "email",
+                format!(
+                    "{email} already has a PaddleCloud user: give its password to add this \
+                     account to it (forgot it? reset it from the sign-in page)."
+                ),
+            )),
+            Holder::Other(first) => Ok(Some(first)),
         }
-        if vouched {
-            return Ok(Some(users[0].0));
-        }
-        for (id, stored) in users {
-            if verify_password(password.to_owned(), stored).await {
-                return Ok(Some(id));
-            }
-        }
-        Err(AppError::conflict(
-            "email",
-            format!(
-                "{email} already has a PaddleCloud user: give its password to add this account \
-                 to it (forgot it? reset it from the sign-in page)."
-            ),
-        ))
     }
 
     /// The account and its owner, in one transaction; answers the owner and
@@ -225,6 +214,46 @@ impl SqlAccounts {
             .ok_or(AppError::Internal)?;
         Ok((me, existing.is_none()))
     }
+}
+
+/// Who holds an address: one address is one user, except for users from
+/// before one user could belong to several accounts.
+pub(super) enum Holder {
+    /// No user has it.
+    Nobody,
+    /// The user whose password was given.
+    Matching(i64),
+    /// Users have it, but the password (if one was given) is none of theirs:
+    /// the first of them.
+    Other(i64),
+}
+
+/// Which user holds `email`, checking `password` (if given) against each.
+pub(super) async fn holder<'e, E>(
+    db: E,
+    email: &str,
+    password: Option<&str>,
+) -> Result<Holder, AppError>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Any>,
+{
+    let users: Vec<(i64, String)> =
+        sqlx::query_as("SELECT id, password_hash FROM users WHERE email = $1 ORDER BY id")
+            .bind(email)
+            .fetch_all(db)
+            .await
+            .map_err(internal("look up users"))?;
+    let Some(&(first, _)) = users.first() else {
+        return Ok(Holder::Nobody);
+    };
+    if let Some(password) = password {
+        for (id, stored) in users {
+            if verify_password(password.to_owned(), stored).await {
+                return Ok(Holder::Matching(id));
+            }
+        }
+    }
+    Ok(Holder::Other(first))
 }
 
 fn is_unique_violation(err: &sqlx::Error) -> bool {
