@@ -63,6 +63,8 @@ export default async function globalSetup() {
   delete env.DATABASE_URL;
   // Passed on explicitly: the server's default is `python3`, without paddle.
   env.PADDLECLOUD_SERVING_PYTHON = process.env.PADDLECLOUD_SERVING_PYTHON ?? "python3";
+  // Notebooks run that venv's jupyterlab (notebooks.spec.ts).
+  env.PADDLECLOUD_NOTEBOOK_PYTHON = process.env.PADDLECLOUD_NOTEBOOK_PYTHON ?? env.PADDLECLOUD_SERVING_PYTHON;
   // Sample replicas every second so resource charts move within a test.
   // The executor claims 64 CPUs and 256 GiB: the specs' jobs (the dialog's
   // default alone asks for 5 CPUs), run two at a time, ask for more than a

@@ -19,7 +19,7 @@ rust_tests() {
   # run: a skip would be a silent pass. KUBECONFIG is dropped so the tests get
   # the throwaway cluster, never a real one this shell happens to point at.
   env -u KUBECONFIG PADDLECLOUD_REQUIRE_POSTGRES=1 PADDLECLOUD_REQUIRE_PYTHON_WRITERS=1 PADDLECLOUD_REQUIRE_PROMETHEUS=1 \
-    PADDLECLOUD_REQUIRE_KUBE=1 scripts/kube-test-cluster.sh run scripts/with-postgres.sh \
+    PADDLECLOUD_REQUIRE_KUBE=1 PADDLECLOUD_REQUIRE_JUPYTER=1 scripts/kube-test-cluster.sh run scripts/with-postgres.sh \
     cargo test --locked --release --no-fail-fast -p app -p server --features app/ssr
 }
 

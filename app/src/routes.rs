@@ -12,7 +12,7 @@ use crate::pages::assets::{detail::AssetPage, detail::SharedPage, AssetsPage};
 use crate::pages::{
     account::AccountPage, admin::AdminPage, auth::ConfirmPage, auth::ForgotPage, auth::LoginPage,
     auth::ResetPage, auth::SignUpPage, jobs::resources::JobResourcesPage, jobs::JobsPage,
-    join::JoinPage, not_found::NotFound, paddleboard::PaddleBoardPage, placeholder::SectionPage,
+    join::JoinPage, not_found::NotFound, notebooks::NotebooksPage, paddleboard::PaddleBoardPage,
     quota::QuotaPageView, serving::traffic::ServingTrafficPage, serving::ServingPage,
 };
 
@@ -73,10 +73,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("models") view=|| view! { <AssetsPage kind=AssetKind::Model /> } />
                     <Route path=path!("models/:owner/:name") view=|| view! { <AssetPage kind=AssetKind::Model /> } />
                     <Route path=path!("models/:owner/:name/settings") view=|| view! { <AssetSettingsPage kind=AssetKind::Model /> } />
-                    <Route
-                        path=path!("notebooks")
-                        view=|| view! { <SectionPage section="notebooks" /> }
-                    />
+                    <Route path=path!("notebooks") view=|| view! { <NotebooksPage /> } />
                     <Route path=path!("quota") view=|| view! { <QuotaPageView /> } />
                     <Route path=path!("account") view=|| view! { <AccountPage /> } />
                     <Route path=path!("admin") view=|| view! { <AdminPage /> } />

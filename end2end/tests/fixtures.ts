@@ -1,4 +1,4 @@
-import { test as base, expect, Browser, Page } from "@playwright/test";
+import { test as base, expect, Browser, Locator, Page } from "@playwright/test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { SITE_ADMIN } from "../global-setup";
@@ -143,3 +143,30 @@ export async function mailedLink(email: string, path: string): Promise<string> {
 }
 
 export { expect };
+
+/**
+ * Waits for `target` (in a live table) to read `text`: hydrated pages update
+ * it themselves, without JavaScript the page is reloaded to see it.
+ */
+export async function expectLive(page: Page, hydrated: boolean, target: Locator, text: string | RegExp, timeout = 20_000) {
+  if (hydrated) {
+    await expect(target).toHaveText(text, { timeout });
+  } else {
+    await expect(async () => {
+      await page.reload();
+      await expect(target).toHaveText(text, { timeout: 1000 });
+    }).toPass({ timeout });
+  }
+}
+
+/**
+ * Presses a form's button. Without JavaScript the form posts and redirects
+ * back: waits for that page to load, so that a reload does not race it.
+ */
+export async function press(page: Page, hydrated: boolean, button: Locator) {
+  if (hydrated) {
+    await button.click();
+  } else {
+    await Promise.all([page.waitForEvent("load"), button.click()]);
+  }
+}

@@ -3,8 +3,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { test, expect, newAccount, signUp, waitHydrated, Page } from "./fixtures";
-import type { Locator } from "@playwright/test";
+import { test, expect, expectLive, newAccount, press, signUp, waitHydrated, Page } from "./fixtures";
 
 // The replicas run the SDK's predict server with this Python (global-setup.ts
 // hands the same one to the server); it needs paddlepaddle.
@@ -48,29 +47,9 @@ function row(page: Page, name: string) {
   return page.locator(`tr[data-serving="${name}"]`);
 }
 
-/** Waits for a cell of a row to read `text`; without JavaScript the page is reloaded to see it. */
+/** Waits for a cell of an instance's row to read `text` (see `expectLive`). */
 async function expectCell(page: Page, hydrated: boolean, name: string, cell: string, text: string | RegExp, timeout = 20_000) {
-  const target = row(page, name).getByTestId(cell);
-  if (hydrated) {
-    await expect(target).toHaveText(text, { timeout });
-  } else {
-    await expect(async () => {
-      await page.reload();
-      await expect(target).toHaveText(text, { timeout: 1000 });
-    }).toPass({ timeout });
-  }
-}
-
-/**
- * Presses a form's button. Without JavaScript the form posts and redirects
- * back: waits for that page to load, so that a reload does not race it.
- */
-async function press(page: Page, hydrated: boolean, button: Locator) {
-  if (hydrated) {
-    await button.click();
-  } else {
-    await Promise.all([page.waitForEvent("load"), button.click()]);
-  }
+  await expectLive(page, hydrated, row(page, name).getByTestId(cell), text, timeout);
 }
 
 /**

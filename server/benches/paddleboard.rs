@@ -161,6 +161,7 @@ fn main() -> anyhow::Result<()> {
             .key;
         for job in ["one-million", "hundred"] {
             let spec = app::models::JobSpec {
+                notebook: None,
                 name: job.into(),
                 image: String::new(),
                 command: vec!["true".into()],

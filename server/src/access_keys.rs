@@ -15,6 +15,7 @@ use sqlx::AnyPool;
 use crate::storage::audit;
 use crate::storage::internal;
 use crate::storage::jobs::JOB_TOKEN_PREFIX;
+use crate::storage::notebooks::NOTEBOOK_KEY_PREFIX;
 use crate::storage::serving::SERVING_TOKEN_PREFIX;
 use crate::storage::tokens::{random_token, token_hash};
 use crate::storage::users::{self, me_from, user_columns, UserRow};
@@ -130,6 +131,43 @@ impl SqlAccessKeys {
     }
 }
 
+impl SqlAccessKeys {
+    /// A notebook's key acts as the notebook's owner, while the notebook
+    /// runs (it is cleared when it stops) and its owner is still a member.
+    async fn resolve_notebook_key(&self, key: &str) -> Result<Option<Principal>, AppError> {
+        if !is_well_formed_with(NOTEBOOK_KEY_PREFIX, key) {
+            return Ok(None);
+        }
+        /// The notebook's id and name, then its owner.
+        #[derive(sqlx::FromRow)]
+        struct NotebookKeyRow {
+            notebook_id: i64,
+            notebook: String,
+            #[sqlx(flatten)]
+            user: UserRow,
+        }
+        let row: Option<NotebookKeyRow> = sqlx::query_as(concat!(
+            "SELECT n.id AS notebook_id, n.name AS notebook, ",
+            user_columns!(),
+            " FROM notebooks n JOIN users u ON u.id = n.user_id \
+                 JOIN memberships m ON m.user_id = u.id AND m.account_id = n.account_id \
+                 JOIN accounts a ON a.id = m.account_id \
+                 WHERE n.key_hash = $1 AND n.status IN ('pending', 'running')"
+        ))
+        .bind(token_hash(key))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(internal("look up notebook key"))?;
+        Ok(row.map(|r| Principal {
+            me: me_from(r.user),
+            credential: Credential::NotebookKey {
+                notebook_id: r.notebook_id,
+                notebook: r.notebook,
+            },
+        }))
+    }
+}
+
 #[async_trait]
 impl AccessKeys for SqlAccessKeys {
     async fn create_key(&self, me: &Me, name: &str) -> Result<NewAccessKey, AppError> {
@@ -231,6 +269,9 @@ impl AccessKeys for SqlAccessKeys {
         }
         if key.starts_with(SERVING_TOKEN_PREFIX) {
             return self.resolve_serving_token(key).await;
+        }
+        if key.starts_with(NOTEBOOK_KEY_PREFIX) {
+            return self.resolve_notebook_key(key).await;
         }
         if !is_well_formed(key) {
             return Ok(None);

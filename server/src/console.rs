@@ -28,10 +28,12 @@ use crate::kubernetes::{KubeAccess, KubeCluster};
 use crate::local::capacity::CapacitySettings;
 use crate::local::limits::LimitsChoice;
 use crate::local::machine::Machine;
+use crate::local::notebooks::LocalNotebooks;
 use crate::local::serving::LocalServing;
 use crate::local::{LocalCluster, LocalParts};
 use crate::mail::{MailChoice, Outbox, Smtp};
 use crate::mlflow::store::MlflowStore;
+use crate::notebooks::NotebookService;
 use crate::paddleboard::SqlMetrics;
 use crate::quota::SqlQuotas;
 use crate::resources::SqlResourceCharts;
@@ -106,6 +108,13 @@ pub struct Config {
     pub prometheus_url: Option<String>,
     /// The Python that runs the default predict server of local serving.
     pub serving_python: String,
+    /// The Python whose `jupyterlab` runs local notebooks (and their kernels).
+    pub notebook_python: String,
+    /// Minutes without kernel or terminal activity after which a notebook
+    /// that sets no idle timeout of its own is stopped (`None`: never).
+    pub notebook_idle_minutes: Option<u32>,
+    /// Seconds between idle probes of running notebooks.
+    pub notebook_probe_secs: u32,
     /// What local job and serving replicas inherit of the console's own
     /// environment ([`crate::cli::inherited_env`]); nothing else of it.
     pub inherited_env: Vec<(String, String)>,
@@ -145,6 +154,9 @@ impl Config {
             resource_keep_days: crate::resources::DEFAULT_KEEP_DAYS,
             prometheus_url: None,
             serving_python: "python3".to_owned(),
+            notebook_python: "python3".to_owned(),
+            notebook_idle_minutes: None,
+            notebook_probe_secs: 60,
             inherited_env: Vec::new(),
             local_capacity: CapacitySettings::default(),
             local_limits: LimitsChoice::Auto,
@@ -257,7 +269,7 @@ impl Console {
                     &config.data_dir,
                     config.serving_python,
                     grace,
-                    inherited_env,
+                    inherited_env.clone(),
                     machine.clone(),
                 )),
                 quota: None,
@@ -314,6 +326,29 @@ impl Console {
             .recover()
             .await
             .map_err(|err| anyhow::anyhow!("bringing back serving instances: {err}"))?;
+        // Notebook servers run on this machine with either cluster choice
+        // for now; the Kubernetes backend is issue 18's second part.
+        let notebook_backend = LocalNotebooks::new(
+            &config.data_dir,
+            config.notebook_python.clone(),
+            grace,
+            inherited_env.clone(),
+            machine.clone(),
+        );
+        let notebooks = NotebookService::new(
+            pool.clone(),
+            Arc::new(notebook_backend),
+            assets.clone(),
+            config.public_url.clone(),
+            config.notebook_idle_minutes,
+        );
+        notebooks
+            .recover()
+            .await
+            .map_err(|err| anyhow::anyhow!("bringing back notebooks: {err}"))?;
+        notebooks.spawn_idle_culling(Duration::from_secs(
+            config.notebook_probe_secs.max(1).into(),
+        ));
         let accounts = SqlAccounts::new(pool.clone(), account_mail);
         let services = Services {
             accounts: accounts.clone(),
@@ -325,6 +360,7 @@ impl Console {
             resource_charts: Arc::new(resource_charts),
             quotas: Arc::new(SqlQuotas::new(pool.clone(), backends.quota)),
             serving: Arc::new(serving.clone()),
+            notebooks: Arc::new(notebooks.clone()),
             secure_cookies: config.secure_cookies,
         };
         let state = AppState {
@@ -332,6 +368,7 @@ impl Console {
             services: services.clone(),
             mlflow: MlflowStore::new(pool.clone()),
             serving,
+            notebooks,
         };
         Ok(Self {
             pool,
@@ -348,5 +385,10 @@ impl Console {
     /// Serving, as the `/serve/…` endpoint reaches it (its traffic counts).
     pub fn serving(&self) -> &ServingService {
         &self.state.serving
+    }
+
+    /// Notebooks, as the proxy reaches them (and the idle check runs them).
+    pub fn notebooks(&self) -> &NotebookService {
+        &self.state.notebooks
     }
 }

@@ -15,6 +15,7 @@ pub mod local;
 pub mod mail;
 pub mod metric_files;
 pub mod mlflow;
+pub mod notebooks;
 pub mod paddleboard;
 pub mod quota;
 pub mod resources;

@@ -185,6 +185,24 @@ impl SqlQuotas {
                 used = used.add_times(t, 1);
             }
         }
+        // A notebook counts what its server asks for while it runs.
+        let notebooks: Vec<(String,)> = sqlx::query_as(
+            "SELECT spec FROM notebooks WHERE account_id = $1 AND status IN ('pending', 'running') \
+             AND ($2 < 0 OR user_id = $2)",
+        )
+        .bind(account_id)
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("read running notebooks"))?;
+        for (spec,) in &notebooks {
+            if let Ok(t) = serde_json::from_str::<app::models::NotebookSpec>(spec)
+                .map_err(|_| AppError::Internal)
+                .and_then(|s| s.totals())
+            {
+                used = used.add_times(t, 1);
+            }
+        }
         Ok((used, specs.len() as u64))
     }
 }
@@ -387,7 +405,7 @@ impl Quotas for SqlQuotas {
         for (job, gpus) in given {
             *gpus_of.entry(job).or_default() += gpus.split(',').count() as u64;
         }
-        let runs: Vec<JobRun> = rows
+        let mut runs: Vec<JobRun> = rows
             .into_iter()
             .filter_map(|(id, spec, started_at, finished_at, email)| {
                 let spec: JobSpec = serde_json::from_str(&spec).ok()?;
@@ -403,6 +421,29 @@ impl Quotas for SqlQuotas {
                 })
             })
             .collect();
+        // Notebooks' servers count like jobs, with what they held while they ran.
+        let notebooks: Vec<(i64, i64, i64, i64, Option<i64>, String)> = sqlx::query_as(
+            "SELECT r.cpu_millis, r.memory_bytes, r.gpu, r.started_at, r.ended_at, u.email \
+             FROM notebook_runs r JOIN users u ON u.id = r.user_id \
+             WHERE r.account_id = $1 AND (r.ended_at IS NULL OR r.ended_at >= $2)",
+        )
+        .bind(account.id)
+        .bind(month_ago)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("read notebook usage"))?;
+        runs.extend(notebooks.into_iter().map(
+            |(cpu, memory, gpu, started_at, finished_at, user)| JobRun {
+                user,
+                started_at,
+                finished_at,
+                requested: ResourceTotals {
+                    cpu_millis: cpu.max(0) as u64,
+                    memory_bytes: memory.max(0) as u64,
+                    gpu: gpu.max(0) as u64,
+                },
+            },
+        ));
         Ok(UsageReport::compute(&runs, now))
     }
 }

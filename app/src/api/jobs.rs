@@ -28,7 +28,7 @@ pub async fn list_jobs(query: JobQuery) -> Result<JobPage, AppError> {
 pub async fn submit_job(form: JobForm) -> Result<Job, AppError> {
     let who = member()?;
     let spec = form.to_spec()?;
-    let job = crate::use_cases::submit_within_quota(&services()?, &who.me, spec).await?;
+    let job = crate::use_cases::submit_within_quota(&services()?, &who, spec).await?;
     tracing::info!(account = %who.me.account.name, job = %job.name, user = %who.me.email, "job submitted");
     redirect_back_without("submit", "/jobs")?;
     Ok(job)

@@ -7,6 +7,7 @@ pub mod assets;
 pub mod context;
 pub mod jobs;
 pub mod members;
+pub mod notebooks;
 pub mod paddleboard;
 pub mod serving;
 pub mod usage;

@@ -107,6 +107,7 @@ impl JobForm {
         let env = super::serving_form::parse_env_lines(&self.env)?;
         let gpu = count("trainer.gpu", &self.trainer_gpu, "GPUs")?;
         Ok(JobSpec {
+            notebook: None,
             name: self.name.trim().to_owned(),
             image: self.image.trim().to_owned(),
             command: split_command(&self.command)?,

@@ -163,6 +163,10 @@ pub struct JobSpec {
     /// `PADDLE_DATASET_DIR` (the first) and `PADDLE_DATASET_DIR_<NAME>`.
     #[serde(default)]
     pub datasets: Vec<String>,
+    /// The notebook it was submitted from (with that notebook's key). Set
+    /// by the console from the credential, never from what a client sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notebook: Option<String>,
 }
 
 /// Env names the executor sets itself; a spec may not override them.
@@ -284,6 +288,23 @@ pub fn validate_env(env: &[EnvVar], reserved: impl Fn(&str) -> bool) -> Result<(
         }
     }
     Ok(())
+}
+
+/// The variable that holds a dataset's folder for a replica or a notebook:
+/// `PADDLE_DATASET_DIR_<NAME>`, the name (`mnist` or `owner/mnist`) in
+/// capitals with anything but letters and digits as `_`.
+pub fn dataset_dir_variable(name: &str) -> String {
+    let key: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("PADDLE_DATASET_DIR_{key}")
 }
 
 /// Job names appear in pod and service names, so they are DNS-1123 labels.
@@ -545,6 +566,7 @@ mod tests {
 
     pub(crate) fn spec() -> JobSpec {
         JobSpec {
+            notebook: None,
             name: "mnist".into(),
             image: "paddlepaddle/paddle:2.6.1".into(),
             command: vec!["python".into(), "train.py".into()],

@@ -183,6 +183,12 @@ impl QuotaUse {
         self.admit_as("instance", instance, "Over the account's quota.")
     }
 
+    /// Whether a notebook's server asking for `notebook` fits (CPU, memory
+    /// and GPU, not the number of jobs).
+    pub fn admit_as_notebook(&self, notebook: ResourceTotals) -> Result<(), AppError> {
+        self.admit_as("notebook", notebook, "Over the account's quota.")
+    }
+
     /// Like [`QuotaUse::admit`] and [`QuotaUse::admit_serving`] (`noun` is
     /// `job` or `instance`) for a member's own caps.
     pub fn admit_member(&self, noun: &str, asked: ResourceTotals) -> Result<(), AppError> {

@@ -10,7 +10,7 @@ pub mod jobs;
 pub mod join;
 pub mod members;
 pub mod not_found;
+pub mod notebooks;
 pub mod paddleboard;
-pub mod placeholder;
 pub mod quota;
 pub mod serving;

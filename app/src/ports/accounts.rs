@@ -40,6 +40,14 @@ pub enum Credential {
         /// The model it serves, `owner/name`.
         model: String,
     },
+    /// A notebook's own key (`PADDLECLOUD_KEY` in its kernels): it acts as
+    /// the notebook's owner, like an access key, until the notebook stops.
+    NotebookKey {
+        /// The notebook's database id.
+        notebook_id: i64,
+        /// The notebook's name.
+        notebook: String,
+    },
 }
 
 impl Principal {
@@ -48,7 +56,9 @@ impl Principal {
     /// passes.
     pub fn require_change(&self) -> Result<(), AppError> {
         match self.credential {
-            Credential::Session(_) | Credential::AccessKey(_) => self.me.role.require_change(),
+            Credential::Session(_) | Credential::AccessKey(_) | Credential::NotebookKey { .. } => {
+                self.me.role.require_change()
+            }
             Credential::JobToken { .. } | Credential::ServingToken { .. } => Ok(()),
         }
     }
@@ -62,6 +72,15 @@ impl Principal {
     pub fn job_scope(&self) -> Option<&str> {
         match &self.credential {
             Credential::JobToken { job, .. } => Some(job),
+            _ => None,
+        }
+    }
+
+    /// The notebook whose key made the request, if one did: jobs it
+    /// submits say so.
+    pub fn notebook_scope(&self) -> Option<&str> {
+        match &self.credential {
+            Credential::NotebookKey { notebook, .. } => Some(notebook),
             _ => None,
         }
     }

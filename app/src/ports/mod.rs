@@ -9,6 +9,7 @@ mod cluster;
 mod mail;
 mod members;
 mod metrics;
+mod notebooks;
 mod resources;
 mod serving;
 
@@ -21,6 +22,7 @@ pub use cluster::*;
 pub use mail::*;
 pub use members::*;
 pub use metrics::*;
+pub use notebooks::*;
 pub use resources::*;
 pub use serving::*;
 
@@ -45,6 +47,8 @@ pub struct Services {
     pub quotas: Arc<dyn Quotas>,
     /// Models served over HTTP.
     pub serving: Arc<dyn Serving>,
+    /// Private JupyterLab servers.
+    pub notebooks: Arc<dyn Notebooks>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

@@ -1,18 +1,22 @@
 //! Submitting a job, within the account's quota.
 
 use crate::error::AppError;
-use crate::models::{Job, JobSpec, Me};
-use crate::ports::Services;
+use crate::models::{Job, JobSpec};
+use crate::ports::{Principal, Services};
 
 /// Submits `spec` if the account's quota and the submitter's own caps have
 /// room for it, with a message
 /// saying what is over and by how much if not. Every way of submitting
-/// (dialog, REST, CLI, SDK) comes through here.
+/// (dialog, REST, CLI, SDK, a notebook's kernel) comes through here. A job
+/// submitted with a notebook's key records that notebook; what a client
+/// says of it is ignored.
 pub async fn submit_within_quota(
     services: &Services,
-    me: &Me,
-    spec: JobSpec,
+    who: &Principal,
+    mut spec: JobSpec,
 ) -> Result<Job, AppError> {
+    let me = &who.me;
+    spec.notebook = who.notebook_scope().map(str::to_owned);
     let totals = spec.totals()?;
     let _admission = services.quotas.admission(&me.account).await?;
     services

@@ -4,7 +4,9 @@
 //! of them. A use case that needs one port only is that port's method.
 
 pub mod jobs;
+pub mod notebooks;
 pub mod serving;
 
 pub use jobs::submit_within_quota;
+pub use notebooks::{create_notebook_within_quota, start_notebook_within_quota};
 pub use serving::{launch_within_quota, scale_within_quota};

@@ -79,15 +79,21 @@ __all__ = [
 ]
 
 _lock = threading.Lock()
-_default: Optional[Tuple[Tuple[Optional[str], Optional[str], Optional[str]], Client]] = None
+_default: Optional[Tuple[Tuple[Optional[str], ...], Client]] = None
 
 
 def default_client() -> Client:
     """The `Client()` the module-level functions use. It is made on first use and
-    made again when ``PADDLECLOUD_CREDENTIALS`` or ``PADDLECLOUD_SERVER`` change."""
+    made again when ``PADDLECLOUD_CREDENTIALS``, ``PADDLECLOUD_SERVER`` or
+    ``PADDLECLOUD_KEY`` (a notebook's own key) change."""
     global _default
     token = os.environ.get("PADDLECLOUD_JOB_TOKEN")
-    env = (os.environ.get(CREDENTIALS_ENV), os.environ.get(SERVER_ENV), token)
+    env = (
+        os.environ.get(CREDENTIALS_ENV),
+        os.environ.get(SERVER_ENV),
+        token,
+        os.environ.get("PADDLECLOUD_KEY"),
+    )
     with _lock:
         if _default is None or _default[0] != env:
             # Inside a job (and no credentials file named): the job's own token.

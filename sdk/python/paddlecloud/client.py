@@ -27,6 +27,8 @@ DEFAULT_CREDENTIALS = os.path.join("~", ".config", "paddlecloud", "credentials.j
 CREDENTIALS_ENV = "PADDLECLOUD_CREDENTIALS"
 SERVER_ENV = "PADDLECLOUD_SERVER"
 ACCOUNT_ENV = "PADDLECLOUD_ACCOUNT"
+# A notebook's kernels get its own key here (and the console's URL in SERVER_ENV).
+KEY_ENV = "PADDLECLOUD_KEY"
 
 #: Statuses a job does not leave by itself.
 FINISHED = frozenset({"succeeded", "failed", "stopped"})
@@ -199,6 +201,8 @@ class Client(FilesMixin):
 
     ``Client()`` reads the credentials file (see `credentials_path`); ``server`` and
     ``key`` override it, and ``$PADDLECLOUD_SERVER`` overrides the file's server.
+    With ``$PADDLECLOUD_SERVER`` and ``$PADDLECLOUD_KEY`` set (a notebook's kernel
+    has both) no file is read.
     ``timeout`` is in seconds, per request (followed logs wait for as long as the
     pod is quiet unless ``idle_timeout`` is given).
     """
@@ -214,6 +218,9 @@ class Client(FilesMixin):
         self.account: Optional[str] = None
         self.user: Optional[str] = None
         server = server or os.environ.get(SERVER_ENV) or None
+        if not key and not credentials and not account and server:
+            # In a notebook: its own key, with no credentials file to read.
+            key = os.environ.get(KEY_ENV) or None
         if not server or not key:
             path = credentials_path(credentials, account)
             data = load_credentials(path)

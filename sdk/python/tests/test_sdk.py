@@ -537,6 +537,21 @@ class CredentialsTest(unittest.TestCase):
         with mock.patch.dict(os.environ, {"PADDLECLOUD_CREDENTIALS": CREDENTIALS}):
             self.assertEqual(Client().me()["email"], EMAIL)
 
+    def test_a_server_and_key_in_the_environment_need_no_credentials_file(self):
+        # What a notebook's kernel has: the console's URL and the notebook's key.
+        missing = os.path.join(_tmp, "nowhere.json")
+        env = {"PADDLECLOUD_SERVER": SERVER, "PADDLECLOUD_KEY": KEY,
+               "PADDLECLOUD_CREDENTIALS": missing}
+        with mock.patch.dict(os.environ, env):
+            self.assertEqual(Client().me()["email"], EMAIL)
+            self.assertEqual(paddlecloud.me()["email"], EMAIL)
+            # A file named by the caller still wins over the environment's key.
+            self.assertEqual(Client(credentials=CREDENTIALS).me()["email"], EMAIL)
+        with mock.patch.dict(os.environ, {"PADDLECLOUD_KEY": KEY, "PADDLECLOUD_CREDENTIALS": missing}):
+            os.environ.pop("PADDLECLOUD_SERVER", None)
+            with self.assertRaises(PaddleCloudError):
+                Client()  # a key without a server is not enough
+
     def test_a_missing_credentials_file_says_where_to_get_one(self):
         missing = os.path.join(_tmp, "nowhere.json")
         with mock.patch.dict(os.environ, {"PADDLECLOUD_CREDENTIALS": missing}):

@@ -180,6 +180,19 @@ pub struct ServeArgs {
     /// instances; it needs `paddlepaddle` (`pip install paddlepaddle`).
     #[arg(long, env = "PADDLECLOUD_SERVING_PYTHON", default_value = "python3")]
     pub serving_python: String,
+    /// The Python whose `jupyterlab` runs notebooks on this machine (their
+    /// kernels run in it too); it needs `pip install jupyterlab`.
+    #[arg(long, env = "PADDLECLOUD_NOTEBOOK_PYTHON", default_value = "python3")]
+    pub notebook_python: String,
+    /// Stop a notebook that sets no idle timeout of its own after this many
+    /// minutes without kernel or terminal activity (default: never).
+    #[arg(long, env = "PADDLECLOUD_NOTEBOOK_IDLE_MINUTES",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(app::models::MAX_IDLE_MINUTES)))]
+    pub notebook_idle_minutes: Option<u32>,
+    /// Seconds between checks of running notebooks for activity.
+    #[arg(long, env = "PADDLECLOUD_NOTEBOOK_PROBE_SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub notebook_probe_secs: u32,
     /// CPUs the local executor gives replicas in all, e.g. `6` or `7500m`:
     /// to keep some for the console itself, or to say more than is detected.
     /// Default: every CPU this process may use.
@@ -428,6 +441,9 @@ impl ServeArgs {
             resource_keep_days: self.resource_keep_days,
             prometheus_url: self.prometheus_url.clone(),
             serving_python: self.serving_python.clone(),
+            notebook_python: self.notebook_python.clone(),
+            notebook_idle_minutes: self.notebook_idle_minutes,
+            notebook_probe_secs: self.notebook_probe_secs,
             inherited_env: inherited_env(),
             local_capacity: CapacitySettings {
                 cpu_millis: self.local_cpus,

@@ -171,6 +171,7 @@ fn roles(job: &Job) -> String {
 pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
     let client = args.remote.client()?;
     let spec = JobSpec {
+        notebook: None,
         name: args.name,
         image: args.image,
         command: args.command,

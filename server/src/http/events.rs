@@ -34,6 +34,15 @@ pub async fn serving(State(state): State<AppState>, Caller(who): Caller) -> Resp
     }))
 }
 
+/// `GET /events/notebooks`: one message (data: the notebook's name) per
+/// change to any of the caller's account's notebooks.
+pub async fn notebooks(State(state): State<AppState>, Caller(who): Caller) -> Response {
+    let receiver = state.services.notebooks.subscribe();
+    sse(names_of(receiver, who.me.account.id, |ev| {
+        (ev.account_id, ev.name)
+    }))
+}
+
 /// One message per change event of `account_id`'s (data: what changed, by
 /// `name`), and an empty one when events were missed, so the page refreshes.
 fn names_of<E: Clone + Send + 'static>(

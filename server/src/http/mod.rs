@@ -6,6 +6,7 @@ mod board;
 mod caller;
 mod events;
 mod keys;
+mod lab;
 mod mlflow;
 mod rest;
 mod serve;
@@ -38,6 +39,8 @@ pub struct AppState {
     pub mlflow: crate::mlflow::store::MlflowStore,
     /// Serving, for the endpoint that forwards predict calls and counts them.
     pub serving: crate::serving::ServingService,
+    /// Notebooks, for the proxy in front of their JupyterLab servers.
+    pub notebooks: crate::notebooks::NotebookService,
 }
 
 /// The server's version, as `/healthz` reports it.
@@ -54,6 +57,12 @@ pub fn router(state: AppState) -> Router {
     let console = Router::new()
         .route("/events/jobs", get(events::jobs))
         .route("/events/serving", get(events::serving))
+        .route("/events/notebooks", get(events::notebooks))
+        // Streams both ways: no body limit (uploads into the workspace).
+        .route(
+            "/notebooks/{account}/{name}/{*path}",
+            axum::routing::any(lab::forward).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
         .route(
             "/serve/{account}/{name}",
             axum::routing::any(serve::forward),
@@ -177,6 +186,12 @@ async fn healthz() -> Json<serde_json::Value> {
 impl axum::extract::FromRef<AppState> for crate::serving::ServingService {
     fn from_ref(state: &AppState) -> Self {
         state.serving.clone()
+    }
+}
+
+impl axum::extract::FromRef<AppState> for crate::notebooks::NotebookService {
+    fn from_ref(state: &AppState) -> Self {
+        state.notebooks.clone()
     }
 }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use app::error::AppError;
-use app::models::{ClusterCapacity, JobRole, JobSpec, ServingSpec};
+use app::models::{ClusterCapacity, JobRole, JobSpec, NotebookSpec, ServingSpec};
 
 use super::capacity::{self, CapacitySettings};
 use super::limits::{Limits, LimitsChoice};
@@ -129,16 +129,32 @@ impl Machine {
     /// What one replica of a serving instance asks for, or why it can never
     /// run here.
     pub fn serving_ask(&self, spec: &ServingSpec) -> Result<Ask, AppError> {
+        self.single_ask(Asker::ServingReplica, spec.per_replica()?, "Each replica")
+    }
+
+    /// What a notebook's server asks for, or why it can never run here.
+    pub fn notebook_ask(&self, spec: &NotebookSpec) -> Result<Ask, AppError> {
+        self.single_ask(Asker::Notebook, spec.totals()?, "The notebook")
+    }
+
+    /// One process asking for `one`, or why it can never run here (`who`
+    /// starts the refusal).
+    fn single_ask(
+        &self,
+        asker: Asker,
+        one: app::models::ResourceTotals,
+        who: &str,
+    ) -> Result<Ask, AppError> {
         let ask = Ask {
-            asker: Asker::ServingReplica,
-            replicas: vec![ReplicaAsk::from(spec.per_replica()?)],
+            asker,
+            replicas: vec![ReplicaAsk::from(one)],
         };
         match self.scheduler.never_fits(&ask) {
             None => Ok(ask),
             Some(no) => Err(AppError::invalid(
                 format!("resources.{}", no.resource),
                 format!(
-                    "Each replica asks for {}, but this machine offers {} in all.",
+                    "{who} asks for {}, but this machine offers {} in all.",
                     no.asked, no.capacity
                 ),
             )),

@@ -13,6 +13,7 @@ mod autoscale;
 pub mod capacity;
 pub mod limits;
 pub mod machine;
+pub mod notebooks;
 pub(crate) mod process;
 mod recovery;
 pub mod sampler;

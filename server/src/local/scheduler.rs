@@ -48,6 +48,8 @@ pub enum Asker {
     Job,
     /// One replica of a serving instance.
     ServingReplica,
+    /// A notebook's server.
+    Notebook,
 }
 
 /// A request: replicas that start together.
@@ -241,13 +243,10 @@ impl Scheduler {
             }
         }
         let free = self.free(state);
-        let mut ahead = (0usize, 0usize);
+        let mut ahead = [0usize; 3];
         for waiter in &state.queue {
             let lack = lacking(&waiter.ask.totals(), &free);
-            let behind = match ahead {
-                (0, 0) => None,
-                (jobs, serving) => Some(ahead_text(jobs, serving)),
-            };
+            let behind = (ahead != [0; 3]).then(|| ahead_text(ahead));
             let reason = match (lack.is_empty(), behind) {
                 (false, None) => format!("waiting for {}", lack.join(" and ")),
                 (false, Some(b)) => format!("waiting for {}; {b}", lack.join(" and ")),
@@ -259,10 +258,7 @@ impl Scheduler {
                 *r = reason.clone();
                 changed
             });
-            match waiter.ask.asker {
-                Asker::Job => ahead.0 += 1,
-                Asker::ServingReplica => ahead.1 += 1,
-            }
+            ahead[waiter.ask.asker as usize] += 1;
         }
     }
 
@@ -370,24 +366,32 @@ fn lacking(need: &ResourceTotals, free: &ResourceTotals) -> Vec<String> {
     out
 }
 
-/// `3 jobs ahead`, `1 job and 2 serving replicas ahead`.
-fn ahead_text(jobs: usize, serving: usize) -> String {
-    let plural = |n: usize, one: &str, many: &str| {
-        if n == 1 {
-            format!("1 {one}")
-        } else {
-            format!("{n} {many}")
-        }
+/// `3 jobs ahead`, `1 job and 2 serving replicas ahead`: what waits ahead
+/// by kind (jobs, serving replicas, notebooks, as [`Asker`] numbers them).
+fn ahead_text(ahead: [usize; 3]) -> String {
+    const NOUNS: [(&str, &str); 3] = [
+        ("job", "jobs"),
+        ("serving replica", "serving replicas"),
+        ("notebook", "notebooks"),
+    ];
+    let parts: Vec<String> = ahead
+        .iter()
+        .zip(NOUNS)
+        .filter(|(n, _)| **n > 0)
+        .map(|(&n, (one, many))| {
+            if n == 1 {
+                format!("1 {one}")
+            } else {
+                format!("{n} {many}")
+            }
+        })
+        .collect();
+    let list = match parts.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     };
-    match (jobs, serving) {
-        (j, 0) => format!("{} ahead", plural(j, "job", "jobs")),
-        (0, s) => format!("{} ahead", plural(s, "serving replica", "serving replicas")),
-        (j, s) => format!(
-            "{} and {} ahead",
-            plural(j, "job", "jobs"),
-            plural(s, "serving replica", "serving replicas")
-        ),
-    }
+    format!("{list} ahead")
 }
 
 #[cfg(test)]
@@ -550,6 +554,11 @@ mod tests {
             *t.reason.borrow(),
             "waiting for 2 GiB of memory: 1 GiB free"
         );
-        assert_eq!(ahead_text(1, 2), "1 job and 2 serving replicas ahead");
+        assert_eq!(ahead_text([1, 2, 0]), "1 job and 2 serving replicas ahead");
+        assert_eq!(ahead_text([3, 0, 0]), "3 jobs ahead");
+        assert_eq!(
+            ahead_text([2, 1, 1]),
+            "2 jobs, 1 serving replica and 1 notebook ahead"
+        );
     }
 }

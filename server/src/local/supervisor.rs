@@ -204,17 +204,7 @@ fn env_for(
         if i == 0 {
             env.push(("PADDLE_DATASET_DIR".to_owned(), dir.clone()));
         }
-        let key: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_uppercase()
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        env.push((format!("PADDLE_DATASET_DIR_{key}"), dir));
+        env.push((app::models::dataset_dir_variable(name), dir));
     }
     match role {
         JobRole::Trainer => env.push(("PADDLE_TRAINER_ID".into(), index.to_string())),

@@ -337,6 +337,7 @@ impl MlflowStore {
                 format!("{base}-{n}")
             };
             let spec = JobSpec {
+                notebook: None,
                 name: name.clone(),
                 image: String::new(),
                 command: vec!["mlflow".into()],

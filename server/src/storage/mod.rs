@@ -9,6 +9,7 @@ pub mod audit;
 pub mod db;
 pub mod jobs;
 pub mod logfile;
+pub mod notebooks;
 pub mod samples;
 pub mod serving;
 pub mod throttle;

@@ -19,6 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "assets",
             "clusters",
             "mlflow",
+            "notebooks",
             "paddleboard",
             "quota",
             "resources",

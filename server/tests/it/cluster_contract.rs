@@ -81,6 +81,7 @@ async fn kube(db: common::TestDb) -> Option<Harness> {
 /// A job running `script` in `sh -c` for every replica.
 fn job(name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
     JobSpec {
+        notebook: None,
         name: name.into(),
         image: "paddlepaddle/paddle:2.6.1".into(),
         command: vec!["sh".into(), "-c".into(), script.into()],

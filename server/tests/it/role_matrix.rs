@@ -337,6 +337,11 @@ const SERVER_FN_WRITES: &[(&str, &str)] = &[
     ("scale_serving", "name=s1&replicas=2"),
     ("stop_serving", "name=s1"),
     ("delete_serving", "name=s1"),
+    ("create_notebook", "form[name]=n2&form[cpu]=1&form[memory]=1Gi"),
+    ("start_notebook", "name=n1"),
+    ("stop_notebook", "name=n1"),
+    ("keep_notebook", "name=n1"),
+    ("delete_notebook", "name=n1"),
 ];
 const SERVER_FN_OWNERS: &[(&str, &str)] = &[
     ("invite_member", "email=dan%40example.com&role=member"),
@@ -375,6 +380,7 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("list_serving", ""),
     ("serving_models", ""),
     ("serving_traffic_chart", "name=s1"),
+    ("list_notebooks", ""),
     ("resource_charts", "job=j1"),
     ("quota_view", ""),
     ("quota_left", ""),

@@ -107,7 +107,10 @@ fn JobRow(
     let name = job.name.clone();
     view! {
         <tr data-job=job.name.clone()>
-            <td class="name">{job.name.clone()}</td>
+            <td class="name">
+                {job.name.clone()}
+                {job.spec.notebook.clone().map(|n| view! { <small class="origin" data-testid="origin">{format!("from notebook {n}")}</small> })}
+            </td>
             <td>{format_utc(job.started_at.unwrap_or(job.created_at))}</td>
             <td>{format_age(now - job.created_at)}</td>
             <td>

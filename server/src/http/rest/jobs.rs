@@ -109,7 +109,7 @@ pub async fn submit(
     spec: Result<Json<JobSpec>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(spec) = spec?;
-    let job = app::use_cases::submit_within_quota(&state.services, &who.me, spec).await?;
+    let job = app::use_cases::submit_within_quota(&state.services, &who, spec).await?;
     tracing::info!(account = %who.me.account.name, job = %job.name, user = %who.me.email, "job submitted through the API");
     let mut response = (StatusCode::CREATED, Json(&job)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/api/v1/jobs/{}", job.name)) {

@@ -12,6 +12,7 @@ mod cluster;
 mod jobs;
 mod members;
 pub mod metrics;
+mod notebooks;
 mod serving;
 mod usage;
 
@@ -54,6 +55,7 @@ use crate::http::caller::Caller;
          (name = "files", description = "Datasets and models: files, versions, sharing"),
          (name = "usage", description = "Resource use of jobs, quota, CPU/GPU hours"),
          (name = "serving", description = "Models served over HTTP: launch, scale, stop, traffic"),
+         (name = "notebooks", description = "Private JupyterLab servers: create, start, stop, keep running, delete"),
          (name = "account", description = "Who is calling, passwords, resets, the audit log"))
 )]
 struct ApiDoc;
@@ -111,6 +113,11 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(serving::scale))
         .routes(routes!(serving::stop))
         .routes(routes!(serving::traffic))
+        .routes(routes!(notebooks::list, notebooks::create))
+        .routes(routes!(notebooks::get_one, notebooks::delete))
+        .routes(routes!(notebooks::start))
+        .routes(routes!(notebooks::stop))
+        .routes(routes!(notebooks::keep))
         .routes(routes!(assets::list, assets::create))
         .routes(routes!(assets::get_one, assets::update, assets::delete))
         .routes(routes!(assets::list_dir))

@@ -25,6 +25,8 @@ pub struct Site {
     pub db: TestDb,
     /// Serving, as the endpoint reaches it (to flush its traffic counts).
     pub serving: server::serving::ServingService,
+    /// Notebooks, as the proxy reaches them (to run an idle check now).
+    pub notebooks: server::notebooks::NotebookService,
 }
 
 /// The site settings of the repository's `Leptos.toml`.
@@ -91,6 +93,7 @@ pub async fn site_from(db: TestDb, config: Config) -> Site {
         router: console.router(),
         services: console.services.clone(),
         serving: console.serving().clone(),
+        notebooks: console.notebooks().clone(),
         db,
     }
 }

@@ -1,0 +1,43 @@
+//! Notebooks: a private JupyterLab per user. Implemented in
+//! `server/src/notebooks/` over the local executor (a `jupyter lab`
+//! process) and Kubernetes; reached through the console's proxy.
+
+use async_trait::async_trait;
+
+use crate::error::AppError;
+use crate::models::{Account, Me, Notebook, NotebookList, NotebookSpec};
+
+/// Something about a notebook changed: live views refresh.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotebookEvent {
+    /// The account that owns it.
+    pub account_id: i64,
+    /// Its name.
+    pub name: String,
+}
+
+/// An account's notebooks. Another account's are "not found"; only a
+/// notebook's owner starts or opens it, and its owner or an owner of the
+/// account stops or deletes it.
+#[async_trait]
+pub trait Notebooks: Send + Sync {
+    /// Records the notebook and starts its server; it is Pending until
+    /// JupyterLab answers. The quota check is the caller's
+    /// (`app::use_cases::start_notebook_within_quota`).
+    async fn create(&self, by: &Me, spec: NotebookSpec) -> Result<Notebook, AppError>;
+    /// The account's notebooks, newest first.
+    async fn list(&self, account: &Account) -> Result<NotebookList, AppError>;
+    /// One notebook.
+    async fn get(&self, account: &Account, name: &str) -> Result<Notebook, AppError>;
+    /// Starts a stopped or failed notebook again (its workspace kept, its
+    /// idle clock cleared).
+    async fn start(&self, by: &Me, name: &str) -> Result<Notebook, AppError>;
+    /// Stops its server (the workspace stays); its key stops working.
+    async fn stop(&self, by: &Me, name: &str) -> Result<Notebook, AppError>;
+    /// Stops it if needed and removes it with its workspace.
+    async fn delete(&self, by: &Me, name: &str) -> Result<(), AppError>;
+    /// Resets the idle clock: culling counts from now.
+    async fn keep_running(&self, by: &Me, name: &str) -> Result<Notebook, AppError>;
+    /// Changes to any notebook, for live views.
+    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<NotebookEvent>;
+}

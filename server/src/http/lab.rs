@@ -1,0 +1,270 @@
+//! `/notebooks/<account>/<name>/…`: the console as JupyterLab's reverse
+//! proxy, for HTTP and WebSockets (kernels, terminals, events). The caller
+//! must be signed in and own the notebook (anyone else, another account's
+//! members included, gets the same 404 as for a notebook that does not
+//! exist); the request goes to the notebook's server with the same path
+//! (the server runs under that base URL) and the notebook's Jupyter token
+//! added, so the browser never holds it. Bodies stream both ways; an
+//! upgraded connection is copied both ways until either side closes.
+
+use std::sync::OnceLock;
+
+use app::error::AppError;
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, StatusCode};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+
+use super::api_error::ApiError;
+use super::caller::Caller;
+use crate::notebooks::NotebookService;
+
+/// Headers about one hop, or the browser's own credentials: never sent on.
+/// `origin` goes too: the console checks it, and Jupyter would compare it
+/// with its own address, which the browser never sees.
+const NOT_FORWARDED: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "authorization",
+    "cookie",
+    "origin",
+];
+
+/// Headers about one hop in an answer.
+const HOP_ANSWER: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "transfer-encoding",
+    "trailer",
+    "upgrade",
+];
+
+type Upstream = Client<HttpConnector, Body>;
+
+fn client() -> &'static Upstream {
+    static CLIENT: OnceLock<Upstream> = OnceLock::new();
+    CLIENT.get_or_init(|| Client::builder(TokioExecutor::new()).build_http())
+}
+
+/// `ANY /notebooks/{account}/{name}/{*path}`.
+pub async fn forward(
+    State(notebooks): State<NotebookService>,
+    caller: Option<Caller>,
+    Path(params): Path<Vec<(String, String)>>,
+    request: Request,
+) -> Response {
+    let get = |k: &str| {
+        params
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let (account, name) = (get("account"), get("name"));
+    let Some(Caller(who)) = caller else {
+        return signed_out(&request, &name);
+    };
+    let upgrade = wants_upgrade(request.headers());
+    if (upgrade || !is_safe(request.method())) && !same_origin(request.headers()) {
+        return ApiError(AppError::forbidden(
+            "This request came from another site; open the notebook from the console.",
+        ))
+        .into_response();
+    }
+    let route = match notebooks.route(&who, &account, &name).await {
+        Ok(route) => route,
+        Err(err) => return ApiError(err).into_response(),
+    };
+    match send(request, &route.upstream, &route.jupyter_token, upgrade).await {
+        Ok(response) => response,
+        Err(why) => {
+            tracing::warn!(notebook = %name, error = %why, "forwarding to a notebook's server");
+            ApiError(AppError::Unavailable {
+                message: format!("The server of notebook “{name}” did not answer: {why}"),
+            })
+            .into_response()
+        }
+    }
+}
+
+/// A signed-out browser opening a notebook's page is sent to sign in (for
+/// any such path: nothing about the notebook is told); anything else is
+/// the 404 a stranger gets.
+fn signed_out(request: &Request, name: &str) -> Response {
+    let navigates = request.method() == Method::GET
+        && request
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/html"));
+    if navigates {
+        let target = request
+            .uri()
+            .path_and_query()
+            .map(|pq| pq.as_str())
+            .unwrap_or("/");
+        let next: String = form_urlencoded::byte_serialize(target.as_bytes()).collect();
+        return Redirect::to(&format!("/login?next={next}")).into_response();
+    }
+    ApiError(AppError::not_found(format!("Notebook “{name}”"))).into_response()
+}
+
+fn is_safe(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+fn wants_upgrade(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::UPGRADE)
+        && headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| {
+                v.split(',')
+                    .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+            })
+}
+
+/// Whether the request's `Origin`, if it has one, is the console itself: a
+/// page of another origin (another port of the same host is the same
+/// "site" to cookies) must not drive a kernel with the user's session.
+fn same_origin(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return true;
+    };
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let forwarded = headers
+        .get("x-forwarded-host")
+        .and_then(|v| v.to_str().ok());
+    let origin_host = origin
+        .split_once("://")
+        .map_or(origin, |(_, rest)| rest)
+        .trim_end_matches('/');
+    origin_host.eq_ignore_ascii_case(host)
+        || forwarded.is_some_and(|f| origin_host.eq_ignore_ascii_case(f))
+}
+
+/// Sends `request` to the server at `upstream` (same path and query) as
+/// the notebook's token holder; an upgrade is carried through.
+async fn send(
+    request: Request,
+    upstream: &str,
+    token: &str,
+    upgrade: bool,
+) -> Result<Response, String> {
+    let (mut parts, body) = request.into_parts();
+    let path = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
+    let uri: http::Uri = format!("{upstream}{path}")
+        .parse()
+        .map_err(|e| format!("bad address: {e}"))?;
+    let mut out = http::Request::builder()
+        .method(parts.method.clone())
+        .uri(uri);
+    for (k, v) in parts.headers.iter() {
+        if !NOT_FORWARDED.contains(&k.as_str()) {
+            out = out.header(k, v);
+        }
+    }
+    out = out.header(header::AUTHORIZATION, format!("token {token}"));
+    let browser_side = if upgrade {
+        if let Some(protocol) = parts.headers.get(header::UPGRADE) {
+            out = out
+                .header(header::CONNECTION, "upgrade")
+                .header(header::UPGRADE, protocol);
+        }
+        parts.extensions.remove::<hyper::upgrade::OnUpgrade>()
+    } else {
+        None
+    };
+    let body = if upgrade { Body::empty() } else { body };
+    let out = out.body(body).map_err(|e| e.to_string())?;
+    let mut answer = client().request(out).await.map_err(|e| e.to_string())?;
+
+    if answer.status() == StatusCode::SWITCHING_PROTOCOLS {
+        let Some(browser_side) = browser_side else {
+            return Err("the server switched protocols on a plain request".to_owned());
+        };
+        let server_side = hyper::upgrade::on(&mut answer);
+        tokio::spawn(async move {
+            match tokio::try_join!(browser_side, server_side) {
+                Ok((browser, server)) => {
+                    let mut browser = TokioIo::new(browser);
+                    let mut server = TokioIo::new(server);
+                    let _ = tokio::io::copy_bidirectional(&mut browser, &mut server).await;
+                }
+                Err(err) => tracing::debug!(error = %err, "a notebook WebSocket did not upgrade"),
+            }
+        });
+        let mut response = Response::builder().status(StatusCode::SWITCHING_PROTOCOLS);
+        for (k, v) in answer.headers() {
+            response = response.header(k, v);
+        }
+        return response.body(Body::empty()).map_err(|e| e.to_string());
+    }
+
+    let (mut head, incoming) = answer.into_parts();
+    strip(&mut head.headers, HOP_ANSWER);
+    Ok(Response::from_parts(head, Body::new(incoming)))
+}
+
+fn strip(headers: &mut HeaderMap<HeaderValue>, names: &[&'static str]) {
+    for name in names {
+        headers.remove(HeaderName::from_static(name));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(HeaderName::from_static(k), HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn only_the_consoles_own_origin_may_upgrade_or_post() {
+        assert!(same_origin(&headers(&[("host", "127.0.0.1:3000")])));
+        assert!(same_origin(&headers(&[
+            ("host", "127.0.0.1:3000"),
+            ("origin", "http://127.0.0.1:3000")
+        ])));
+        assert!(!same_origin(&headers(&[
+            ("host", "127.0.0.1:3000"),
+            ("origin", "http://127.0.0.1:8888")
+        ])));
+        assert!(same_origin(&headers(&[
+            ("host", "console:3000"),
+            ("x-forwarded-host", "paddle.example.com"),
+            ("origin", "https://paddle.example.com")
+        ])));
+    }
+
+    #[test]
+    fn an_upgrade_needs_both_headers() {
+        assert!(wants_upgrade(&headers(&[
+            ("connection", "keep-alive, Upgrade"),
+            ("upgrade", "websocket")
+        ])));
+        assert!(!wants_upgrade(&headers(&[("upgrade", "websocket")])));
+        assert!(!wants_upgrade(&headers(&[("connection", "keep-alive")])));
+    }
+}

@@ -1,0 +1,459 @@
+//! Notebooks on this machine: each is a real `jupyter lab` process of the
+//! configured Python, bound to a free port of 127.0.0.1, under the base URL
+//! the console proxies (`/notebooks/<account>/<name>/`), in its own process
+//! group, with the token in its environment (never in argv, which every
+//! local user can read). Its workspace, `<data>/notebooks/<account>/<name>/work`,
+//! is its home and root folder, kept across stops and console restarts.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use app::error::AppError;
+use app::models::{Account, NotebookSpec, NotebookStatus};
+use async_trait::async_trait;
+use nix::sys::signal::Signal;
+use tokio::sync::watch;
+
+use super::machine::{gpu_env, Machine};
+use super::process::{command, free_ports, signal_group};
+use crate::backend::notebooks::{NotebookBackend, NotebookReporter, NotebookRun, SDK_FILES};
+use crate::backend::serving::http_client;
+
+/// How often a starting server is asked whether it answers.
+const PROBE_EVERY: Duration = Duration::from_millis(300);
+/// How long JupyterLab may take to answer before the start counts as failed.
+const START_TIMEOUT: Duration = Duration::from_secs(180);
+/// The variable that marks a notebook's processes as the console's.
+const MARKER: &str = "PADDLECLOUD_NOTEBOOK_INSTANCE";
+
+/// The local notebook backend.
+#[derive(Clone)]
+pub struct LocalNotebooks {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// `<data>/notebooks`.
+    root: PathBuf,
+    /// The Python whose `jupyterlab` runs the servers.
+    python: String,
+    /// SIGTERM → SIGKILL.
+    grace: Duration,
+    /// What servers inherit of the console's environment.
+    inherited_env: Arc<[(String, String)]>,
+    /// The room servers wait for, shared with jobs and serving.
+    machine: Arc<Machine>,
+    /// Servers started by this process, by notebook id.
+    servers: Mutex<HashMap<i64, Arc<Server>>>,
+    /// Asks a starting server whether it answers.
+    probe: reqwest::Client,
+}
+
+/// A started server's controls.
+struct Server {
+    /// Its port once JupyterLab answers.
+    port: Mutex<Option<u16>>,
+    stop: watch::Sender<bool>,
+    done: watch::Receiver<bool>,
+}
+
+impl LocalNotebooks {
+    /// Notebooks live under `<data_dir>/notebooks`; servers run `python -m
+    /// jupyterlab`, inherit `inherited_env` and wait for room on `machine`.
+    pub fn new(
+        data_dir: &Path,
+        python: String,
+        grace: Duration,
+        inherited_env: Arc<[(String, String)]>,
+        machine: Arc<Machine>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                root: data_dir.join("notebooks"),
+                python,
+                grace,
+                inherited_env,
+                machine,
+                servers: Mutex::new(HashMap::new()),
+                probe: http_client(Duration::from_secs(2)).unwrap_or_default(),
+            }),
+        }
+    }
+
+    fn dir(&self, account: &Account, name: &str) -> PathBuf {
+        self.inner.root.join(&account.name).join(name)
+    }
+
+    fn server(&self, id: i64) -> Option<Arc<Server>> {
+        self.inner
+            .servers
+            .lock()
+            .expect("servers lock")
+            .get(&id)
+            .cloned()
+    }
+
+    /// Writes the SDK where kernels import it from; returns that folder.
+    async fn sdk(&self) -> std::io::Result<PathBuf> {
+        let dir = self.inner.root.join(".sdk");
+        let package = dir.join("paddlecloud");
+        tokio::fs::create_dir_all(&package).await?;
+        for (name, text) in SDK_FILES {
+            tokio::fs::write(package.join(name), text).await?;
+        }
+        Ok(dir)
+    }
+}
+
+/// Everything one start needs, moved into its supervising task.
+struct Launch {
+    run: NotebookRun,
+    argv: Vec<String>,
+    env: Vec<(String, String)>,
+    inherited_env: Arc<[(String, String)]>,
+    dir: PathBuf,
+    machine: Arc<Machine>,
+    grace: Duration,
+    probe: reqwest::Client,
+}
+
+#[async_trait]
+impl NotebookBackend for LocalNotebooks {
+    fn name(&self) -> String {
+        super::LOCAL.to_owned()
+    }
+
+    fn admits(&self, spec: &NotebookSpec) -> Result<(), AppError> {
+        self.inner.machine.notebook_ask(spec).map(|_| ())
+    }
+
+    async fn start(&self, run: NotebookRun, reporter: NotebookReporter) -> Result<(), AppError> {
+        let io = |what: &'static str| {
+            move |err: std::io::Error| {
+                tracing::error!(error = %err, "{what}");
+                AppError::Internal
+            }
+        };
+        // One server per notebook: a start while one runs replaces it.
+        self.stop(&run.account, run.id, &run.spec.name).await?;
+        let dir = self.dir(&run.account, &run.spec.name);
+        let tag = format!("{}#{}", run.account.name, run.id);
+        kill_leftover(&dir, &tag);
+        let work = dir.join("work");
+        tokio::fs::create_dir_all(&work)
+            .await
+            .map_err(io("making a notebook's workspace"))?;
+        let sdk = self
+            .sdk()
+            .await
+            .map_err(io("writing the SDK for notebooks"))?;
+        quiet_news(&work)
+            .await
+            .map_err(io("writing a notebook's JupyterLab settings"))?;
+        let python_bin = Path::new(&self.inner.python)
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(|p| format!("{}:", p.display()))
+            .unwrap_or_default();
+        let path = self
+            .inner
+            .inherited_env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
+        let mut env = run.env.clone();
+        env.extend(
+            [
+                ("JUPYTER_TOKEN", run.jupyter_token.clone()),
+                ("HOME", work.display().to_string()),
+                (
+                    "JUPYTER_RUNTIME_DIR",
+                    dir.join("runtime").display().to_string(),
+                ),
+                ("PYTHONPATH", sdk.display().to_string()),
+                ("PYTHONUNBUFFERED", "1".to_owned()),
+                ("PATH", format!("{python_bin}{path}")),
+                ("SHELL", "/bin/bash".to_owned()),
+                (MARKER, tag),
+            ]
+            .map(|(k, v)| (k.to_owned(), v)),
+        );
+        let argv = vec![
+            self.inner.python.clone(),
+            "-m".to_owned(),
+            "jupyterlab".to_owned(),
+            "--no-browser".to_owned(),
+            // Jupyter refuses root unless told; the console decides who runs it.
+            "--allow-root".to_owned(),
+            "--ip=127.0.0.1".to_owned(),
+            "--ServerApp.port_retries=0".to_owned(),
+            format!("--ServerApp.base_url={}", run.base_url),
+            format!("--ServerApp.root_dir={}", work.display()),
+            // No calls to the Internet from the server either.
+            "--LabApp.news_url=None".to_owned(),
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate".to_owned(),
+        ];
+        let (stop, _) = watch::channel(false);
+        let (done_tx, done) = watch::channel(false);
+        let server = Arc::new(Server {
+            port: Mutex::new(None),
+            stop,
+            done,
+        });
+        self.inner
+            .servers
+            .lock()
+            .expect("servers lock")
+            .insert(run.id, server.clone());
+        let launch = Launch {
+            run,
+            argv,
+            env,
+            inherited_env: self.inner.inherited_env.clone(),
+            dir,
+            machine: self.inner.machine.clone(),
+            grace: self.inner.grace,
+            probe: self.inner.probe.clone(),
+        };
+        let inner = self.inner.clone();
+        tokio::spawn(async move {
+            let id = launch.run.id;
+            supervise(&server, launch, &reporter).await;
+            let mut servers = inner.servers.lock().expect("servers lock");
+            if servers.get(&id).is_some_and(|s| Arc::ptr_eq(s, &server)) {
+                servers.remove(&id);
+            }
+            drop(servers);
+            let _ = done_tx.send(true);
+        });
+        Ok(())
+    }
+
+    async fn stop(&self, _account: &Account, id: i64, _name: &str) -> Result<(), AppError> {
+        if let Some(server) = self.server(id) {
+            server.stop.send_replace(true);
+            let mut done = server.done.clone();
+            let _ = done.wait_for(|d| *d).await;
+        }
+        Ok(())
+    }
+
+    async fn remove(&self, account: &Account, id: i64, name: &str) -> Result<(), AppError> {
+        self.stop(account, id, name).await?;
+        match tokio::fs::remove_dir_all(self.dir(account, name)).await {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(err) => {
+                tracing::error!(error = %err, notebook = %name, "removing a notebook's workspace");
+                Err(AppError::Internal)
+            }
+        }
+    }
+
+    async fn upstream(&self, _account: &Account, id: i64, _name: &str) -> Option<String> {
+        let port = (*self.server(id)?.port.lock().expect("port lock"))?;
+        Some(format!("http://127.0.0.1:{port}"))
+    }
+}
+
+/// Waits for room, runs the server until it is stopped or dies, and
+/// reports each change. A server that dies is Failed with its log's last
+/// lines; it is not restarted (its kernels are gone either way).
+async fn supervise(server: &Server, launch: Launch, reporter: &NotebookReporter) {
+    let run = &launch.run;
+    let report = |status, message: String| async move {
+        reporter
+            .report(run.account.id, run.id, &run.spec.name, status, &message)
+            .await
+    };
+    let mut stop = server.stop.subscribe();
+    let ask = match launch.machine.notebook_ask(&run.spec) {
+        Ok(ask) => ask,
+        Err(err) => return report(NotebookStatus::Failed, err.to_string()).await,
+    };
+    let ticket = launch.machine.scheduler.enqueue(ask);
+    let mut reason = ticket.reason.clone();
+    let granted = ticket.granted();
+    tokio::pin!(granted);
+    let mut reasons_open = true;
+    let grant = loop {
+        tokio::select! {
+            grant = &mut granted => break grant,
+            changed = reason.changed(), if reasons_open => {
+                reasons_open = changed.is_ok();
+                let why = reason.borrow().clone();
+                if reasons_open && why != "starting" {
+                    report(NotebookStatus::Pending, format!("Waiting for room: {why}")).await;
+                }
+            }
+            _ = stop.changed() => return,
+        }
+    };
+    report(NotebookStatus::Pending, "Starting JupyterLab…".to_owned()).await;
+    let log = launch.dir.join("jupyter.log");
+    let gpus = grant.gpus.first().cloned().unwrap_or_default();
+    let (mut child, port) = match spawn(&launch, &log, &gpus) {
+        Ok(started) => started,
+        Err(why) => return report(NotebookStatus::Failed, why).await,
+    };
+    let pgid = child.id().map(i64::from).unwrap_or(0);
+    let pid_file = launch.dir.join("pid");
+    let _ = std::fs::write(&pid_file, pgid.to_string());
+    let status_url = format!("http://127.0.0.1:{port}{}api/status", run.base_url);
+    let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+    let mut ready = false;
+    let outcome = loop {
+        tokio::select! {
+            status = child.wait() => break Some(status.ok()),
+            _ = stop.changed() => break None,
+            _ = tokio::time::sleep(PROBE_EVERY), if !ready => {
+                if answers(&launch.probe, &status_url, &run.jupyter_token).await {
+                    ready = true;
+                    *server.port.lock().expect("port lock") = Some(port);
+                    report(NotebookStatus::Running, String::new()).await;
+                } else if tokio::time::Instant::now() > deadline {
+                    end(&mut child, pgid, launch.grace).await;
+                    let why = format!(
+                        "JupyterLab did not answer within {} s. {}",
+                        START_TIMEOUT.as_secs(),
+                        log_tail(&log)
+                    );
+                    let _ = std::fs::remove_file(&pid_file);
+                    return report(NotebookStatus::Failed, why).await;
+                }
+            }
+        }
+    };
+    *server.port.lock().expect("port lock") = None;
+    match outcome {
+        // Stopped: the service records why.
+        None => end(&mut child, pgid, launch.grace).await,
+        Some(status) => {
+            signal_group(pgid, Signal::SIGKILL);
+            let code = status
+                .and_then(|s| s.code())
+                .map_or("a signal".to_owned(), |c| format!("code {c}"));
+            let what = if ready {
+                "JupyterLab exited"
+            } else {
+                "JupyterLab failed to start"
+            };
+            report(
+                NotebookStatus::Failed,
+                format!("{what} with {code}. {}", log_tail(&log)),
+            )
+            .await;
+        }
+    }
+    let _ = std::fs::remove_file(&pid_file);
+    drop(grant);
+}
+
+/// Starts `jupyter lab` on a free port with GPUs `gpus`, its output
+/// appended to `log`.
+fn spawn(
+    launch: &Launch,
+    log: &Path,
+    gpus: &[u32],
+) -> Result<(tokio::process::Child, u16), String> {
+    let port = free_ports(1)
+        .map_err(|e| format!("no free port: {e}"))?
+        .first()
+        .copied()
+        .ok_or("no free port")?;
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| format!("cannot open its log: {e}"))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| format!("cannot open its log: {e}"))?;
+    let mut argv = launch.argv.clone();
+    argv.push(format!("--port={port}"));
+    // Kernels started without a path run where the server does: the workspace.
+    let work = launch.dir.join("work");
+    let mut cmd = command(&argv, &work, &launch.inherited_env, &launch.env);
+    cmd.envs(gpu_env(gpus))
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err))
+        .kill_on_drop(true);
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", launch.argv[0]))?;
+    Ok((child, port))
+}
+
+/// JupyterLab asks every new user whether to fetch news from the Internet,
+/// which a console's machines often cannot reach: a new workspace starts
+/// with "never" (the user may change it; an existing choice is kept).
+async fn quiet_news(work: &Path) -> std::io::Result<()> {
+    let dir = work.join(".jupyter/lab/user-settings/@jupyterlab/apputils-extension");
+    let file = dir.join("notification.jupyterlab-settings");
+    if tokio::fs::try_exists(&file).await? {
+        return Ok(());
+    }
+    tokio::fs::create_dir_all(&dir).await?;
+    tokio::fs::write(&file, r#"{"fetchNews": "false", "checkForUpdates": false}"#).await
+}
+
+/// Whether JupyterLab answers its status API with the notebook's token.
+async fn answers(probe: &reqwest::Client, url: &str, token: &str) -> bool {
+    probe
+        .get(url)
+        .header("Authorization", format!("token {token}"))
+        .send()
+        .await
+        .is_ok_and(|r| r.status().is_success())
+}
+
+/// SIGTERM to the server's group (JupyterLab shuts its kernels down), SIGKILL
+/// after the grace period.
+async fn end(child: &mut tokio::process::Child, pgid: i64, grace: Duration) {
+    signal_group(pgid, Signal::SIGTERM);
+    if tokio::time::timeout(grace, child.wait()).await.is_err() {
+        signal_group(pgid, Signal::SIGKILL);
+        let _ = child.wait().await;
+    }
+    signal_group(pgid, Signal::SIGKILL);
+}
+
+/// The last lines of the server's log, for a failure's message.
+fn log_tail(log: &Path) -> String {
+    let Ok(bytes) = std::fs::read(log) else {
+        return String::new();
+    };
+    let tail = &bytes[bytes.len().saturating_sub(8 * 1024)..];
+    let text = String::from_utf8_lossy(tail);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let last = lines[lines.len().saturating_sub(4)..].join(" · ");
+    let mut out: String = last.chars().take(600).collect();
+    if out.len() < last.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// Ends a server a previous console left running for this notebook: the
+/// recorded group, if its leader still carries the notebook's marker.
+fn kill_leftover(dir: &Path, tag: &str) {
+    let Some(pgid) = std::fs::read_to_string(dir.join("pid"))
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+    else {
+        return;
+    };
+    let wanted = format!("{MARKER}={tag}");
+    let ours = std::fs::read(format!("/proc/{pgid}/environ"))
+        .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()));
+    if ours {
+        signal_group(pgid, Signal::SIGKILL);
+    }
+}
