@@ -30,7 +30,11 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 /// Opens kernel `kernel`'s channels at `base` (`http://…/notebooks/a/n/`)
 /// with `header: value` as its credential.
-async fn channels(base: &str, kernel: &str, header: (&str, &str)) -> anyhow::Result<Socket> {
+async fn channels(
+    base: &str,
+    kernel: &str,
+    header: (&'static str, &str),
+) -> anyhow::Result<Socket> {
     let url = format!(
         "{}api/kernels/{kernel}/channels",
         base.replacen("http://", "ws://", 1)

@@ -665,3 +665,97 @@ async fn bad_notebooks_are_refused_and_a_server_that_cannot_start_shows_its_log(
     let dup = post(json!({"name": "broken", "resources": {"cpu": "500m", "memory": "1Gi"}})).await;
     assert_eq!(dup.status, StatusCode::CONFLICT, "{}", dup.body);
 }
+
+#[test]
+fn a_restarted_console_starts_its_running_notebooks_again_with_their_workspace() {
+    let Some(python) = jupyter_python() else {
+        return;
+    };
+    let config = |db: &common::TestDb| Config {
+        notebook_python: python.display().to_string(),
+        notebook_probe_secs: 3600,
+        ..common::site::config(db)
+    };
+    let running = |notebooks: server::notebooks::NotebookService, account: app::models::Account| async move {
+        use app::ports::Notebooks;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let nb = notebooks.get(&account, "keep").await.unwrap();
+            if nb.status == app::models::NotebookStatus::Running {
+                return nb;
+            }
+            assert!(Instant::now() < deadline, "never running again: {nb:?}");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    };
+    // The first console process: its runtime is torn down with the notebook
+    // running, as a crash would.
+    let first = tokio::runtime::Runtime::new().unwrap();
+    let db = first.block_on(common::sqlite());
+    let dir = db.dir().join("notebooks/ann/keep");
+    let me = first.block_on(async {
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO accounts (name, namespace, created_at) VALUES ('ann', 'pc-ann', 0) RETURNING id",
+        )
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+        let account = app::models::Account { id, name: "ann".into(), namespace: "pc-ann".into(), created_at: 0 };
+        let me = common::user_in(&db.pool, &account).await;
+        let console = server::console::Console::build(config(&db)).await.unwrap();
+        let spec = app::models::NotebookSpec {
+            name: "keep".into(),
+            resources: app::models::ReplicaResources::default(),
+            idle_minutes: None,
+            image: String::new(),
+        };
+        use app::ports::Notebooks;
+        console.notebooks().create(&me, spec).await.unwrap();
+        running(console.notebooks().clone(), account).await;
+        std::fs::write(dir.join("work/notes.txt"), "still here").unwrap();
+        me
+    });
+    let old_pid: i32 = std::fs::read_to_string(dir.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    first.shutdown_background();
+
+    // The console starts again on the same database and data directory.
+    let second = tokio::runtime::Runtime::new().unwrap();
+    second.block_on(async {
+        let console = server::console::Console::build(config(&db)).await.unwrap();
+        let nb = running(console.notebooks().clone(), me.account.clone()).await;
+        assert!(nb.message.is_empty(), "{nb:?}");
+        let new_pid: i32 = std::fs::read_to_string(dir.join("pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_ne!(new_pid, old_pid);
+        assert!(!common::alive(old_pid), "the old server is gone");
+        let who = app::ports::Principal {
+            me: me.clone(),
+            credential: app::ports::Credential::Session(0),
+        };
+        let route = console
+            .notebooks()
+            .route(&who, "ann", "keep")
+            .await
+            .unwrap();
+        let file = http()
+            .get(format!(
+                "{}/notebooks/ann/keep/api/contents/notes.txt?content=1",
+                route.upstream
+            ))
+            .header("authorization", format!("token {}", route.jupyter_token))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(file.status(), StatusCode::OK);
+        assert_eq!(json_of(file).await["content"], "still here");
+        use app::ports::Notebooks;
+        console.notebooks().stop(&me, "keep").await.unwrap();
+    });
+}
