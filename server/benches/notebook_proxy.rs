@@ -2,7 +2,8 @@
 //! `execute_request` of `1` sent over the kernel's WebSocket until its
 //! `execute_reply` arrives, through the console (`/notebooks/…`, session
 //! cookie) and straight to the JupyterLab server (its port and token), one
-//! after the other on the same kernel; p50/p90/p99 of each.
+//! after the other on the same kernel; then a plain HTTP GET of the kernel's
+//! model both ways; p50/p90/p99 of each.
 //!
 //! A real `jupyter lab` of `NOTEBOOK_BENCH_PYTHON` (default: the test venv,
 //! `~/.cache/paddlecloud/pyvenv/bin/python`) behind the console on a
@@ -41,7 +42,13 @@ async fn channels(
     );
     let mut request = url.into_client_request()?;
     request.headers_mut().insert(header.0, header.1.parse()?);
-    Ok(tokio_tungstenite::connect_async(request).await?.0)
+    // TCP_NODELAY, as a browser's sockets: else each small message may wait
+    // for a delayed ACK and both ways measure that instead.
+    Ok(
+        tokio_tungstenite::connect_async_with_config(request, None, true)
+            .await?
+            .0,
+    )
 }
 
 /// One `execute_request` of `1` until its `execute_reply`: how long it took.
@@ -69,7 +76,7 @@ fn report(what: &str, mut times: Vec<Duration>) {
     times.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
-        "{what:<32} p50 {:>6.2} ms  p90 {:>6.2} ms  p99 {:>6.2} ms  ({} round trips)",
+        "{what:<38} p50 {:>6.2} ms  p90 {:>6.2} ms  p99 {:>6.2} ms  ({} round trips)",
         ms(percentile(&times, 0.5)),
         ms(percentile(&times, 0.9)),
         ms(percentile(&times, 0.99)),
@@ -125,6 +132,10 @@ fn main() -> anyhow::Result<()> {
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let app = console.router();
+        // As `paddlecloud serve` listens (TCP_NODELAY on every connection).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         tokio::spawn(async move { axum::serve(listener, app).await });
 
         let notebooks = console.notebooks().clone();
@@ -194,8 +205,43 @@ fn main() -> anyhow::Result<()> {
             through.push(round_trip(&mut proxied, format!("proxied-{n}")).await?);
             straight.push(round_trip(&mut direct, format!("direct-{n}")).await?);
         }
-        report("direct to JupyterLab", straight);
-        report("through the console's proxy", through);
+        report("kernel: direct to JupyterLab", straight);
+        report("kernel: through the console's proxy", through);
+        // Plain HTTP (a kernel's model, as JupyterLab polls it) both ways.
+        let (mut through, mut straight) = (Vec::new(), Vec::new());
+        let get = |url: String, header: (&'static str, String)| {
+            let client = client.clone();
+            async move {
+                let started = Instant::now();
+                client
+                    .get(url)
+                    .header(header.0, header.1)
+                    .send()
+                    .await?
+                    .error_for_status()?
+                    .bytes()
+                    .await?;
+                anyhow::Ok(started.elapsed())
+            }
+        };
+        for _ in 0..rounds {
+            through.push(
+                get(
+                    format!("{console_url}{base}api/kernels/{kernel}"),
+                    ("cookie", cookie.clone()),
+                )
+                .await?,
+            );
+            straight.push(
+                get(
+                    format!("{}{base}api/kernels/{kernel}", route.upstream),
+                    ("authorization", token.clone()),
+                )
+                .await?,
+            );
+        }
+        report("HTTP GET: direct to JupyterLab", straight);
+        report("HTTP GET: through the proxy", through);
         notebooks
             .stop(&me, "bench")
             .await

@@ -345,6 +345,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let app = console.router();
     tracing::info!(url = %format!("http://{local}"), "PaddleCloud Console is up");
     println!("PaddleCloud Console: http://{local}  (sign up at http://{local}/signup)");
+    // Small writes go out at once: a kernel's WebSocket messages through the
+    // notebook proxy would otherwise wait on delayed ACKs (40 ms each).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %err, "TCP_NODELAY on a connection");
+        }
+    });
     // The peer's address reaches handlers (rate limits of password resets).
     axum::serve(
         listener,

@@ -55,7 +55,12 @@ type Upstream = Client<HttpConnector, Body>;
 
 fn client() -> &'static Upstream {
     static CLIENT: OnceLock<Upstream> = OnceLock::new();
-    CLIENT.get_or_init(|| Client::builder(TokioExecutor::new()).build_http())
+    CLIENT.get_or_init(|| {
+        // Kernel messages are small: send them at once, not after an ACK.
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        Client::builder(TokioExecutor::new()).build(connector)
+    })
 }
 
 /// `ANY /notebooks/{account}/{name}/{*path}`.
