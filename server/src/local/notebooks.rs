@@ -18,7 +18,7 @@ use nix::sys::signal::Signal;
 use tokio::sync::watch;
 
 use super::machine::{gpu_env, Machine};
-use super::process::{command, free_ports, signal_group};
+use super::process::{command, end, free_ports, last_lines, log_lines, signal_group};
 use crate::backend::notebooks::{NotebookBackend, NotebookReporter, NotebookRun, SDK_FILES};
 use crate::backend::serving::http_client;
 
@@ -410,35 +410,9 @@ async fn answers(probe: &reqwest::Client, url: &str, token: &str) -> bool {
         .is_ok_and(|r| r.status().is_success())
 }
 
-/// SIGTERM to the server's group (JupyterLab shuts its kernels down), SIGKILL
-/// after the grace period.
-async fn end(child: &mut tokio::process::Child, pgid: i64, grace: Duration) {
-    signal_group(pgid, Signal::SIGTERM);
-    if tokio::time::timeout(grace, child.wait()).await.is_err() {
-        signal_group(pgid, Signal::SIGKILL);
-        let _ = child.wait().await;
-    }
-    signal_group(pgid, Signal::SIGKILL);
-}
-
 /// The last lines of the server's log, for a failure's message.
 fn log_tail(log: &Path) -> String {
-    let Ok(bytes) = std::fs::read(log) else {
-        return String::new();
-    };
-    let tail = &bytes[bytes.len().saturating_sub(8 * 1024)..];
-    let text = String::from_utf8_lossy(tail);
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let last = lines[lines.len().saturating_sub(4)..].join(" · ");
-    let mut out: String = last.chars().take(600).collect();
-    if out.len() < last.len() {
-        out.push('…');
-    }
-    out
+    last_lines(&log_lines(log), 4, 600)
 }
 
 /// Ends a server a previous console left running for this notebook: the

@@ -3,6 +3,7 @@
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::Stdio;
+use std::time::Duration;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -53,4 +54,40 @@ pub fn signal_group(pgid: i64, signal: Signal) {
         Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
         Err(err) => tracing::warn!(pgid, %signal, error = %err, "signalling a replica"),
     }
+}
+
+/// SIGTERM to a process group, SIGKILL after `grace`, and waits for its
+/// leader `child`; whatever of the group is left is killed.
+pub async fn end(child: &mut tokio::process::Child, pgid: i64, grace: Duration) {
+    signal_group(pgid, Signal::SIGTERM);
+    if tokio::time::timeout(grace, child.wait()).await.is_err() {
+        signal_group(pgid, Signal::SIGKILL);
+        let _ = child.wait().await;
+    }
+    signal_group(pgid, Signal::SIGKILL);
+}
+
+/// The non-empty lines at the end (last 16 KiB) of a process's log.
+pub fn log_lines(log: &Path) -> Vec<String> {
+    let Ok(bytes) = std::fs::read(log) else {
+        return Vec::new();
+    };
+    let tail = &bytes[bytes.len().saturating_sub(16 * 1024)..];
+    String::from_utf8_lossy(tail)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The last `n` of `lines` as one line, at most `chars` characters: why a
+/// process ended, in its own words.
+pub fn last_lines(lines: &[String], n: usize, chars: usize) -> String {
+    let last = lines[lines.len().saturating_sub(n)..].join(" · ");
+    let mut out: String = last.chars().take(chars).collect();
+    if out.len() < last.len() {
+        out.push('…');
+    }
+    out
 }

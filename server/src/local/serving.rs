@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::limits::ReplicaLimit;
 use super::machine::{gpu_env, Machine};
-use super::process::{command, free_ports, signal_group};
+use super::process::{command, end, free_ports, last_lines, log_lines, signal_group};
 use super::scheduler::{Ask, ReplicaAsk};
 use crate::backend::serving::{
     http_client, Reporter, Run, ServingBackend, Upstream, PREDICT_SERVER,
@@ -550,42 +550,18 @@ async fn answers(probe: &reqwest::Client, port: u16) -> bool {
         .is_ok_and(|r| r.status().as_u16() < 500)
 }
 
-/// SIGTERM to the replica's group, SIGKILL after the grace period.
-async fn end(child: &mut tokio::process::Child, pgid: i64, grace: Duration) {
-    signal_group(pgid, Signal::SIGTERM);
-    if tokio::time::timeout(grace, child.wait()).await.is_err() {
-        signal_group(pgid, Signal::SIGKILL);
-        let _ = child.wait().await;
-    }
-    signal_group(pgid, Signal::SIGKILL);
-}
-
 /// The most telling line at the end of a replica's log: the predict
 /// server's own "cannot load the model" line, else the last lines.
 fn log_reason(log: &Path) -> String {
-    let Ok(bytes) = std::fs::read(log) else {
-        return String::new();
-    };
-    let tail = &bytes[bytes.len().saturating_sub(16 * 1024)..];
-    let text = String::from_utf8_lossy(tail);
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
+    let lines = log_lines(log);
     if let Some(line) = lines
         .iter()
         .rev()
         .find(|l| l.contains("cannot load the model"))
     {
-        return line.to_string();
+        return line.clone();
     }
-    let last = lines[lines.len().saturating_sub(3)..].join(" · ");
-    let mut out: String = last.chars().take(400).collect();
-    if out.len() < last.len() {
-        out.push('…');
-    }
-    out
+    last_lines(&lines, 3, 400)
 }
 
 /// Ends processes a previous console left running for this instance: each

@@ -448,26 +448,9 @@ async fn only_its_owner_reaches_a_notebook_and_everyone_else_gets_404() {
 
 /// A key of a new user who is a plain member of `account`.
 async fn member_of(site: &Site, account: &app::models::Account) -> String {
-    let email = format!("member@{}.example", account.name);
-    let user_id: i64 = sqlx::query_scalar(
-        "INSERT INTO users (account_id, email, password_hash, role, created_at) \
-         VALUES ($1, $2, 'not a hash', 'member', 0) RETURNING id",
-    )
-    .bind(account.id)
-    .bind(&email)
-    .fetch_one(&site.db.pool)
-    .await
-    .unwrap();
-    sqlx::query(
-        "INSERT INTO memberships (account_id, user_id, role, created_at) VALUES ($1, $2, 'member', 0)",
-    )
-    .bind(account.id)
-    .bind(user_id)
-    .execute(&site.db.pool)
-    .await
-    .unwrap();
+    let member = common::user_with_role(&site.db.pool, account, app::models::Role::Member).await;
     server::access_keys::SqlAccessKeys::new(site.db.pool.clone())
-        .create_for(&account.name, &email, "tests")
+        .create_for(&account.name, &member.email, "tests")
         .await
         .unwrap()
         .key

@@ -11,7 +11,7 @@ use crate::api::usage::quota_left;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::resource::resource;
 use crate::models::quantity::{format_cpu, format_memory};
-use crate::models::{JobForm, Quota, QuotaUse};
+use crate::models::{JobForm, QuotaUse};
 
 /// The dialog, open while the URL has `submit=1`.
 #[component]
@@ -121,32 +121,11 @@ fn JobTotal(
     // What the account's quota leaves, and whether this job fits in it: the
     // same check the server makes on submit.
     let quota_line = move || {
-        let q = quota.clone()?;
-        if q.quota == Quota::default() {
-            return Some(view! { <p class="hint" data-testid="quota-left">"Your account has no quota limits."</p> }.into_any());
-        }
-        let left = q.left();
-        let part = |v: Option<u64>, f: fn(u64) -> String, what: &str| {
-            v.map(|v| format!("{} {what}", f(v)))
-        };
-        let text = [
-            part(left.cpu_millis, format_cpu, "CPU"),
-            part(left.memory_bytes, format_memory, "memory"),
-            part(left.gpu, |g| g.to_string(), "GPU"),
-            part(left.max_jobs, |j| j.to_string(), "more jobs"),
-        ]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(" · ");
-        let fits = form
-            .with(|f| f.to_spec().and_then(|s| s.totals()))
-            .ok()
-            .map(|t| q.admit(t));
-        Some(view! {
-            <p class="hint" data-testid="quota-left">"Left in the account's quota: " <strong>{text}</strong></p>
-            {fits.and_then(Result::err).map(|e| view! { <p class="banner warn" role="alert" data-testid="quota-over">{e.to_string()}</p> })}
-        }.into_any())
+        crate::components::quota_line::quota_line(quota.as_ref(), true, |q| {
+            form.with(|f| f.to_spec().and_then(|s| s.totals()))
+                .ok()
+                .map(|t| q.admit(t))
+        })
     };
     view! {
         <div node_ref=root>

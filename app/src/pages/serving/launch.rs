@@ -267,24 +267,11 @@ fn ServingTotal(
         })
     };
     let quota_line = move || {
-        let q = quota.clone()?;
-        if q.quota == crate::models::Quota::default() {
-            return Some(view! { <p class="hint" data-testid="quota-left">"Your account has no quota limits."</p> }.into_any());
-        }
-        let left = q.left();
-        let fits = form
-            .with(|f| f.size())
-            .ok()
-            .map(|(_, _, t)| q.admit_serving(t));
-        let text = format_totals(crate::models::ResourceTotals {
-            cpu_millis: left.cpu_millis.unwrap_or(u64::MAX),
-            memory_bytes: left.memory_bytes.unwrap_or(u64::MAX),
-            gpu: left.gpu.unwrap_or(u64::MAX),
-        });
-        Some(view! {
-            <p class="hint" data-testid="quota-left">"Left in the account's quota: " <strong>{text}</strong></p>
-            {fits.and_then(Result::err).map(|e| view! { <p class="banner warn" role="alert" data-testid="quota-over">{e.to_string()}</p> })}
-        }.into_any())
+        crate::components::quota_line::quota_line(quota.as_ref(), false, |q| {
+            form.with(|f| f.size())
+                .ok()
+                .map(|(_, _, t)| q.admit_serving(t))
+        })
     };
     view! {
         <div node_ref=root>

@@ -161,28 +161,39 @@ pub async fn account(pool: &AnyPool, name: &str, namespace: &str) -> app::models
 
 /// A user (the owner) in `account`, for calls that record who acted.
 pub async fn user_in(pool: &AnyPool, account: &app::models::Account) -> app::models::Me {
-    let email = format!("owner@{}.example", account.name);
+    user_with_role(pool, account, app::models::Role::Owner).await
+}
+
+/// A user of `account` with `role` (`<role>@<account>.example`).
+pub async fn user_with_role(
+    pool: &AnyPool,
+    account: &app::models::Account,
+    role: app::models::Role,
+) -> app::models::Me {
+    let email = format!("{}@{}.example", role.as_str(), account.name);
     let user_id: i64 = sqlx::query_scalar(
         "INSERT INTO users (account_id, email, password_hash, role, created_at) \
-         VALUES ($1, $2, 'not a hash', 'owner', 0) RETURNING id",
+         VALUES ($1, $2, 'not a hash', $3, 0) RETURNING id",
     )
     .bind(account.id)
     .bind(&email)
+    .bind(role.as_str())
     .fetch_one(pool)
     .await
     .unwrap();
     sqlx::query(
-        "INSERT INTO memberships (account_id, user_id, role, created_at) VALUES ($1, $2, 'owner', 0)",
+        "INSERT INTO memberships (account_id, user_id, role, created_at) VALUES ($1, $2, $3, 0)",
     )
     .bind(account.id)
     .bind(user_id)
+    .bind(role.as_str())
     .execute(pool)
     .await
     .unwrap();
     app::models::Me {
         user_id,
         email,
-        role: app::models::Role::Owner,
+        role,
         account: account.clone(),
         email_confirmed: true,
         must_change_password: false,

@@ -1,0 +1,41 @@
+//! The line under a dialog's total (job, serving instance, notebook): what
+//! the account's quota leaves, and a warning when what the dialog asks for
+//! does not fit (the same check the server makes when it is sent).
+
+use leptos::prelude::*;
+
+use crate::error::AppError;
+use crate::models::quantity::{format_cpu, format_memory};
+use crate::models::{Quota, QuotaUse};
+
+/// What `quota` leaves (only what it limits; "more jobs" when `jobs`), and
+/// `fits`' refusal, if any. `None` when the quota could not be read.
+pub fn quota_line(
+    quota: Option<&QuotaUse>,
+    jobs: bool,
+    fits: impl FnOnce(&QuotaUse) -> Option<Result<(), AppError>>,
+) -> Option<AnyView> {
+    let q = quota?;
+    if q.quota == Quota::default() {
+        return Some(view! { <p class="hint" data-testid="quota-left">"Your account has no quota limits."</p> }.into_any());
+    }
+    let left = q.left();
+    let part =
+        |v: Option<u64>, f: fn(u64) -> String, what: &str| v.map(|v| format!("{} {what}", f(v)));
+    let text = [
+        part(left.cpu_millis, format_cpu, "CPU"),
+        part(left.memory_bytes, format_memory, "memory"),
+        part(left.gpu, |g| g.to_string(), "GPU"),
+        jobs.then(|| part(left.max_jobs, |j| j.to_string(), "more jobs"))
+            .flatten(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" · ");
+    let refused = fits(q).and_then(Result::err);
+    Some(view! {
+        <p class="hint" data-testid="quota-left">"Left in the account's quota: " <strong>{text}</strong></p>
+        {refused.map(|e| view! { <p class="banner warn" role="alert" data-testid="quota-over">{e.to_string()}</p> })}
+    }.into_any())
+}
