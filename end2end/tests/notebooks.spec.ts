@@ -49,6 +49,8 @@ test("a notebook is created, opened through the console, runs a cell that submit
     await card.click();
     const editor = lab.locator(".jp-Notebook .jp-Cell .cm-content").first();
     await expect(editor).toBeVisible({ timeout: 30_000 });
+    // A cell run before the kernel is connected is not run: wait until it is idle.
+    await expect(lab.getByText("Python 3 (ipykernel) | Idle")).toBeVisible({ timeout: 90_000 });
     await editor.click();
     await lab.keyboard.insertText(
       "import paddlecloud\n" +

@@ -144,12 +144,10 @@ impl SqlAccounts {
         };
         let now = now_ms();
         let namespace = namespace_for(&form.account);
+        // The transaction writes first: on SQLite one that read first fails
+        // at once ("database is locked") when another connection wrote since,
+        // instead of waiting for the lock.
         let mut tx = self.pool.begin().await.map_err(internal("begin sign-up"))?;
-        let (users_before,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users")
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(internal("count users"))?;
-        let site_admin = site_admin || users_before == 0;
         let account_id: i64 = match sqlx::query_scalar(
             "INSERT INTO accounts (name, namespace, created_at) VALUES ($1, $2, $3) RETURNING id",
         )
@@ -171,6 +169,12 @@ impl SqlAccounts {
             }
             Err(err) => return Err(internal("insert account")(err)),
         };
+        // The owner is not in yet: this counts the users from before.
+        let (users_before,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users")
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(internal("count users"))?;
+        let site_admin = site_admin || users_before == 0;
         let user_id: i64 = match existing {
             Some(id) => {
                 if site_admin {

@@ -338,8 +338,10 @@ impl NotebookStore {
         Ok(())
     }
 
-    /// Removes the record.
+    /// Removes the record; a run still open ends now (the runs stay, for
+    /// CPU/GPU hours).
     pub async fn delete(&self, id: i64) -> Result<(), AppError> {
+        self.close_runs(id).await?;
         sqlx::query("DELETE FROM notebooks WHERE id = $1")
             .bind(id)
             .execute(&self.pool)

@@ -362,6 +362,13 @@ async fn a_notebook_opens_through_the_console_and_its_kernel_submits_jobs_with_i
     .await;
     assert_eq!(gone.status, StatusCode::NO_CONTENT, "{}", gone.body);
     assert!(!workspace.exists());
+    // Its runs stay for the CPU-hours, each with an end: none keeps counting.
+    let runs: Vec<(Option<i64>,)> = sqlx::query_as("SELECT ended_at FROM notebook_runs")
+        .fetch_all(&site.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 2, "one run per start");
+    assert!(runs.iter().all(|(ended,)| ended.is_some()), "{runs:?}");
     let listed = call(&site, Method::GET, "/api/v1/notebooks", Some(&key), None).await;
     assert_eq!(listed.json()["notebooks"], json!([]));
 }
