@@ -17,11 +17,13 @@ use crate::access_keys::SqlAccessKeys;
 use crate::accounts::{AccountMail, SqlAccounts};
 use crate::assets::objects::Objects;
 use crate::assets::SqlAssets;
+use crate::backend::notebooks::NotebookBackend;
 use crate::backend::quota::ClusterQuota;
 use crate::backend::serving::ServingBackend;
 use crate::clusters::Clusters;
 use crate::http::{router, AppState};
 use crate::kubernetes::metrics_api::MetricsApi;
+use crate::kubernetes::notebooks::{KubeNotebooks, NotebookPods};
 use crate::kubernetes::prometheus::Prometheus;
 use crate::kubernetes::serving::KubeServing;
 use crate::kubernetes::{KubeAccess, KubeCluster};
@@ -56,6 +58,8 @@ pub enum ClusterChoice {
         /// volume at `/models`; the test kubelet, which has no volumes,
         /// needs a host folder).
         serving_model_root: Option<String>,
+        /// How notebook pods are made.
+        notebook_pods: Box<NotebookPods>,
     },
 }
 
@@ -182,6 +186,8 @@ struct Backends {
     cluster: Arc<dyn Cluster>,
     /// Where serving replicas run.
     serving: Arc<dyn ServingBackend>,
+    /// Where notebook servers run.
+    notebooks: Arc<dyn NotebookBackend>,
     /// A quota the cluster enforces itself, if it does.
     quota: Option<Arc<dyn ClusterQuota>>,
     /// The cluster's metrics API, sampled for charts without Prometheus.
@@ -272,12 +278,20 @@ impl Console {
                     inherited_env.clone(),
                     machine.clone(),
                 )),
+                notebooks: Arc::new(LocalNotebooks::new(
+                    &config.data_dir,
+                    config.notebook_python.clone(),
+                    grace,
+                    inherited_env.clone(),
+                    machine.clone(),
+                )),
                 quota: None,
                 metrics_api: None,
             },
             ClusterChoice::Kube {
                 access,
                 serving_model_root,
+                notebook_pods,
             } => {
                 let (client, name) = access.client().await.context(
                     "connecting to Kubernetes (KUBECONFIG, ~/.kube/config or the in-cluster \
@@ -298,6 +312,8 @@ impl Console {
                     .is_none()
                     .then(|| kube.sample_metrics_api(samples.clone(), sample_every));
                 let serving = KubeServing::new(&kube, serving_model_root);
+                let notebooks =
+                    KubeNotebooks::new(&kube, *notebook_pods, config.notebook_python.clone());
                 let kube = Arc::new(kube);
                 // Jobs that ran locally (before, or MLflow runs) stay controllable.
                 let clusters = Clusters::new(
@@ -308,6 +324,7 @@ impl Console {
                 Backends {
                     cluster: Arc::new(clusters),
                     serving: Arc::new(serving),
+                    notebooks: Arc::new(notebooks),
                     quota: Some(kube),
                     metrics_api,
                 }
@@ -326,18 +343,9 @@ impl Console {
             .recover()
             .await
             .map_err(|err| anyhow::anyhow!("bringing back serving instances: {err}"))?;
-        // Notebook servers run on this machine with either cluster choice
-        // for now; the Kubernetes backend is issue 18's second part.
-        let notebook_backend = LocalNotebooks::new(
-            &config.data_dir,
-            config.notebook_python.clone(),
-            grace,
-            inherited_env.clone(),
-            machine.clone(),
-        );
         let notebooks = NotebookService::new(
             pool.clone(),
-            Arc::new(notebook_backend),
+            backends.notebooks,
             assets.clone(),
             config.public_url.clone(),
             config.notebook_idle_minutes,

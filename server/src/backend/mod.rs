@@ -8,3 +8,14 @@
 pub mod notebooks;
 pub mod quota;
 pub mod serving;
+
+/// The last `n` of `lines` as one line, at most `chars` characters: why a
+/// process ended, in its own words.
+pub fn last_lines(lines: &[String], n: usize, chars: usize) -> String {
+    let last = lines[lines.len().saturating_sub(n)..].join(" · ");
+    let mut out: String = last.chars().take(chars).collect();
+    if out.len() < last.len() {
+        out.push('…');
+    }
+    out
+}

@@ -12,6 +12,41 @@ use tokio::sync::broadcast;
 
 use crate::storage::notebooks::NotebookStore;
 
+/// How long JupyterLab may take to answer, once its process runs, before
+/// the start counts as failed.
+pub const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// The arguments after the Python of every notebook server: JupyterLab
+/// under `base_url` (the path the console proxies), serving `root_dir`,
+/// on `ip` and `port`, with no calls to the Internet of its own.
+pub fn jupyter_args(base_url: &str, root_dir: &str, ip: &str, port: u16) -> Vec<String> {
+    vec![
+        "-m".to_owned(),
+        "jupyterlab".to_owned(),
+        "--no-browser".to_owned(),
+        // Jupyter refuses root unless told; the console decides who runs it.
+        "--allow-root".to_owned(),
+        format!("--ip={ip}"),
+        format!("--port={port}"),
+        "--ServerApp.port_retries=0".to_owned(),
+        format!("--ServerApp.base_url={base_url}"),
+        format!("--ServerApp.root_dir={root_dir}"),
+        "--LabApp.news_url=None".to_owned(),
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate".to_owned(),
+    ]
+}
+
+/// Whether a notebook server answers its status API with `token`: the
+/// sign that it is ready for the proxy.
+pub async fn answers(probe: &reqwest::Client, url: &str, token: &str) -> bool {
+    probe
+        .get(url)
+        .header("Authorization", format!("token {token}"))
+        .send()
+        .await
+        .is_ok_and(|r| r.status().is_success())
+}
+
 /// What a backend needs to start a notebook's server.
 #[derive(Debug, Clone)]
 pub struct NotebookRun {
@@ -89,6 +124,21 @@ pub trait NotebookBackend: Send + Sync {
     async fn remove(&self, account: &Account, id: i64, name: &str) -> Result<(), AppError>;
     /// The base URL its server answers on (`http://host:port`), while it runs.
     async fn upstream(&self, account: &Account, id: i64, name: &str) -> Option<String>;
+    /// After a console restart: takes over the server of a notebook that
+    /// was running, if it still runs (a pod does; a local process went with
+    /// the console). `false`: the service starts it again.
+    async fn adopt(
+        &self,
+        _run: NotebookRun,
+        _reporter: NotebookReporter,
+    ) -> Result<bool, AppError> {
+        Ok(false)
+    }
+    /// Whether servers read this machine's files (dataset folders are
+    /// passed to them as `PADDLE_DATASET_DIR_<NAME>` only then).
+    fn sees_local_files(&self) -> bool {
+        true
+    }
 }
 
 /// The Python SDK, as its kernels import it (`import paddlecloud`): each

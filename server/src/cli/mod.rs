@@ -18,6 +18,7 @@ pub use self::remote::{ClusterArgs, JobNameArgs, JobsArgs, LogsArgs, RemoteArgs,
 use crate::access_keys::SqlAccessKeys;
 use crate::accounts::{AccountMail, SqlAccounts};
 use crate::console::{ClusterChoice, Config, Console, Storage};
+use crate::kubernetes::notebooks::NotebookPods;
 use crate::kubernetes::KubeAccess;
 use crate::local::capacity::{CapacitySettings, GpuSetting};
 use crate::local::limits::LimitsChoice;
@@ -184,6 +185,21 @@ pub struct ServeArgs {
     /// kernels run in it too); it needs `pip install jupyterlab`.
     #[arg(long, env = "PADDLECLOUD_NOTEBOOK_PYTHON", default_value = "python3")]
     pub notebook_python: String,
+    /// With `--cluster kube`: the image of notebooks that name none; it
+    /// needs JupyterLab and `python3` (Jupyter's images; add PaddlePaddle
+    /// for your users).
+    #[arg(long, env = "PADDLECLOUD_NOTEBOOK_IMAGE",
+          default_value = crate::kubernetes::notebooks::DEFAULT_IMAGE)]
+    pub notebook_image: String,
+    /// With `--cluster kube`: the StorageClass of notebook workspaces
+    /// (default: the cluster's default class).
+    #[arg(long, env = "PADDLECLOUD_NOTEBOOK_STORAGE_CLASS")]
+    pub notebook_storage_class: Option<String>,
+    /// With `--cluster kube`: the size of each notebook's workspace, e.g. `20Gi`.
+    #[arg(long, env = "PADDLECLOUD_NOTEBOOK_WORKSPACE_SIZE",
+          default_value = crate::kubernetes::notebooks::DEFAULT_WORKSPACE_SIZE,
+          value_parser = workspace_size)]
+    pub notebook_workspace_size: String,
     /// Stop a notebook that sets no idle timeout of its own after this many
     /// minutes without kernel or terminal activity (default: never).
     #[arg(long, env = "PADDLECLOUD_NOTEBOOK_IDLE_MINUTES",
@@ -233,6 +249,13 @@ pub struct ServeArgs {
 
 fn cpu_millis(raw: &str) -> Result<u64, String> {
     app::models::quantity::parse_cpu_millis("local-cpus", raw).map_err(|e| e.to_string())
+}
+
+/// A size Kubernetes takes for a claim (`20Gi`), checked as memory sizes are.
+fn workspace_size(raw: &str) -> Result<String, String> {
+    app::models::quantity::parse_memory_bytes("notebook-workspace-size", raw)
+        .map(|_| raw.trim().to_owned())
+        .map_err(|e| e.to_string())
 }
 
 fn memory_bytes(raw: &str) -> Result<u64, String> {
@@ -404,19 +427,28 @@ fn aws_env() -> Vec<(String, String)> {
         .collect()
 }
 
-/// The cluster `--cluster` names: for `kube`, the kubeconfig of
-/// `KUBECONFIG` or `~/.kube/config`, else the in-cluster service account.
-fn cluster_choice(cluster: &str) -> ClusterChoice {
-    if cluster != "kube" {
-        return ClusterChoice::Local;
-    }
-    let access = match kube::config::Kubeconfig::read() {
-        Ok(kubeconfig) => KubeAccess::Kubeconfig(Box::new(kubeconfig)),
-        Err(_) => KubeAccess::InCluster,
-    };
-    ClusterChoice::Kube {
-        access,
-        serving_model_root: None,
+impl ServeArgs {
+    /// The cluster `--cluster` names: for `kube`, the kubeconfig of
+    /// `KUBECONFIG` or `~/.kube/config`, else the in-cluster service account.
+    fn cluster_choice(&self) -> ClusterChoice {
+        if self.cluster != "kube" {
+            return ClusterChoice::Local;
+        }
+        let access = match kube::config::Kubeconfig::read() {
+            Ok(kubeconfig) => KubeAccess::Kubeconfig(Box::new(kubeconfig)),
+            Err(_) => KubeAccess::InCluster,
+        };
+        ClusterChoice::Kube {
+            access,
+            serving_model_root: None,
+            notebook_pods: Box::new(NotebookPods {
+                image: self.notebook_image.clone(),
+                storage_class: self.notebook_storage_class.clone(),
+                workspace_size: self.notebook_workspace_size.clone(),
+                grace_seconds: i64::try_from(self.stop_grace).unwrap_or(i64::MAX),
+                ..NotebookPods::default()
+            }),
+        }
     }
 }
 
@@ -438,7 +470,7 @@ impl ServeArgs {
                 aws_env: aws_env(),
             },
             database_url: self.storage.database_url(),
-            cluster: cluster_choice(&self.cluster),
+            cluster: self.cluster_choice(),
             stop_grace: Duration::from_secs(self.stop_grace),
             public_url: Some(public_url),
             secure_cookies: self.secure_cookies,

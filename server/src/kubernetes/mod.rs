@@ -8,7 +8,9 @@
 
 pub mod errors;
 pub mod metrics_api;
+pub mod notebooks;
 pub mod objects;
+pub mod pods;
 pub mod prometheus;
 mod quota;
 pub mod serving;

@@ -17,6 +17,7 @@ use kube::Api;
 
 use super::objects::{label, CONSOLE, JOB_ID, MANAGED_BY, REPLICA};
 use super::Inner;
+use crate::kubernetes::pods::unschedulable;
 use crate::storage::jobs::PodUpdate;
 
 /// Container states that mean the pod will never run: shown as a failure
@@ -155,12 +156,7 @@ pub(super) fn update_of(pod: &KubePod) -> PodUpdate {
                 _ => {
                     // Not placed yet: the scheduler says why ("0/3 nodes are
                     // available: 3 Insufficient nvidia.com/gpu.").
-                    let unschedulable = status
-                        .conditions
-                        .iter()
-                        .flatten()
-                        .find(|c| c.type_ == "PodScheduled" && c.status == "False")
-                        .and_then(|c| c.message.clone());
+                    let unschedulable = unschedulable(&status);
                     PodUpdate {
                         phase: Some(PodPhase::Pending),
                         message: waiting.message.or(status.message).or(unschedulable),

@@ -18,14 +18,15 @@ use nix::sys::signal::Signal;
 use tokio::sync::watch;
 
 use super::machine::{gpu_env, Machine};
-use super::process::{command, end, free_ports, last_lines, log_lines, signal_group};
-use crate::backend::notebooks::{NotebookBackend, NotebookReporter, NotebookRun, SDK_FILES};
+use super::process::{command, end, free_ports, log_lines, signal_group};
+use crate::backend::last_lines;
+use crate::backend::notebooks::{
+    answers, jupyter_args, NotebookBackend, NotebookReporter, NotebookRun, SDK_FILES, START_TIMEOUT,
+};
 use crate::backend::serving::http_client;
 
 /// How often a starting server is asked whether it answers.
 const PROBE_EVERY: Duration = Duration::from_millis(300);
-/// How long JupyterLab may take to answer before the start counts as failed.
-const START_TIMEOUT: Duration = Duration::from_secs(180);
 /// The variable that marks a notebook's processes as the console's.
 const MARKER: &str = "PADDLECLOUD_NOTEBOOK_INSTANCE";
 
@@ -111,7 +112,10 @@ impl LocalNotebooks {
 /// Everything one start needs, moved into its supervising task.
 struct Launch {
     run: NotebookRun,
-    argv: Vec<String>,
+    /// The Python whose JupyterLab runs.
+    python: String,
+    base_url: String,
+    root_dir: String,
     env: Vec<(String, String)>,
     inherited_env: Arc<[(String, String)]>,
     dir: PathBuf,
@@ -181,21 +185,10 @@ impl NotebookBackend for LocalNotebooks {
             ]
             .map(|(k, v)| (k.to_owned(), v)),
         );
-        let argv = vec![
-            self.inner.python.clone(),
-            "-m".to_owned(),
-            "jupyterlab".to_owned(),
-            "--no-browser".to_owned(),
-            // Jupyter refuses root unless told; the console decides who runs it.
-            "--allow-root".to_owned(),
-            "--ip=127.0.0.1".to_owned(),
-            "--ServerApp.port_retries=0".to_owned(),
-            format!("--ServerApp.base_url={}", run.base_url),
-            format!("--ServerApp.root_dir={}", work.display()),
-            // No calls to the Internet from the server either.
-            "--LabApp.news_url=None".to_owned(),
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate".to_owned(),
-        ];
+        // The port is chosen when the server is spawned (see [`spawn`]).
+        let python = self.inner.python.clone();
+        let base_url = run.base_url.clone();
+        let root_dir = work.display().to_string();
         let (stop, _) = watch::channel(false);
         let (done_tx, done) = watch::channel(false);
         let server = Arc::new(Server {
@@ -210,7 +203,9 @@ impl NotebookBackend for LocalNotebooks {
             .insert(run.id, server.clone());
         let launch = Launch {
             run,
-            argv,
+            python,
+            base_url,
+            root_dir,
             env,
             inherited_env: self.inner.inherited_env.clone(),
             dir,
@@ -372,8 +367,13 @@ fn spawn(
     let err = out
         .try_clone()
         .map_err(|e| format!("cannot open its log: {e}"))?;
-    let mut argv = launch.argv.clone();
-    argv.push(format!("--port={port}"));
+    let mut argv = vec![launch.python.clone()];
+    argv.extend(jupyter_args(
+        &launch.base_url,
+        &launch.root_dir,
+        "127.0.0.1",
+        port,
+    ));
     // Kernels started without a path run where the server does: the workspace.
     let work = launch.dir.join("work");
     let mut cmd = command(&argv, &work, &launch.inherited_env, &launch.env);
@@ -383,7 +383,7 @@ fn spawn(
         .kill_on_drop(true);
     let child = cmd
         .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", launch.argv[0]))?;
+        .map_err(|e| format!("cannot run {}: {e}", launch.python))?;
     Ok((child, port))
 }
 
@@ -398,16 +398,6 @@ async fn quiet_news(work: &Path) -> std::io::Result<()> {
     }
     tokio::fs::create_dir_all(&dir).await?;
     tokio::fs::write(&file, r#"{"fetchNews": "false", "checkForUpdates": false}"#).await
-}
-
-/// Whether JupyterLab answers its status API with the notebook's token.
-async fn answers(probe: &reqwest::Client, url: &str, token: &str) -> bool {
-    probe
-        .get(url)
-        .header("Authorization", format!("token {token}"))
-        .send()
-        .await
-        .is_ok_and(|r| r.status().is_success())
 }
 
 /// The last lines of the server's log, for a failure's message.

@@ -80,14 +80,3 @@ pub fn log_lines(log: &Path) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
-
-/// The last `n` of `lines` as one line, at most `chars` characters: why a
-/// process ended, in its own words.
-pub fn last_lines(lines: &[String], n: usize, chars: usize) -> String {
-    let last = lines[lines.len().saturating_sub(n)..].join(" · ");
-    let mut out: String = last.chars().take(chars).collect();
-    if out.len() < last.len() {
-        out.push('…');
-    }
-    out
-}

@@ -19,8 +19,9 @@ use tokio::sync::{mpsc, watch};
 
 use super::limits::ReplicaLimit;
 use super::machine::{gpu_env, Machine};
-use super::process::{command, end, free_ports, last_lines, log_lines, signal_group};
+use super::process::{command, end, free_ports, log_lines, signal_group};
 use super::scheduler::{Ask, ReplicaAsk};
+use crate::backend::last_lines;
 use crate::backend::serving::{
     http_client, Reporter, Run, ServingBackend, Upstream, PREDICT_SERVER,
 };

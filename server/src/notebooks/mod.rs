@@ -125,7 +125,10 @@ impl NotebookService {
         if let Some(url) = &self.console_url {
             env.push(("PADDLECLOUD_SERVER".to_owned(), url.clone()));
         }
-        env.extend(self.dataset_env(&me).await);
+        // Dataset folders are this machine's: of use only to servers here.
+        if self.backend.sees_local_files() {
+            env.extend(self.dataset_env(&me).await);
+        }
         let run = NotebookRun {
             id: stored.id,
             account: stored.account.clone(),
@@ -157,10 +160,31 @@ impl NotebookService {
     }
 
     /// Brings back the notebooks a previous console process left running:
-    /// their servers start again (kernels are lost, the workspace is kept).
+    /// a server that still runs (a pod) is taken over as it is, kernels and
+    /// all; one that went with the console starts again (kernels are lost,
+    /// the workspace is kept).
     pub async fn recover(&self) -> Result<(), AppError> {
         for stored in self.store.active_on(&self.backend.name()).await? {
-            tracing::info!(notebook = %stored.notebook.name, account = %stored.account.name, "restarting a notebook");
+            let name = &stored.notebook.name;
+            let run = NotebookRun {
+                id: stored.id,
+                account: stored.account.clone(),
+                spec: stored.notebook.spec.clone(),
+                jupyter_token: stored.jupyter_token.clone(),
+                base_url: base_path(&stored.account.name, name),
+                env: Vec::new(),
+            };
+            match self.backend.adopt(run, self.reporter()).await {
+                Ok(true) => {
+                    tracing::info!(notebook = %name, account = %stored.account.name, "following a running notebook again");
+                    continue;
+                }
+                Ok(false) => {}
+                Err(err) => {
+                    tracing::warn!(notebook = %name, error = %err, "could not look for a notebook's server");
+                }
+            }
+            tracing::info!(notebook = %name, account = %stored.account.name, "restarting a notebook");
             if let Err(err) = self.launch(&stored).await {
                 tracing::warn!(notebook = %stored.notebook.name, error = %err, "could not bring a notebook back");
             }

@@ -462,6 +462,13 @@ async fn the_deployment_manifests_apply_and_grant_the_console_what_it_does_and_n
         ),
         ("patch", "secrets", Some("pc-anyone")),
         ("create", "services/proxy", Some("pc-anyone")),
+        // Notebooks.
+        ("create", "statefulsets.apps", Some("pc-anyone")),
+        ("patch", "statefulsets.apps", Some("pc-anyone")),
+        ("delete", "statefulsets.apps", Some("pc-anyone")),
+        ("create", "persistentvolumeclaims", Some("pc-anyone")),
+        ("delete", "persistentvolumeclaims", Some("pc-anyone")),
+        ("patch", "configmaps", Some("pc-anyone")),
     ] {
         let mut args = vec!["auth", "can-i", verb, what, sa];
         match ns {

@@ -1,8 +1,9 @@
 //! The test kubelet (`common::kubelet`) against a real control plane: pods
 //! really run as local processes, their status follows them, their logs come
 //! back through the apiserver's `pods/log`, and deletions, Jobs and garbage
-//! collection end them as on a real cluster. Skipped without
-//! `PADDLECLOUD_TEST_KUBECONFIG` (`scripts/kube-test-cluster.sh run ...`).
+//! collection end them as on a real cluster; claims of the default
+//! StorageClass, ConfigMaps and Secrets are mounted in their containers.
+//! Skipped without `PADDLECLOUD_TEST_KUBECONFIG` (`scripts/kube-test-cluster.sh run ...`).
 
 use crate::common;
 
@@ -11,7 +12,10 @@ use std::time::{Duration, Instant};
 use crate::common::kubelet::{test_client, TestKubelet};
 use futures_util::{AsyncBufReadExt as _, StreamExt as _};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, ContainerStateTerminated, Namespace, Pod, Secret};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ContainerStateTerminated, Namespace, PersistentVolume, PersistentVolumeClaim, Pod,
+    Secret,
+};
 use kube::api::{Api, DeleteParams, LogParams, PostParams, PropagationPolicy};
 use kube::runtime::watcher::{self, Event};
 use kube::Client;
@@ -612,5 +616,297 @@ async fn status_follows_the_process_promptly() {
     );
     let t = terminated(&pod).unwrap();
     assert_eq!((t.exit_code, t.reason.as_deref()), (0, Some("Completed")));
+    env.done().await;
+}
+
+/// A 1Gi claim `name` with no storage class (the cluster's default provisions it).
+async fn claim(env: &Env, name: &str) -> Api<PersistentVolumeClaim> {
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(env.client.clone(), &env.ns);
+    let pvc = serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": { "requests": { "storage": "1Gi" } },
+        },
+    }))
+    .unwrap();
+    claims.create(&PostParams::default(), &pvc).await.unwrap();
+    claims
+}
+
+#[tokio::test]
+async fn a_claim_of_the_default_class_is_provisioned_and_mounted_and_outlives_its_pod() {
+    let Some(env) = env("volumes").await else {
+        return;
+    };
+    let start = Instant::now();
+    // Mount points of this test's own: the kubelet makes them on the host.
+    let root = format!("/mnt/pc-kubelet-test-{:08x}", getrandom::u32().unwrap());
+    let (work, conf, secret) = (
+        format!("{root}/work"),
+        format!("{root}/conf"),
+        format!("{root}/secret"),
+    );
+    let claims = claim(&env, "workspace").await;
+    let maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
+    let map = serde_json::from_value(json!({
+        "metadata": { "name": "code" }, "data": { "greeting.py": "print('hello')\n" },
+    }))
+    .unwrap();
+    maps.create(&PostParams::default(), &map).await.unwrap();
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), &env.ns);
+    let token = serde_json::from_value(json!({
+        "metadata": { "name": "token" }, "stringData": { "token": "s3cret", "other": "unused" },
+    }))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &token)
+        .await
+        .unwrap();
+    let volumes = json!([
+        { "name": "work", "persistentVolumeClaim": { "claimName": "workspace" } },
+        { "name": "code", "configMap": { "name": "code" } },
+        { "name": "token", "secret": { "secretName": "token", "items": [{ "key": "token", "path": "nested/token" }] } },
+        { "name": "scratch", "emptyDir": {} },
+    ]);
+    // In its working dir (the claim), with HOME there too: a relative write
+    // lands in the claim, not in the host's folder under the mount.
+    let script = "echo \"home $HOME\"; echo \"cwd $(pwd)\"; echo written by writer > note.txt; \
+                  cat \"$CODE/greeting.py\" \"$SECRET/nested/token\"; echo; ls \"$SECRET\"; \
+                  if (echo x > \"$CODE/new.py\") 2>/dev/null; then echo code writable; else echo code read-only; fi";
+    env.create(json!({
+        "metadata": { "name": "writer" },
+        "spec": {
+            "restartPolicy": "Never",
+            "volumes": volumes,
+            "containers": [{
+                "name": "main", "image": "jupyter", "command": ["sh", "-c", script],
+                "workingDir": work,
+                "env": [
+                    { "name": "HOME", "value": work },
+                    { "name": "CODE", "value": conf },
+                    { "name": "SECRET", "value": secret },
+                ],
+                "volumeMounts": [
+                    { "name": "work", "mountPath": work },
+                    { "name": "code", "mountPath": conf, "readOnly": true },
+                    { "name": "token", "mountPath": secret },
+                    { "name": "scratch", "mountPath": format!("{root}/scratch") },
+                ],
+            }],
+        },
+    }))
+    .await;
+    let pod = env.phase("writer", "Succeeded", 60).await;
+    let first = start.elapsed();
+    let log = env.log("writer", LogParams::default()).await;
+    assert_eq!(
+        log,
+        format!(
+            "home {work}\ncwd {work}\nprint('hello')\ns3cret\nnested\n\
+             code read-only\n"
+        ),
+        "{:?}",
+        pod.status
+    );
+    // The file is in the volume the claim is bound to...
+    let pvc = claims.get("workspace").await.unwrap();
+    let volume = pvc.spec.unwrap().volume_name.unwrap();
+    let pv = Api::<PersistentVolume>::all(env.client.clone())
+        .get(&volume)
+        .await
+        .unwrap();
+    let host = pv.spec.unwrap().host_path.unwrap().path;
+    assert!(host.starts_with("/tmp/hostpath_pv/"), "{host}");
+    assert_eq!(
+        std::fs::read_to_string(format!("{host}/note.txt")).unwrap(),
+        "written by writer\n"
+    );
+    // ...and nowhere on the host's side of the mounts, which were the container's own.
+    assert!(std::path::Path::new(&work).is_dir());
+    assert!(!std::path::Path::new(&work).join("note.txt").exists());
+    assert!(!std::path::Path::new(&conf).join("greeting.py").exists());
+    // An emptyDir is not played: no mount, no mount point.
+    assert!(!std::path::Path::new(&root).join("scratch").exists());
+
+    // A second pod mounting the claim finds the file.
+    env.create(json!({
+        "metadata": { "name": "reader" },
+        "spec": {
+            "restartPolicy": "Never",
+            "volumes": [{ "name": "work", "persistentVolumeClaim": { "claimName": "workspace", "readOnly": true } }],
+            "containers": [{
+                "name": "main", "image": "jupyter", "command": ["cat", format!("{work}/note.txt")],
+                "volumeMounts": [{ "name": "work", "mountPath": work }],
+            }],
+        },
+    }))
+    .await;
+    env.phase("reader", "Succeeded", 30).await;
+    assert_eq!(
+        env.log("reader", LogParams::default()).await,
+        "written by writer\n"
+    );
+    let both = start.elapsed();
+
+    // Gone with its claim (reclaimPolicy Delete), once no pod uses it.
+    for name in ["writer", "reader"] {
+        env.pods
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    for name in ["writer", "reader"] {
+        env.gone(name, 30).await;
+    }
+    claims
+        .delete("workspace", &DeleteParams::default())
+        .await
+        .unwrap();
+    let deleted = Instant::now();
+    while std::path::Path::new(&host).exists() {
+        assert!(
+            deleted.elapsed() < Duration::from_secs(30),
+            "{host} still there 30 s after its claim was deleted"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!(
+        "claim + pod -> Succeeded in {first:?}; second pod done at {both:?}; \
+         claim deleted -> its dir gone in {:?}",
+        deleted.elapsed()
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+    env.done().await;
+}
+
+#[tokio::test]
+async fn a_claim_bound_to_a_volume_that_is_not_host_path_fails_its_container_to_start() {
+    let Some(env) = env("nfsclaim").await else {
+        return;
+    };
+    // Bound by hand: a static NFS volume, reserved for the claim.
+    let pv_name = format!("{}-nfs", env.ns);
+    let volumes: Api<PersistentVolume> = Api::all(env.client.clone());
+    let pv = serde_json::from_value(json!({
+        "metadata": { "name": pv_name },
+        "spec": {
+            "capacity": { "storage": "1Gi" },
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "claimRef": { "namespace": env.ns, "name": "shared" },
+            "nfs": { "server": "127.0.0.1", "path": "/exports" },
+        },
+    }))
+    .unwrap();
+    volumes.create(&PostParams::default(), &pv).await.unwrap();
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(env.client.clone(), &env.ns);
+    let pvc = serde_json::from_value(json!({
+        "metadata": { "name": "shared" },
+        "spec": {
+            "storageClassName": "",
+            "volumeName": pv_name,
+            "accessModes": ["ReadWriteOnce"],
+            "resources": { "requests": { "storage": "1Gi" } },
+        },
+    }))
+    .unwrap();
+    claims.create(&PostParams::default(), &pvc).await.unwrap();
+    env.create(json!({
+        "metadata": { "name": "nfs" },
+        "spec": {
+            "restartPolicy": "Never",
+            "volumes": [{ "name": "data", "persistentVolumeClaim": { "claimName": "shared" } }],
+            "containers": [{
+                "name": "main", "image": "busybox", "command": ["echo", "ran"],
+                "volumeMounts": [{ "name": "data", "mountPath": "/mnt/pc-kubelet-test-nfs" }],
+            }],
+        },
+    }))
+    .await;
+    let pod = env.phase("nfs", "Failed", 30).await;
+    let t = terminated(&pod).unwrap();
+    assert_eq!(t.reason.as_deref(), Some("StartError"), "{t:?}");
+    let message = t.message.unwrap();
+    assert!(
+        message.contains("mounts only hostPath PersistentVolumes") && message.contains("nfs"),
+        "{message}"
+    );
+    assert!(!std::path::Path::new("/mnt/pc-kubelet-test-nfs").exists());
+    env.done().await;
+    let _ = volumes.delete(&pv_name, &DeleteParams::default()).await;
+}
+
+#[tokio::test]
+async fn a_sub_path_mounts_one_file_and_a_mount_that_cannot_be_made_fails_the_container_naming_it()
+{
+    let Some(env) = env("mountedge").await else {
+        return;
+    };
+    let root = format!("/mnt/pc-kubelet-test-{:08x}", getrandom::u32().unwrap());
+    let maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
+    let map = serde_json::from_value(json!({
+        "metadata": { "name": "code" }, "data": { "greeting.py": "print('hello')\n" },
+    }))
+    .unwrap();
+    maps.create(&PostParams::default(), &map).await.unwrap();
+    let pod = |name: &str, mounts: serde_json::Value, command: &[&str]| {
+        json!({
+            "metadata": { "name": name },
+            "spec": {
+                "restartPolicy": "Never",
+                "volumes": [
+                    { "name": "code", "configMap": { "name": "code" } },
+                    { "name": "host", "hostPath": { "path": format!("{root}/host"), "type": "DirectoryOrCreate" } },
+                ],
+                "containers": [{
+                    "name": "main", "image": "busybox", "command": command,
+                    "env": [{ "name": "FILE", "value": "greeting.py" }],
+                    "volumeMounts": mounts,
+                }],
+            },
+        })
+    };
+    // One key of the ConfigMap as a file, by subPathExpr.
+    let file = format!("{root}/single/greeting.py");
+    env.create(pod(
+        "single",
+        json!([{ "name": "code", "mountPath": file, "subPathExpr": "$(FILE)" }]),
+        &["cat", &file],
+    ))
+    .await;
+    // A mount point inside a read-only mount cannot be made.
+    let (conf, inner) = (format!("{root}/conf"), format!("{root}/conf/inner"));
+    env.create(pod(
+        "nested",
+        json!([
+            { "name": "code", "mountPath": conf },
+            { "name": "host", "mountPath": inner },
+        ]),
+        &["echo", "ran"],
+    ))
+    .await;
+    env.phase("single", "Succeeded", 30).await;
+    assert_eq!(
+        env.log("single", LogParams::default()).await,
+        "print('hello')\n"
+    );
+    // On the host, the mount point only: an empty file.
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "");
+    let pod = env.phase("nested", "Failed", 30).await;
+    let t = terminated(&pod).unwrap();
+    assert_eq!(
+        (t.exit_code, t.reason.as_deref()),
+        (128, Some("StartError"))
+    );
+    let message = t.message.unwrap();
+    assert!(
+        message.contains(&format!(
+            "creating the mount point of volume \"host\" (hostPath \"{root}/host\") at {inner}"
+        )) && message.contains("Read-only file system"),
+        "{message}"
+    );
+    std::fs::remove_dir_all(&root).unwrap();
     env.done().await;
 }

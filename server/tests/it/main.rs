@@ -31,6 +31,7 @@ mod metric_logs_python_writers;
 mod metrics;
 mod metrics_api;
 mod mlflow;
+mod notebook_contract;
 mod notebooks;
 mod prometheus;
 mod rest;

@@ -25,7 +25,7 @@ use crate::common::rest::{call, key_and_cookie};
 use crate::common::site::Site;
 
 /// A Python with jupyterlab: `$PADDLECLOUD_NOTEBOOK_PYTHON`, else the test venv.
-fn jupyter_python() -> Option<&'static PathBuf> {
+pub(crate) fn jupyter_python() -> Option<&'static PathBuf> {
     static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
     PYTHON
         .get_or_init(|| {
@@ -72,7 +72,7 @@ async fn socket_site(python: &Path, probe_secs: u32) -> (Site, String) {
 }
 
 /// Starts a `python3` kernel of the notebook at `lab` through the proxy; its id.
-async fn start_kernel(url: &str, lab: &str, cookie: &str) -> String {
+pub(crate) async fn start_kernel(url: &str, lab: &str, cookie: &str) -> String {
     let made = http()
         .post(format!("{url}{lab}api/kernels"))
         .header("cookie", cookie)
@@ -85,11 +85,11 @@ async fn start_kernel(url: &str, lab: &str, cookie: &str) -> String {
     json_of(made).await["id"].as_str().unwrap().to_owned()
 }
 
-async fn json_of(answer: reqwest::Response) -> Value {
+pub(crate) async fn json_of(answer: reqwest::Response) -> Value {
     serde_json::from_slice(&answer.bytes().await.unwrap()).unwrap()
 }
 
-fn http() -> reqwest::Client {
+pub(crate) fn http() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(60))
@@ -98,7 +98,7 @@ fn http() -> reqwest::Client {
 }
 
 /// Waits until the notebook's status is `want`; the notebook as it then is.
-async fn wait_status(site: &Site, key: &str, name: &str, want: &str) -> Value {
+pub(crate) async fn wait_status(site: &Site, key: &str, name: &str, want: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let got = call(
@@ -122,7 +122,7 @@ async fn wait_status(site: &Site, key: &str, name: &str, want: &str) -> Value {
 }
 
 /// Creates notebook `name` with `extra` fields and waits until it runs.
-async fn running_notebook(site: &Site, key: &str, name: &str, extra: Value) -> Value {
+pub(crate) async fn running_notebook(site: &Site, key: &str, name: &str, extra: Value) -> Value {
     let mut spec = json!({"name": name, "resources": {"cpu": "500m", "memory": "1Gi"}});
     for (k, v) in extra.as_object().unwrap() {
         spec[k] = v.clone();
@@ -141,7 +141,13 @@ async fn running_notebook(site: &Site, key: &str, name: &str, extra: Value) -> V
 
 /// Runs `code` in kernel `kernel` over a WebSocket through the proxy (with
 /// the browser's cookie) and returns what it printed; panics on an error.
-async fn run_cell(url: &str, lab: &str, kernel: &str, cookie: &str, code: &str) -> String {
+pub(crate) async fn run_cell(
+    url: &str,
+    lab: &str,
+    kernel: &str,
+    cookie: &str,
+    code: &str,
+) -> String {
     let ws_url = format!(
         "{}{lab}api/kernels/{kernel}/channels",
         url.replacen("http://", "ws://", 1)
@@ -195,7 +201,7 @@ async fn run_cell(url: &str, lab: &str, kernel: &str, cookie: &str, code: &str) 
 }
 
 /// The value printed after `label ` on its own line.
-fn printed_value<'a>(printed: &'a str, label: &str) -> &'a str {
+pub(crate) fn printed_value<'a>(printed: &'a str, label: &str) -> &'a str {
     printed
         .lines()
         .find_map(|l| l.strip_prefix(&format!("{label} ")))
@@ -580,17 +586,23 @@ async fn an_idle_notebook_is_stopped_and_starting_it_clears_the_clock() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_notebooks_are_refused_and_a_server_that_cannot_start_shows_its_log() {
-    // A Python without jupyterlab, as a user's broken environment would be.
-    let dir = tempfile::tempdir().unwrap();
-    let broken = dir.path().join("python");
+/// A "Python" in `dir` without jupyterlab, as a user's broken environment
+/// would be: it says so and exits 1.
+pub(crate) fn broken_python(dir: &Path) -> PathBuf {
+    let broken = dir.join("python");
     std::fs::write(
         &broken,
         "#!/bin/sh\necho \"$0: No module named jupyterlab\" >&2\nexit 1\n",
     )
     .unwrap();
     std::fs::set_permissions(&broken, std::fs::Permissions::from_mode(0o755)).unwrap();
+    broken
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_notebooks_are_refused_and_a_server_that_cannot_start_shows_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = broken_python(dir.path());
     let (site, _url) = socket_site(&broken, 3600).await;
     let (key, _) = key_and_cookie(&site, "careless").await;
     let post = |spec: Value| {

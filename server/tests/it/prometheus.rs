@@ -18,6 +18,8 @@ use axum::routing::get;
 use axum::Router;
 use server::kubernetes::prometheus::{Prometheus, PrometheusError};
 
+use crate::common;
+
 const NS: &str = "pc-acme";
 const TRAINER: &str = "demo-trainer-0";
 const PS: &str = "demo-ps-0";
@@ -361,14 +363,6 @@ fn prometheus_binary() -> Option<PathBuf> {
     found
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A Prometheus child process, killed when dropped.
 struct PrometheusProcess {
     child: Child,
@@ -396,7 +390,7 @@ impl PrometheusProcess {
             ),
         )
         .unwrap();
-        let port = free_port();
+        let port = common::free_port();
         let log = dir.path().join("prometheus.log");
         let log_file = std::fs::File::create(&log).unwrap();
         let child = Command::new(binary)
@@ -663,7 +657,7 @@ async fn a_real_prometheus_gives_each_job_pods_usage_and_its_refusals_in_its_own
 
 #[tokio::test]
 async fn a_prometheus_that_is_not_running_is_reported_unreachable_within_three_seconds() {
-    let url = format!("http://127.0.0.1:{}", free_port());
+    let url = format!("http://127.0.0.1:{}", common::free_port());
     let prom = Prometheus::new(&url).unwrap();
     let began = Instant::now();
     let err = prom

@@ -245,6 +245,7 @@ mod tests {
 
     use super::*;
     use crate::backend::serving::ModelFiles;
+    use crate::kubernetes::pods::env_of;
 
     fn run(token: Option<&str>, file: &str) -> Run {
         Run {
@@ -283,16 +284,6 @@ mod tests {
 
     fn pod_spec(objects: &ServingObjects) -> Value {
         serde_json::to_value(&objects.deployment).unwrap()["spec"]["template"]["spec"].clone()
-    }
-
-    fn env_of(container: &Value, name: &str) -> Value {
-        container["env"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["name"] == name)
-            .cloned()
-            .unwrap_or(Value::Null)
     }
 
     #[test]

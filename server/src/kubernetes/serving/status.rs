@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use super::{FETCH_CONTAINER, SERVING_ID};
 use crate::backend::serving::{Reporter, Run};
 use crate::kubernetes::objects::selector;
+use crate::kubernetes::pods::failure;
 use crate::kubernetes::Inner;
 
 /// Failed pods (with none ready) that fail the instance.
@@ -43,7 +44,7 @@ pub(super) async fn follow(
                 .list(&ListParams::default().labels(&selector))
                 .await
                 .ok()?;
-            let failed: Vec<String> = listed.items.iter().filter_map(failure).collect();
+            let failed: Vec<String> = listed.items.iter().filter_map(failed_line).collect();
             let fetching = listed.items.iter().filter(|p| is_fetching(p)).count();
             Some((wanted, ready, failed, fetching))
         }
@@ -115,42 +116,17 @@ fn is_fetching(pod: &Pod) -> bool {
         })
 }
 
-/// Why a pod failed, if it did: a Failed pod, or a container that keeps
-/// restarting; the container's own message (its last output) when it has one.
-fn failure(pod: &Pod) -> Option<String> {
-    let status = pod.status.as_ref()?;
-    // A failed fetch says why in its init container's status.
-    let containers: Vec<_> = status
-        .init_container_statuses
-        .iter()
-        .chain(status.container_statuses.iter())
-        .flatten()
-        .collect();
-    let message = containers.iter().find_map(|c| {
-        let state = c.state.as_ref()?;
-        let terminated = state
-            .terminated
-            .as_ref()
-            .or(c.last_state.as_ref().and_then(|s| s.terminated.as_ref()))?;
-        Some(
-            terminated
-                .message
-                .clone()
-                .filter(|m| !m.trim().is_empty())
-                .unwrap_or_else(|| format!("exited with code {}", terminated.exit_code)),
-        )
-    });
-    let crashing = containers.iter().any(|c| c.restart_count >= 3);
-    let failed = status.phase.as_deref() == Some("Failed");
-    (failed || crashing).then(|| {
-        let text = message.unwrap_or_else(|| "the container failed".to_owned());
-        // The most telling line: the predict server's own, else the last.
+/// Why a pod failed, if it did ([`failure`]), as one line: the predict
+/// server's own, else the last.
+fn failed_line(pod: &Pod) -> Option<String> {
+    let text = failure(pod)?;
+    Some(
         text.lines()
             .rev()
             .find(|l| l.contains("cannot load the model") || l.contains("cannot fetch the model"))
             .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
             .unwrap_or("")
             .trim()
-            .to_owned()
-    })
+            .to_owned(),
+    )
 }

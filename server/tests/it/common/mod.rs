@@ -257,3 +257,12 @@ pub async fn printed_child(
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -129,6 +129,8 @@ pub(super) struct PodCtx {
     pub(super) service_account: String,
     pub(super) labels: std::collections::BTreeMap<String, String>,
     pub(super) annotations: std::collections::BTreeMap<String, String>,
+    /// Its volumes (`spec.volumes`).
+    pub(super) volumes: Vec<k8s_openapi::api::core::v1::Volume>,
     /// Its working dir (unless a container names an existing absolute one).
     pub(super) dir: PathBuf,
 }
@@ -168,6 +170,7 @@ impl PodCtx {
                 .unwrap_or_default(),
             labels: meta.labels.clone().unwrap_or_default(),
             annotations: meta.annotations.clone().unwrap_or_default(),
+            volumes: spec.and_then(|s| s.volumes.clone()).unwrap_or_default(),
             dir,
         })
     }

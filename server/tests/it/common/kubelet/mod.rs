@@ -11,6 +11,22 @@
 //!   order, then all its containers at once, as `command` + `args` (no image,
 //!   no shell; `$(VAR)` references expanded as Kubernetes does), each in its
 //!   own process group, and patches the pod's status as they start and end;
+//! * mounts a container's `volumeMounts` (`readOnly`, `subPath`,
+//!   `subPathExpr`) of these volumes, bind-mounted at their `mountPath` in a
+//!   mount namespace of the container's own (`/` made private in it, so the
+//!   host never sees them): `persistentVolumeClaim` (the claim, once bound,
+//!   gives its PersistentVolume's `hostPath.path`; `scripts/kube-test-cluster.sh`'s
+//!   default StorageClass provisions those under `/tmp/hostpath_pv/`; a
+//!   volume of another kind fails the container with `StartError`),
+//!   `hostPath` (made if missing, as its `type` says), `configMap` and
+//!   `secret` (their keys, or `items`, written as files under
+//!   `work/pods/NS_POD_UID8/volumes/VOLUME/`; always read-only, as a
+//!   kubelet mounts them). A claim not bound yet, or a missing ConfigMap or
+//!   Secret that is not `optional`, holds the container in `ContainerCreating`
+//!   (with a message), retried every second; a mount that fails fails the
+//!   container with `StartError`, naming it. The mount points (dirs, or empty
+//!   files for a file's `subPath`) are made on the host, and stay there empty.
+//!   Containers without such mounts run in the host's mount namespace;
 //! * serves `GET /containerLogs/{namespace}/{pod}/{container}` (`follow`,
 //!   `timestamps`, `tailLines`, `limitBytes`, `sinceSeconds`, `sinceTime`) over
 //!   TLS with a self-signed certificate: the apiserver proxies `pods/log` there;
@@ -29,27 +45,34 @@
 //! * A container's `containerID` is `testkubelet://PID`: the pid of its
 //!   process, which leads its process group. Its output is also written to
 //!   `work/logs/NS_POD_UID8_CONTAINER.log`; its working dir is its own
-//!   `workingDir` if that is an existing absolute dir, else `work/pods/NS_POD_UID8`.
+//!   `workingDir` if that is an existing absolute dir (after its mounts, for
+//!   a container that has some), else `work/pods/NS_POD_UID8`.
 //! * The environment is the pod's (`value`, `$(VAR)`, `fieldRef`,
 //!   `configMapKeyRef`, `secretKeyRef`, `envFrom`; a missing ConfigMap or Secret
-//!   holds the pod in `CreateContainerConfigError`, retried every second) plus
+//!   holds the pod in `CreateContainerConfigError`, retried every second) over
 //!   `PATH` from the test process, `HOSTNAME` (spec.hostname, else the pod's
-//!   name) and `HOME` (the pod's dir). `resourceFieldRef`s are left out.
+//!   name) and `HOME` (the pod's dir): a pod's own `HOME` wins.
+//!   `resourceFieldRef`s are left out.
 //! * Timings on 2 busy cores: create -> Running 50-100 ms; exit -> final status
 //!   20-150 ms; delete -> gone ~50 ms when SIGTERM ends the leader.
 //!
 //! Unlike a real kubelet: no images (a container without `command` fails
-//! with `StartError`), volumes, probes (running means ready), resource
-//! limits, restarts (pods end `Succeeded` or `Failed` whatever their
-//! `restartPolicy`), exec/attach/port-forward, or previous logs; every pod
-//! shares the host's network as 127.0.0.1 (ports can collide; pod hostnames
-//! and Services do not resolve; [`routable_pod_ips`] makes them report the
-//! host's own IPv4 instead, for Endpoints and the API server's service
-//! proxy); no `KUBERNETES_SERVICE_*` variables nor ServiceAccount token. A failed container's `message` is always the end of
-//! its output (a real one only with `terminationMessagePolicy:
-//! FallbackToLogsOnError`), and a failed init container sets the pod's
-//! `status.reason` to `Init:Error` (a real kubelet leaves it empty; kubectl
-//! derives that text). Logs are kept in memory for as long as the pod exists.
+//! with `StartError`), probes (running means ready), resource limits,
+//! restarts (pods end `Succeeded` or `Failed` whatever their
+//! `restartPolicy`), exec/attach/port-forward, or previous logs; volumes of
+//! no kind but the four above (`emptyDir`, `downwardAPI`, `projected`... are
+//! left unmounted: their `mountPath` is the host's folder, shared with the
+//! test and other pods, as a serving test relies on for its model dir), nor
+//! updates of mounted ConfigMaps and Secrets; every pod shares the host's
+//! network as 127.0.0.1 (ports can collide; pod hostnames and Services do
+//! not resolve; [`routable_pod_ips`] makes them report the host's own IPv4
+//! instead, for Endpoints and the API server's service proxy); no
+//! `KUBERNETES_SERVICE_*` variables nor ServiceAccount token. A failed
+//! container's `message` is always the end of its output (a real one only
+//! with `terminationMessagePolicy: FallbackToLogsOnError`), and a failed
+//! init container sets the pod's `status.reason` to `Init:Error` (a real
+//! kubelet leaves it empty; kubectl derives that text). Logs are kept in
+//! memory for as long as the pod exists.
 
 mod api;
 mod env;
@@ -57,6 +80,7 @@ mod node;
 mod pods;
 mod process;
 mod status;
+mod volumes;
 
 use api::serve;
 pub use api::{rfc3339, serve_tls, tls_acceptor};
@@ -65,6 +89,7 @@ use node::*;
 use pods::*;
 use process::*;
 use status::*;
+use volumes::*;
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
@@ -171,6 +196,7 @@ pub fn kube_choice(
             name: "test-kube".into(),
         },
         serving_model_root,
+        notebook_pods: Default::default(),
     }
 }
 

@@ -154,35 +154,39 @@ impl Kubelet {
         group: &[(Which, Container)],
         del: &mut watch::Receiver<Option<i64>>,
     ) -> Option<Stop> {
-        // Environments first (they may wait for a ConfigMap or Secret), as
-        // CreateContainerConfigError.
+        // Environments and volumes first: they may wait for a ConfigMap or
+        // Secret (as CreateContainerConfigError), for a claim to be bound (as
+        // ContainerCreating).
         let mut envs = Vec::new();
         for (which, container) in group {
-            let env = loop {
-                match self.env_for(ctx, container).await {
-                    Ok(env) => break env,
-                    Err(message) => {
-                        let waiting = CState::Waiting {
-                            reason: "CreateContainerConfigError".into(),
-                            message: Some(message),
-                        };
-                        if state.get(*which).state != waiting {
-                            state.get(*which).state = waiting;
-                            self.patch(ctx, state).await;
-                        }
-                        tokio::select! {
-                            () = tokio::time::sleep(Duration::from_secs(1)) => {}
-                            stop = deleted(del) => return Some(stop),
-                        }
-                    }
+            let ready = loop {
+                let (reason, message) = match self.env_for(ctx, container).await {
+                    Ok(env) => match self.mounts_for(ctx, container, &env).await {
+                        Ok(mounts) => break (env, Ok(mounts)),
+                        Err(VolumeError::Fatal(message)) => break (env, Err(message)),
+                        Err(VolumeError::Waiting(message)) => ("ContainerCreating", message),
+                    },
+                    Err(message) => ("CreateContainerConfigError", message),
+                };
+                let waiting = CState::Waiting {
+                    reason: reason.into(),
+                    message: Some(message),
+                };
+                if state.get(*which).state != waiting {
+                    state.get(*which).state = waiting;
+                    self.patch(ctx, state).await;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    stop = deleted(del) => return Some(stop),
                 }
             };
-            envs.push(env);
+            envs.push(ready);
         }
         let mut waits = FuturesUnordered::new();
         let mut running: HashMap<usize, i32> = HashMap::new();
-        for (n, ((which, container), env)) in group.iter().zip(envs).enumerate() {
-            match self.spawn(ctx, container, env) {
+        for (n, ((which, container), (env, mounts))) in group.iter().zip(envs).enumerate() {
+            match self.spawn(ctx, container, env, mounts) {
                 Ok(proc) => {
                     state.get(*which).state = CState::Running {
                         started: proc.started,
@@ -245,12 +249,15 @@ impl Kubelet {
     }
 
     /// Starts a container's process in its own process group, its output
-    /// captured; or the `StartError` state it ends in at once.
+    /// captured, and its `mounts` (if any) bound in a mount namespace of its
+    /// own; or the `StartError` state it ends in at once (as when `mounts`
+    /// says why there are none).
     pub(super) fn spawn(
         self: &Arc<Self>,
         ctx: &PodCtx,
         c: &Container,
         env: Vec<(String, String)>,
+        mounts: Result<Vec<Mount>, String>,
     ) -> Result<Proc, CState> {
         let now = SystemTime::now();
         let start_error = |message: String| CState::Terminated {
@@ -282,6 +289,22 @@ impl Kubelet {
                 c.image.as_deref().unwrap_or("")
             )));
         }
+        // The mount points are made on the host first: a workingDir among them is there then.
+        let plan = match mounts {
+            Ok(mounts) if mounts.is_empty() => None,
+            Ok(mounts) => Some(plan_mounts(mounts, c.working_dir.as_deref(), &ctx.dir)),
+            Err(message) => Some(Err(message)),
+        };
+        let plan = match plan.transpose() {
+            Ok(plan) => plan,
+            Err(message) => {
+                log.finish();
+                return Err(start_error(format!(
+                    "failed to start container {:?}: {message}",
+                    c.name
+                )));
+            }
+        };
         let cwd = c
             .working_dir
             .as_deref()
@@ -306,10 +329,24 @@ impl Kubelet {
                 Ok(())
             });
         }
-        let mut child = match cmd.spawn() {
+        let report = plan.map(|(plan, report)| {
+            // SAFETY: system calls only, on strings made before the fork.
+            unsafe { cmd.pre_exec(move || enter_mounts(&plan)) };
+            report
+        });
+        let spawned = cmd.spawn();
+        // The hook holds the write end of the report's pipe.
+        drop(cmd);
+        let mut child = match spawned {
             Ok(child) => child,
             Err(err) => {
                 log.finish();
+                if let Some(why) = report.and_then(|r| r.read(&err)) {
+                    return Err(start_error(format!(
+                        "failed to start container {:?}: {why}",
+                        c.name
+                    )));
+                }
                 let why = match err.kind() {
                     std::io::ErrorKind::NotFound if !argv[0].contains('/') => {
                         "executable file not found in $PATH".to_owned()

@@ -1,0 +1,352 @@
+//! Notebooks on Kubernetes: a notebook is a StatefulSet of at most one pod
+//! running JupyterLab (scaled to 0 when stopped), a Service in front of it,
+//! a PersistentVolumeClaim holding its workspace (mounted at
+//! [`WORKSPACE_DIR`], kept across stops), a Secret with its Jupyter token
+//! and key, and a ConfigMap with the SDK its kernels import, all in the
+//! account's namespace and labelled like jobs. A task per running notebook
+//! reads its pod into the record ([`status`]): why it waits (the
+//! scheduler's "Insufficient cpu", an image pull), Running once JupyterLab
+//! answers on the pod's IP (where the console's proxy then goes), Failed
+//! with the container's last words. Pods outlive the console: after a
+//! restart a running notebook is taken over, kernels and all.
+
+mod objects;
+mod status;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use app::error::AppError;
+use app::models::Account;
+use async_trait::async_trait;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Service};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::Api;
+use serde_json::json;
+use tokio::sync::watch;
+
+pub use self::objects::{claim_name, notebook_objects, object_name, pod_name, NotebookObjects};
+use super::errors::{from_kube, is_conflict, is_not_found};
+use super::{Inner, KubeCluster};
+use crate::backend::notebooks::{NotebookBackend, NotebookReporter, NotebookRun};
+use crate::backend::serving::http_client;
+
+/// Label with the notebook's database id (the selector of its pod).
+pub const NOTEBOOK_ID: &str = "paddlecloud.org/notebook-id";
+/// Label with the notebook's name.
+pub const NOTEBOOK: &str = "paddlecloud.org/notebook";
+/// The server container's name.
+pub const NOTEBOOK_CONTAINER: &str = "notebook";
+/// Where the workspace claim is mounted: the home of Jupyter's images.
+pub const WORKSPACE_DIR: &str = "/home/jovyan";
+/// Where the SDK's ConfigMap is mounted (as `<SDK_DIR>/paddlecloud`).
+pub const SDK_DIR: &str = "/opt/paddlecloud/python";
+/// The image of notebooks that name none: the Jupyter project's base
+/// image (JupyterLab, `python3`, user `jovyan`); a site running
+/// PaddlePaddle sets its own with `--notebook-image`.
+pub const DEFAULT_IMAGE: &str = "quay.io/jupyter/base-notebook:latest";
+/// The port JupyterLab listens on in its pod.
+pub const DEFAULT_PORT: u16 = 8888;
+/// The size of a workspace claim by default.
+pub const DEFAULT_WORKSPACE_SIZE: &str = "10Gi";
+/// How long a stop waits for the pod to go.
+const STOP_WAIT: Duration = Duration::from_secs(90);
+
+/// How notebook pods are made.
+#[derive(Debug, Clone)]
+pub struct NotebookPods {
+    /// The image of notebooks that name none.
+    pub image: String,
+    /// The port JupyterLab listens on ([`DEFAULT_PORT`]; the test kubelet,
+    /// whose pods share the host's network, needs a free one).
+    pub port: u16,
+    /// The StorageClass of workspace claims (`None`: the cluster's default).
+    pub storage_class: Option<String>,
+    /// The size of each workspace claim (`10Gi`).
+    pub workspace_size: String,
+    /// Seconds between SIGTERM and SIGKILL when a pod stops.
+    pub grace_seconds: i64,
+}
+
+impl Default for NotebookPods {
+    fn default() -> Self {
+        Self {
+            image: DEFAULT_IMAGE.to_owned(),
+            port: DEFAULT_PORT,
+            storage_class: None,
+            workspace_size: DEFAULT_WORKSPACE_SIZE.to_owned(),
+            grace_seconds: 10,
+        }
+    }
+}
+
+/// The Kubernetes notebook backend.
+pub struct KubeNotebooks {
+    inner: Arc<Inner>,
+    pods: NotebookPods,
+    /// The Python of the image that runs JupyterLab.
+    python: String,
+    /// Per notebook id: its status task and, once it answers, its server.
+    followed: Arc<Mutex<HashMap<i64, Followed>>>,
+    /// Asks a starting server whether it answers.
+    probe: reqwest::Client,
+}
+
+/// A running notebook's status task.
+struct Followed {
+    /// Set to true to end it.
+    stop: watch::Sender<bool>,
+    /// `http://<pod IP>:<port>` once JupyterLab answers there.
+    upstream: Option<String>,
+}
+
+impl KubeNotebooks {
+    /// On the cluster jobs run on; pods made as `pods` says, their server
+    /// run by `python` (`python3` in Jupyter's images).
+    pub fn new(kube: &KubeCluster, pods: NotebookPods, python: String) -> Self {
+        Self {
+            inner: kube.inner.clone(),
+            pods,
+            python,
+            followed: Arc::new(Mutex::new(HashMap::new())),
+            probe: http_client(Duration::from_secs(2)).unwrap_or_default(),
+        }
+    }
+
+    /// Follows `run`'s pod into its record until stopped.
+    fn follow(&self, run: NotebookRun, reporter: NotebookReporter) {
+        let (stop, stop_rx) = watch::channel(false);
+        let id = run.id;
+        if let Some(old) = self.followed.lock().expect("followed lock").insert(
+            id,
+            Followed {
+                stop,
+                upstream: None,
+            },
+        ) {
+            old.stop.send_replace(true);
+        }
+        let follower = status::Follower {
+            inner: self.inner.clone(),
+            run,
+            reporter,
+            port: self.pods.port,
+            probe: self.probe.clone(),
+            followed: self.followed.clone(),
+        };
+        tokio::spawn(follower.run(stop_rx));
+    }
+
+    fn unfollow(&self, id: i64) {
+        if let Some(f) = self.followed.lock().expect("followed lock").remove(&id) {
+            f.stop.send_replace(true);
+        }
+    }
+
+    /// Waits until `api`'s object `name` is gone (a minute and a half at most).
+    async fn gone<K>(api: &Api<K>, name: &str, what: &str) -> Result<(), AppError>
+    where
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        let start = std::time::Instant::now();
+        while start.elapsed() < STOP_WAIT {
+            match api.get_opt(name).await {
+                Ok(None) => return Ok(()),
+                Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(200)).await,
+                Err(e) => return Err(from_kube(what, e)),
+            }
+        }
+        tracing::warn!(object = %name, "still there after {} s: {what}", STOP_WAIT.as_secs());
+        Ok(())
+    }
+}
+
+/// Creates `object`, or (when `patch` gives one) merges that patch into
+/// the one there; `false` when it existed.
+async fn put<K>(
+    api: &Api<K>,
+    object: &K,
+    patch: Option<serde_json::Value>,
+    what: &str,
+) -> Result<bool, AppError>
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.create(&PostParams::default(), object).await {
+        Ok(_) => Ok(true),
+        Err(e) if is_conflict(&e) => {
+            if let Some(patch) = patch {
+                let name = object.meta().name.clone().unwrap_or_default();
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(|e| from_kube(what, e))?;
+            }
+            Ok(false)
+        }
+        Err(e) => Err(from_kube(what, e)),
+    }
+}
+
+/// Deletes `api`'s object `name`; gone already is fine.
+async fn delete<K>(api: &Api<K>, name: &str, what: &str) -> Result<(), AppError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let dp = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Foreground),
+        ..DeleteParams::default()
+    };
+    match api.delete(name, &dp).await {
+        Ok(_) => Ok(()),
+        Err(e) if is_not_found(&e) => Ok(()),
+        Err(e) => Err(from_kube(what, e)),
+    }
+}
+
+#[async_trait]
+impl NotebookBackend for KubeNotebooks {
+    fn name(&self) -> String {
+        self.inner.name.clone()
+    }
+
+    fn sees_local_files(&self) -> bool {
+        false
+    }
+
+    async fn start(&self, run: NotebookRun, reporter: NotebookReporter) -> Result<(), AppError> {
+        self.inner.ensure_namespace(&run.account).await?;
+        let ns = &run.account.namespace;
+        let NotebookObjects {
+            stateful_set,
+            service,
+            claim,
+            secret,
+            sdk,
+        } = notebook_objects(&run, &self.pods, &self.python)?;
+        // A start issues a new token and key: the Secret holds the new ones
+        // before the pod that reads them is made.
+        let secret_patch = json!({ "stringData": secret.string_data });
+        put(
+            &self.inner.api::<Secret>(ns),
+            &secret,
+            Some(secret_patch),
+            "store a notebook's token",
+        )
+        .await?;
+        let sdk_patch = json!({ "data": sdk.data });
+        put(
+            &self.inner.api::<ConfigMap>(ns),
+            &sdk,
+            Some(sdk_patch),
+            "store the notebook SDK",
+        )
+        .await?;
+        put(
+            &self.inner.api::<Service>(ns),
+            &service,
+            None,
+            "create a notebook's Service",
+        )
+        .await?;
+        // The workspace is made once and kept.
+        put(
+            &self.inner.api::<PersistentVolumeClaim>(ns),
+            &claim,
+            None,
+            "claim a notebook's workspace",
+        )
+        .await?;
+        let set = stateful_set.spec.as_ref().map(|s| &s.template);
+        let set_patch = json!({ "spec": { "replicas": 1, "template": set } });
+        put(
+            &self.inner.api::<StatefulSet>(ns),
+            &stateful_set,
+            Some(set_patch),
+            "start a notebook's StatefulSet",
+        )
+        .await?;
+        self.follow(run, reporter);
+        Ok(())
+    }
+
+    async fn stop(&self, account: &Account, id: i64, name: &str) -> Result<(), AppError> {
+        self.unfollow(id);
+        let ns = &account.namespace;
+        let sets: Api<StatefulSet> = self.inner.api(ns);
+        let patch = json!({ "spec": { "replicas": 0 } });
+        match sets
+            .patch(
+                &objects::stateful_set_name(name),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if is_not_found(&e) => return Ok(()),
+            Err(e) => return Err(from_kube("scale a notebook to 0", e)),
+        }
+        Self::gone(
+            &self.inner.api::<Pod>(ns),
+            &pod_name(name),
+            "wait for a notebook's pod to go",
+        )
+        .await
+    }
+
+    async fn remove(&self, account: &Account, id: i64, name: &str) -> Result<(), AppError> {
+        self.stop(account, id, name).await?;
+        let ns = &account.namespace;
+        let sets: Api<StatefulSet> = self.inner.api(ns);
+        delete(
+            &sets,
+            &objects::stateful_set_name(name),
+            "delete a notebook's StatefulSet",
+        )
+        .await?;
+        let services: Api<Service> = self.inner.api(ns);
+        delete(&services, &object_name(name), "delete a notebook's Service").await?;
+        let secrets: Api<Secret> = self.inner.api(ns);
+        delete(&secrets, &object_name(name), "delete a notebook's token").await?;
+        let configs: Api<ConfigMap> = self.inner.api(ns);
+        delete(&configs, &object_name(name), "delete a notebook's SDK").await?;
+        let claims: Api<PersistentVolumeClaim> = self.inner.api(ns);
+        delete(&claims, &claim_name(name), "delete a notebook's workspace").await?;
+        // A notebook made again under this name gets a new, empty claim,
+        // not this one while it is still being deleted.
+        Self::gone(&claims, &claim_name(name), "wait for a workspace to go").await?;
+        Self::gone(
+            &sets,
+            &objects::stateful_set_name(name),
+            "wait for a StatefulSet to go",
+        )
+        .await
+    }
+
+    async fn upstream(&self, _account: &Account, id: i64, _name: &str) -> Option<String> {
+        self.followed
+            .lock()
+            .expect("followed lock")
+            .get(&id)?
+            .upstream
+            .clone()
+    }
+
+    async fn adopt(&self, run: NotebookRun, reporter: NotebookReporter) -> Result<bool, AppError> {
+        let sets: Api<StatefulSet> = self.inner.api(&run.account.namespace);
+        let set = sets
+            .get_opt(&objects::stateful_set_name(&run.spec.name))
+            .await
+            .map_err(|e| from_kube("read a notebook's StatefulSet", e))?;
+        let running = set
+            .and_then(|s| s.spec)
+            .and_then(|s| s.replicas)
+            .is_some_and(|r| r > 0);
+        if running {
+            self.follow(run, reporter);
+        }
+        Ok(running)
+    }
+}

@@ -1,0 +1,316 @@
+//! The objects of a notebook, as the API server takes them.
+
+use app::error::AppError;
+use app::models::quantity::{parse_cpu_millis, parse_memory_bytes};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, Service};
+use serde_json::json;
+
+use super::{NotebookPods, NOTEBOOK, NOTEBOOK_CONTAINER, NOTEBOOK_ID, SDK_DIR, WORKSPACE_DIR};
+use crate::backend::notebooks::{jupyter_args, NotebookRun, SDK_FILES};
+use crate::kubernetes::objects::{from_json, CONSOLE, MANAGED_BY};
+
+/// The Secret keys its container reads its credentials from.
+const TOKEN_KEY: &str = "JUPYTER_TOKEN";
+const KEY_KEY: &str = "PADDLECLOUD_KEY";
+/// The group the workspace is writable by (`users`, Jupyter images' `jovyan`'s).
+const WORKSPACE_GROUP: i64 = 100;
+
+/// Everything a notebook is made of in its account's namespace.
+pub struct NotebookObjects {
+    /// Its server: one pod when running, none when stopped.
+    pub stateful_set: StatefulSet,
+    /// Port `http` in front of it (for an Ingress; the console's proxy
+    /// goes to the pod).
+    pub service: Service,
+    /// The workspace, kept across stops.
+    pub claim: PersistentVolumeClaim,
+    /// The Jupyter token and the notebook's key: what its container reads
+    /// from here, never from its spec.
+    pub secret: Secret,
+    /// The SDK its kernels import.
+    pub sdk: ConfigMap,
+}
+
+/// The name of its StatefulSet: the notebook's own, so that the pod
+/// (`<name>-0`) and the revision label stay within 63 characters.
+pub fn stateful_set_name(notebook: &str) -> String {
+    notebook.to_owned()
+}
+
+/// The name of its pod.
+pub fn pod_name(notebook: &str) -> String {
+    format!("{}-0", stateful_set_name(notebook))
+}
+
+/// The name of its Service, Secret and ConfigMap (apart from a serving
+/// instance's of the same name).
+pub fn object_name(notebook: &str) -> String {
+    format!("{notebook}-notebook")
+}
+
+/// The name of its workspace claim.
+pub fn claim_name(notebook: &str) -> String {
+    format!("{notebook}-workspace")
+}
+
+/// The objects of notebook `run` with pods made as `pods` says and the
+/// server run by `python`.
+pub fn notebook_objects(
+    run: &NotebookRun,
+    pods: &NotebookPods,
+    python: &str,
+) -> Result<NotebookObjects, AppError> {
+    let spec = &run.spec;
+    let name = &spec.name;
+    let id = run.id.to_string();
+    let labels = json!({ MANAGED_BY: CONSOLE, NOTEBOOK: name, NOTEBOOK_ID: id });
+    let resources = &spec.resources;
+    let mut amounts = json!({
+        "cpu": format!("{}m", parse_cpu_millis("resources.cpu", &resources.cpu)?),
+        "memory": parse_memory_bytes("resources.memory", &resources.memory)?.to_string(),
+    });
+    if resources.gpu > 0 {
+        amounts["nvidia.com/gpu"] = json!(resources.gpu.to_string());
+    }
+    let secret_name = object_name(name);
+    let from_secret = |key: &str| json!({ "secretKeyRef": { "name": secret_name, "key": key } });
+    let mut env: Vec<serde_json::Value> = run
+        .env
+        .iter()
+        .filter(|(k, _)| k != KEY_KEY)
+        .map(|(k, v)| json!({ "name": k, "value": v }))
+        .collect();
+    env.extend([
+        json!({ "name": TOKEN_KEY, "valueFrom": from_secret(TOKEN_KEY) }),
+        json!({ "name": KEY_KEY, "valueFrom": from_secret(KEY_KEY) }),
+        json!({ "name": "HOME", "value": WORKSPACE_DIR }),
+        json!({ "name": "PYTHONPATH", "value": SDK_DIR }),
+        json!({ "name": "PYTHONUNBUFFERED", "value": "1" }),
+        json!({ "name": "SHELL", "value": "/bin/bash" }),
+    ]);
+    let key = run
+        .env
+        .iter()
+        .find(|(k, _)| k == KEY_KEY)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let mut command = vec![python.to_owned()];
+    command.extend(jupyter_args(
+        &run.base_url,
+        WORKSPACE_DIR,
+        "0.0.0.0",
+        pods.port,
+    ));
+    let image = if spec.image.is_empty() {
+        pods.image.as_str()
+    } else {
+        spec.image.as_str()
+    };
+    let container = json!({
+        "name": NOTEBOOK_CONTAINER,
+        "image": image,
+        "command": command,
+        "workingDir": WORKSPACE_DIR,
+        "env": env,
+        "ports": [{ "name": "http", "containerPort": pods.port }],
+        "resources": { "requests": amounts, "limits": amounts },
+        "volumeMounts": [
+            { "name": "workspace", "mountPath": WORKSPACE_DIR },
+            { "name": "sdk", "mountPath": format!("{SDK_DIR}/paddlecloud"), "readOnly": true },
+        ],
+        "readinessProbe": { "tcpSocket": { "port": pods.port }, "periodSeconds": 2 },
+        // Kubernetes shows a failed container's last output as its message.
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    });
+    let stateful_set = from_json(json!({
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": { "name": stateful_set_name(name), "labels": labels },
+        "spec": {
+            "replicas": 1,
+            "serviceName": object_name(name),
+            "selector": { "matchLabels": { NOTEBOOK_ID: id } },
+            "template": {
+                "metadata": { "labels": labels },
+                "spec": {
+                    "enableServiceLinks": false,
+                    "terminationGracePeriodSeconds": pods.grace_seconds,
+                    "securityContext": { "fsGroup": WORKSPACE_GROUP },
+                    "containers": [container],
+                    "volumes": [
+                        { "name": "workspace",
+                          "persistentVolumeClaim": { "claimName": claim_name(name) } },
+                        { "name": "sdk", "configMap": { "name": object_name(name) } },
+                    ],
+                },
+            },
+        },
+    }))?;
+    let service = from_json(json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": { "name": object_name(name), "labels": labels },
+        "spec": {
+            "selector": { NOTEBOOK_ID: id },
+            "ports": [{ "name": "http", "port": 80, "targetPort": pods.port }],
+        },
+    }))?;
+    let mut claim_spec = json!({
+        "accessModes": ["ReadWriteOnce"],
+        "resources": { "requests": { "storage": pods.workspace_size } },
+    });
+    if let Some(class) = &pods.storage_class {
+        claim_spec["storageClassName"] = json!(class);
+    }
+    let claim = from_json(json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": { "name": claim_name(name), "labels": labels },
+        "spec": claim_spec,
+    }))?;
+    let secret = from_json(json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": { "name": secret_name, "labels": labels },
+        "type": "Opaque",
+        "stringData": { TOKEN_KEY: run.jupyter_token, KEY_KEY: key },
+    }))?;
+    let files: serde_json::Map<String, serde_json::Value> = SDK_FILES
+        .iter()
+        .map(|(file, text)| ((*file).to_owned(), json!(text)))
+        .collect();
+    let sdk = from_json(json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": { "name": object_name(name), "labels": labels },
+        "data": files,
+    }))?;
+    Ok(NotebookObjects {
+        stateful_set,
+        service,
+        claim,
+        secret,
+        sdk,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use app::models::{Account, NotebookSpec, ReplicaResources};
+    use serde_json::Value;
+
+    use super::*;
+    use crate::kubernetes::pods::env_of;
+
+    fn run(image: &str, gpu: u32) -> NotebookRun {
+        NotebookRun {
+            id: 9,
+            account: Account {
+                id: 1,
+                name: "acme".into(),
+                namespace: "pc-acme".into(),
+                created_at: 0,
+            },
+            spec: NotebookSpec {
+                name: "scratch".into(),
+                resources: ReplicaResources {
+                    cpu: "500m".into(),
+                    memory: "2Gi".into(),
+                    gpu,
+                },
+                idle_minutes: None,
+                image: image.into(),
+            },
+            jupyter_token: "jt-secret".into(),
+            base_url: "/notebooks/acme/scratch/".into(),
+            env: vec![
+                ("PADDLECLOUD_KEY".into(), "pcn_secret".into()),
+                ("PADDLECLOUD_SERVER".into(), "http://console:3000".into()),
+            ],
+        }
+    }
+
+    fn pods() -> NotebookPods {
+        NotebookPods {
+            image: "quay.io/jupyter/base-notebook".into(),
+            port: 8888,
+            storage_class: None,
+            workspace_size: "5Gi".into(),
+            grace_seconds: 10,
+        }
+    }
+
+    fn container(objects: &NotebookObjects) -> Value {
+        serde_json::to_value(&objects.stateful_set).unwrap()["spec"]["template"]["spec"]
+            ["containers"][0]
+            .clone()
+    }
+
+    #[test]
+    fn credentials_reach_the_server_from_its_secret_never_from_its_spec() {
+        let objects = notebook_objects(&run("", 0), &pods(), "python3").unwrap();
+        let spec_text = serde_json::to_string(&objects.stateful_set).unwrap();
+        assert!(!spec_text.contains("jt-secret"), "{spec_text}");
+        assert!(!spec_text.contains("pcn_secret"), "{spec_text}");
+        let secret = serde_json::to_value(&objects.secret).unwrap();
+        assert_eq!(secret["stringData"]["JUPYTER_TOKEN"], "jt-secret");
+        assert_eq!(secret["stringData"]["PADDLECLOUD_KEY"], "pcn_secret");
+        let c = container(&objects);
+        for key in ["JUPYTER_TOKEN", "PADDLECLOUD_KEY"] {
+            assert_eq!(
+                env_of(&c, key)["valueFrom"]["secretKeyRef"]["name"],
+                "scratch-notebook"
+            );
+        }
+        assert_eq!(
+            env_of(&c, "PADDLECLOUD_SERVER")["value"],
+            "http://console:3000"
+        );
+    }
+
+    #[test]
+    fn the_server_runs_under_the_proxied_path_in_its_workspace_with_the_sdk() {
+        let objects = notebook_objects(&run("", 0), &pods(), "python3").unwrap();
+        let c = container(&objects);
+        let command: Vec<&str> = c["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(&command[..3], ["python3", "-m", "jupyterlab"]);
+        assert!(command.contains(&"--ServerApp.base_url=/notebooks/acme/scratch/"));
+        assert!(command.contains(&"--ServerApp.root_dir=/home/jovyan"));
+        assert!(command.contains(&"--port=8888"));
+        assert_eq!(c["image"], "quay.io/jupyter/base-notebook");
+        let mounts = c["volumeMounts"].as_array().unwrap();
+        assert!(mounts
+            .iter()
+            .any(|m| m["name"] == "workspace" && m["mountPath"] == "/home/jovyan"));
+        assert!(mounts.iter().any(|m| m["name"] == "sdk"
+            && m["mountPath"] == "/opt/paddlecloud/python/paddlecloud"
+            && m["readOnly"] == true));
+        assert_eq!(env_of(&c, "PYTHONPATH")["value"], "/opt/paddlecloud/python");
+        let set = serde_json::to_value(&objects.stateful_set).unwrap();
+        assert_eq!(
+            set["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"],
+            "scratch-workspace"
+        );
+        let sdk = serde_json::to_value(&objects.sdk).unwrap();
+        assert!(sdk["data"]["client.py"].as_str().unwrap().contains("class"));
+        let claim = serde_json::to_value(&objects.claim).unwrap();
+        assert_eq!(claim["spec"]["resources"]["requests"]["storage"], "5Gi");
+        // No class named: the cluster's default provisions it.
+        assert!(claim["spec"]["storageClassName"].is_null());
+    }
+
+    #[test]
+    fn a_notebooks_own_image_and_gpus_are_asked_for() {
+        let objects = notebook_objects(&run("me/lab:1", 2), &pods(), "python3").unwrap();
+        let c = container(&objects);
+        assert_eq!(c["image"], "me/lab:1");
+        assert_eq!(c["resources"]["limits"]["nvidia.com/gpu"], "2");
+        assert_eq!(c["resources"]["requests"]["cpu"], "500m");
+    }
+}

@@ -1,0 +1,466 @@
+//! The notebook contract: what any notebook backend must do, checked with a
+//! real JupyterLab behind the console on a real socket. The local executor
+//! runs it with processes of the test venv's Python; the Kubernetes backend
+//! runs the same functions against a real API server
+//! (`scripts/kube-test-cluster.sh`), whose pods the test kubelet runs as
+//! local processes with their workspace claim (provisioned by the cluster's
+//! default StorageClass) mounted. Kubernetes-only behaviours (what the
+//! notebook is made of, why a pod waits, a console restart that keeps the
+//! kernels) follow.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use app::models::NotebookStatus;
+use http::{Method, StatusCode};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Secret, Service};
+use kube::Api;
+use serde_json::{json, Value};
+use server::console::{ClusterChoice, Config};
+use server::kubernetes::notebooks::NotebookPods;
+use server::kubernetes::KubeAccess;
+
+use crate::common;
+use crate::common::rest::{call, key_and_cookie};
+use crate::common::site::Site;
+use crate::notebooks::{
+    broken_python, http, json_of, jupyter_python, printed_value, run_cell, running_notebook,
+    start_kernel, wait_status,
+};
+
+/// A console whose notebooks run on one backend, with a signed-up account.
+struct Harness {
+    site: Site,
+    /// The console's base URL.
+    url: String,
+    /// The account's owner: a key and a browser session.
+    key: String,
+    cookie: String,
+    account: String,
+    /// What the console was built from.
+    config: Config,
+    /// On Kubernetes: what reads the cluster, and the node's kubelet.
+    kube: Option<Kube>,
+}
+
+struct Kube {
+    client: kube::Client,
+    /// The account's namespace.
+    namespace: String,
+    _kubelet: common::kubelet::TestKubelet,
+}
+
+impl Kube {
+    fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    /// The replicas notebook `name`'s StatefulSet asks for, if it has one.
+    async fn replicas(&self, name: &str) -> Option<i32> {
+        let set = self.api::<StatefulSet>().get_opt(name).await.unwrap()?;
+        set.spec?.replicas
+    }
+
+    async fn claim(&self, name: &str) -> Option<PersistentVolumeClaim> {
+        self.api::<PersistentVolumeClaim>()
+            .get_opt(&format!("{name}-workspace"))
+            .await
+            .unwrap()
+    }
+}
+
+/// The console with notebooks run by `python`, on Kubernetes if `on_kube`
+/// (`None`: skipped, no test cluster), and a new account's owner.
+async fn harness(python: &Path, on_kube: bool) -> Option<Harness> {
+    let client = if on_kube {
+        Some(common::kubelet::test_client().await?)
+    } else {
+        None
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let mut kubelet_dir = None;
+    let mut built = None;
+    let site = common::site::site_configured(|config, db| {
+        let cluster = match &client {
+            None => config.cluster.clone(),
+            Some(client) => {
+                kubelet_dir = Some(db.dir().join("kubelet"));
+                ClusterChoice::Kube {
+                    access: KubeAccess::Client {
+                        client: client.clone(),
+                        name: "test-kube".into(),
+                    },
+                    serving_model_root: None,
+                    notebook_pods: Box::new(NotebookPods {
+                        // The test kubelet's pods share the host's network.
+                        port: common::free_port(),
+                        grace_seconds: 1,
+                        ..NotebookPods::default()
+                    }),
+                }
+            }
+        };
+        let config = Config {
+            public_url: Some(url.clone()),
+            notebook_python: python.display().to_string(),
+            notebook_probe_secs: 3600,
+            cluster,
+            ..config
+        };
+        built = Some(config.clone());
+        config
+    })
+    .await;
+    let kubelet = match (&client, kubelet_dir) {
+        (Some(client), Some(dir)) => {
+            Some(common::kubelet::TestKubelet::start(client.clone(), &dir).await)
+        }
+        _ => None,
+    };
+    listener.set_nonblocking(true).unwrap();
+    let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+    let router = site.router.clone();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    // Tests share the cluster: an account (and namespace) of their own.
+    let account = format!("nb{:08x}", getrandom::u32().unwrap());
+    let (key, cookie) = key_and_cookie(&site, &account).await;
+    let namespace: String = sqlx::query_scalar("SELECT namespace FROM accounts WHERE name = $1")
+        .bind(&account)
+        .fetch_one(&site.db.pool)
+        .await
+        .unwrap();
+    let kube = client.zip(kubelet).map(|(client, kubelet)| Kube {
+        client,
+        namespace,
+        _kubelet: kubelet,
+    });
+    Some(Harness {
+        site,
+        url,
+        key,
+        cookie,
+        account,
+        config: built.unwrap(),
+        kube,
+    })
+}
+
+impl Harness {
+    async fn post(&self, path: &str, body: Option<Value>) -> common::rest::Answer {
+        call(&self.site, Method::POST, path, Some(&self.key), body).await
+    }
+
+    /// Deletes notebook `name` (its workspace with it).
+    async fn delete(&self, name: &str) {
+        let path = format!("/api/v1/notebooks/{name}");
+        let gone = call(&self.site, Method::DELETE, &path, Some(&self.key), None).await;
+        assert_eq!(gone.status, StatusCode::NO_CONTENT, "{}", gone.body);
+    }
+
+    /// GET `path` of notebook `name` through the console's proxy, with the
+    /// browser's session.
+    async fn lab_get(&self, name: &str, path: &str) -> reqwest::Response {
+        http()
+            .get(format!(
+                "{}/notebooks/{}/{name}/{path}",
+                self.url, self.account
+            ))
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
+macro_rules! contract {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn on_local() {
+                    super::$name(false).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn on_kubernetes() {
+                    super::$name(true).await;
+                }
+            }
+        )*
+    };
+}
+
+contract!(
+    a_notebook_submits_jobs_with_its_own_key_and_keeps_its_workspace_until_deleted,
+    a_server_that_cannot_start_fails_with_its_own_words,
+);
+
+async fn a_notebook_submits_jobs_with_its_own_key_and_keeps_its_workspace_until_deleted(
+    on_kube: bool,
+) {
+    let Some(python) = jupyter_python() else {
+        return;
+    };
+    let Some(h) = harness(python, on_kube).await else {
+        return;
+    };
+    let name = "scratch";
+    running_notebook(&h.site, &h.key, name, json!({})).await;
+    let lab = format!("/notebooks/{}/{name}/", h.account);
+    let kernel = start_kernel(&h.url, &lab, &h.cookie).await;
+    let printed = run_cell(
+        &h.url,
+        &lab,
+        &kernel,
+        &h.cookie,
+        "import os, paddlecloud\n\
+         job = paddlecloud.create_cloud_job('from-nb', 1, '256Mi', 0, '500m', command=['true'],\n\
+                                            image='paddlepaddle/paddle:3.3.1')\n\
+         print('JOB', job['name'])\n\
+         print('KEY', os.environ['PADDLECLOUD_KEY'])\n\
+         print('HOME', os.path.samefile(os.getcwd(), os.environ['HOME']))\n\
+         open('keep.txt', 'w').write('kept')\n",
+    )
+    .await;
+    assert_eq!(printed_value(&printed, "JOB"), "from-nb");
+    assert_eq!(
+        printed_value(&printed, "HOME"),
+        "True",
+        "kernels start in the workspace"
+    );
+    let nb_key = printed_value(&printed, "KEY").to_owned();
+    assert!(nb_key.starts_with("pcn_"), "{nb_key}");
+    let job = call(
+        &h.site,
+        Method::GET,
+        "/api/v1/jobs/from-nb",
+        Some(&h.key),
+        None,
+    )
+    .await;
+    assert_eq!(job.json()["spec"]["notebook"], name, "{}", job.body);
+    if let Some(k) = &h.kube {
+        assert_eq!(k.replicas(name).await, Some(1));
+        let claim = k.claim(name).await.expect("a workspace claim");
+        assert_eq!(claim.status.and_then(|s| s.phase).as_deref(), Some("Bound"));
+        let service = k
+            .api::<Service>()
+            .get_opt(&format!("{name}-notebook"))
+            .await
+            .unwrap();
+        assert!(service.is_some(), "a Service in front of it");
+        let pod = k.api::<Pod>().get(&format!("{name}-0")).await.unwrap();
+        let labels = pod.metadata.labels.unwrap_or_default();
+        assert_eq!(labels["app.kubernetes.io/managed-by"], "paddlecloud");
+        assert_eq!(labels["paddlecloud.org/notebook"], name);
+        // The key is in the Secret the pod reads, not in the pod's spec.
+        let spec = serde_json::to_string(&pod.spec).unwrap();
+        assert!(!spec.contains(&nb_key), "{spec}");
+        let secret = k
+            .api::<Secret>()
+            .get(&format!("{name}-notebook"))
+            .await
+            .unwrap();
+        let stored = secret.data.unwrap_or_default()["PADDLECLOUD_KEY"].0.clone();
+        assert_eq!(String::from_utf8(stored).unwrap(), nb_key);
+    }
+
+    // Stopped: the key and the proxy stop working, the workspace stays.
+    let stopped = h
+        .post(&format!("/api/v1/notebooks/{name}/stop"), None)
+        .await;
+    assert_eq!(stopped.json()["status"], "stopped", "{}", stopped.body);
+    let me = call(&h.site, Method::GET, "/api/v1/me", Some(&nb_key), None).await;
+    assert_eq!(me.status, StatusCode::UNAUTHORIZED, "{}", me.body);
+    let closed = h.lab_get(name, "api/status").await;
+    assert_eq!(closed.status(), StatusCode::SERVICE_UNAVAILABLE);
+    if let Some(k) = &h.kube {
+        assert_eq!(k.replicas(name).await, Some(0), "stop scales it to 0");
+        assert!(
+            k.api::<Pod>()
+                .get_opt(&format!("{name}-0"))
+                .await
+                .unwrap()
+                .is_none(),
+            "its pod is gone once stopped"
+        );
+        assert!(k.claim(name).await.is_some(), "the workspace stays");
+    }
+
+    // Started again: a new key, the file still there.
+    let started = h
+        .post(&format!("/api/v1/notebooks/{name}/start"), None)
+        .await;
+    assert_eq!(started.status, StatusCode::OK, "{}", started.body);
+    wait_status(&h.site, &h.key, name, "running").await;
+    let file = h.lab_get(name, "api/contents/keep.txt?content=1").await;
+    assert_eq!(file.status(), StatusCode::OK);
+    assert_eq!(json_of(file).await["content"], "kept");
+
+    // Deleted: a notebook made again under its name starts empty.
+    h.delete(name).await;
+    if let Some(k) = &h.kube {
+        assert_eq!(k.replicas(name).await, None, "its StatefulSet is gone");
+        assert!(k.claim(name).await.is_none(), "its claim is gone");
+    }
+    running_notebook(&h.site, &h.key, name, json!({})).await;
+    let file = h.lab_get(name, "api/contents/keep.txt").await;
+    assert_eq!(file.status(), StatusCode::NOT_FOUND);
+    h.delete(name).await;
+}
+
+async fn a_server_that_cannot_start_fails_with_its_own_words(on_kube: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = broken_python(dir.path());
+    let Some(h) = harness(&broken, on_kube).await else {
+        return;
+    };
+    let made = h
+        .post(
+            "/api/v1/notebooks",
+            Some(json!({"name": "broken", "resources": {"cpu": "500m", "memory": "1Gi"}})),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let nb = wait_status(&h.site, &h.key, "broken", "failed").await;
+    let why = nb["message"].as_str().unwrap();
+    assert!(why.contains("No module named jupyterlab"), "{why}");
+    if let Some(k) = &h.kube {
+        assert_eq!(
+            k.replicas("broken").await,
+            Some(0),
+            "a failed notebook's pods do not come back failing"
+        );
+    }
+    h.delete("broken").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_kubernetes_a_notebook_too_big_for_any_node_waits_and_says_why() {
+    let Some(python) = jupyter_python() else {
+        return;
+    };
+    let Some(h) = harness(python, true).await else {
+        return;
+    };
+    // The test node offers 64 CPUs.
+    let made = h
+        .post(
+            "/api/v1/notebooks",
+            Some(json!({"name": "huge", "resources": {"cpu": "100", "memory": "1Gi"}})),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let nb = loop {
+        let nb = call(
+            &h.site,
+            Method::GET,
+            "/api/v1/notebooks/huge",
+            Some(&h.key),
+            None,
+        )
+        .await
+        .json();
+        if nb["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Insufficient cpu")
+        {
+            break nb;
+        }
+        assert!(Instant::now() < deadline, "never said why it waits: {nb}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert_eq!(nb["status"], "pending", "{nb}");
+    assert!(
+        nb["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Waiting for room: "),
+        "{nb}"
+    );
+    let stopped = h.post("/api/v1/notebooks/huge/stop", None).await;
+    assert_eq!(stopped.json()["status"], "stopped", "{}", stopped.body);
+    assert_eq!(stopped.json()["message"], "Stopped by ann@example.com.");
+    h.delete("huge").await;
+}
+
+#[test]
+fn on_kubernetes_a_restarted_console_takes_over_a_running_notebook_and_its_kernels() {
+    let Some(python) = jupyter_python() else {
+        return;
+    };
+    // The first console process: its runtime is torn down with the notebook
+    // running, as a crash would; the second is built on the same database.
+    let first = tokio::runtime::Runtime::new().unwrap();
+    let Some((h, me, kernel, pod_uid)) = first.block_on(async {
+        let h = harness(python, true).await?;
+        running_notebook(&h.site, &h.key, "keep", json!({})).await;
+        let lab = format!("/notebooks/{}/keep/", h.account);
+        let kernel = start_kernel(&h.url, &lab, &h.cookie).await;
+        run_cell(&h.url, &lab, &kernel, &h.cookie, "answer = 42\n").await;
+        let k = h.kube.as_ref().unwrap();
+        let pod = k.api::<Pod>().get("keep-0").await.unwrap();
+        let me = h.site.owner(&h.account).await;
+        Some((h, me, kernel, pod.metadata.uid.unwrap()))
+    }) else {
+        return;
+    };
+    first.shutdown_background();
+
+    let second = tokio::runtime::Runtime::new().unwrap();
+    second.block_on(async {
+        // Clients belong to the runtime they were made on: new ones.
+        let client = common::kubelet::test_client().await.unwrap();
+        let mut config = h.config.clone();
+        if let ClusterChoice::Kube { access, .. } = &mut config.cluster {
+            *access = KubeAccess::Client {
+                client: client.clone(),
+                name: "test-kube".into(),
+            };
+        }
+        let console = server::console::Console::build(config).await.unwrap();
+        use app::ports::Notebooks;
+        let who = app::ports::Principal {
+            me: me.clone(),
+            credential: app::ports::Credential::Session(0),
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let route = loop {
+            if let Ok(route) = console.notebooks().route(&who, &h.account, "keep").await {
+                break route;
+            }
+            assert!(Instant::now() < deadline, "never reachable again");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        };
+        let nb = console.notebooks().get(&me.account, "keep").await.unwrap();
+        assert_eq!(nb.status, NotebookStatus::Running, "{nb:?}");
+        // The same pod, and the kernel with what it held.
+        let pods: Api<Pod> = Api::namespaced(client, &h.kube.as_ref().unwrap().namespace);
+        let pod = pods.get("keep-0").await.unwrap();
+        assert_eq!(
+            pod.metadata.uid.unwrap(),
+            pod_uid,
+            "the pod was not replaced"
+        );
+        let found = http()
+            .get(format!(
+                "{}/notebooks/{}/keep/api/kernels/{kernel}",
+                route.upstream, h.account
+            ))
+            .header("authorization", format!("token {}", route.jupyter_token))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(found.status(), StatusCode::OK, "the kernel lives on");
+        console.notebooks().delete(&me, "keep").await.unwrap();
+    });
+    drop(h);
+}
