@@ -27,6 +27,7 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 fn spec(i: usize) -> JobSpec {
     JobSpec {
         notebook: None,
+        template: None,
         name: format!("resnet-{i:05}"),
         image: "paddlepaddle/paddle:2.6.1".into(),
         command: vec!["python".into(), "train.py".into()],

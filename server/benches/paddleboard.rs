@@ -162,6 +162,7 @@ fn main() -> anyhow::Result<()> {
         for job in ["one-million", "hundred"] {
             let spec = app::models::JobSpec {
                 notebook: None,
+                template: None,
                 name: job.into(),
                 image: String::new(),
                 command: vec!["true".into()],

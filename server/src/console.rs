@@ -43,6 +43,7 @@ use crate::serving::ServingService;
 use crate::storage::db;
 use crate::storage::jobs::JobStore;
 use crate::storage::samples::ResourceStore;
+use crate::templates::SqlTemplates;
 
 /// Where jobs (and serving instances) run.
 #[derive(Clone)]
@@ -369,6 +370,7 @@ impl Console {
             quotas: Arc::new(SqlQuotas::new(pool.clone(), backends.quota)),
             serving: Arc::new(serving.clone()),
             notebooks: Arc::new(notebooks.clone()),
+            templates: Arc::new(SqlTemplates::new(pool.clone())),
             secure_cookies: config.secure_cookies,
         };
         let state = AppState {

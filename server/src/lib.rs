@@ -21,4 +21,5 @@ pub mod quota;
 pub mod resources;
 pub mod serving;
 pub mod storage;
+pub mod templates;
 pub mod time;

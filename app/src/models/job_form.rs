@@ -108,6 +108,7 @@ impl JobForm {
         let gpu = count("trainer.gpu", &self.trainer_gpu, "GPUs")?;
         Ok(JobSpec {
             notebook: None,
+            template: None,
             name: self.name.trim().to_owned(),
             image: self.image.trim().to_owned(),
             command: split_command(&self.command)?,

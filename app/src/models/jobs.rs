@@ -167,6 +167,10 @@ pub struct JobSpec {
     /// by the console from the credential, never from what a client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notebook: Option<String>,
+    /// The template version and values it was made from. Set by the
+    /// console when it runs a template, never from what a client sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<crate::models::templates::TemplateUse>,
 }
 
 /// Env names the executor sets itself; a spec may not override them.
@@ -567,6 +571,7 @@ mod tests {
     pub(crate) fn spec() -> JobSpec {
         JobSpec {
             notebook: None,
+            template: None,
             name: "mnist".into(),
             image: "paddlepaddle/paddle:2.6.1".into(),
             command: vec!["python".into(), "train.py".into()],

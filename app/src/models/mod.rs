@@ -20,6 +20,7 @@ pub mod quota;
 pub mod resources;
 pub mod serving;
 pub mod serving_form;
+pub mod templates;
 pub mod time;
 pub mod url;
 
@@ -40,3 +41,4 @@ pub use quota::*;
 pub use resources::*;
 pub use serving::*;
 pub use serving_form::*;
+pub use templates::*;

@@ -12,6 +12,7 @@ mod metrics;
 mod notebooks;
 mod resources;
 mod serving;
+mod templates;
 
 use std::sync::Arc;
 
@@ -25,6 +26,7 @@ pub use metrics::*;
 pub use notebooks::*;
 pub use resources::*;
 pub use serving::*;
+pub use templates::*;
 
 /// Everything a server function can reach, provided as context on every request.
 #[derive(Clone)]
@@ -49,6 +51,8 @@ pub struct Services {
     pub serving: Arc<dyn Serving>,
     /// Private JupyterLab servers.
     pub notebooks: Arc<dyn Notebooks>,
+    /// Experiment templates.
+    pub templates: Arc<dyn Templates>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

@@ -15,6 +15,18 @@ pub async fn submit_within_quota(
     who: &Principal,
     mut spec: JobSpec,
 ) -> Result<Job, AppError> {
+    // Only a template run (`run_template`) says a job came from a template.
+    spec.template = None;
+    admit_and_submit(services, who, spec).await
+}
+
+/// Submits `spec` (its template record as the console made it) within the
+/// account's quota and the caller's caps.
+pub(crate) async fn admit_and_submit(
+    services: &Services,
+    who: &Principal,
+    mut spec: JobSpec,
+) -> Result<Job, AppError> {
     let me = &who.me;
     spec.notebook = who.notebook_scope().map(str::to_owned);
     let totals = spec.totals()?;

@@ -6,7 +6,9 @@
 pub mod jobs;
 pub mod notebooks;
 pub mod serving;
+pub mod templates;
 
 pub use jobs::submit_within_quota;
 pub use notebooks::{create_notebook_within_quota, start_notebook_within_quota};
 pub use serving::{launch_within_quota, scale_within_quota};
+pub use templates::run_template;

@@ -172,6 +172,7 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
     let client = args.remote.client()?;
     let spec = JobSpec {
         notebook: None,
+        template: None,
         name: args.name,
         image: args.image,
         command: args.command,

@@ -307,6 +307,7 @@ mod tests {
     fn spec() -> JobSpec {
         JobSpec {
             notebook: None,
+            template: None,
             name: "mnist".into(),
             image: "paddlepaddle/paddle:2.6.1".into(),
             command: vec!["python".into(), "train.py".into()],

@@ -338,6 +338,7 @@ impl MlflowStore {
             };
             let spec = JobSpec {
                 notebook: None,
+                template: None,
                 name: name.clone(),
                 image: String::new(),
                 command: vec!["mlflow".into()],

@@ -24,6 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "quota",
             "resources",
             "serving",
+            "templates",
         ],
     ),
     ("http", &["http"]),

@@ -82,6 +82,7 @@ async fn kube(db: common::TestDb) -> Option<Harness> {
 fn job(name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
     JobSpec {
         notebook: None,
+        template: None,
         name: name.into(),
         image: "paddlepaddle/paddle:2.6.1".into(),
         command: vec!["sh".into(), "-c".into(), script.into()],

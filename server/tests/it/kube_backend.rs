@@ -50,6 +50,7 @@ async fn me_in(db: &common::TestDb, namespace: &str) -> Me {
 fn spec(name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
     JobSpec {
         notebook: None,
+        template: None,
         name: name.into(),
         image: "paddlepaddle/paddle:2.6.1".into(),
         command: vec!["sh".into(), "-c".into(), script.into()],

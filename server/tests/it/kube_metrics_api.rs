@@ -45,6 +45,7 @@ async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_instal
     let me = common::user_in(&db.pool, &account).await;
     let spec = JobSpec {
         notebook: None,
+        template: None,
         name: "spin".into(),
         image: "paddlepaddle/paddle:3.3.1".into(),
         command: vec!["python3".into(), "-c".into(), TRAINER.into()],

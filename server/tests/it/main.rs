@@ -37,4 +37,5 @@ mod prometheus;
 mod rest;
 mod role_matrix;
 mod serving;
+mod templates;
 mod usage;

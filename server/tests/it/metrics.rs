@@ -24,6 +24,7 @@ async fn with_job(db: &TestDb, name: &str, job: &str) -> Account {
     let me = common::user_in(&db.pool, &account).await;
     let spec = app::models::JobSpec {
         notebook: None,
+        template: None,
         name: job.into(),
         image: String::new(),
         command: vec!["true".into()],
@@ -274,6 +275,7 @@ async fn scalars_from_tensorboard_and_visualdl_files_a_job_writes_reach_its_boar
     );
     let spec = app::models::JobSpec {
         notebook: None,
+        template: None,
         name: "writers".into(),
         image: String::new(),
         command: vec![python.display().to_string(), script.into(), ".".into()],

@@ -82,11 +82,9 @@ async fn harness(python: &Path, on_kube: bool) -> Option<Harness> {
     } else {
         None
     };
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
     let mut kubelet_dir = None;
     let mut built = None;
-    let site = common::site::site_configured(|config, db| {
+    let (site, url) = common::site::on_socket(|config, db, _| {
         let cluster = match &client {
             None => config.cluster.clone(),
             Some(client) => {
@@ -107,7 +105,6 @@ async fn harness(python: &Path, on_kube: bool) -> Option<Harness> {
             }
         };
         let config = Config {
-            public_url: Some(url.clone()),
             notebook_python: python.display().to_string(),
             notebook_probe_secs: 3600,
             cluster,
@@ -123,10 +120,6 @@ async fn harness(python: &Path, on_kube: bool) -> Option<Harness> {
         }
         _ => None,
     };
-    listener.set_nonblocking(true).unwrap();
-    let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-    let router = site.router.clone();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     // Tests share the cluster: an account (and namespace) of their own.
     let account = format!("nb{:08x}", getrandom::u32().unwrap());
     let (key, cookie) = key_and_cookie(&site, &account).await;

@@ -55,20 +55,12 @@ pub(crate) fn jupyter_python() -> Option<&'static PathBuf> {
 /// WebSockets to it) with `python` for notebooks and idle probes every
 /// `probe_secs`; its base URL.
 async fn socket_site(python: &Path, probe_secs: u32) -> (Site, String) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let site = common::site::site_configured(|config, _| Config {
-        public_url: Some(url.clone()),
+    common::site::on_socket(|config, _, _| Config {
         notebook_python: python.display().to_string(),
         notebook_probe_secs: probe_secs,
         ..config
     })
-    .await;
-    listener.set_nonblocking(true).unwrap();
-    let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-    let router = site.router.clone();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    (site, url)
+    .await
 }
 
 /// Starts a `python3` kernel of the notebook at `lab` through the proxy; its id.

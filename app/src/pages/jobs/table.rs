@@ -110,6 +110,11 @@ fn JobRow(
             <td class="name">
                 {job.name.clone()}
                 {job.spec.notebook.clone().map(|n| view! { <small class="origin" data-testid="origin">{format!("from notebook {n}")}</small> })}
+                {job.spec.template.clone().map(|t| view! {
+                    <small class="origin" data-testid="template" title=t.values_text()>
+                        {format!("from template {} v{}", t.name, t.version)}
+                    </small>
+                })}
             </td>
             <td>{format_utc(job.started_at.unwrap_or(job.created_at))}</td>
             <td>{format_age(now - job.created_at)}</td>

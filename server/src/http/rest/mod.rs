@@ -14,6 +14,7 @@ mod members;
 pub mod metrics;
 mod notebooks;
 mod serving;
+mod templates;
 mod usage;
 
 use std::sync::Arc;
@@ -56,6 +57,7 @@ use crate::http::caller::Caller;
          (name = "usage", description = "Resource use of jobs, quota, CPU/GPU hours"),
          (name = "serving", description = "Models served over HTTP: launch, scale, stop, traffic"),
          (name = "notebooks", description = "Private JupyterLab servers: create, start, stop, keep running, delete"),
+         (name = "templates", description = "Experiment templates: job specs with typed parameters, saved in immutable versions, run with values"),
          (name = "account", description = "Who is calling, passwords, resets, the audit log"))
 )]
 struct ApiDoc;
@@ -118,6 +120,9 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(notebooks::start))
         .routes(routes!(notebooks::stop))
         .routes(routes!(notebooks::keep))
+        .routes(routes!(templates::list, templates::save))
+        .routes(routes!(templates::get_one))
+        .routes(routes!(templates::run))
         .routes(routes!(assets::list, assets::create))
         .routes(routes!(assets::get_one, assets::update, assets::delete))
         .routes(routes!(assets::list_dir))

@@ -105,6 +105,28 @@ pub async fn site_configured(change: impl FnOnce(Config, &TestDb) -> Config) -> 
     site_from(db, config).await
 }
 
+/// The app served on a loopback socket (for what calls the console back:
+/// jobs, kernels, pods, browsers' WebSockets), with `change` given the
+/// config and the console's URL (its `public_url` is that URL already);
+/// the site and its URL.
+pub async fn on_socket(change: impl FnOnce(Config, &TestDb, &str) -> Config) -> (Site, String) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let site = site_configured(|config, db| {
+        let config = Config {
+            public_url: Some(url.clone()),
+            ..config
+        };
+        change(config, db, &url)
+    })
+    .await;
+    listener.set_nonblocking(true).unwrap();
+    let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+    let router = site.router.clone();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    (site, url)
+}
+
 /// The app on the embedded defaults; cookies `Secure` if `secure_cookies`.
 pub async fn site_with(secure_cookies: bool) -> Site {
     site_configured(|config, _| Config {

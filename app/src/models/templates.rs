@@ -1,0 +1,762 @@
+//! Experiment templates (Submarine's "predefined experiment library"): a
+//! job spec with typed parameters. A run fills in the parameters; the
+//! console checks every value against its type before anything is made and
+//! names the parameter at fault, then puts each value where the spec says
+//! `{{name}}`. A whole-string placeholder takes the value with its type (a
+//! number stays a number, so `"num_trainers": "{{trainers}}"` is `2`, not
+//! `"2"`); one inside a longer string takes its text. Versions are
+//! immutable: saving a template again makes the next version, and a job
+//! records the version and the values it was made from.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::AppError;
+use crate::models::jobs::{validate_job_name, JobSpec};
+
+/// Parameters a template may have.
+pub const MAX_PARAMS: usize = 50;
+
+/// What a parameter takes, with its limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub enum ParamType {
+    /// A whole number, within `min`..=`max` where given.
+    Int {
+        /// The smallest value allowed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        min: Option<i64>,
+        /// The largest value allowed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max: Option<i64>,
+    },
+    /// A number, within `min`..=`max` where given.
+    Float {
+        /// The smallest value allowed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        min: Option<f64>,
+        /// The largest value allowed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max: Option<f64>,
+    },
+    /// `true` or `false`.
+    Bool,
+    /// One of `choices`.
+    Enum {
+        /// What may be chosen.
+        choices: Vec<String>,
+    },
+    /// Text, matching `pattern` (a regular expression, whole) where given.
+    String {
+        /// The pattern the whole value must match.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pattern: Option<String>,
+    },
+    /// A dataset the account can read: its name, or `owner/name`.
+    Dataset,
+    /// A model the account can read: its name, or `owner/name`.
+    Model,
+}
+
+/// One parameter of a template.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct TemplateParam {
+    /// Its name in placeholders (`{{name}}`): a lower-case letter, then
+    /// lower-case letters, digits and `_`.
+    pub name: String,
+    /// What it takes.
+    #[serde(flatten)]
+    pub kind: ParamType,
+    /// The value a run that gives none gets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<Object>))]
+    pub default: Option<Value>,
+    /// What it means, for the form.
+    #[serde(default)]
+    pub description: String,
+    /// Whether a run must give it (a default does not stand in).
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// What a user saves: a name, parameters and the job they fill in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct TemplateSpec {
+    /// The rules of job names; unique in the account (with its versions).
+    pub name: String,
+    /// What it does.
+    #[serde(default)]
+    pub description: String,
+    /// Its parameters, in the form's order.
+    #[serde(default)]
+    pub parameters: Vec<TemplateParam>,
+    /// A job spec (without `name`: each run names its job) whose strings
+    /// may hold `{{parameter}}` placeholders.
+    #[cfg_attr(feature = "ssr", schema(value_type = Object))]
+    pub job: Value,
+}
+
+/// A saved version of a template.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct Template {
+    /// What was saved.
+    #[serde(flatten)]
+    pub spec: TemplateSpec,
+    /// 1, 2, …: each save of the name makes the next.
+    pub version: u32,
+    /// Who saved this version.
+    pub created_by: String,
+    /// When (Unix ms).
+    pub created_at: i64,
+}
+
+/// The account's templates, each at its newest version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct TemplateList {
+    /// By name.
+    pub templates: Vec<Template>,
+}
+
+/// A run of a template: what `POST /api/v1/templates/<name>/jobs` takes.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct TemplateRun {
+    /// The job's name (default: the template's name and a random suffix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The version to run (default: the newest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u32>,
+    /// A value per parameter; those left out take their default.
+    #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(value_type = Object))]
+    pub values: BTreeMap<String, Value>,
+}
+
+/// What a job was made from: recorded in its spec by the console.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct TemplateUse {
+    /// The template's name.
+    pub name: String,
+    /// The version run.
+    pub version: u32,
+    /// Every parameter's value, as checked (defaults included).
+    #[cfg_attr(feature = "ssr", schema(value_type = Object))]
+    pub values: BTreeMap<String, TemplateValue>,
+}
+
+impl TemplateUse {
+    /// `steps=8, lr=0.25`: the values as the job table's tooltip shows them.
+    pub fn values_text(&self) -> String {
+        self.values
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.to_text()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// A checked value: what a parameter took.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TemplateValue {
+    /// `bool`.
+    Bool(bool),
+    /// `int`.
+    Int(i64),
+    /// `float`, as written (so that it compares and hashes).
+    Float(FloatText),
+    /// Everything else.
+    Text(String),
+}
+
+/// A finite float kept as its JSON number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FloatText(pub serde_json::Number);
+
+impl TemplateValue {
+    /// As JSON, typed.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Self::Bool(b) => Value::Bool(*b),
+            Self::Int(i) => Value::from(*i),
+            Self::Float(f) => Value::Number(f.0.clone()),
+            Self::Text(t) => Value::String(t.clone()),
+        }
+    }
+
+    /// As text inside a longer string.
+    pub fn to_text(&self) -> String {
+        match self {
+            Self::Bool(b) => b.to_string(),
+            Self::Int(i) => i.to_string(),
+            Self::Float(f) => f.0.to_string(),
+            Self::Text(t) => t.clone(),
+        }
+    }
+}
+
+/// Whether `name` may name a parameter.
+fn is_param_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    name.len() <= 40
+        && bytes.next().is_some_and(|b| b.is_ascii_lowercase())
+        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// The placeholders in `text`: the names between `{{` and `}}`, trimmed.
+pub fn placeholders(text: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else { break };
+        found.push(after[..end].trim());
+        rest = &after[end + 2..];
+    }
+    found
+}
+
+/// Every placeholder in the strings of `value`.
+fn all_placeholders(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) => out.extend(placeholders(s).into_iter().map(str::to_owned)),
+        Value::Array(items) => items.iter().for_each(|v| all_placeholders(v, out)),
+        Value::Object(map) => map.values().for_each(|v| all_placeholders(v, out)),
+        _ => {}
+    }
+}
+
+/// A string that is one placeholder and nothing else: its name.
+fn whole_placeholder(text: &str) -> Option<&str> {
+    let inner = text.trim().strip_prefix("{{")?.strip_suffix("}}")?;
+    (!inner.contains("{{") && !inner.contains("}}")).then(|| inner.trim())
+}
+
+/// `value` with its placeholders filled from `values` (see the module's notes).
+fn fill(value: &Value, values: &BTreeMap<String, TemplateValue>) -> Value {
+    match value {
+        Value::String(s) => {
+            if let Some(v) = whole_placeholder(s).and_then(|n| values.get(n)) {
+                return v.to_json();
+            }
+            let mut out = String::new();
+            let mut rest = s.as_str();
+            while let Some(start) = rest.find("{{") {
+                let after = &rest[start + 2..];
+                let Some(end) = after.find("}}") else { break };
+                out.push_str(&rest[..start]);
+                match values.get(after[..end].trim()) {
+                    Some(v) => out.push_str(&v.to_text()),
+                    None => out.push_str(&rest[start..start + 2 + end + 2]),
+                }
+                rest = &after[end + 2..];
+            }
+            out.push_str(rest);
+            Value::String(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|v| fill(v, values)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), fill(v, values)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Turns numbers and booleans into text where the job takes text (a
+/// placeholder for a number inside `args`, say), so that a typed value
+/// fits every field.
+fn as_text_where_text(job: &mut Value) {
+    fn text(v: &mut Value) {
+        if v.is_number() || v.is_boolean() {
+            *v = Value::String(v.to_string());
+        }
+    }
+    let Some(map) = job.as_object_mut() else {
+        return;
+    };
+    for key in ["name", "image", "working_dir"] {
+        map.get_mut(key).map(text);
+    }
+    for key in ["command", "args", "datasets"] {
+        if let Some(Value::Array(items)) = map.get_mut(key) {
+            items.iter_mut().for_each(text);
+        }
+    }
+    if let Some(Value::Array(env)) = map.get_mut("env") {
+        for var in env {
+            var.get_mut("value").map(text);
+        }
+    }
+    for role in ["ps", "trainer"] {
+        if let Some(resources) = map.get_mut(role) {
+            resources.get_mut("cpu").map(text);
+            resources.get_mut("memory").map(text);
+        }
+    }
+}
+
+impl TemplateParam {
+    /// The field a bad value of this parameter is reported against.
+    fn field(&self) -> String {
+        format!("values.{}", self.name)
+    }
+
+    /// `raw` checked against the parameter's type. Form posts send text, so
+    /// a number or a boolean may come as a string.
+    pub fn check(&self, raw: &Value) -> Result<TemplateValue, AppError> {
+        let bad = |msg: String| Err(AppError::invalid(self.field(), msg));
+        let name = &self.name;
+        let text = match raw {
+            Value::String(s) => Some(s.trim()),
+            _ => None,
+        };
+        match &self.kind {
+            ParamType::Int { min, max } => {
+                let n = match (raw, text) {
+                    (Value::Number(n), _) => n.as_i64(),
+                    (_, Some(t)) => t.parse::<i64>().ok(),
+                    _ => None,
+                };
+                let Some(n) = n else {
+                    return bad(format!("{name} takes a whole number, not {raw}."));
+                };
+                if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+                    return bad(format!("{name} is {n}; {}.", range_text(min, max)));
+                }
+                Ok(TemplateValue::Int(n))
+            }
+            ParamType::Float { min, max } => {
+                let n = match (raw, text) {
+                    (Value::Number(n), _) => n.as_f64(),
+                    (_, Some(t)) => t.parse::<f64>().ok(),
+                    _ => None,
+                };
+                let Some(n) = n.filter(|n| n.is_finite()) else {
+                    return bad(format!("{name} takes a number, not {raw}."));
+                };
+                if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+                    return bad(format!("{name} is {n}; {}.", range_text(min, max)));
+                }
+                let number = serde_json::Number::from_f64(n).ok_or(AppError::invalid(
+                    self.field(),
+                    format!("{name} takes a number."),
+                ))?;
+                Ok(TemplateValue::Float(FloatText(number)))
+            }
+            ParamType::Bool => match (raw, text) {
+                (Value::Bool(b), _) => Ok(TemplateValue::Bool(*b)),
+                (_, Some("true" | "on" | "yes")) => Ok(TemplateValue::Bool(true)),
+                (_, Some("false" | "off" | "no" | "")) => Ok(TemplateValue::Bool(false)),
+                _ => bad(format!("{name} takes true or false, not {raw}.")),
+            },
+            ParamType::Enum { choices } => match text {
+                Some(t) if choices.iter().any(|c| c == t) => Ok(TemplateValue::Text(t.to_owned())),
+                _ => bad(format!(
+                    "{name} takes one of {}, not {raw}.",
+                    choices.join(", ")
+                )),
+            },
+            ParamType::String { pattern } => {
+                let Value::String(s) = raw else {
+                    return bad(format!("{name} takes text, not {raw}."));
+                };
+                if let Some(pattern) = pattern {
+                    if !matches_whole(pattern, s)? {
+                        return bad(format!("{name} must match {pattern}."));
+                    }
+                }
+                Ok(TemplateValue::Text(s.clone()))
+            }
+            ParamType::Dataset | ParamType::Model => {
+                let what = if self.kind == ParamType::Dataset {
+                    "dataset"
+                } else {
+                    "model"
+                };
+                match text {
+                    Some(t) if !t.is_empty() => Ok(TemplateValue::Text(t.to_owned())),
+                    _ => bad(format!(
+                        "{name} takes the name of a {what} (or owner/name)."
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// "between 1 and 8", "at least 1", "at most 8".
+fn range_text<T: std::fmt::Display>(min: &Option<T>, max: &Option<T>) -> String {
+    match (min, max) {
+        (Some(a), Some(b)) => format!("it must be between {a} and {b}"),
+        (Some(a), None) => format!("it must be at least {a}"),
+        (None, Some(b)) => format!("it must be at most {b}"),
+        (None, None) => String::new(),
+    }
+}
+
+/// Whether all of `text` matches `pattern` (checked on the server only: the
+/// browser bundle carries no regex engine; a form's pattern is checked
+/// when it is sent).
+#[cfg(feature = "ssr")]
+fn matches_whole(pattern: &str, text: &str) -> Result<bool, AppError> {
+    let re = regex::Regex::new(&format!("^(?:{pattern})$"))
+        .map_err(|e| AppError::invalid("parameters", format!("Bad pattern {pattern}: {e}")))?;
+    Ok(re.is_match(text))
+}
+
+#[cfg(not(feature = "ssr"))]
+fn matches_whole(_pattern: &str, _text: &str) -> Result<bool, AppError> {
+    Ok(true)
+}
+
+impl TemplateSpec {
+    /// Checks the template itself: its name, each parameter (name, limits,
+    /// default), that every placeholder names a parameter, and, when every
+    /// parameter has a default, that the defaults make a valid job.
+    pub fn validate(&self) -> Result<(), AppError> {
+        validate_job_name(&self.name)
+            .map_err(|_| AppError::invalid("name", "A template name has lower-case letters, digits and '-', starts with a letter and has at most 50 characters."))?;
+        if self.parameters.len() > MAX_PARAMS {
+            return Err(AppError::invalid(
+                "parameters",
+                format!("At most {MAX_PARAMS} parameters."),
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, p) in self.parameters.iter().enumerate() {
+            let field = format!("parameters[{i}]");
+            if !is_param_name(&p.name) {
+                return Err(AppError::invalid(
+                    format!("{field}.name"),
+                    "A parameter name has lower-case letters, digits and '_' and starts with a letter.",
+                ));
+            }
+            if !seen.insert(p.name.as_str()) {
+                return Err(AppError::invalid(
+                    format!("{field}.name"),
+                    format!("Two parameters are named {}.", p.name),
+                ));
+            }
+            match &p.kind {
+                ParamType::Int {
+                    min: Some(a),
+                    max: Some(b),
+                } if a > b => {
+                    return Err(AppError::invalid(
+                        format!("{field}.min"),
+                        "min is above max.",
+                    ))
+                }
+                ParamType::Float {
+                    min: Some(a),
+                    max: Some(b),
+                } if a > b => {
+                    return Err(AppError::invalid(
+                        format!("{field}.min"),
+                        "min is above max.",
+                    ))
+                }
+                ParamType::Enum { choices } if choices.is_empty() => {
+                    return Err(AppError::invalid(
+                        format!("{field}.choices"),
+                        "An enum needs at least one choice.",
+                    ))
+                }
+                ParamType::String {
+                    pattern: Some(pattern),
+                } => {
+                    matches_whole(pattern, "").map_err(|e| {
+                        AppError::invalid(format!("{field}.pattern"), e.to_string())
+                    })?;
+                }
+                _ => {}
+            }
+            if let Some(default) = &p.default {
+                p.check(default).map_err(|e| {
+                    AppError::invalid(
+                        format!("{field}.default"),
+                        format!("The default does not fit: {e}"),
+                    )
+                })?;
+            }
+        }
+        if !self.job.is_object() {
+            return Err(AppError::invalid(
+                "job",
+                "Give the job as an object, as POST /api/v1/jobs takes it.",
+            ));
+        }
+        let mut used = Vec::new();
+        all_placeholders(&self.job, &mut used);
+        if let Some(unknown) = used.iter().find(|u| !seen.contains(u.as_str())) {
+            return Err(AppError::invalid(
+                "job",
+                format!("{{{{{unknown}}}}} names no parameter."),
+            ));
+        }
+        let defaults: BTreeMap<String, Value> = self
+            .parameters
+            .iter()
+            .filter_map(|p| Some((p.name.clone(), p.default.clone()?)))
+            .collect();
+        if defaults.len() == self.parameters.len() {
+            let run = TemplateRun {
+                name: Some(self.name.clone()),
+                version: None,
+                values: defaults,
+            };
+            self.render(1, &run, &self.name).map_err(|e| match e {
+                AppError::Invalid { field, message } => AppError::invalid(
+                    format!("job.{}", field.unwrap_or_default()),
+                    format!("With the defaults: {message}"),
+                ),
+                other => other,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The values of `run` checked against the parameters (defaults for
+    /// those left out); a bad one is a 400 naming `values.<parameter>`.
+    pub fn values(&self, run: &TemplateRun) -> Result<BTreeMap<String, TemplateValue>, AppError> {
+        if let Some(unknown) = run
+            .values
+            .keys()
+            .find(|k| !self.parameters.iter().any(|p| &p.name == *k))
+        {
+            return Err(AppError::invalid(
+                format!("values.{unknown}"),
+                format!("The template has no parameter {unknown}."),
+            ));
+        }
+        let mut checked = BTreeMap::new();
+        for p in &self.parameters {
+            let given = run.values.get(&p.name).filter(|v| !v.is_null());
+            let raw = match (given, &p.default) {
+                (Some(v), _) => v,
+                (None, Some(d)) if !p.required => d,
+                _ => {
+                    return Err(AppError::invalid(
+                        p.field(),
+                        format!("Give a value for {}.", p.name),
+                    ))
+                }
+            };
+            checked.insert(p.name.clone(), p.check(raw)?);
+        }
+        Ok(checked)
+    }
+
+    /// The job a run makes: version `version` of this template with the
+    /// run's values, named `default_name` unless the run names it. Every
+    /// value is checked first; the job is then checked as any job is.
+    pub fn render(
+        &self,
+        version: u32,
+        run: &TemplateRun,
+        default_name: &str,
+    ) -> Result<JobSpec, AppError> {
+        let values = self.values(run)?;
+        let mut job = fill(&self.job, &values);
+        let name = run
+            .name
+            .clone()
+            .filter(|n| !n.trim().is_empty())
+            .unwrap_or_else(|| default_name.to_owned());
+        if let Some(map) = job.as_object_mut() {
+            map.insert("name".to_owned(), Value::String(name.trim().to_owned()));
+            // Set by the console alone.
+            map.remove("notebook");
+            map.remove("template");
+        }
+        as_text_where_text(&mut job);
+        let mut spec: JobSpec = serde_json::from_value(job).map_err(|e| {
+            AppError::invalid("job", format!("The template's job is not a job: {e}"))
+        })?;
+        spec.validate()?;
+        spec.template = Some(TemplateUse {
+            name: self.name.clone(),
+            version,
+            values,
+        });
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn template() -> TemplateSpec {
+        serde_json::from_value(json!({
+            "name": "fit-a-line",
+            "parameters": [
+                {"name": "trainers", "type": "int", "min": 1, "max": 8, "default": 2},
+                {"name": "lr", "type": "float", "min": 0.0, "max": 1.0, "default": 0.01},
+                {"name": "amp", "type": "bool", "default": false},
+                {"name": "optimizer", "type": "enum", "choices": ["sgd", "adam"], "default": "sgd"},
+                {"name": "tag", "type": "string", "pattern": "[a-z]+", "default": "base"},
+                {"name": "data", "type": "dataset", "default": "housing"},
+            ],
+            "job": {
+                "command": ["python", "train.py", "--lr", "{{lr}}", "--opt={{optimizer}}"],
+                "num_trainers": "{{trainers}}",
+                "trainer": {"cpu": "1", "memory": "1Gi"},
+                "env": [{"name": "AMP", "value": "{{amp}}"}, {"name": "TAG", "value": "run-{{ tag }}"}],
+                "datasets": ["{{data}}"],
+            }
+        }))
+        .unwrap()
+    }
+
+    fn run(values: Value) -> TemplateRun {
+        TemplateRun {
+            name: Some("fit-1".into()),
+            version: None,
+            values: serde_json::from_value(values).unwrap(),
+        }
+    }
+
+    fn field_of(err: AppError) -> String {
+        match err {
+            AppError::Invalid { field, .. } => field.unwrap_or_default(),
+            other => panic!("not a 400: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_whole_placeholder_keeps_its_type_and_a_partial_one_becomes_text() {
+        let t = template();
+        t.validate().unwrap();
+        let job = t
+            .render(3, &run(json!({"trainers": 4, "lr": 0.5})), "x")
+            .unwrap();
+        assert_eq!(job.num_trainers, 4);
+        assert_eq!(job.name, "fit-1");
+        assert_eq!(
+            job.command,
+            ["python", "train.py", "--lr", "0.5", "--opt=sgd"]
+        );
+        assert_eq!(job.env[0].value, "false");
+        assert_eq!(job.env[1].value, "run-base");
+        assert_eq!(job.datasets, ["housing"]);
+        let used = job.template.unwrap();
+        assert_eq!(used.version, 3);
+        assert_eq!(used.values["trainers"], TemplateValue::Int(4));
+        assert_eq!(used.values["optimizer"], TemplateValue::Text("sgd".into()));
+        // The filled job as JSON: the count is a number.
+        let filled = fill(&t.job, &t.values(&run(json!({"trainers": 4}))).unwrap());
+        assert_eq!(filled["num_trainers"], json!(4));
+    }
+
+    #[test]
+    fn every_type_refuses_a_bad_value_naming_the_parameter() {
+        let t = template();
+        for (values, field) in [
+            (json!({"trainers": 9}), "values.trainers"),
+            (json!({"trainers": 1.5}), "values.trainers"),
+            (json!({"trainers": "two"}), "values.trainers"),
+            (json!({"lr": 2.0}), "values.lr"),
+            (json!({"lr": "fast"}), "values.lr"),
+            (json!({"amp": "maybe"}), "values.amp"),
+            (json!({"optimizer": "rmsprop"}), "values.optimizer"),
+            (json!({"tag": "Has Spaces"}), "values.tag"),
+            (json!({"tag": 7}), "values.tag"),
+            (json!({"data": ""}), "values.data"),
+            (json!({"nope": 1}), "values.nope"),
+        ] {
+            let err = t.render(1, &run(values.clone()), "x").unwrap_err();
+            assert_eq!(field_of(err), field, "{values}");
+        }
+    }
+
+    #[test]
+    fn form_text_is_read_as_the_parameters_type() {
+        let t = template();
+        let job = t
+            .render(
+                1,
+                &run(json!({"trainers": "3", "lr": "0.25", "amp": "on"})),
+                "x",
+            )
+            .unwrap();
+        assert_eq!(job.num_trainers, 3);
+        assert_eq!(job.command[3], "0.25");
+        assert_eq!(job.env[0].value, "true");
+    }
+
+    #[test]
+    fn a_required_parameter_needs_a_value_even_with_a_default() {
+        let mut t = template();
+        t.parameters[0].required = true;
+        let err = t.render(1, &run(json!({})), "x").unwrap_err();
+        assert_eq!(field_of(err), "values.trainers");
+        assert!(t.render(1, &run(json!({"trainers": 2})), "x").is_ok());
+    }
+
+    #[test]
+    fn a_bad_template_is_refused_naming_what_is_wrong() {
+        let mut t = template();
+        t.job["command"][1] = json!("{{script}}");
+        assert_eq!(field_of(t.validate().unwrap_err()), "job");
+        let mut t = template();
+        t.parameters[1].default = Some(json!(5));
+        assert_eq!(field_of(t.validate().unwrap_err()), "parameters[1].default");
+        let mut t = template();
+        t.parameters[2].name = "Bad-Name".into();
+        assert_eq!(field_of(t.validate().unwrap_err()), "parameters[2].name");
+        let mut t = template();
+        t.parameters[3].kind = ParamType::Enum { choices: vec![] };
+        assert_eq!(field_of(t.validate().unwrap_err()), "parameters[3].choices");
+        let mut t = template();
+        t.parameters[0].kind = ParamType::Int {
+            min: Some(5),
+            max: Some(1),
+        };
+        t.parameters[0].default = None;
+        assert_eq!(field_of(t.validate().unwrap_err()), "parameters[0].min");
+        // The defaults make a job without trainers: said against the job.
+        let mut t = template();
+        t.parameters[0].kind = ParamType::Int {
+            min: None,
+            max: None,
+        };
+        t.parameters[0].default = Some(json!(0));
+        assert_eq!(field_of(t.validate().unwrap_err()), "job.num_trainers");
+    }
+
+    #[test]
+    fn a_run_cannot_claim_a_notebook_or_another_template() {
+        let mut t = template();
+        t.job["notebook"] = json!("sneaky");
+        t.job["template"] = json!({"name": "other", "version": 9, "values": {}});
+        let job = t.render(2, &run(json!({})), "x").unwrap();
+        assert_eq!(job.notebook, None);
+        assert_eq!(job.template.unwrap().name, "fit-a-line");
+    }
+
+    #[test]
+    fn placeholders_are_found_with_spaces_and_unclosed_ones_are_left_alone() {
+        assert_eq!(placeholders("a {{ x }} b {{y}} {{z"), ["x", "y"]);
+        let values = BTreeMap::from([("x".to_owned(), TemplateValue::Int(1))]);
+        assert_eq!(
+            fill(&json!("{{x}} and {{ y }}"), &values),
+            json!("1 and {{ y }}")
+        );
+        assert_eq!(fill(&json!(" {{x}} "), &values), json!(1));
+    }
+}

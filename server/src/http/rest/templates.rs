@@ -1,0 +1,134 @@
+//! `/api/v1/templates`: save, list and read experiment templates, and run
+//! one (`POST /api/v1/templates/<name>/jobs`), which makes a job from its
+//! parameters' values.
+
+use app::models::{Job, Template, TemplateList, TemplateRun, TemplateSpec};
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use http::{header, HeaderValue, StatusCode};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::http::api_error::{ApiError, ErrorBody};
+use crate::http::caller::{Caller, Writer};
+use crate::http::AppState;
+use crate::storage::tokens::random_token;
+
+/// Which version of a template.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct VersionParam {
+    /// The version (default: the newest).
+    version: Option<u32>,
+}
+
+/// A `201 Created` with `Location: location` and `body`.
+fn created(location: &str, body: impl serde::Serialize) -> Response {
+    let mut response = (StatusCode::CREATED, Json(body)).into_response();
+    if let Ok(location) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    response
+}
+
+/// The account's templates, each at its newest version, by name.
+#[utoipa::path(get, path = "/api/v1/templates", tag = "templates",
+    responses(
+        (status = 200, description = "The templates", body = TemplateList),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<TemplateList>, ApiError> {
+    Ok(Json(state.services.templates.list(&who.me.account).await?))
+}
+
+/// Saves a template: the next version of its name (1 for a new name).
+/// Earlier versions stay as they were, and so do jobs made from them.
+#[utoipa::path(post, path = "/api/v1/templates", tag = "templates", request_body = TemplateSpec,
+    responses(
+        (status = 201, description = "Saved; `Location` is this version's URL", body = Template),
+        (status = 400, description = "A bad field, named in `field` (e.g. `parameters[1].default`, `job`)", body = ErrorBody),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 403, description = "A viewer", body = ErrorBody),
+    ))]
+pub async fn save(
+    State(state): State<AppState>,
+    Writer(who): Writer,
+    spec: Result<Json<TemplateSpec>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(spec) = spec?;
+    let saved = state.services.templates.save(&who.me, spec).await?;
+    let location = format!(
+        "/api/v1/templates/{}?version={}",
+        saved.spec.name, saved.version
+    );
+    Ok(created(&location, &saved))
+}
+
+/// One template: its newest version, or `?version=N`.
+#[utoipa::path(get, path = "/api/v1/templates/{name}", tag = "templates",
+    params(("name" = String, Path, description = "The template's name"), VersionParam),
+    responses(
+        (status = 200, description = "The template", body = Template),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 404, description = "No such template (or version) in this account", body = ErrorBody),
+    ))]
+pub async fn get_one(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Path(name): Path<String>,
+    version: Result<Query<VersionParam>, QueryRejection>,
+) -> Result<Json<Template>, ApiError> {
+    let Query(version) = version?;
+    Ok(Json(
+        state
+            .services
+            .templates
+            .get(&who.me.account, &name, version.version)
+            .await?,
+    ))
+}
+
+/// Runs a template: checks every value against its parameter (a bad one
+/// is a 400 naming `values.<parameter>`), makes the job and submits it
+/// within the quota. The job's spec records the template version and the
+/// values (`spec.template`).
+#[utoipa::path(post, path = "/api/v1/templates/{name}/jobs", tag = "templates",
+    params(("name" = String, Path, description = "The template's name")),
+    request_body = TemplateRun,
+    responses(
+        (status = 201, description = "The job; `Location` is its URL", body = Job),
+        (status = 400, description = "A bad value, named in `field` (`values.<parameter>`), or a job the values make invalid", body = ErrorBody),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 403, description = "A viewer, or over the account's quota: what is over and by how much", body = ErrorBody),
+        (status = 404, description = "No such template (or version) in this account", body = ErrorBody),
+        (status = 409, description = "The job's name is taken", body = ErrorBody),
+    ))]
+pub async fn run(
+    State(state): State<AppState>,
+    Writer(who): Writer,
+    Path(name): Path<String>,
+    run: Result<Json<TemplateRun>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(run) = run?;
+    let fallback = job_name_for(&name);
+    let job = app::use_cases::run_template(&state.services, &who, &name, run, &fallback).await?;
+    Ok(created(&format!("/api/v1/jobs/{}", job.name), &job))
+}
+
+/// A job name for a run that names none: the template's and a random
+/// suffix, within the 50 characters a job name may have.
+fn job_name_for(template: &str) -> String {
+    let suffix: String = random_token()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .take(6)
+        .collect();
+    let stem: String = template.chars().take(50 - 7).collect();
+    format!("{}-{suffix}", stem.trim_end_matches('-'))
+}
