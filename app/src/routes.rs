@@ -10,10 +10,23 @@ use crate::models::AssetKind;
 use crate::pages::assets::settings::AssetSettingsPage;
 use crate::pages::assets::{detail::AssetPage, detail::SharedPage, AssetsPage};
 use crate::pages::{
-    account::AccountPage, admin::AdminPage, auth::ConfirmPage, auth::ForgotPage, auth::LoginPage,
-    auth::ResetPage, auth::SignUpPage, jobs::resources::JobResourcesPage, jobs::JobsPage,
-    join::JoinPage, not_found::NotFound, notebooks::NotebooksPage, paddleboard::PaddleBoardPage,
-    quota::QuotaPageView, serving::traffic::ServingTrafficPage, serving::ServingPage,
+    account::AccountPage,
+    admin::AdminPage,
+    auth::ConfirmPage,
+    auth::ForgotPage,
+    auth::LoginPage,
+    auth::ResetPage,
+    auth::SignUpPage,
+    jobs::resources::JobResourcesPage,
+    jobs::JobsPage,
+    join::JoinPage,
+    not_found::NotFound,
+    notebooks::NotebooksPage,
+    paddleboard::PaddleBoardPage,
+    quota::QuotaPageView,
+    serving::traffic::ServingTrafficPage,
+    serving::ServingPage,
+    templates::{TemplateRunPage, TemplatesPage},
 };
 
 // Pages render on the server only (islands mode): the browser gets their HTML
@@ -74,6 +87,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("models/:owner/:name") view=|| view! { <AssetPage kind=AssetKind::Model /> } />
                     <Route path=path!("models/:owner/:name/settings") view=|| view! { <AssetSettingsPage kind=AssetKind::Model /> } />
                     <Route path=path!("notebooks") view=|| view! { <NotebooksPage /> } />
+                    <Route path=path!("templates") view=|| view! { <TemplatesPage /> } />
+                    <Route path=path!("templates/:name") view=|| view! { <TemplateRunPage /> } />
                     <Route path=path!("quota") view=|| view! { <QuotaPageView /> } />
                     <Route path=path!("account") view=|| view! { <AccountPage /> } />
                     <Route path=path!("admin") view=|| view! { <AdminPage /> } />

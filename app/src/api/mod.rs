@@ -10,4 +10,5 @@ pub mod members;
 pub mod notebooks;
 pub mod paddleboard;
 pub mod serving;
+pub mod templates;
 pub mod usage;

@@ -19,16 +19,21 @@ pub fn FieldError(
     /// The error to show, if it is about this field.
     error: Signal<Option<AppError>>,
     /// The input's `name`.
-    field: &'static str,
+    #[prop(into)]
+    field: String,
 ) -> impl IntoView {
     move || {
-        error.get().filter(|e| e.field() == Some(field)).map(|e| {
-            view! {
-                <p class="field-error" id=format!("{field}-error") role="alert">
-                    {e.to_string()}
-                </p>
-            }
-        })
+        let field = field.clone();
+        error
+            .get()
+            .filter(|e| e.field() == Some(field.as_str()))
+            .map(|e| {
+                view! {
+                    <p class="field-error" id=format!("{field}-error") role="alert">
+                        {e.to_string()}
+                    </p>
+                }
+            })
     }
 }
 

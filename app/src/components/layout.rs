@@ -13,6 +13,7 @@ use crate::models::{Me, Role};
 /// The console's sections, in the order the navigation shows them.
 pub const SECTIONS: &[(&str, &str)] = &[
     ("/jobs", "Jobs"),
+    ("/templates", "Templates"),
     ("/paddleboard", "PaddleBoard"),
     ("/serving", "Serving"),
     ("/datasets", "Datasets"),

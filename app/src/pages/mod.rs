@@ -14,3 +14,4 @@ pub mod notebooks;
 pub mod paddleboard;
 pub mod quota;
 pub mod serving;
+pub mod templates;

@@ -6,7 +6,7 @@ use crate::models::{AssetKind, AssetRef, Job, ParamType, TemplateRun, TemplateVa
 use crate::ports::{Principal, Services, Viewer};
 
 /// Makes and submits the job of template `name` with `run`'s values (the
-/// job named `fallback_name` unless the run names it). Every value is
+/// job named after the template and a suffix unless the run names it). Every value is
 /// checked before anything is made, the datasets and models it names must
 /// be readable by the caller, and the job counts against the quota as any
 /// job does. The job records the template version and the values.
@@ -15,7 +15,6 @@ pub async fn run_template(
     who: &Principal,
     name: &str,
     run: TemplateRun,
-    fallback_name: &str,
 ) -> Result<Job, AppError> {
     who.me.role.require_change()?;
     let template = services
@@ -24,7 +23,7 @@ pub async fn run_template(
         .await?;
     let spec = template
         .spec
-        .render(template.version, &run, fallback_name)?;
+        .render(template.version, &run, &default_job_name(name))?;
     let values = spec
         .template
         .as_ref()
@@ -66,4 +65,41 @@ pub async fn run_template(
         }
     }
     super::jobs::admit_and_submit(services, who, spec).await
+}
+
+/// `<template>-<6 characters>`: a job name for a run that names none,
+/// within the 50 characters a job name has. The suffix comes from the
+/// clock's nanoseconds (a clash is a 409 like any taken name).
+fn default_job_name(template: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    // Mixed so that runs a microsecond apart differ in every character.
+    let mut x = (nanos as u64) ^ ((nanos >> 64) as u64);
+    x = (x ^ (x >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let suffix: String = (0..6)
+        .map(|i| DIGITS[((x >> (i * 6)) % 36) as usize] as char)
+        .collect();
+    let stem: String = template.chars().take(50 - 7).collect();
+    format!("{}-{suffix}", stem.trim_end_matches('-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_default_job_name_is_a_valid_job_name_even_for_the_longest_template() {
+        for template in ["curve", &"a".repeat(50)] {
+            let name = default_job_name(template);
+            crate::models::validate_job_name(&name).unwrap();
+            assert!(
+                name.starts_with(&template[..template.len().min(43)]),
+                "{name}"
+            );
+        }
+        assert_ne!(default_job_name("x"), default_job_name("x"));
+    }
 }

@@ -342,6 +342,7 @@ const SERVER_FN_WRITES: &[(&str, &str)] = &[
     ("stop_notebook", "name=n1"),
     ("keep_notebook", "name=n1"),
     ("delete_notebook", "name=n1"),
+    ("run_template", "name=t1&version=1&job_name=from-t1"),
 ];
 const SERVER_FN_OWNERS: &[(&str, &str)] = &[
     ("invite_member", "email=dan%40example.com&role=member"),
@@ -381,6 +382,8 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("serving_models", ""),
     ("serving_traffic_chart", "name=s1"),
     ("list_notebooks", ""),
+    ("list_templates", ""),
+    ("get_template", "name=t1"),
     ("resource_charts", "job=j1"),
     ("quota_view", ""),
     ("quota_left", ""),

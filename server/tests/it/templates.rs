@@ -286,3 +286,58 @@ async fn a_template_run_on_the_local_executor_trains_and_writes_its_metrics() {
     );
     assert!(tags.body.contains(r#""last_step":7"#), "{}", tags.body);
 }
+
+/// The tag of the form field named `name` in `html`.
+fn field<'a>(html: &'a str, name: &str) -> &'a str {
+    let at = html
+        .find(&format!("name=\"{name}\""))
+        .unwrap_or_else(|| panic!("no field {name} in {html}"));
+    let start = html[..at].rfind('<').unwrap();
+    let end = at + html[at..].find('>').unwrap();
+    &html[start..=end]
+}
+
+#[tokio::test]
+async fn the_templates_page_lists_them_and_the_run_form_is_made_from_the_parameters() {
+    let site = common::site::site().await;
+    let (key, cookie) = key_and_cookie(&site, "pages").await;
+    save(&site, &key, curve_template("python3", 5)).await;
+    let list = common::site::text(site.get("/templates", Some(&cookie)).await).await;
+    assert!(list.contains(r#"data-template="curve""#), "{list}");
+    assert!(list.contains("Draws a loss curve"), "{list}");
+    assert!(list.contains(r#"href="/templates/curve""#), "{list}");
+
+    let form = common::site::text(site.get("/templates/curve", Some(&cookie)).await).await;
+    assert!(form.contains("Run curve"), "{form}");
+    let steps = field(&form, "values[steps]");
+    for part in [
+        r#"type="number""#,
+        r#"step="1""#,
+        r#"value="5""#,
+        r#"min="1""#,
+        r#"max="50""#,
+    ] {
+        assert!(steps.contains(part), "{steps}");
+    }
+    let lr = field(&form, "values[lr]");
+    assert!(
+        lr.contains(r#"step="any""#) && lr.contains(r#"value="0.1""#),
+        "{lr}"
+    );
+    let tag = field(&form, "values[tag]");
+    assert!(tag.contains(r#"pattern="[a-z]+""#), "{tag}");
+    assert!(field(&form, "values[optimizer]").starts_with("<select"));
+    assert!(form.contains(r#"<option value="sgd" selected"#), "{form}");
+    assert!(form.contains(r#"<option value="adam">"#), "{form}");
+    assert!(field(&form, "values[verbose]").starts_with("<select"));
+    assert!(form.contains(r#"name="version" value="1""#), "{form}");
+
+    // Another account's template is not found on its page either.
+    let (_, stranger) = key_and_cookie(&site, "strangers").await;
+    let hidden = common::site::text(site.get("/templates/curve", Some(&stranger)).await).await;
+    assert!(
+        hidden.contains("not found") || hidden.contains("Not found"),
+        "{hidden}"
+    );
+    assert!(!hidden.contains("values[steps]"), "{hidden}");
+}

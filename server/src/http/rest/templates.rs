@@ -14,7 +14,6 @@ use utoipa::IntoParams;
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::{Caller, Writer};
 use crate::http::AppState;
-use crate::storage::tokens::random_token;
 
 /// Which version of a template.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -115,20 +114,6 @@ pub async fn run(
     run: Result<Json<TemplateRun>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(run) = run?;
-    let fallback = job_name_for(&name);
-    let job = app::use_cases::run_template(&state.services, &who, &name, run, &fallback).await?;
+    let job = app::use_cases::run_template(&state.services, &who, &name, run).await?;
     Ok(created(&format!("/api/v1/jobs/{}", job.name), &job))
-}
-
-/// A job name for a run that names none: the template's and a random
-/// suffix, within the 50 characters a job name may have.
-fn job_name_for(template: &str) -> String {
-    let suffix: String = random_token()
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .map(|c| c.to_ascii_lowercase())
-        .take(6)
-        .collect();
-    let stem: String = template.chars().take(50 - 7).collect();
-    format!("{}-{suffix}", stem.trim_end_matches('-'))
 }

@@ -1,0 +1,226 @@
+//! `/templates`: the account's experiment templates; `/templates/<name>`:
+//! a form made from the template's parameters (a number field with its
+//! limits for `int` and `float`, a choice for `bool` and `enum`, text with
+//! its pattern for `string`, `dataset`, `model`) that runs it. The server
+//! checks every value and the form shows what is wrong next to the field;
+//! it works without JavaScript (the post lands on the job table).
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::A;
+use leptos_router::hooks::use_params_map;
+
+use crate::api::templates::{get_template, list_templates, RunTemplate};
+use crate::components::form::{last_error, FieldError, FormError};
+use crate::components::resource::resource;
+use crate::error::AppError;
+use crate::models::time::format_utc;
+use crate::models::{ParamType, Template, TemplateParam};
+
+/// The Templates page.
+#[component]
+pub fn TemplatesPage() -> impl IntoView {
+    let list = resource(|| (), |_| list_templates());
+    view! {
+        <Title text="Templates" />
+        <div class="page-head">
+            <h1>"Templates"</h1>
+        </div>
+        <p class="hint">
+            "A job with parameters: fill in a few values instead of writing the whole spec. Save one with "
+            <code>"POST /api/v1/templates"</code>
+            "; each save makes a new version, and a job records the version it ran."
+        </p>
+        <Transition fallback=|| view! { <p class="loading">"Loading templates…"</p> }>
+            {move || Suspend::new(async move {
+                match list.await {
+                    Err(err) => view! { <p class="banner error" role="alert">{err.to_string()}</p> }.into_any(),
+                    Ok(list) if list.templates.is_empty() => view! {
+                        <section class="empty-state" data-testid="no-templates">
+                            <p>"No template yet."</p>
+                        </section>
+                    }.into_any(),
+                    Ok(list) => view! {
+                        <table class="grid templates" data-testid="templates">
+                            <thead>
+                                <tr>
+                                    <th>"Name"</th>
+                                    <th>"Description"</th>
+                                    <th>"Parameters"</th>
+                                    <th>"Version"</th>
+                                    <th>"Saved"</th>
+                                    <th>"Actions"</th>
+                                </tr>
+                            </thead>
+                            <tbody>
+                                {list.templates.into_iter().map(|t| view! { <TemplateRow t /> }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn TemplateRow(t: Template) -> impl IntoView {
+    let params = t
+        .spec
+        .parameters
+        .iter()
+        .map(|p| p.name.clone())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let href = format!("/templates/{}", t.spec.name);
+    view! {
+        <tr data-template=t.spec.name.clone()>
+            <td class="name">{t.spec.name.clone()}</td>
+            <td>{t.spec.description.clone()}</td>
+            <td>{params}</td>
+            <td data-testid="version">{format!("v{}", t.version)}</td>
+            <td>{format!("{} by {}", format_utc(t.created_at), t.created_by)}</td>
+            <td class="actions">
+                <a class="button small primary" href=href>"Run…"</a>
+            </td>
+        </tr>
+    }
+}
+
+/// `/templates/<name>`: the run form.
+#[component]
+pub fn TemplateRunPage() -> impl IntoView {
+    let params = use_params_map();
+    let name = move || params.with(|p| p.get("name").unwrap_or_default());
+    let template = resource(name, get_template);
+    view! {
+        <Title text="Run a template" />
+        <p class="crumbs"><A href="/templates">"Templates"</A></p>
+        <Transition fallback=|| view! { <p class="loading">"Loading the template…"</p> }>
+            {move || Suspend::new(async move {
+                match template.await {
+                    Err(err) => view! { <p class="banner error" role="alert">{err.to_string()}</p> }.into_any(),
+                    Ok(t) => view! { <RunForm t /> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+/// The form of one template version.
+#[component]
+fn RunForm(t: Template) -> impl IntoView {
+    let action = ServerAction::<RunTemplate>::new();
+    let error = Signal::derive(last_error(action));
+    let fields = t
+        .spec
+        .parameters
+        .iter()
+        .cloned()
+        .map(|p| view! { <ParamField p error /> })
+        .collect_view();
+    view! {
+        <div class="page-head">
+            <h1>{format!("Run {}", t.spec.name)}</h1>
+            <span class="badge" data-testid="version">{format!("v{}", t.version)}</span>
+        </div>
+        {(!t.spec.description.is_empty()).then(|| view! { <p class="hint">{t.spec.description.clone()}</p> })}
+        <ActionForm action attr:class="run-template">
+            <FormError error />
+            <input type="hidden" name="name" value=t.spec.name.clone() />
+            <input type="hidden" name="version" value=t.version.to_string() />
+            <div class="form-grid">
+                <label for="template-job-name">"Job name (empty: named after the template)"</label>
+                <input id="template-job-name" type="text" name="job_name" value="" />
+            </div>
+            <FieldError error field="name" />
+            <fieldset>
+                <legend>"Parameters"</legend>
+                {fields}
+            </fieldset>
+            <footer>
+                <A href="/templates" attr:class="button">"Cancel"</A>
+                <button type="submit" class="primary">"Run"</button>
+            </footer>
+        </ActionForm>
+    }
+}
+
+/// The input of one parameter, with its error.
+#[component]
+fn ParamField(p: TemplateParam, error: Signal<Option<AppError>>) -> impl IntoView {
+    let id = format!("param-{}", p.name);
+    let input_name = format!("values[{}]", p.name);
+    let default = p.default.as_ref().map(text_of).unwrap_or_default();
+    let field = format!("values.{}", p.name);
+    let label = if p.description.is_empty() {
+        p.name.clone()
+    } else {
+        format!("{} ({})", p.name, p.description)
+    };
+    let required = p.required;
+    let input = match &p.kind {
+        ParamType::Int { min, max } => view! {
+            <input id=id.clone() name=input_name type="number" step="1" value=default required=required
+                min=min.map(|m| m.to_string()) max=max.map(|m| m.to_string()) />
+        }
+        .into_any(),
+        ParamType::Float { min, max } => view! {
+            <input id=id.clone() name=input_name type="number" step="any" value=default required=required
+                min=min.map(|m| m.to_string()) max=max.map(|m| m.to_string()) />
+        }
+        .into_any(),
+        ParamType::Bool => {
+            let on = default == "true";
+            view! {
+                <select id=id.clone() name=input_name>
+                    <option value="true" selected=on>"true"</option>
+                    <option value="false" selected=!on>"false"</option>
+                </select>
+            }
+            .into_any()
+        }
+        ParamType::Enum { choices } => {
+            let options = choices
+                .iter()
+                .map(|c| {
+                    let selected = *c == default;
+                    view! { <option value=c.clone() selected=selected>{c.clone()}</option> }
+                })
+                .collect_view();
+            view! { <select id=id.clone() name=input_name>{options}</select> }.into_any()
+        }
+        ParamType::String { pattern } => view! {
+            <input id=id.clone() name=input_name type="text" value=default required=required
+                pattern=pattern.clone() />
+        }
+        .into_any(),
+        ParamType::Dataset | ParamType::Model => {
+            let hint = if p.kind == ParamType::Dataset {
+                "a dataset: name or owner/name"
+            } else {
+                "a model: name or owner/name"
+            };
+            view! {
+                <input id=id.clone() name=input_name type="text" value=default required=required
+                    placeholder=hint />
+            }
+            .into_any()
+        }
+    };
+    view! {
+        <div class="form-grid" data-param=p.name.clone()>
+            <label for=id>{label}</label>
+            {input}
+        </div>
+        <FieldError error field />
+    }
+}
+
+/// A default as a form field shows it.
+fn text_of(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
