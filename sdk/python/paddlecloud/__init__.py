@@ -62,6 +62,10 @@ __all__ = [
     "accounts",
     "members",
     "invite",
+    "save_template",
+    "list_templates",
+    "get_template",
+    "run_template",
     "Board",
     "draw_board",
     "flush_board",
@@ -135,6 +139,10 @@ me = _module_function("me")
 accounts = _module_function("accounts")
 members = _module_function("members")
 invite = _module_function("invite")
+save_template = _module_function("save_template")
+list_templates = _module_function("list_templates")
+get_template = _module_function("get_template")
+run_template = _module_function("run_template")
 log_metrics = _module_function("log_metrics")
 metric_tags = _module_function("metric_tags")
 metric_series = _module_function("metric_series")

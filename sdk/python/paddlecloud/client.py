@@ -570,6 +570,40 @@ class Client(FilesMixin):
         }
         return self._json("POST", "/serving", body=spec)
 
+    def save_template(self, template: Mapping[str, Any]) -> Dict[str, Any]:
+        """Saves a template (``name``, ``description``, ``parameters``, ``job`` with
+        ``{{parameter}}`` placeholders) as the next version of its name; returns it
+        with its ``version``. A bad field raises naming it (``parameters[1].default``)."""
+        return self._json("POST", "/templates", body=dict(template))
+
+    def list_templates(self) -> List[Dict[str, Any]]:
+        """The account's templates, each at its newest version, by name."""
+        return self._json("GET", "/templates")["templates"]
+
+    def get_template(self, name: str, version: Optional[int] = None) -> Dict[str, Any]:
+        """A template: its newest version, or ``version``."""
+        query = f"?version={int(version)}" if version is not None else ""
+        return self._json("GET", f"/templates/{_quote(name)}{query}")
+
+    def run_template(
+        self,
+        name: str,
+        values: Optional[Mapping[str, Any]] = None,
+        *,
+        job_name: Optional[str] = None,
+        version: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """Runs a template with ``values`` (those left out take their defaults) and
+        returns the job, whose ``spec["template"]`` records the version and values.
+        A bad value raises naming ``values.<parameter>``; without ``job_name`` the
+        job is named after the template."""
+        body: Dict[str, Any] = {"values": dict(values or {})}
+        if job_name is not None:
+            body["name"] = job_name
+        if version is not None:
+            body["version"] = int(version)
+        return self._json("POST", f"/templates/{_quote(name)}/jobs", body=body)
+
     def list_serving(self) -> List[Dict[str, Any]]:
         """The account's serving instances, newest first, with the last minute's
         traffic (``recent``: requests, errors, p50/p99 latency)."""

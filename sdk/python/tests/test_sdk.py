@@ -431,6 +431,36 @@ class ServingTest(ClientTestCase):
         self.assertEqual((err.exception.status, err.exception.field), (400, "model"))
 
 
+class TemplateTest(ClientTestCase):
+    def test_a_template_is_saved_run_with_typed_values_and_refuses_a_bad_one(self):
+        name = job_name("tpl")
+        saved = self.client.save_template({
+            "name": name,
+            "parameters": [
+                {"name": "trainers", "type": "int", "min": 1, "max": 2, "default": 1},
+                {"name": "word", "type": "enum", "choices": ["hi", "bye"], "default": "hi"},
+            ],
+            "job": {"command": ["sh", "-c", "echo {{word}}"], "num_trainers": "{{trainers}}",
+                    "trainer": {"cpu": "250m", "memory": "128Mi"}},
+        })
+        self.assertEqual(saved["version"], 1)
+        self.assertIn(name, [t["name"] for t in self.client.list_templates()])
+        job = self.client.run_template(name, {"trainers": 2, "word": "bye"},
+                                       job_name=job_name("tplrun"))
+        self.jobs.append(job["name"])
+        self.assertEqual(job["spec"]["num_trainers"], 2)
+        self.assertEqual(job["spec"]["template"],
+                         {"name": name, "version": 1, "values": {"trainers": 2, "word": "bye"}})
+        self.assertEqual(self.client.wait_job(job["name"], timeout=60, poll=0.2)["status"],
+                         "succeeded")
+        self.assertIn("bye", self.client.logs(job["name"], "trainer-0"))
+        with self.assertRaises(PaddleCloudError) as caught:
+            self.client.run_template(name, {"trainers": 3})
+        self.assertEqual((caught.exception.status, caught.exception.field),
+                         (400, "values.trainers"))
+        self.assertEqual(self.client.get_template(name, version=1)["version"], 1)
+
+
 class ErrorTest(ClientTestCase):
     def test_a_spec_without_trainers_is_refused_naming_the_field(self):
         with self.assertRaises(PaddleCloudError) as caught:
