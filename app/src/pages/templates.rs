@@ -129,14 +129,15 @@ fn RunForm(t: Template) -> impl IntoView {
             <FormError error />
             <input type="hidden" name="name" value=t.spec.name.clone() />
             <input type="hidden" name="version" value=t.version.to_string() />
-            <div class="form-grid">
-                <label for="template-job-name">"Job name (empty: named after the template)"</label>
-                <input id="template-job-name" type="text" name="job_name" value="" />
-            </div>
-            <FieldError error field="name" />
             <fieldset>
                 <legend>"Parameters"</legend>
-                {fields}
+                // One grid for every field, so that labels and inputs line up.
+                <div class="form-grid">
+                    {fields}
+                    <label for="template-job-name">"Job name (empty: named after the template)"</label>
+                    <input id="template-job-name" type="text" name="job_name" value="" />
+                    <FieldError error field="name" />
+                </div>
             </fieldset>
             <footer>
                 <A href="/templates" attr:class="button">"Cancel"</A>
@@ -209,10 +210,8 @@ fn ParamField(p: TemplateParam, error: Signal<Option<AppError>>) -> impl IntoVie
         }
     };
     view! {
-        <div class="form-grid" data-param=p.name.clone()>
-            <label for=id>{label}</label>
-            {input}
-        </div>
+        <label for=id>{label}</label>
+        {input}
         <FieldError error field />
     }
 }
