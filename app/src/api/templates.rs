@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
 use crate::models::{Job, Template, TemplateList};
@@ -18,58 +17,14 @@ pub async fn list_templates() -> Result<TemplateList, AppError> {
     services()?.templates.list(&who.me.account).await
 }
 
-/// What the run form shows: a template version and the values to start from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunFormData {
-    /// The version the form runs.
-    pub template: Template,
-    /// Values filled in instead of the defaults (a job run again), as text.
-    pub values: BTreeMap<String, String>,
-    /// The job these values come from, if any.
-    pub from: Option<String>,
-}
-
-/// Template `name` for its run form: its newest version with its defaults,
-/// or, `from` a job made from it ("Run again with changes"), the version
-/// that job ran with its values.
+/// One template (its newest version), for its run form.
 #[server(prefix = "/api", endpoint = "get_template")]
-pub async fn get_template(
-    name: String,
-    #[server(default)] from: Option<String>,
-) -> Result<RunFormData, AppError> {
+pub async fn get_template(name: String) -> Result<Template, AppError> {
     let who = principal()?;
-    let services = services()?;
-    let account = &who.me.account;
-    let Some(job_name) = from.filter(|f| !f.is_empty()) else {
-        return Ok(RunFormData {
-            template: services.templates.get(account, &name, None).await?,
-            values: BTreeMap::new(),
-            from: None,
-        });
-    };
-    let job = services.cluster.job(account, &job_name).await?;
-    let used = job
-        .spec
-        .template
-        .filter(|t| t.name == name)
-        .ok_or_else(|| {
-            AppError::invalid(
-                "from",
-                format!("Job {job_name} was not made from template {name}."),
-            )
-        })?;
-    Ok(RunFormData {
-        template: services
-            .templates
-            .get(account, &name, Some(used.version))
-            .await?,
-        values: used
-            .values
-            .iter()
-            .map(|(k, v)| (k.clone(), v.to_text()))
-            .collect(),
-        from: Some(job_name),
-    })
+    services()?
+        .templates
+        .get(&who.me.account, &name, None)
+        .await
 }
 
 /// Runs version `version` of template `name` with the form's values (text,

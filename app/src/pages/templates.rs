@@ -8,9 +8,9 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
-use leptos_router::hooks::{use_params_map, use_query_map};
+use leptos_router::hooks::use_params_map;
 
-use crate::api::templates::{get_template, list_templates, RunFormData, RunTemplate};
+use crate::api::templates::{get_template, list_templates, RunTemplate};
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::resource::resource;
 use crate::error::AppError;
@@ -91,14 +91,8 @@ fn TemplateRow(t: Template) -> impl IntoView {
 #[component]
 pub fn TemplateRunPage() -> impl IntoView {
     let params = use_params_map();
-    let query = use_query_map();
-    let key = move || {
-        (
-            params.with(|p| p.get("name").unwrap_or_default()),
-            query.with(|q| q.get("from")),
-        )
-    };
-    let template = resource(key, |(name, from)| get_template(name, from));
+    let name = move || params.with(|p| p.get("name").unwrap_or_default());
+    let template = resource(name, get_template);
     view! {
         <Title text="Run a template" />
         <p class="crumbs"><A href="/templates">"Templates"</A></p>
@@ -106,7 +100,7 @@ pub fn TemplateRunPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match template.await {
                     Err(err) => view! { <p class="banner error" role="alert">{err.to_string()}</p> }.into_any(),
-                    Ok(data) => view! { <RunForm data /> }.into_any(),
+                    Ok(t) => view! { <RunForm t /> }.into_any(),
                 }
             })}
         </Transition>
@@ -115,23 +109,15 @@ pub fn TemplateRunPage() -> impl IntoView {
 
 /// The form of one template version.
 #[component]
-fn RunForm(data: RunFormData) -> impl IntoView {
+fn RunForm(t: Template) -> impl IntoView {
     let action = ServerAction::<RunTemplate>::new();
     let error = Signal::derive(last_error(action));
-    let RunFormData {
-        template: t,
-        values,
-        from,
-    } = data;
     let fields = t
         .spec
         .parameters
         .iter()
         .cloned()
-        .map(|p| {
-            let value = values.get(&p.name).cloned();
-            view! { <ParamField p value error /> }
-        })
+        .map(|p| view! { <ParamField p error /> })
         .collect_view();
     view! {
         <div class="page-head">
@@ -139,9 +125,6 @@ fn RunForm(data: RunFormData) -> impl IntoView {
             <span class="badge" data-testid="version">{format!("v{}", t.version)}</span>
         </div>
         {(!t.spec.description.is_empty()).then(|| view! { <p class="hint">{t.spec.description.clone()}</p> })}
-        {from.map(|job| view! {
-            <p class="hint" data-testid="from-job">{format!("The values of job {job}: change what you like and run it again.")}</p>
-        })}
         <ActionForm action attr:class="run-template">
             <FormError error />
             <input type="hidden" name="name" value=t.spec.name.clone() />
@@ -166,15 +149,10 @@ fn RunForm(data: RunFormData) -> impl IntoView {
 
 /// The input of one parameter, with its error.
 #[component]
-fn ParamField(
-    p: TemplateParam,
-    /// The value to show instead of the default (a job run again).
-    value: Option<String>,
-    error: Signal<Option<AppError>>,
-) -> impl IntoView {
+fn ParamField(p: TemplateParam, error: Signal<Option<AppError>>) -> impl IntoView {
     let id = format!("param-{}", p.name);
     let input_name = format!("values[{}]", p.name);
-    let default = value.unwrap_or_else(|| p.default.as_ref().map(text_of).unwrap_or_default());
+    let default = p.default.as_ref().map(text_of).unwrap_or_default();
     let field = format!("values.{}", p.name);
     let label = if p.description.is_empty() {
         p.name.clone()

@@ -332,41 +332,6 @@ async fn the_templates_page_lists_them_and_the_run_form_is_made_from_the_paramet
     assert!(field(&form, "values[verbose]").starts_with("<select"));
     assert!(form.contains(r#"name="version" value="1""#), "{form}");
 
-    // "Run again with changes": the form of the job's version, with its values.
-    save(&site, &key, curve_template("python3", 9)).await;
-    let run = post(
-        &site,
-        &key,
-        "/api/v1/templates/curve/jobs",
-        json!({"name": "earlier", "version": 1, "values": {"lr": 0.5, "optimizer": "adam"}}),
-    )
-    .await;
-    assert_eq!(run.status, StatusCode::CREATED, "{}", run.body);
-    let again = common::site::text(
-        site.get("/templates/curve?from=earlier", Some(&cookie))
-            .await,
-    )
-    .await;
-    assert!(again.contains("The values of job earlier"), "{again}");
-    assert!(again.contains(r#"name="version" value="1""#), "{again}");
-    assert!(
-        field(&again, "values[lr]").contains(r#"value="0.5""#),
-        "{again}"
-    );
-    assert!(
-        field(&again, "values[steps]").contains(r#"value="5""#),
-        "{again}"
-    );
-    assert!(
-        again.contains(r#"<option value="adam" selected"#),
-        "{again}"
-    );
-    let table = common::site::text(site.get("/jobs", Some(&cookie)).await).await;
-    assert!(
-        table.contains(r#"href="/templates/curve?from=earlier""#),
-        "{table}"
-    );
-
     // Another account's template is not found on its page either.
     let (_, stranger) = key_and_cookie(&site, "strangers").await;
     let hidden = common::site::text(site.get("/templates/curve", Some(&stranger)).await).await;

@@ -110,14 +110,10 @@ fn JobRow(
             <td class="name">
                 {job.name.clone()}
                 {job.spec.notebook.clone().map(|n| view! { <small class="origin" data-testid="origin">{format!("from notebook {n}")}</small> })}
-                {job.spec.template.clone().map(|t| {
-                    let again = format!("/templates/{}?from={}", t.name, job.name);
-                    view! {
-                        <small class="origin" data-testid="template" title=t.values_text()>
-                            {format!("from template {} v{}", t.name, t.version)}
-                        </small>
-                        <a class="origin" href=again data-testid="run-again">"Run again with changes"</a>
-                    }
+                {job.spec.template.clone().map(|t| view! {
+                    <small class="origin" data-testid="template" title=t.values_text()>
+                        {format!("from template {} v{}", t.name, t.version)}
+                    </small>
                 })}
             </td>
             <td>{format_utc(job.started_at.unwrap_or(job.created_at))}</td>
