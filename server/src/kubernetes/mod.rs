@@ -667,3 +667,26 @@ impl Cluster for KubeCluster {
         })
     }
 }
+
+/// Waits until `api`'s object `name` is gone (`limit` at most, then says
+/// so in the log and goes on): `what` names the wait in errors.
+pub(crate) async fn wait_gone<K>(
+    api: &Api<K>,
+    name: &str,
+    what: &str,
+    limit: Duration,
+) -> Result<(), AppError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        match api.get_opt(name).await {
+            Ok(None) => return Ok(()),
+            Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(200)).await,
+            Err(e) => return Err(from_kube(what, e)),
+        }
+    }
+    tracing::warn!(object = %name, "still there after {} s: {what}", limit.as_secs());
+    Ok(())
+}

@@ -29,7 +29,7 @@ use tokio::sync::watch;
 
 pub use self::objects::{claim_name, notebook_objects, object_name, pod_name, NotebookObjects};
 use super::errors::{from_kube, is_conflict, is_not_found};
-use super::{Inner, KubeCluster};
+use super::{wait_gone, Inner, KubeCluster};
 use crate::backend::notebooks::{NotebookBackend, NotebookReporter, NotebookRun};
 use crate::backend::serving::http_client;
 
@@ -49,10 +49,10 @@ pub const SDK_DIR: &str = "/opt/paddlecloud/python";
 pub const DEFAULT_IMAGE: &str = "quay.io/jupyter/base-notebook:latest";
 /// The port JupyterLab listens on in its pod.
 pub const DEFAULT_PORT: u16 = 8888;
+/// How long a stop or delete waits for what it removed to go.
+const STOP_WAIT: Duration = Duration::from_secs(90);
 /// The size of a workspace claim by default.
 pub const DEFAULT_WORKSPACE_SIZE: &str = "10Gi";
-/// How long a stop waits for the pod to go.
-const STOP_WAIT: Duration = Duration::from_secs(90);
 
 /// How notebook pods are made.
 #[derive(Debug, Clone)]
@@ -143,23 +143,6 @@ impl KubeNotebooks {
         if let Some(f) = self.followed.lock().expect("followed lock").remove(&id) {
             f.stop.send_replace(true);
         }
-    }
-
-    /// Waits until `api`'s object `name` is gone (a minute and a half at most).
-    async fn gone<K>(api: &Api<K>, name: &str, what: &str) -> Result<(), AppError>
-    where
-        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-    {
-        let start = std::time::Instant::now();
-        while start.elapsed() < STOP_WAIT {
-            match api.get_opt(name).await {
-                Ok(None) => return Ok(()),
-                Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(200)).await,
-                Err(e) => return Err(from_kube(what, e)),
-            }
-        }
-        tracing::warn!(object = %name, "still there after {} s: {what}", STOP_WAIT.as_secs());
-        Ok(())
     }
 }
 
@@ -288,10 +271,11 @@ impl NotebookBackend for KubeNotebooks {
             Err(e) if is_not_found(&e) => return Ok(()),
             Err(e) => return Err(from_kube("scale a notebook to 0", e)),
         }
-        Self::gone(
+        wait_gone(
             &self.inner.api::<Pod>(ns),
             &pod_name(name),
             "wait for a notebook's pod to go",
+            STOP_WAIT,
         )
         .await
     }
@@ -316,11 +300,18 @@ impl NotebookBackend for KubeNotebooks {
         delete(&claims, &claim_name(name), "delete a notebook's workspace").await?;
         // A notebook made again under this name gets a new, empty claim,
         // not this one while it is still being deleted.
-        Self::gone(&claims, &claim_name(name), "wait for a workspace to go").await?;
-        Self::gone(
+        wait_gone(
+            &claims,
+            &claim_name(name),
+            "wait for a workspace to go",
+            STOP_WAIT,
+        )
+        .await?;
+        wait_gone(
             &sets,
             &objects::stateful_set_name(name),
             "wait for a StatefulSet to go",
+            STOP_WAIT,
         )
         .await
     }

@@ -31,7 +31,7 @@ use self::objects::{hpa_object, owned_by};
 pub use self::objects::{serving_objects, Fetching, ServingObjects};
 use super::errors::{from_kube, is_conflict, is_not_found};
 use super::objects::{CONSOLE, MANAGED_BY};
-use super::{Inner, KubeCluster};
+use super::{wait_gone, Inner, KubeCluster};
 use crate::backend::serving::{Reporter, Run, ServingBackend, Upstream};
 
 /// Label with the instance's database id (the selector of its pods).
@@ -229,16 +229,13 @@ impl ServingBackend for KubeServing {
         }
         // Foreground deletion: the Deployment goes once its pods and
         // owned objects have.
-        let start = std::time::Instant::now();
-        while start.elapsed() < Duration::from_secs(60) {
-            match deployments.get_opt(name).await {
-                Ok(None) => return Ok(()),
-                Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(200)).await,
-                Err(e) => return Err(from_kube("wait for a serving Deployment to go", e)),
-            }
-        }
-        tracing::warn!(serving = %name, "its Deployment is still being deleted after a minute");
-        Ok(())
+        wait_gone(
+            &deployments,
+            name,
+            "wait for a serving Deployment to go",
+            Duration::from_secs(60),
+        )
+        .await
     }
 
     async fn upstream(&self, account: &Account, _id: i64, name: &str) -> Option<Upstream> {
