@@ -17,6 +17,7 @@ use crate::pages::{
     auth::LoginPage,
     auth::ResetPage,
     auth::SignUpPage,
+    environments::{EnvironmentPage, EnvironmentsPage},
     jobs::resources::JobResourcesPage,
     jobs::JobsPage,
     join::JoinPage,
@@ -88,6 +89,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("models/:owner/:name/settings") view=|| view! { <AssetSettingsPage kind=AssetKind::Model /> } />
                     <Route path=path!("notebooks") view=|| view! { <NotebooksPage /> } />
                     <Route path=path!("templates") view=|| view! { <TemplatesPage /> } />
+                    <Route path=path!("environments") view=|| view! { <EnvironmentsPage /> } />
+                    <Route path=path!("environments/:name") view=|| view! { <EnvironmentPage /> } />
                     <Route path=path!("templates/:name") view=|| view! { <TemplateRunPage /> } />
                     <Route path=path!("quota") view=|| view! { <QuotaPageView /> } />
                     <Route path=path!("account") view=|| view! { <AccountPage /> } />

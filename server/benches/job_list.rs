@@ -28,6 +28,8 @@ fn spec(i: usize) -> JobSpec {
     JobSpec {
         notebook: None,
         template: None,
+        environment: None,
+        environment_use: None,
         name: format!("resnet-{i:05}"),
         image: "paddlepaddle/paddle:2.6.1".into(),
         command: vec!["python".into(), "train.py".into()],

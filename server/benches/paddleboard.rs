@@ -163,6 +163,8 @@ fn main() -> anyhow::Result<()> {
             let spec = app::models::JobSpec {
                 notebook: None,
                 template: None,
+                environment: None,
+                environment_use: None,
                 name: job.into(),
                 image: String::new(),
                 command: vec!["true".into()],

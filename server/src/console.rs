@@ -21,6 +21,8 @@ use crate::backend::notebooks::NotebookBackend;
 use crate::backend::quota::ClusterQuota;
 use crate::backend::serving::ServingBackend;
 use crate::clusters::Clusters;
+use crate::environments::venv::Venvs;
+use crate::environments::SqlEnvironments;
 use crate::http::{router, AppState};
 use crate::kubernetes::metrics_api::MetricsApi;
 use crate::kubernetes::notebooks::{KubeNotebooks, NotebookPods};
@@ -115,6 +117,12 @@ pub struct Config {
     pub serving_python: String,
     /// The Python whose `jupyterlab` runs local notebooks (and their kernels).
     pub notebook_python: String,
+    /// The Python (with `venv`) that environments' virtualenvs are made from.
+    pub environment_python: String,
+    /// Where environments' virtualenvs are built (by default
+    /// `<data_dir>/environments`); builds are shared by hash, so several
+    /// consoles on one machine may share it.
+    pub environments_dir: PathBuf,
     /// Minutes without kernel or terminal activity after which a notebook
     /// that sets no idle timeout of its own is stopped (`None`: never).
     pub notebook_idle_minutes: Option<u32>,
@@ -141,6 +149,7 @@ impl Config {
     /// `<data_dir>/objects`, no Prometheus, nothing inherited.
     pub fn embedded(site: LeptosOptions, data_dir: PathBuf, database_url: String) -> Self {
         let data_dir_outbox = data_dir.join("outbox");
+        let environments_dir = data_dir.join("environments");
         Self {
             storage: Storage::Setting {
                 url: data_dir.join("objects").display().to_string(),
@@ -160,6 +169,8 @@ impl Config {
             prometheus_url: None,
             serving_python: "python3".to_owned(),
             notebook_python: "python3".to_owned(),
+            environment_python: "python3".to_owned(),
+            environments_dir,
             notebook_idle_minutes: None,
             notebook_probe_secs: 60,
             inherited_env: Vec::new(),
@@ -235,6 +246,10 @@ impl Console {
             config.data_dir.join("dataset-cache"),
         ));
         let machine = Machine::detect(&config.local_capacity, config.local_limits)?;
+        let venvs = Venvs::new(
+            config.environments_dir.clone(),
+            config.environment_python.clone(),
+        );
         let from = crate::mail::sender(&config.mail_from)?;
         let mailer: Arc<dyn app::ports::Mailer> = match &config.mail {
             MailChoice::Outbox(folder) => Arc::new(
@@ -259,6 +274,7 @@ impl Console {
             sample_every,
             inherited_env: inherited_env.clone(),
             machine: machine.clone(),
+            venvs: venvs.clone(),
         })
         .await
         .map_err(|err| anyhow::anyhow!("starting the local executor: {err}"))?;
@@ -269,6 +285,7 @@ impl Console {
             .map(Prometheus::new)
             .transpose()
             .context("--prometheus-url")?;
+        let runs_locally = matches!(config.cluster, ClusterChoice::Local);
         let backends = match config.cluster {
             ClusterChoice::Local => Backends {
                 cluster: Arc::new(local),
@@ -358,6 +375,16 @@ impl Console {
         notebooks.spawn_idle_culling(Duration::from_secs(
             config.notebook_probe_secs.max(1).into(),
         ));
+        let templates = SqlTemplates::new(pool.clone());
+        templates
+            .install_library()
+            .await
+            .map_err(|err| anyhow::anyhow!("installing the template library: {err}"))?;
+        let environments = SqlEnvironments::new(pool.clone(), venvs, runs_locally);
+        environments
+            .install_library()
+            .await
+            .map_err(|err| anyhow::anyhow!("installing the shipped environments: {err}"))?;
         let accounts = SqlAccounts::new(pool.clone(), account_mail);
         let services = Services {
             accounts: accounts.clone(),
@@ -370,7 +397,8 @@ impl Console {
             quotas: Arc::new(SqlQuotas::new(pool.clone(), backends.quota)),
             serving: Arc::new(serving.clone()),
             notebooks: Arc::new(notebooks.clone()),
-            templates: Arc::new(SqlTemplates::new(pool.clone())),
+            templates: Arc::new(templates),
+            environments: Arc::new(environments),
             secure_cookies: config.secure_cookies,
         };
         let state = AppState {

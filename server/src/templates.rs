@@ -1,5 +1,6 @@
-//! [`app::ports::Templates`] in the console's database: one row per saved
-//! version, never changed afterwards.
+//! [`app::ports::Templates`] in the console's database
+//! ([`crate::storage::catalog`]: one row per saved version, never changed
+//! afterwards), with the library the console ships.
 
 use app::error::AppError;
 use app::models::{Account, Me, Template, TemplateList, TemplateSpec};
@@ -7,33 +8,58 @@ use app::ports::Templates;
 use async_trait::async_trait;
 use sqlx::AnyPool;
 
-use crate::storage::internal;
-use crate::time::now_ms;
+use crate::environments::LIBRARY_ACCOUNT;
+use crate::storage::catalog::{Catalog, Row};
 
 /// Templates on the console's database.
 pub struct SqlTemplates {
-    pool: AnyPool,
+    catalog: Catalog,
 }
 
 impl SqlTemplates {
     /// On a migrated pool.
     pub fn new(pool: AnyPool) -> Self {
-        Self { pool }
+        Self {
+            catalog: Catalog::new(pool, "templates"),
+        }
+    }
+
+    /// Saves the templates the console ships ([`shipped`]) as the next
+    /// version of each in the library account where the newest stored one
+    /// differs, published for everyone.
+    pub async fn install_library(&self) -> Result<(), AppError> {
+        let mut entries = Vec::new();
+        for spec in shipped() {
+            spec.validate()?;
+            let text = serde_json::to_string(&spec).map_err(|_| AppError::Internal)?;
+            entries.push((spec.name.clone(), text));
+        }
+        self.catalog.install(LIBRARY_ACCOUNT, &entries).await
     }
 }
 
+/// The template library: JSON files in `library/templates/` (each
+/// program beside its template as a `.py` file, the same text).
+pub fn shipped() -> Vec<TemplateSpec> {
+    [include_str!("../../library/templates/fit-a-line.json")]
+        .iter()
+        .map(|text| serde_json::from_str(text).expect("a shipped template reads"))
+        .collect()
+}
+
 /// A row as a template.
-fn template(row: (String, i64, String, i64)) -> Result<Template, AppError> {
-    let (spec, version, created_by, created_at) = row;
-    let spec: TemplateSpec = serde_json::from_str(&spec).map_err(|err| {
+fn read(row: &Row) -> Result<Template, AppError> {
+    let spec: TemplateSpec = serde_json::from_str(&row.spec).map_err(|err| {
         tracing::error!(error = %err, "a stored template does not read back");
         AppError::Internal
     })?;
     Ok(Template {
         spec,
-        version: u32::try_from(version).unwrap_or(u32::MAX),
-        created_by,
-        created_at,
+        owner: row.owner.clone(),
+        public: row.public,
+        version: row.version,
+        created_by: row.created_by.clone(),
+        created_at: row.created_at,
     })
 }
 
@@ -43,98 +69,73 @@ impl Templates for SqlTemplates {
         by.role.require_change()?;
         spec.validate()?;
         let text = serde_json::to_string(&spec).map_err(|_| AppError::Internal)?;
-        // Two saves of one name at once: the second takes the next number.
-        for _ in 0..5 {
-            let newest: Option<i64> = sqlx::query_scalar(
-                "SELECT MAX(version) FROM templates WHERE account_id = $1 AND name = $2",
-            )
-            .bind(by.account.id)
-            .bind(&spec.name)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(internal("read a template's versions"))?;
-            let version = newest.unwrap_or(0) + 1;
-            let now = now_ms();
-            let saved = sqlx::query(
-                "INSERT INTO templates (account_id, name, version, spec, created_by, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(by.account.id)
-            .bind(&spec.name)
-            .bind(version)
-            .bind(&text)
-            .bind(&by.email)
-            .bind(now)
-            .execute(&self.pool)
-            .await;
-            match saved {
-                Ok(_) => {
-                    tracing::info!(account = %by.account.name, template = %spec.name, version, user = %by.email, "template saved");
-                    return template((text, version, by.email.clone(), now));
-                }
-                Err(sqlx::Error::Database(db)) if db.is_unique_violation() => continue,
-                Err(err) => return Err(internal("save a template")(err)),
-            }
-        }
-        Err(AppError::conflict(
-            "name",
-            format!(
-                "“{}” is being saved by someone else right now; try again.",
-                spec.name
-            ),
-        ))
+        let row = self
+            .catalog
+            .save(by.account.id, &spec.name, &text, &by.email, false)
+            .await?;
+        tracing::info!(account = %by.account.name, template = %spec.name, version = row.version, user = %by.email, "template saved");
+        read(&row)
     }
 
     async fn list(&self, account: &Account) -> Result<TemplateList, AppError> {
-        let rows: Vec<(String, i64, String, i64)> = sqlx::query_as(
-            "SELECT t.spec, t.version, t.created_by, t.created_at FROM templates t \
-             WHERE t.account_id = $1 AND t.version = \
-             (SELECT MAX(n.version) FROM templates n WHERE n.account_id = t.account_id AND n.name = t.name) \
-             ORDER BY t.name",
-        )
-        .bind(account.id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(internal("list templates"))?;
         Ok(TemplateList {
-            templates: rows.into_iter().map(template).collect::<Result<_, _>>()?,
+            templates: self
+                .catalog
+                .list(account.id)
+                .await?
+                .iter()
+                .map(read)
+                .collect::<Result<_, _>>()?,
         })
     }
 
     async fn get(
         &self,
         account: &Account,
+        owner: Option<&str>,
         name: &str,
         version: Option<u32>,
     ) -> Result<Template, AppError> {
-        let row: Option<(String, i64, String, i64)> = match version {
-            Some(v) => {
-                sqlx::query_as(
-                    "SELECT spec, version, created_by, created_at FROM templates \
-                 WHERE account_id = $1 AND name = $2 AND version = $3",
-                )
-                .bind(account.id)
-                .bind(name)
-                .bind(i64::from(v))
-                .fetch_optional(&self.pool)
-                .await
-            }
-            None => {
-                sqlx::query_as(
-                    "SELECT spec, version, created_by, created_at FROM templates \
-                 WHERE account_id = $1 AND name = $2 ORDER BY version DESC LIMIT 1",
-                )
-                .bind(account.id)
-                .bind(name)
-                .fetch_optional(&self.pool)
-                .await
-            }
-        }
-        .map_err(internal("read a template"))?;
-        let what = match version {
-            Some(v) => format!("Template “{name}” version {v}"),
-            None => format!("Template “{name}”"),
+        let owner = owner.filter(|o| !o.is_empty()).unwrap_or(&account.name);
+        let row = self.catalog.get(account.id, owner, name, version).await?;
+        let who = if owner == account.name {
+            String::new()
+        } else {
+            format!("{owner}/")
         };
-        template(row.ok_or_else(|| AppError::not_found(what))?)
+        let what = match version {
+            Some(v) => format!("Template “{who}{name}” version {v}"),
+            None => format!("Template “{who}{name}”"),
+        };
+        read(&row.ok_or_else(|| AppError::not_found(what))?)
+    }
+
+    async fn publish(
+        &self,
+        me: &Me,
+        owner: &str,
+        name: &str,
+        public: bool,
+    ) -> Result<Template, AppError> {
+        self.catalog
+            .publish(me, "Template", owner, name, public)
+            .await?;
+        self.get(&me.account, Some(owner), name, None).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_shipped_templates_are_valid_and_carry_their_programs_as_written() {
+        let shipped = super::shipped();
+        for t in &shipped {
+            t.validate().unwrap();
+        }
+        let fit = shipped.iter().find(|t| t.name == "fit-a-line").unwrap();
+        assert_eq!(
+            fit.job["command"][2].as_str().unwrap(),
+            include_str!("../../library/templates/fit-a-line.py")
+        );
     }
 }

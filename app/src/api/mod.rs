@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod assets;
 #[cfg(feature = "ssr")]
 pub mod context;
+pub mod environments;
 pub mod jobs;
 pub mod members;
 pub mod notebooks;

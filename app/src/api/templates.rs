@@ -17,13 +17,14 @@ pub async fn list_templates() -> Result<TemplateList, AppError> {
     services()?.templates.list(&who.me.account).await
 }
 
-/// One template (its newest version), for its run form.
+/// One template (its newest version), for its run form: the account's
+/// own, or `owner`'s published one.
 #[server(prefix = "/api", endpoint = "get_template")]
-pub async fn get_template(name: String) -> Result<Template, AppError> {
+pub async fn get_template(name: String, owner: Option<String>) -> Result<Template, AppError> {
     let who = principal()?;
     services()?
         .templates
-        .get(&who.me.account, &name, None)
+        .get(&who.me.account, owner.as_deref(), &name, None)
         .await
 }
 
@@ -33,12 +34,14 @@ pub async fn get_template(name: String) -> Result<Template, AppError> {
 #[server(prefix = "/api", endpoint = "run_template")]
 pub async fn run_template(
     name: String,
+    #[server(default)] owner: String,
     version: u32,
     job_name: String,
     #[server(default)] values: BTreeMap<String, String>,
 ) -> Result<Job, AppError> {
     let who = member()?;
     let run = crate::models::TemplateRun {
+        owner: Some(owner).filter(|o| !o.is_empty()),
         name: Some(job_name).filter(|n| !n.trim().is_empty()),
         version: Some(version),
         values: values

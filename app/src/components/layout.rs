@@ -14,6 +14,7 @@ use crate::models::{Me, Role};
 pub const SECTIONS: &[(&str, &str)] = &[
     ("/jobs", "Jobs"),
     ("/templates", "Templates"),
+    ("/environments", "Environments"),
     ("/paddleboard", "PaddleBoard"),
     ("/serving", "Serving"),
     ("/datasets", "Datasets"),

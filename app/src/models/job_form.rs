@@ -40,6 +40,9 @@ pub struct JobForm {
     /// Datasets it reads, `name` or `owner/name`, separated by commas or spaces.
     #[serde(default)]
     pub datasets: String,
+    /// The environment it runs in (`name`, `owner/name`, `:version`), or empty.
+    #[serde(default)]
+    pub environment: String,
 }
 
 fn count(field: &str, raw: &str, what: &str) -> Result<u32, AppError> {
@@ -109,6 +112,8 @@ impl JobForm {
         Ok(JobSpec {
             notebook: None,
             template: None,
+            environment: Some(self.environment.trim().to_owned()).filter(|e| !e.is_empty()),
+            environment_use: None,
             name: self.name.trim().to_owned(),
             image: self.image.trim().to_owned(),
             command: split_command(&self.command)?,
@@ -152,6 +157,7 @@ impl JobForm {
             trainer_memory: "4Gi".into(),
             trainer_gpu: "0".into(),
             datasets: String::new(),
+            environment: String::new(),
         }
     }
 }

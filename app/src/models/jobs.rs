@@ -171,6 +171,15 @@ pub struct JobSpec {
     /// console when it runs a template, never from what a client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<crate::models::templates::TemplateUse>,
+    /// The environment it runs in: `name` (the account's own), `owner/name`
+    /// (a published one), either with `:version`. The console records the
+    /// exact version it took (`owner/name:version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
+    /// What that environment holds, as the console resolved it. Set by the
+    /// console, never from what a client sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_use: Option<crate::models::environments::EnvironmentUse>,
 }
 
 /// Env names the executor sets itself; a spec may not override them.
@@ -572,6 +581,8 @@ mod tests {
         JobSpec {
             notebook: None,
             template: None,
+            environment: None,
+            environment_use: None,
             name: "mnist".into(),
             image: "paddlepaddle/paddle:2.6.1".into(),
             command: vec!["python".into(), "train.py".into()],

@@ -59,6 +59,9 @@ pub enum ParamType {
     Dataset,
     /// A model the account can read: its name, or `owner/name`.
     Model,
+    /// An environment the account can use: `name`, `owner/name`, either
+    /// with `:version`. Put it in the job's `environment`.
+    Environment,
 }
 
 /// One parameter of a template.
@@ -108,6 +111,12 @@ pub struct Template {
     /// What was saved.
     #[serde(flatten)]
     pub spec: TemplateSpec,
+    /// The account it belongs to.
+    #[serde(default)]
+    pub owner: String,
+    /// Published for every account (by a site admin).
+    #[serde(default)]
+    pub public: bool,
     /// 1, 2, …: each save of the name makes the next.
     pub version: u32,
     /// Who saved this version.
@@ -116,7 +125,7 @@ pub struct Template {
     pub created_at: i64,
 }
 
-/// The account's templates, each at its newest version.
+/// The account's templates, then published ones, each at its newest version.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TemplateList {
@@ -128,6 +137,10 @@ pub struct TemplateList {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TemplateRun {
+    /// The account whose template it is (default: the caller's); another
+    /// account's must be published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     /// The job's name (default: the template's name and a random suffix).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -144,6 +157,9 @@ pub struct TemplateRun {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TemplateUse {
+    /// The account whose template it is.
+    #[serde(default)]
+    pub owner: String,
     /// The template's name.
     pub name: String,
     /// The version run.
@@ -286,7 +302,7 @@ fn as_text_where_text(job: &mut Value) {
     let Some(map) = job.as_object_mut() else {
         return;
     };
-    for key in ["name", "image", "working_dir"] {
+    for key in ["name", "image", "working_dir", "environment"] {
         map.get_mut(key).map(text);
     }
     for key in ["command", "args", "datasets"] {
@@ -379,6 +395,11 @@ impl TemplateParam {
                 }
                 Ok(TemplateValue::Text(s.clone()))
             }
+            ParamType::Environment => match text {
+                Some(t) => crate::models::EnvironmentRef::parse(t, &self.field())
+                    .map(|_| TemplateValue::Text(t.to_owned())),
+                None => bad(format!("{name} takes the name of an environment.")),
+            },
             ParamType::Dataset | ParamType::Model => {
                 let what = if self.kind == ParamType::Dataset {
                     "dataset"
@@ -513,6 +534,7 @@ impl TemplateSpec {
             .collect();
         if defaults.len() == self.parameters.len() {
             let run = TemplateRun {
+                owner: None,
                 name: Some(self.name.clone()),
                 version: None,
                 values: defaults,
@@ -587,6 +609,7 @@ impl TemplateSpec {
         })?;
         spec.validate()?;
         spec.template = Some(TemplateUse {
+            owner: String::new(),
             name: self.name.clone(),
             version,
             values,
@@ -625,6 +648,7 @@ mod tests {
 
     fn run(values: Value) -> TemplateRun {
         TemplateRun {
+            owner: None,
             name: Some("fit-1".into()),
             version: None,
             values: serde_json::from_value(values).unwrap(),

@@ -6,6 +6,7 @@ pub mod account_security;
 pub mod admin;
 pub mod assets;
 pub mod auth;
+pub mod environments;
 pub mod jobs;
 pub mod join;
 pub mod members;

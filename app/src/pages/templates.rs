@@ -72,10 +72,17 @@ fn TemplateRow(t: Template) -> impl IntoView {
         .map(|p| p.name.clone())
         .collect::<Vec<_>>()
         .join(", ");
-    let href = format!("/templates/{}", t.spec.name);
+    let href = if t.owner.is_empty() {
+        format!("/templates/{}", t.spec.name)
+    } else {
+        format!("/templates/{}?owner={}", t.spec.name, t.owner)
+    };
+    let shared = t.public.then(|| {
+        view! { <span class="badge" title="Published for every account">{format!("{}/", t.owner)}</span> }
+    });
     view! {
-        <tr data-template=t.spec.name.clone()>
-            <td class="name">{t.spec.name.clone()}</td>
+        <tr data-template=t.spec.name.clone() data-owner=t.owner.clone()>
+            <td class="name">{shared}{t.spec.name.clone()}</td>
             <td>{t.spec.description.clone()}</td>
             <td>{params}</td>
             <td data-testid="version">{format!("v{}", t.version)}</td>
@@ -91,8 +98,14 @@ fn TemplateRow(t: Template) -> impl IntoView {
 #[component]
 pub fn TemplateRunPage() -> impl IntoView {
     let params = use_params_map();
-    let name = move || params.with(|p| p.get("name").unwrap_or_default());
-    let template = resource(name, get_template);
+    let query = leptos_router::hooks::use_query_map();
+    let which = move || {
+        (
+            params.with(|p| p.get("name").unwrap_or_default()),
+            query.with(|q| q.get("owner").filter(|o| !o.is_empty())),
+        )
+    };
+    let template = resource(which, |(name, owner)| get_template(name, owner));
     view! {
         <Title text="Run a template" />
         <p class="crumbs"><A href="/templates">"Templates"</A></p>
@@ -128,6 +141,7 @@ fn RunForm(t: Template) -> impl IntoView {
         <ActionForm action attr:class="run-template">
             <FormError error />
             <input type="hidden" name="name" value=t.spec.name.clone() />
+            <input type="hidden" name="owner" value=t.owner.clone() />
             <input type="hidden" name="version" value=t.version.to_string() />
             <fieldset>
                 <legend>"Parameters"</legend>
@@ -196,11 +210,11 @@ fn ParamField(p: TemplateParam, error: Signal<Option<AppError>>) -> impl IntoVie
                 pattern=pattern.clone() />
         }
         .into_any(),
-        ParamType::Dataset | ParamType::Model => {
-            let hint = if p.kind == ParamType::Dataset {
-                "a dataset: name or owner/name"
-            } else {
-                "a model: name or owner/name"
+        ParamType::Dataset | ParamType::Model | ParamType::Environment => {
+            let hint = match p.kind {
+                ParamType::Dataset => "a dataset: name or owner/name",
+                ParamType::Model => "a model: name or owner/name",
+                _ => "an environment: name or owner/name, :version",
             };
             view! {
                 <input id=id.clone() name=input_name type="text" value=default required=required

@@ -6,6 +6,7 @@ mod access_keys;
 mod accounts;
 mod assets;
 mod cluster;
+mod environments;
 mod mail;
 mod members;
 mod metrics;
@@ -20,6 +21,7 @@ pub use access_keys::*;
 pub use accounts::*;
 pub use assets::*;
 pub use cluster::*;
+pub use environments::*;
 pub use mail::*;
 pub use members::*;
 pub use metrics::*;
@@ -53,6 +55,8 @@ pub struct Services {
     pub notebooks: Arc<dyn Notebooks>,
     /// Experiment templates.
     pub templates: Arc<dyn Templates>,
+    /// Environment profiles.
+    pub environments: Arc<dyn Environments>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

@@ -1,7 +1,7 @@
 //! Submitting a job, within the account's quota.
 
 use crate::error::AppError;
-use crate::models::{Job, JobSpec};
+use crate::models::{Environment, EnvironmentRef, Job, JobSpec, Me};
 use crate::ports::{Principal, Services};
 
 /// Submits `spec` if the account's quota and the submitter's own caps have
@@ -17,6 +17,8 @@ pub async fn submit_within_quota(
 ) -> Result<Job, AppError> {
     // Only a template run (`run_template`) says a job came from a template.
     spec.template = None;
+    // Only the console resolves an environment (below).
+    spec.environment_use = None;
     admit_and_submit(services, who, spec).await
 }
 
@@ -29,6 +31,11 @@ pub(crate) async fn admit_and_submit(
 ) -> Result<Job, AppError> {
     let me = &who.me;
     spec.notebook = who.notebook_scope().map(str::to_owned);
+    if let Some(named) = spec.environment.take().filter(|e| !e.trim().is_empty()) {
+        let environment = resolve_environment(services, me, &named).await?;
+        spec.environment = Some(environment.pinned());
+        spec.environment_use = Some(environment.to_use());
+    }
     let totals = spec.totals()?;
     let _admission = services.quotas.admission(&me.account).await?;
     services
@@ -42,4 +49,25 @@ pub(crate) async fn admit_and_submit(
         .await?
         .admit_member("job", totals)?;
     services.cluster.submit(me, spec).await
+}
+
+/// The exact version of the environment a job, notebook or serving
+/// instance names, if `me` may use it; otherwise a 400 on `environment`.
+pub async fn resolve_environment(
+    services: &Services,
+    me: &Me,
+    named: &str,
+) -> Result<Environment, AppError> {
+    let reference = EnvironmentRef::parse(named, "environment")?;
+    services
+        .environments
+        .get(me, &reference)
+        .await
+        .map_err(|err| match err {
+            AppError::NotFound { .. } => AppError::invalid(
+                "environment",
+                format!("There is no environment “{}” you can use.", named.trim()),
+            ),
+            other => other,
+        })
 }

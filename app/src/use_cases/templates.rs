@@ -19,11 +19,14 @@ pub async fn run_template(
     who.me.role.require_change()?;
     let template = services
         .templates
-        .get(&who.me.account, name, run.version)
+        .get(&who.me.account, run.owner.as_deref(), name, run.version)
         .await?;
-    let spec = template
+    let mut spec = template
         .spec
         .render(template.version, &run, &default_job_name(name))?;
+    if let Some(used) = spec.template.as_mut() {
+        used.owner = template.owner.clone();
+    }
     let values = spec
         .template
         .as_ref()

@@ -185,6 +185,19 @@ pub struct ServeArgs {
     /// kernels run in it too); it needs `pip install jupyterlab`.
     #[arg(long, env = "PADDLECLOUD_NOTEBOOK_PYTHON", default_value = "python3")]
     pub notebook_python: String,
+    /// The Python (3.8 or later, with `venv`) that environments'
+    /// virtualenvs are made from on this machine.
+    #[arg(
+        long,
+        env = "PADDLECLOUD_ENVIRONMENT_PYTHON",
+        default_value = "python3"
+    )]
+    pub environment_python: String,
+    /// Where environments' virtualenvs are built (default:
+    /// `<data-dir>/environments`). Builds are named by a hash of their
+    /// requirements, so consoles on one machine may share the folder.
+    #[arg(long, env = "PADDLECLOUD_ENVIRONMENTS_DIR")]
+    pub environments_dir: Option<PathBuf>,
     /// With `--cluster kube`: the image of notebooks that name none; it
     /// needs JupyterLab and `python3` (Jupyter's images; add PaddlePaddle
     /// for your users).
@@ -481,6 +494,11 @@ impl ServeArgs {
             prometheus_url: self.prometheus_url.clone(),
             serving_python: self.serving_python.clone(),
             notebook_python: self.notebook_python.clone(),
+            environment_python: self.environment_python.clone(),
+            environments_dir: self
+                .environments_dir
+                .clone()
+                .unwrap_or_else(|| data_dir.join("environments")),
             notebook_idle_minutes: self.notebook_idle_minutes,
             notebook_probe_secs: self.notebook_probe_secs,
             inherited_env: inherited_env(),

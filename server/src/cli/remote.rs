@@ -173,6 +173,8 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
     let spec = JobSpec {
         notebook: None,
         template: None,
+        environment: None,
+        environment_use: None,
         name: args.name,
         image: args.image,
         command: args.command,

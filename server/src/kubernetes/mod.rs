@@ -6,6 +6,7 @@
 //! from `pods/log` while a pod exists and are collected into files when it
 //! ends, so they outlive the pod.
 
+pub mod environment;
 pub mod errors;
 pub mod metrics_api;
 pub mod notebooks;

@@ -59,10 +59,10 @@ pub struct JobContext<'a> {
 /// The spec's extra rules on Kubernetes: an image to run, and names that fit
 /// in a DNS label once a replica's suffix is added.
 pub fn validate_for_kubernetes(spec: &JobSpec) -> Result<(), AppError> {
-    if spec.image.trim().is_empty() {
+    if super::environment::image(spec).is_empty() {
         return Err(AppError::invalid(
             "image",
-            "Kubernetes runs containers: give an image, e.g. paddlepaddle/paddle:2.6.1.",
+            "Kubernetes runs containers: give an image (e.g. paddlepaddle/paddle:2.6.1) or an environment that names one.",
         ));
     }
     let longest = pod_names(spec)
@@ -236,7 +236,7 @@ pub fn replica_jobs(
             pod_labels[REPLICA] = json!(replica);
             let mut container = json!({
                 "name": CONTAINER,
-                "image": spec.image,
+                "image": super::environment::image(spec),
                 "command": spec.command,
                 "args": spec.args,
                 "env": env,
@@ -246,6 +246,15 @@ pub fn replica_jobs(
             if spec.working_dir.starts_with('/') {
                 container["workingDir"] = json!(spec.working_dir);
             }
+            let mut pod = json!({
+                "restartPolicy": "Never",
+                "hostname": replica,
+                "subdomain": spec.name,
+                "terminationGracePeriodSeconds": ctx.grace_seconds,
+                "enableServiceLinks": false,
+                "containers": [container],
+            });
+            super::environment::apply(spec, &mut pod);
             from_json(json!({
                 "apiVersion": "batch/v1",
                 "kind": "Job",
@@ -260,14 +269,7 @@ pub fn replica_jobs(
                     "parallelism": 1,
                     "template": {
                         "metadata": { "labels": pod_labels },
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "hostname": replica,
-                            "subdomain": spec.name,
-                            "terminationGracePeriodSeconds": ctx.grace_seconds,
-                            "enableServiceLinks": false,
-                            "containers": [container],
-                        },
+                        "spec": pod,
                     },
                 },
             }))
@@ -308,6 +310,8 @@ mod tests {
         JobSpec {
             notebook: None,
             template: None,
+            environment: None,
+            environment_use: None,
             name: "mnist".into(),
             image: "paddlepaddle/paddle:2.6.1".into(),
             command: vec!["python".into(), "train.py".into()],
@@ -403,5 +407,64 @@ mod tests {
             Some("name")
         );
         assert!(validate_for_kubernetes(&spec()).is_ok());
+        // An environment with an image stands in for the job's.
+        let mut s = spec();
+        s.image = String::new();
+        s.environment_use = Some(app::models::EnvironmentUse {
+            reference: "paddlecloud/paddle-cpu:1".into(),
+            image: "paddlepaddle/paddle:3.3.1".into(),
+            requirements: vec![],
+        });
+        assert!(validate_for_kubernetes(&s).is_ok());
+    }
+
+    #[test]
+    fn an_environment_runs_its_image_with_what_it_lacks_installed_by_an_init_step() {
+        let mut s = spec();
+        s.env.push(EnvVar {
+            name: "PYTHONPATH".into(),
+            value: "/workspace/lib".into(),
+        });
+        s.environment_use = Some(app::models::EnvironmentUse {
+            reference: "team/vision:3".into(),
+            image: "paddlepaddle/paddle:3.3.1".into(),
+            requirements: vec!["visualdl==2.5.3".into(), "tomli-w>=1".into()],
+        });
+        let ctx = JobContext {
+            job_id: 7,
+            account: "vision",
+            console_url: None,
+            grace_seconds: 5,
+        };
+        let jobs = replica_jobs(&s, &ctx, &parent(&s, 7).unwrap()).unwrap();
+        let pod = &serde_json::to_value(&jobs[1]).unwrap()["spec"]["template"]["spec"];
+        let init = &pod["initContainers"][0];
+        assert_eq!(init["image"], "paddlepaddle/paddle:3.3.1");
+        let args: Vec<&str> = init["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            args[2..],
+            ["/opt/paddlecloud/env", "visualdl==2.5.3", "tomli-w>=1"]
+        );
+        assert_eq!(pod["volumes"][0]["emptyDir"], serde_json::json!({}));
+        let c = &pod["containers"][0];
+        assert_eq!(c["image"], "paddlepaddle/paddle:3.3.1");
+        assert_eq!(c["volumeMounts"][0]["mountPath"], "/opt/paddlecloud/env");
+        let path = c["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "PYTHONPATH")
+            .unwrap();
+        assert_eq!(path["value"], "/opt/paddlecloud/env:/workspace/lib");
+        // Without requirements: the image alone, no init step.
+        s.environment_use.as_mut().unwrap().requirements.clear();
+        let jobs = replica_jobs(&s, &ctx, &parent(&s, 7).unwrap()).unwrap();
+        let pod = &serde_json::to_value(&jobs[1]).unwrap()["spec"]["template"]["spec"];
+        assert!(pod["initContainers"].is_null(), "{pod}");
     }
 }

@@ -35,6 +35,7 @@ use tokio::sync::{broadcast, watch};
 
 use self::machine::Machine;
 use self::scheduler::Ask;
+use crate::environments::venv::Venvs;
 use crate::storage::jobs::{JobStore, StoredJob};
 use crate::storage::logfile;
 use crate::storage::samples::ResourceStore;
@@ -72,6 +73,8 @@ pub struct LocalParts {
     pub inherited_env: Arc<[(String, String)]>,
     /// This machine's room, queue and limits, shared with local serving.
     pub machine: Arc<Machine>,
+    /// The virtualenvs of environments jobs run in.
+    pub venvs: Arc<Venvs>,
 }
 
 struct Inner {
@@ -95,6 +98,8 @@ struct Inner {
     inherited_env: Arc<[(String, String)]>,
     /// This machine's room, queue and limits.
     machine: Arc<Machine>,
+    /// The virtualenvs of environments jobs run in.
+    venvs: Arc<Venvs>,
 }
 
 impl LocalCluster {
@@ -116,6 +121,7 @@ impl LocalCluster {
                 sampler: (parts.samples, parts.sample_every),
                 inherited_env: parts.inherited_env,
                 machine: parts.machine,
+                venvs: parts.venvs,
             }),
         };
         for queued in recovery::recover(&cluster.inner.store).await? {

@@ -4,7 +4,7 @@
 //! decided.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -79,9 +79,16 @@ pub async fn supervise(
     let account_id = run.account_id;
     let name = run.spec.name.clone();
     let mut stop = stop;
-    let ran = match wait_turn(&inner, &run, &mut stop).await {
-        Ok(Some(grant)) => drive(&inner, &run, stop, grant).await,
-        Ok(None) => stopped_in_queue(&inner, &run).await,
+    let ran = match prepare_environment(&inner, &run, &mut stop).await {
+        Ok(Prepared::Ready(venv)) => match wait_turn(&inner, &run, &mut stop).await {
+            Ok(Some(grant)) => drive(&inner, &run, stop, grant, venv.as_deref()).await,
+            Ok(None) => stopped_in_queue(&inner, &run).await,
+            Err(err) => Err(err),
+        },
+        Ok(Prepared::Stopped) => stopped_in_queue(&inner, &run).await,
+        Ok(Prepared::Failed(why)) => {
+            end_unstarted(&inner, &run, PodPhase::Failed, JobStatus::Failed, &why).await
+        }
         Err(err) => Err(err),
     };
     if let Err(err) = ran {
@@ -138,28 +145,110 @@ async fn wait_turn(
     }
 }
 
+/// How the job's environment came out.
+enum Prepared {
+    /// Built (its virtualenv), or the job names none.
+    Ready(Option<PathBuf>),
+    /// The job was stopped while it was built.
+    Stopped,
+    /// It could not be built: why, in the job's words.
+    Failed(String),
+}
+
+/// Builds the job's environment (at most once for every job that lists
+/// the same requirements) before it queues for room, with the job saying
+/// so meanwhile.
+async fn prepare_environment(
+    inner: &Arc<Inner>,
+    run: &Run,
+    stop: &mut watch::Receiver<bool>,
+) -> anyhow::Result<Prepared> {
+    let Some(environment) = &run.spec.environment_use else {
+        return Ok(Prepared::Ready(None));
+    };
+    let name = environment.reference.as_str();
+    set_job(
+        inner,
+        run,
+        JobStatus::Pending,
+        &format!("Preparing its environment {name} (its build log is on the environment's page)…"),
+    )
+    .await?;
+    let venvs = inner.venvs.clone();
+    let requirements = environment.requirements.clone();
+    let built = venvs.ready(&requirements);
+    tokio::pin!(built);
+    loop {
+        tokio::select! {
+            built = &mut built => return Ok(match built {
+                Ok(dir) => Prepared::Ready(Some(dir)),
+                Err(why) => Prepared::Failed(format!("Its environment {name} could not be built: {why}")),
+            }),
+            changed = stop.changed() => {
+                if changed.is_err() || *stop.borrow() {
+                    return Ok(Prepared::Stopped);
+                }
+            }
+        }
+    }
+}
+
 /// A job stopped while it waited: no replica ran.
 async fn stopped_in_queue(inner: &Inner, run: &Run) -> anyhow::Result<()> {
+    end_unstarted(
+        inner,
+        run,
+        PodPhase::Stopped,
+        JobStatus::Stopped,
+        "Stopped by a user while it waited for room.",
+    )
+    .await
+}
+
+/// Ends a job none of whose replicas started, saying why on each.
+async fn end_unstarted(
+    inner: &Inner,
+    run: &Run,
+    phase: PodPhase,
+    status: JobStatus,
+    why: &str,
+) -> anyhow::Result<()> {
+    let pod_message = match status {
+        JobStatus::Stopped => {
+            "Not started: the job was stopped while it waited for room.".to_owned()
+        }
+        _ => format!("Not started: {why}"),
+    };
     for (pod, _, _) in pod_names(&run.spec) {
         set_pod(
             inner,
             run,
             &pod,
             PodUpdate {
-                phase: Some(PodPhase::Stopped),
-                message: Some("Not started: the job was stopped while it waited for room.".into()),
+                phase: Some(phase),
+                message: Some(pod_message.clone()),
                 ..Default::default()
             },
         )
         .await?;
     }
-    set_job(
-        inner,
-        run,
-        JobStatus::Stopped,
-        "Stopped by a user while it waited for room.",
-    )
-    .await
+    set_job(inner, run, status, why).await
+}
+
+/// The variables that put a virtualenv first: `VIRTUAL_ENV` and its
+/// `bin` ahead of the inherited `PATH`.
+pub(crate) fn venv_env(venv: &Path, inherited: &[(String, String)]) -> [(String, String); 2] {
+    let path = inherited
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
+    [
+        ("VIRTUAL_ENV".to_owned(), venv.display().to_string()),
+        (
+            "PATH".to_owned(),
+            format!("{}:{path}", venv.join("bin").display()),
+        ),
+    ]
 }
 
 fn env_for(
@@ -243,6 +332,7 @@ async fn drive(
     run: &Run,
     mut stop: watch::Receiver<bool>,
     grant: Grant,
+    venv: Option<&Path>,
 ) -> anyhow::Result<()> {
     let pods = pod_names(&run.spec);
     let ports = free_ports(pods.len())?;
@@ -272,6 +362,9 @@ async fn drive(
     {
         let mut env = env_for(run, pod, *role, *index, *port, &ps_list, &trainer_list);
         env.extend(gpu_env(gpus));
+        if let Some(venv) = venv {
+            env.extend(venv_env(venv, &inner.inherited_env));
+        }
         let path = logfile::log_path(&run.dir, pod);
         let mut cmd = command(&argv, &cwd, &inner.inherited_env, &env);
         let limited =

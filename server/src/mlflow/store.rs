@@ -339,6 +339,8 @@ impl MlflowStore {
             let spec = JobSpec {
                 notebook: None,
                 template: None,
+                environment: None,
+                environment_use: None,
                 name: name.clone(),
                 image: String::new(),
                 command: vec!["mlflow".into()],

@@ -6,6 +6,7 @@
 //! ([`users`]), the audit log ([`audit`]) and rate limits ([`throttle`]). Nothing here knows of a backend, a service or HTTP.
 
 pub mod audit;
+pub mod catalog;
 pub mod db;
 pub mod jobs;
 pub mod logfile;

@@ -51,6 +51,8 @@ fn spec(name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
     JobSpec {
         notebook: None,
         template: None,
+        environment: None,
+        environment_use: None,
         name: name.into(),
         image: "paddlepaddle/paddle:2.6.1".into(),
         command: vec!["sh".into(), "-c".into(), script.into()],

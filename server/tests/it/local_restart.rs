@@ -26,6 +26,8 @@ fn a_restart_marks_running_jobs_failed_and_kills_what_is_left_of_them() {
         let spec = JobSpec {
             notebook: None,
             template: None,
+            environment: None,
+            environment_use: None,
             name: "survivor".into(),
             image: String::new(),
             command: vec!["sh".into(), "-c".into(), "sleep 300 & echo \"child $!\"; wait".into()],

@@ -15,6 +15,7 @@ mod assets;
 mod cli;
 mod cli_remote;
 mod cluster_contract;
+mod environments;
 mod http;
 mod kube_backend;
 mod kube_metrics_api;

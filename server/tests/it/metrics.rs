@@ -25,6 +25,8 @@ async fn with_job(db: &TestDb, name: &str, job: &str) -> Account {
     let spec = app::models::JobSpec {
         notebook: None,
         template: None,
+        environment: None,
+        environment_use: None,
         name: job.into(),
         image: String::new(),
         command: vec!["true".into()],
@@ -276,6 +278,8 @@ async fn scalars_from_tensorboard_and_visualdl_files_a_job_writes_reach_its_boar
     let spec = app::models::JobSpec {
         notebook: None,
         template: None,
+        environment: None,
+        environment_use: None,
         name: "writers".into(),
         image: String::new(),
         command: vec![python.display().to_string(), script.into(), ".".into()],

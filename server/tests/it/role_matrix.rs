@@ -215,6 +215,9 @@ fn body_for(method: &Method, template: &str) -> Option<Value> {
         ("PUT", "/api/v1/members/{user_id}/caps") => {
             Some(json!({"cpu": "1", "memory": "", "gpu": "", "max_jobs": ""}))
         }
+        ("POST", "/api/v1/templates/{name}/publish" | "/api/v1/environments/{name}/publish") => {
+            Some(json!({"public": true}))
+        }
         ("POST", "/api/v1/admin/reset-links") => {
             Some(json!({"account": "team", "email": "ann@example.com"}))
         }
@@ -246,7 +249,9 @@ fn personal(template: &str) -> bool {
 
 /// Routes only a site admin may change with.
 fn admin_only(method: &Method, template: &str) -> bool {
-    template.starts_with("/api/v1/admin/") || (method == Method::PUT && template == "/api/v1/quota")
+    template.starts_with("/api/v1/admin/")
+        || (method == Method::PUT && template == "/api/v1/quota")
+        || template.ends_with("/publish")
 }
 
 /// Routes only the account's owners may use.
@@ -343,6 +348,7 @@ const SERVER_FN_WRITES: &[(&str, &str)] = &[
     ("keep_notebook", "name=n1"),
     ("delete_notebook", "name=n1"),
     ("run_template", "name=t1&version=1&job_name=from-t1"),
+    ("save_environment", "form[name]=e2"),
 ];
 const SERVER_FN_OWNERS: &[(&str, &str)] = &[
     ("invite_member", "email=dan%40example.com&role=member"),
@@ -384,6 +390,8 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("list_notebooks", ""),
     ("list_templates", ""),
     ("get_template", "name=t1"),
+    ("list_environments", ""),
+    ("get_environment", "name=minimal&owner=paddlecloud"),
     ("resource_charts", "job=j1"),
     ("quota_view", ""),
     ("quota_left", ""),

@@ -46,6 +46,7 @@ pub fn SubmitDialog() -> impl IntoView {
                     <div class="form-grid">
                         {field("name", "Name", |f| f.name.clone())}
                         {field("image", "Image", |f| f.image.clone())}
+                        {field("environment", "Python environment (optional, e.g. paddlecloud/paddle-cpu)", |f| f.environment.clone())}
                         {field("command", "Command", |f| f.command.clone())}
                         {field("working_dir", "Working directory", |f| f.working_dir.clone())}
                     </div>
@@ -71,7 +72,7 @@ pub fn SubmitDialog() -> impl IntoView {
                         <FieldError error field="trainer.memory" />
                         <FieldError error field="trainer.gpu" />
                     </fieldset>
-                    <label for="job-env">"Environment (KEY=VALUE per line)"</label>
+                    <label for="job-env">"Environment variables (KEY=VALUE per line)"</label>
                     <textarea
                         id="job-env"
                         name="form[env]"

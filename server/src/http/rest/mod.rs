@@ -9,6 +9,7 @@ mod account;
 mod archive;
 pub mod assets;
 mod cluster;
+mod environments;
 mod jobs;
 mod members;
 pub mod metrics;
@@ -57,6 +58,7 @@ use crate::http::caller::Caller;
          (name = "usage", description = "Resource use of jobs, quota, CPU/GPU hours"),
          (name = "serving", description = "Models served over HTTP: launch, scale, stop, traffic"),
          (name = "notebooks", description = "Private JupyterLab servers: create, start, stop, keep running, delete"),
+         (name = "environments", description = "Environment profiles: an image and pip requirements, saved in immutable versions, built locally from PyPI"),
          (name = "templates", description = "Experiment templates: job specs with typed parameters, saved in immutable versions, run with values"),
          (name = "account", description = "Who is calling, passwords, resets, the audit log"))
 )]
@@ -123,6 +125,10 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(templates::list, templates::save))
         .routes(routes!(templates::get_one))
         .routes(routes!(templates::run))
+        .routes(routes!(templates::publish))
+        .routes(routes!(environments::list, environments::save))
+        .routes(routes!(environments::get_one))
+        .routes(routes!(environments::publish))
         .routes(routes!(assets::list, assets::create))
         .routes(routes!(assets::get_one, assets::update, assets::delete))
         .routes(routes!(assets::list_dir))

@@ -2,7 +2,7 @@
 //! one (`POST /api/v1/templates/<name>/jobs`), which makes a job from its
 //! parameters' values.
 
-use app::models::{Job, Template, TemplateList, TemplateRun, TemplateSpec};
+use app::models::{Job, Publication, Template, TemplateList, TemplateRun, TemplateSpec};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
@@ -15,16 +15,19 @@ use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::{Caller, Writer};
 use crate::http::AppState;
 
-/// Which version of a template.
+/// Whose template (or environment), and which version.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct VersionParam {
+pub struct WhichParams {
+    /// The owning account (default: the caller's); another account's must
+    /// be published.
+    pub owner: Option<String>,
     /// The version (default: the newest).
-    version: Option<u32>,
+    pub version: Option<u32>,
 }
 
 /// A `201 Created` with `Location: location` and `body`.
-fn created(location: &str, body: impl serde::Serialize) -> Response {
+pub(super) fn created(location: &str, body: impl serde::Serialize) -> Response {
     let mut response = (StatusCode::CREATED, Json(body)).into_response();
     if let Ok(location) = HeaderValue::from_str(location) {
         response.headers_mut().insert(header::LOCATION, location);
@@ -32,7 +35,8 @@ fn created(location: &str, body: impl serde::Serialize) -> Response {
     response
 }
 
-/// The account's templates, each at its newest version, by name.
+/// The account's templates, then those published for everyone (the
+/// library the console ships among them), each at its newest version.
 #[utoipa::path(get, path = "/api/v1/templates", tag = "templates",
     responses(
         (status = 200, description = "The templates", body = TemplateList),
@@ -68,9 +72,10 @@ pub async fn save(
     Ok(created(&location, &saved))
 }
 
-/// One template: its newest version, or `?version=N`.
+/// One template: its newest version, or `?version=N`; another account's
+/// published one with `?owner=`.
 #[utoipa::path(get, path = "/api/v1/templates/{name}", tag = "templates",
-    params(("name" = String, Path, description = "The template's name"), VersionParam),
+    params(("name" = String, Path, description = "The template's name"), WhichParams),
     responses(
         (status = 200, description = "The template", body = Template),
         (status = 401, description = "No or a wrong access key", body = ErrorBody),
@@ -80,14 +85,47 @@ pub async fn get_one(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(name): Path<String>,
-    version: Result<Query<VersionParam>, QueryRejection>,
+    which: Result<Query<WhichParams>, QueryRejection>,
 ) -> Result<Json<Template>, ApiError> {
-    let Query(version) = version?;
+    let Query(which) = which?;
     Ok(Json(
         state
             .services
             .templates
-            .get(&who.me.account, &name, version.version)
+            .get(
+                &who.me.account,
+                which.owner.as_deref(),
+                &name,
+                which.version,
+            )
+            .await?,
+    ))
+}
+
+/// Publishes a template (every version) for every account, or takes it
+/// back. Only a site admin may.
+#[utoipa::path(post, path = "/api/v1/templates/{name}/publish", tag = "templates",
+    params(("name" = String, Path, description = "The template's name")),
+    request_body = Publication,
+    responses(
+        (status = 200, description = "The template's newest version, as published now", body = Template),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 403, description = "Not a site admin", body = ErrorBody),
+        (status = 404, description = "No such template", body = ErrorBody),
+    ))]
+pub async fn publish(
+    State(state): State<AppState>,
+    Writer(who): Writer,
+    Path(name): Path<String>,
+    body: Result<Json<Publication>, JsonRejection>,
+) -> Result<Json<Template>, ApiError> {
+    let Json(body) = body?;
+    let owner = body.owner.unwrap_or_else(|| who.me.account.name.clone());
+    Ok(Json(
+        state
+            .services
+            .templates
+            .publish(&who.me, &owner, &name, body.public)
             .await?,
     ))
 }
@@ -104,7 +142,7 @@ pub async fn get_one(
         (status = 400, description = "A bad value, named in `field` (`values.<parameter>`), or a job the values make invalid", body = ErrorBody),
         (status = 401, description = "No or a wrong access key", body = ErrorBody),
         (status = 403, description = "A viewer, or over the account's quota: what is over and by how much", body = ErrorBody),
-        (status = 404, description = "No such template (or version) in this account", body = ErrorBody),
+        (status = 404, description = "No such template (or version) that the account can read", body = ErrorBody),
         (status = 409, description = "The job's name is taken", body = ErrorBody),
     ))]
 pub async fn run(

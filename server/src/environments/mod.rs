@@ -1,0 +1,177 @@
+//! [`app::ports::Environments`]: the catalog in the console's database
+//! ([`crate::storage::catalog`]) and the local builds ([`venv`]).
+
+pub mod venv;
+
+use std::sync::Arc;
+
+use app::error::AppError;
+use app::models::{
+    Environment, EnvironmentDetail, EnvironmentList, EnvironmentRef, EnvironmentSpec,
+    EnvironmentSummary, Me,
+};
+use app::ports::Environments;
+use async_trait::async_trait;
+use sqlx::AnyPool;
+
+use self::venv::Venvs;
+use crate::storage::catalog::{Catalog, Row};
+
+/// The account that owns what the console ships (migration 0015).
+pub const LIBRARY_ACCOUNT: &str = "paddlecloud";
+
+/// Environments on the console's database, built on this machine.
+pub struct SqlEnvironments {
+    catalog: Catalog,
+    venvs: Arc<Venvs>,
+    /// Build a saved version here at once (the local executor runs jobs);
+    /// otherwise only when a local run needs it.
+    build_on_save: bool,
+}
+
+impl SqlEnvironments {
+    /// On a migrated pool, building with `venvs`.
+    pub fn new(pool: AnyPool, venvs: Arc<Venvs>, build_on_save: bool) -> Self {
+        Self {
+            catalog: Catalog::new(pool, "environments"),
+            venvs,
+            build_on_save,
+        }
+    }
+
+    /// Saves the environments the console ships ([`shipped`]) as the next
+    /// version of each in the library account where the newest stored one
+    /// differs, published for everyone. Their builds start when first used.
+    pub async fn install_library(&self) -> Result<(), AppError> {
+        let mut entries = Vec::new();
+        for spec in shipped() {
+            spec.validate()?;
+            let text = serde_json::to_string(&spec).map_err(|_| AppError::Internal)?;
+            entries.push((spec.name.clone(), text));
+        }
+        self.catalog.install(LIBRARY_ACCOUNT, &entries).await
+    }
+
+    async fn find(&self, me: &Me, reference: &EnvironmentRef) -> Result<Environment, AppError> {
+        let owner = reference.owner.as_deref().unwrap_or(&me.account.name);
+        let row = self
+            .catalog
+            .get(me.account.id, owner, &reference.name, reference.version)
+            .await?;
+        let what = match reference.version {
+            Some(v) => format!("Environment “{owner}/{}” version {v}", reference.name),
+            None => format!("Environment “{owner}/{}”", reference.name),
+        };
+        read(&row.ok_or_else(|| AppError::not_found(what))?)
+    }
+}
+
+/// A stored row as an environment.
+fn read(row: &Row) -> Result<Environment, AppError> {
+    let spec: EnvironmentSpec = serde_json::from_str(&row.spec).map_err(|err| {
+        tracing::error!(error = %err, "a stored environment does not read back");
+        AppError::Internal
+    })?;
+    Ok(Environment {
+        spec,
+        owner: row.owner.clone(),
+        version: row.version,
+        public: row.public,
+        created_by: row.created_by.clone(),
+        created_at: row.created_at,
+    })
+}
+
+/// What the console ships: "paddle-cpu" (PaddlePaddle's CPU build and
+/// VisualDL) and "minimal" (the SDK alone). The versions pinned are those
+/// the test suite trains with.
+pub fn shipped() -> Vec<EnvironmentSpec> {
+    vec![
+        EnvironmentSpec {
+            name: "paddle-cpu".into(),
+            description: "PaddlePaddle (CPU) and VisualDL, with the PaddleCloud SDK.".into(),
+            image: "paddlepaddle/paddle:3.3.1".into(),
+            requirements: vec!["paddlepaddle==3.3.1".into(), "visualdl==2.5.3".into()],
+            setup_notes: "Distributed training on CPU uses gloo: set PADDLE_DISTRI_BACKEND=gloo."
+                .into(),
+        },
+        EnvironmentSpec {
+            name: "minimal".into(),
+            description: "Python with the PaddleCloud SDK and nothing else.".into(),
+            image: "python:3.11-slim".into(),
+            requirements: vec![],
+            setup_notes: String::new(),
+        },
+    ]
+}
+
+#[async_trait]
+impl Environments for SqlEnvironments {
+    async fn save(&self, by: &Me, spec: EnvironmentSpec) -> Result<Environment, AppError> {
+        by.role.require_change()?;
+        let spec = spec.normalized();
+        spec.validate()?;
+        let text = serde_json::to_string(&spec).map_err(|_| AppError::Internal)?;
+        let row = self
+            .catalog
+            .save(by.account.id, &spec.name, &text, &by.email, false)
+            .await?;
+        tracing::info!(account = %by.account.name, environment = %spec.name, version = row.version, user = %by.email, "environment saved");
+        if self.build_on_save {
+            self.venvs.start(&spec.requirements);
+        }
+        read(&row)
+    }
+
+    async fn list(&self, me: &Me) -> Result<EnvironmentList, AppError> {
+        let mut environments = Vec::new();
+        for row in self.catalog.list(me.account.id).await? {
+            let environment = read(&row)?;
+            let state = self.venvs.state(&environment.spec.requirements).await.state;
+            environments.push(EnvironmentSummary { environment, state });
+        }
+        Ok(EnvironmentList { environments })
+    }
+
+    async fn get(&self, me: &Me, reference: &EnvironmentRef) -> Result<Environment, AppError> {
+        self.find(me, reference).await
+    }
+
+    async fn detail(
+        &self,
+        me: &Me,
+        reference: &EnvironmentRef,
+    ) -> Result<EnvironmentDetail, AppError> {
+        let environment = self.find(me, reference).await?;
+        let versions = self
+            .catalog
+            .versions(&environment.owner, &environment.spec.name)
+            .await?;
+        let build = self.venvs.state(&environment.spec.requirements).await;
+        let can_edit = environment.owner == me.account.name && me.role.require_change().is_ok();
+        Ok(EnvironmentDetail {
+            environment,
+            versions,
+            build,
+            can_edit,
+        })
+    }
+
+    async fn publish(
+        &self,
+        me: &Me,
+        owner: &str,
+        name: &str,
+        public: bool,
+    ) -> Result<Environment, AppError> {
+        self.catalog
+            .publish(me, "Environment", owner, name, public)
+            .await?;
+        let reference = EnvironmentRef {
+            owner: Some(owner.to_owned()),
+            name: name.to_owned(),
+            version: None,
+        };
+        self.find(me, &reference).await
+    }
+}

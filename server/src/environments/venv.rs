@@ -1,0 +1,349 @@
+//! Local builds of environments: one virtualenv per distinct list of
+//! requirements, under `<data-dir>/environments/<hash>/`, made with the
+//! console's Python (`python -m venv`) and filled by pip from PyPI. The
+//! hash covers the requirements and the Python, so every version and
+//! account that lists the same packages shares one build, and a changed
+//! list is a new build. The console's Python SDK is put on the
+//! environment's path (a `.pth` file) besides what it lists.
+//!
+//! A build is made once: a finished one has a marker file, a failed one
+//! leaves its log and a line saying why next to it, and either survives a
+//! restart. A failed build is tried again when something needs it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use app::models::{BuildState, EnvironmentBuild};
+use sha2::{Digest, Sha256};
+use tokio::sync::watch;
+
+use crate::backend::notebooks::SDK_FILES;
+
+/// The longest a build may take before it is stopped.
+const BUILD_LIMIT: Duration = Duration::from_secs(30 * 60);
+/// The most of a build's log a page shows: its end.
+const LOG_TAIL: u64 = 64 * 1024;
+/// Written into a finished build.
+const READY: &str = ".paddlecloud-ready";
+
+/// The builds on this machine.
+pub struct Venvs {
+    root: PathBuf,
+    python: String,
+    /// Builds under way, by hash: the receiver turns true when it ends.
+    running: Mutex<HashMap<String, watch::Receiver<bool>>>,
+}
+
+impl Venvs {
+    /// Builds under `root` with `python` (which must have `venv`).
+    pub fn new(root: PathBuf, python: String) -> Arc<Self> {
+        Arc::new(Self {
+            root,
+            python,
+            running: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The build's name: a hash of the Python and the requirements.
+    pub fn hash(&self, requirements: &[String]) -> String {
+        let mut h = Sha256::new();
+        h.update(self.python.as_bytes());
+        for r in requirements {
+            h.update(b"\n");
+            h.update(r.trim().as_bytes());
+        }
+        hex::encode(&h.finalize()[..8])
+    }
+
+    /// Where the build of `requirements` is (or will be).
+    pub fn dir(&self, requirements: &[String]) -> PathBuf {
+        self.root.join(self.hash(requirements))
+    }
+
+    fn log_path(&self, hash: &str) -> PathBuf {
+        self.root.join(format!("{hash}.log"))
+    }
+
+    fn failed_path(&self, hash: &str) -> PathBuf {
+        self.root.join(format!("{hash}.failed"))
+    }
+
+    /// How far the build of `requirements` is, with the end of its log.
+    pub async fn state(&self, requirements: &[String]) -> EnvironmentBuild {
+        let hash = self.hash(requirements);
+        let building = self.running.lock().expect("venv lock").contains_key(&hash);
+        let log = read_tail(&self.log_path(&hash)).await;
+        let (state, message) = if building {
+            (BuildState::Building, String::new())
+        } else if self.root.join(&hash).join(READY).exists() {
+            (BuildState::Ready, String::new())
+        } else if let Ok(why) = tokio::fs::read_to_string(self.failed_path(&hash)).await {
+            (BuildState::Failed, why.trim().to_owned())
+        } else {
+            (BuildState::NotBuilt, String::new())
+        };
+        EnvironmentBuild {
+            state,
+            message,
+            log,
+        }
+    }
+
+    /// Starts building `requirements` unless they are built or being
+    /// built; returns at once.
+    pub fn start(self: &Arc<Self>, requirements: &[String]) {
+        let _ = self.begin(requirements);
+    }
+
+    /// The build's directory once it is ready (building it first if need
+    /// be), or why it could not be built.
+    pub async fn ready(self: &Arc<Self>, requirements: &[String]) -> Result<PathBuf, String> {
+        let dir = self.dir(requirements);
+        if let Some(mut done) = self.begin(requirements) {
+            // An error: the build task is gone, which is as good as done.
+            let _ = done.wait_for(|d| *d).await;
+        }
+        if dir.join(READY).exists() {
+            return Ok(dir);
+        }
+        let hash = self.hash(requirements);
+        Err(tokio::fs::read_to_string(self.failed_path(&hash))
+            .await
+            .map(|why| why.trim().to_owned())
+            .unwrap_or_else(|_| "the build did not finish".to_owned()))
+    }
+
+    /// The running build's end signal, starting one if none runs and the
+    /// requirements are not built; `None` when they are built.
+    fn begin(self: &Arc<Self>, requirements: &[String]) -> Option<watch::Receiver<bool>> {
+        let hash = self.hash(requirements);
+        let mut running = self.running.lock().expect("venv lock");
+        if let Some(done) = running.get(&hash) {
+            return Some(done.clone());
+        }
+        if self.root.join(&hash).join(READY).exists() {
+            return None;
+        }
+        let (tx, rx) = watch::channel(false);
+        running.insert(hash.clone(), rx.clone());
+        let this = self.clone();
+        let requirements = requirements.to_vec();
+        tokio::spawn(async move {
+            let outcome = tokio::time::timeout(BUILD_LIMIT, this.build(&hash, &requirements))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(format!(
+                        "it took longer than {} minutes",
+                        BUILD_LIMIT.as_secs() / 60
+                    ))
+                });
+            if let Err(why) = outcome {
+                tracing::warn!(hash, why, "an environment build failed");
+                let _ = this
+                    .append_log(&hash, &format!("\nThe build failed: {why}\n"))
+                    .await;
+                let _ = tokio::fs::write(this.failed_path(&hash), &why).await;
+            }
+            this.running.lock().expect("venv lock").remove(&hash);
+            let _ = tx.send(true);
+        });
+        Some(rx)
+    }
+
+    async fn append_log(&self, hash: &str, text: &str) -> std::io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        let mut log = tokio::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path(hash))
+            .await?;
+        log.write_all(text.as_bytes()).await
+    }
+
+    /// Makes the virtualenv, puts the SDK on its path and installs the
+    /// requirements, writing what each step says to the build's log.
+    async fn build(&self, hash: &str, requirements: &[String]) -> Result<(), String> {
+        let dir = self.root.join(hash);
+        let io = |what: &'static str| move |e: std::io::Error| format!("{what}: {e}");
+        tokio::fs::create_dir_all(&self.root)
+            .await
+            .map_err(io("could not make the environments folder"))?;
+        // Another console sharing the folder may be building it: wait for
+        // it, then use what it made.
+        let _lock = self.lock(hash).await?;
+        if dir.join(READY).exists() {
+            return Ok(());
+        }
+        let _ = tokio::fs::remove_file(self.failed_path(hash)).await;
+        let _ = tokio::fs::remove_dir_all(&dir).await;
+        tokio::fs::write(
+            self.log_path(hash),
+            format!(
+                "Building a Python environment with {}\nRequirements:\n{}\n\n",
+                self.python,
+                if requirements.is_empty() {
+                    "  (none: the SDK only)".to_owned()
+                } else {
+                    requirements
+                        .iter()
+                        .map(|r| format!("  {r}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                }
+            ),
+        )
+        .await
+        .map_err(io("could not write the build log"))?;
+        self.step(
+            hash,
+            "Making the virtualenv",
+            &self.python,
+            &["-m", "venv", &dir.display().to_string()],
+        )
+        .await?;
+        let python = dir.join("bin").join("python").display().to_string();
+        self.install_sdk(&dir, &python).await?;
+        if !requirements.is_empty() {
+            let file = dir.join("requirements.txt");
+            tokio::fs::write(&file, requirements.join("\n") + "\n")
+                .await
+                .map_err(io("could not write requirements.txt"))?;
+            let file = file.display().to_string();
+            self.step(
+                hash,
+                "Installing the requirements from PyPI",
+                &python,
+                &[
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "--no-input",
+                    "--progress-bar",
+                    "off",
+                    "-r",
+                    &file,
+                ],
+            )
+            .await?;
+        }
+        tokio::fs::write(dir.join(READY), b"")
+            .await
+            .map_err(io("could not mark the build finished"))?;
+        self.append_log(hash, "\nReady.\n")
+            .await
+            .map_err(io("could not write the build log"))?;
+        tracing::info!(hash, "an environment was built");
+        Ok(())
+    }
+
+    /// Holds `<hash>.lock` until dropped, so that one process builds a hash
+    /// at a time.
+    async fn lock(&self, hash: &str) -> Result<nix::fcntl::Flock<std::fs::File>, String> {
+        let path = self.root.join(format!("{hash}.lock"));
+        tokio::task::spawn_blocking(move || {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(|e| format!("could not open {}: {e}", path.display()))?;
+            nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+                .map_err(|(_, e)| format!("could not lock {}: {e}", path.display()))
+        })
+        .await
+        .map_err(|e| format!("the build lock was lost: {e}"))?
+    }
+
+    /// The SDK's files in the environment, found through a `.pth` file in
+    /// its site-packages (so `import paddlecloud` works in it).
+    async fn install_sdk(&self, dir: &Path, python: &str) -> Result<(), String> {
+        let out = tokio::process::Command::new(python)
+            .args([
+                "-c",
+                "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .map_err(|e| format!("could not run the environment's Python: {e}"))?;
+        let purelib = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if !out.status.success() || purelib.is_empty() {
+            return Err("the environment's Python did not say where its packages go".to_owned());
+        }
+        let sdk = dir.join("paddlecloud-sdk").join("paddlecloud");
+        tokio::fs::create_dir_all(&sdk)
+            .await
+            .map_err(|e| format!("could not write the SDK: {e}"))?;
+        for (name, text) in SDK_FILES {
+            tokio::fs::write(sdk.join(name), text)
+                .await
+                .map_err(|e| format!("could not write the SDK: {e}"))?;
+        }
+        let pth = Path::new(&purelib).join("paddlecloud-sdk.pth");
+        tokio::fs::write(&pth, format!("{}\n", dir.join("paddlecloud-sdk").display()))
+            .await
+            .map_err(|e| format!("could not put the SDK on the path: {e}"))
+    }
+
+    /// Runs one step with its output going to the log; its last lines are
+    /// the error when it fails.
+    async fn step(
+        &self,
+        hash: &str,
+        what: &str,
+        program: &str,
+        args: &[&str],
+    ) -> Result<(), String> {
+        self.append_log(hash, &format!("==> {what}\n"))
+            .await
+            .map_err(|e| format!("could not write the build log: {e}"))?;
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.log_path(hash))
+            .map_err(|e| format!("could not open the build log: {e}"))?;
+        let err = log
+            .try_clone()
+            .map_err(|e| format!("could not open the build log: {e}"))?;
+        let status = tokio::process::Command::new(program)
+            .args(args)
+            .env("PYTHONUNBUFFERED", "1")
+            .env("PIP_NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(err))
+            .kill_on_drop(true)
+            .status()
+            .await
+            .map_err(|e| format!("{what}: could not run {program}: {e}"))?;
+        if status.success() {
+            return Ok(());
+        }
+        let tail = read_tail(&self.log_path(hash)).await;
+        let lines: Vec<String> = tail
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_owned)
+            .collect();
+        let last = crate::backend::last_lines(&lines, 3, 400);
+        Err(format!("{what} failed ({status}): {last}"))
+    }
+}
+
+/// The end of a log file (empty when there is none).
+async fn read_tail(path: &Path) -> String {
+    use tokio::io::{AsyncReadExt, AsyncSeekExt};
+    let Ok(mut file) = tokio::fs::File::open(path).await else {
+        return String::new();
+    };
+    let len = file.metadata().await.map(|m| m.len()).unwrap_or(0);
+    let _ = file
+        .seek(std::io::SeekFrom::Start(len.saturating_sub(LOG_TAIL)))
+        .await;
+    let mut bytes = Vec::new();
+    let _ = file.read_to_end(&mut bytes).await;
+    String::from_utf8_lossy(&bytes).into_owned()
+}

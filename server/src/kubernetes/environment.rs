@@ -1,0 +1,85 @@
+//! An environment on Kubernetes: its image runs the pod, and its pip
+//! requirements that the image lacks are installed by an init container
+//! into a volume the main container finds on `PYTHONPATH`.
+
+use app::models::JobSpec;
+use serde_json::{json, Value};
+
+/// Where the init step installs what the image lacks.
+pub const TARGET: &str = "/opt/paddlecloud/env";
+/// The init container's and the volume's name.
+const NAME: &str = "environment";
+
+/// The init step: installs only the requirements the image does not
+/// already satisfy (read with pip's own `packaging`), so an image built for
+/// the environment starts at once. Requirements are arguments, never
+/// shell: each was checked to be a package from an index.
+const INSTALL: &str = r#"import subprocess, sys
+from importlib import metadata
+try:
+    from packaging.requirements import Requirement
+except ImportError:
+    from pip._vendor.packaging.requirements import Requirement
+missing = []
+for line in sys.argv[2:]:
+    try:
+        r = Requirement(line)
+        if r.marker is not None and not r.marker.evaluate():
+            continue
+        if r.specifier.contains(metadata.version(r.name), prereleases=True):
+            print("in the image:", line, flush=True)
+            continue
+    except Exception:
+        pass
+    missing.append(line)
+if missing:
+    print("installing:", " ".join(missing), flush=True)
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "--no-input",
+        "--disable-pip-version-check", "--target", sys.argv[1], *missing])
+else:
+    print("The image has every requirement.", flush=True)
+"#;
+
+/// The image a job's pods run: its environment's, else its own.
+pub fn image(spec: &JobSpec) -> &str {
+    spec.environment_use
+        .as_ref()
+        .map(|e| e.image.trim())
+        .filter(|i| !i.is_empty())
+        .unwrap_or(spec.image.trim())
+}
+
+/// Adds the job's environment to a pod spec whose first container is the
+/// job's: the init step, the shared volume, `PYTHONPATH` (ahead of one the
+/// job sets).
+pub fn apply(spec: &JobSpec, pod: &mut Value) {
+    let Some(environment) = &spec.environment_use else {
+        return;
+    };
+    if environment.requirements.is_empty() {
+        return;
+    }
+    let mut args = vec![json!("-c"), json!(INSTALL), json!(TARGET)];
+    args.extend(environment.requirements.iter().map(|r| json!(r)));
+    let mount = json!({ "name": NAME, "mountPath": TARGET });
+    pod["initContainers"] = json!([{
+        "name": NAME,
+        "image": image(spec),
+        "command": ["python3"],
+        "args": args,
+        "volumeMounts": [mount],
+    }]);
+    pod["volumes"] = json!([{ "name": NAME, "emptyDir": {} }]);
+    let container = &mut pod["containers"][0];
+    container["volumeMounts"] = json!([mount]);
+    let env = container["env"]
+        .as_array_mut()
+        .expect("a container has env");
+    match env.iter_mut().find(|e| e["name"] == "PYTHONPATH") {
+        Some(theirs) => {
+            let value = theirs["value"].as_str().unwrap_or_default().to_owned();
+            theirs["value"] = json!(format!("{TARGET}:{value}"));
+        }
+        None => env.push(json!({ "name": "PYTHONPATH", "value": TARGET })),
+    }
+}
