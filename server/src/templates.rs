@@ -117,10 +117,11 @@ impl Templates for SqlTemplates {
         name: &str,
         public: bool,
     ) -> Result<Template, AppError> {
-        self.catalog
+        let row = self
+            .catalog
             .publish(me, "Template", owner, name, public)
             .await?;
-        self.get(&me.account, Some(owner), name, None).await
+        read(&row)
     }
 }
 

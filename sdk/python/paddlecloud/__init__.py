@@ -66,6 +66,12 @@ __all__ = [
     "list_templates",
     "get_template",
     "run_template",
+    "publish_template",
+    "save_environment",
+    "list_environments",
+    "get_environment",
+    "wait_environment",
+    "publish_environment",
     "Board",
     "draw_board",
     "flush_board",
@@ -143,6 +149,12 @@ save_template = _module_function("save_template")
 list_templates = _module_function("list_templates")
 get_template = _module_function("get_template")
 run_template = _module_function("run_template")
+publish_template = _module_function("publish_template")
+save_environment = _module_function("save_environment")
+list_environments = _module_function("list_environments")
+get_environment = _module_function("get_environment")
+wait_environment = _module_function("wait_environment")
+publish_environment = _module_function("publish_environment")
 log_metrics = _module_function("log_metrics")
 metric_tags = _module_function("metric_tags")
 metric_series = _module_function("metric_series")

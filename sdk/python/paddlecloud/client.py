@@ -388,6 +388,7 @@ class Client(FilesMixin):
         working_dir: str = "",
         env: Any = None,
         datasets: Sequence[str] = (),
+        environment: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Submits a distributed job and returns it (status ``pending`` or later).
 
@@ -398,7 +399,11 @@ class Client(FilesMixin):
         string split like a shell would), ``args`` more arguments, ``env`` a dict of
         extra environment variables for every replica. ``datasets`` names the
         datasets it reads (``name`` or ``owner/name``): in the job,
-        `paddlecloud.dataset_dir()` is where the first one is.
+        `paddlecloud.dataset_dir()` is where the first one is. ``environment`` is
+        the environment it runs in (``name``, ``owner/name``, either with
+        ``:version``; see `save_environment`): the job's ``spec["environment"]``
+        records the exact ``owner/name:version`` and ``spec["environment_use"]``
+        what it resolved to.
         """
         spec = {
             "name": name,
@@ -421,6 +426,8 @@ class Client(FilesMixin):
             },
             "datasets": [datasets] if isinstance(datasets, str) else list(datasets),
         }
+        if environment is not None:
+            spec["environment"] = environment
         return self._json("POST", "/jobs", body=spec)
 
     def list_jobs_page(
@@ -577,13 +584,17 @@ class Client(FilesMixin):
         return self._json("POST", "/templates", body=dict(template))
 
     def list_templates(self) -> List[Dict[str, Any]]:
-        """The account's templates, each at its newest version, by name."""
+        """The account's templates, then those other accounts published, each at its
+        newest version (with its ``owner`` and ``public``)."""
         return self._json("GET", "/templates")["templates"]
 
-    def get_template(self, name: str, version: Optional[int] = None) -> Dict[str, Any]:
-        """A template: its newest version, or ``version``."""
-        query = f"?version={int(version)}" if version is not None else ""
-        return self._json("GET", f"/templates/{_quote(name)}{query}")
+    def get_template(
+        self, name: str, version: Optional[int] = None, *, owner: Optional[str] = None
+    ) -> Dict[str, Any]:
+        """A template: its newest version, or ``version``; ``owner``: another
+        account's published one (e.g. ``"paddlecloud"``)."""
+        query = [("owner", owner), ("version", int(version) if version is not None else None)]
+        return self._json("GET", f"/templates/{_quote(name)}", query=query)
 
     def run_template(
         self,
@@ -592,17 +603,115 @@ class Client(FilesMixin):
         *,
         job_name: Optional[str] = None,
         version: Optional[int] = None,
+        owner: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Runs a template with ``values`` (those left out take their defaults) and
-        returns the job, whose ``spec["template"]`` records the version and values.
-        A bad value raises naming ``values.<parameter>``; without ``job_name`` the
-        job is named after the template."""
+        returns the job, whose ``spec["template"]`` records the owner, version and
+        values. A bad value raises naming ``values.<parameter>``; without
+        ``job_name`` the job is named after the template. ``owner``: run another
+        account's published template (e.g. ``owner="paddlecloud"``,
+        ``"fit-a-line"``); the job is this account's."""
         body: Dict[str, Any] = {"values": dict(values or {})}
         if job_name is not None:
             body["name"] = job_name
         if version is not None:
             body["version"] = int(version)
+        if owner is not None:
+            body["owner"] = owner
         return self._json("POST", f"/templates/{_quote(name)}/jobs", body=body)
+
+    def publish_template(
+        self, name: str, public: bool = True, *, owner: Optional[str] = None
+    ) -> Dict[str, Any]:
+        """Publishes a template (every version) for every account, or with
+        ``public=False`` takes it back; ``owner`` defaults to this account. Site
+        admins only (others get a 403). Returns its newest version."""
+        body: Dict[str, Any] = {"public": bool(public)}
+        if owner is not None:
+            body["owner"] = owner
+        return self._json("POST", f"/templates/{_quote(name)}/publish", body=body)
+
+    def save_environment(self, environment: Mapping[str, Any]) -> Dict[str, Any]:
+        """Saves an environment (``name``, ``description``, ``image``,
+        ``requirements``: pip lines like ``"tomli-w==1.0.0"``, ``setup_notes``) as
+        the next version of its name; returns it with its ``owner`` and
+        ``version``. The console starts building its requirements from PyPI (see
+        `wait_environment`). A bad field raises naming it (``requirements[1]``)."""
+        return self._json("POST", "/environments", body=dict(environment))
+
+    def list_environments(self) -> List[Dict[str, Any]]:
+        """The account's environments, then those published for everyone (owner
+        ``paddlecloud``: ``paddle-cpu``, ``minimal``), each at its newest version:
+        ``[{"environment": {...}, "state"}]``, ``state`` being its local build's
+        (``not_built``, ``building``, ``ready`` or ``failed``)."""
+        return self._json("GET", "/environments")["environments"]
+
+    def get_environment(
+        self, name: str, *, owner: Optional[str] = None, version: Optional[int] = None
+    ) -> Dict[str, Any]:
+        """An environment: its newest version, or ``version``; ``owner``: another
+        account's published one. ``{"environment", "versions" (newest first),
+        "build": {"state", "message", "log"}, "can_edit"}``."""
+        query = [("owner", owner), ("version", int(version) if version is not None else None)]
+        return self._json("GET", f"/environments/{_quote(name)}", query=query)
+
+    def wait_environment(
+        self,
+        name: str,
+        *,
+        owner: Optional[str] = None,
+        version: Optional[int] = None,
+        timeout: Optional[float] = None,
+        poll: float = 1.0,
+    ) -> Dict[str, Any]:
+        """Waits until the environment's build is ``ready`` and returns it (as
+        `get_environment` does).
+
+        A failed build raises `PaddleCloudError` with code ``build_failed`` and the
+        build's message (its log is in ``get_environment(name)["build"]["log"]``).
+        ``timeout`` in seconds (``None``: as long as it takes); when it passes, a
+        `PaddleCloudError` with code ``timeout`` is raised. A console that runs
+        jobs on Kubernetes builds nothing itself: there the state stays
+        ``not_built`` until the timeout.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            detail = self.get_environment(name, owner=owner, version=version)
+            build = detail.get("build") or {}
+            state = build.get("state")
+            if state == "ready":
+                return detail
+            env = detail.get("environment") or {}
+            which = f"{env.get('owner')}/{env.get('name')}:{env.get('version')}"
+            if state == "failed":
+                why = (build.get("message") or "").strip()
+                if not why:
+                    lines = (build.get("log") or "").strip().splitlines()
+                    why = lines[-1] if lines else "no reason given"
+                raise PaddleCloudError(
+                    f"Environment {which} failed to build: {why}", code="build_failed"
+                )
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise PaddleCloudError(
+                        f"Environment {which} is still {state} after {timeout} s.",
+                        code="timeout",
+                    )
+                time.sleep(min(poll, left))
+            else:
+                time.sleep(poll)
+
+    def publish_environment(
+        self, name: str, public: bool = True, *, owner: Optional[str] = None
+    ) -> Dict[str, Any]:
+        """Publishes an environment (every version) for every account, or with
+        ``public=False`` takes it back; ``owner`` defaults to this account. Site
+        admins only (others get a 403). Returns its newest version."""
+        body: Dict[str, Any] = {"public": bool(public)}
+        if owner is not None:
+            body["owner"] = owner
+        return self._json("POST", f"/environments/{_quote(name)}/publish", body=body)
 
     def list_serving(self) -> List[Dict[str, Any]]:
         """The account's serving instances, newest first, with the last minute's

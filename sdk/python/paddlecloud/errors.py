@@ -34,7 +34,8 @@ class PaddleCloudError(Exception):
         code: the server's error code: ``invalid``, ``unauthenticated``,
             ``forbidden``, ``not_found``, ``conflict``, ``internal``,
             ``unavailable``; the SDK's own failures use ``credentials``,
-            ``connection`` and ``timeout``.
+            ``connection``, ``timeout`` and ``build_failed`` (an environment's
+            build, see `Client.wait_environment`).
         message: what went wrong, in words to act on.
         field: the JSON key at fault (e.g. ``num_trainers``), or ``None``.
     """

@@ -34,10 +34,15 @@ from paddlecloud import Client, PaddleCloudError  # noqa: E402
 ACCOUNT = "sdk"
 EMAIL = "sdk@example.com"
 PASSWORD = "sdk-password-1"
+# The first user of the database (ACCOUNT's owner) is a site admin; this
+# second account's owner is not.
+GUEST_ACCOUNT = "sdk-guest"
+GUEST_EMAIL = "sdk-guest@example.com"
 
 # Set by setUpModule.
 SERVER = ""
 KEY = ""
+GUEST_KEY = ""
 CREDENTIALS = ""
 _tmp = None
 _server_proc = None
@@ -71,7 +76,7 @@ def _free_port() -> int:
 
 
 def setUpModule():
-    global SERVER, KEY, CREDENTIALS, _tmp, _server_proc, _server_log
+    global SERVER, KEY, GUEST_KEY, CREDENTIALS, _tmp, _server_proc, _server_log
     binary = _binary()
     if not binary.is_file():
         raise RuntimeError(
@@ -103,6 +108,18 @@ def setUpModule():
         )
         KEY = out.strip().splitlines()[-1].strip()
         if not KEY.startswith("pck_"):
+            raise RuntimeError(f"`admin create-key` printed no key on its last line:\n{out}")
+        _run(
+            [binary, "admin", "create-account", "--name", GUEST_ACCOUNT, "--email",
+             GUEST_EMAIL, "--password-stdin", "--data-dir", data],
+            stdin=PASSWORD + "\n",
+        )
+        out = _run(
+            [binary, "admin", "create-key", "--account", GUEST_ACCOUNT, "--user",
+             GUEST_EMAIL, "--data-dir", data]
+        )
+        GUEST_KEY = out.strip().splitlines()[-1].strip()
+        if not GUEST_KEY.startswith("pck_"):
             raise RuntimeError(f"`admin create-key` printed no key on its last line:\n{out}")
 
         port = _free_port()
@@ -450,7 +467,8 @@ class TemplateTest(ClientTestCase):
         self.jobs.append(job["name"])
         self.assertEqual(job["spec"]["num_trainers"], 2)
         self.assertEqual(job["spec"]["template"],
-                         {"name": name, "version": 1, "values": {"trainers": 2, "word": "bye"}})
+                         {"owner": ACCOUNT, "name": name, "version": 1,
+                          "values": {"trainers": 2, "word": "bye"}})
         self.assertEqual(self.client.wait_job(job["name"], timeout=60, poll=0.2)["status"],
                          "succeeded")
         self.assertIn("bye", self.client.logs(job["name"], "trainer-0"))
@@ -459,6 +477,128 @@ class TemplateTest(ClientTestCase):
         self.assertEqual((caught.exception.status, caught.exception.field),
                          (400, "values.trainers"))
         self.assertEqual(self.client.get_template(name, version=1)["version"], 1)
+
+    def test_a_published_template_is_run_by_another_account_and_only_a_site_admin_publishes(self):
+        name = job_name("shared")
+        self.client.save_template({
+            "name": name,
+            "parameters": [{"name": "word", "type": "string", "default": "hello"}],
+            "job": {"command": ["sh", "-c", "echo {{word}}"], "num_trainers": 1,
+                    "trainer": {"cpu": "250m", "memory": "128Mi"}},
+        })
+        guest = Client(server=SERVER, key=GUEST_KEY, timeout=30)
+        with self.assertRaises(PaddleCloudError) as caught:
+            guest.get_template(name, owner=ACCOUNT)
+        self.assertEqual(caught.exception.status, 404)
+        with self.assertRaises(PaddleCloudError) as caught:
+            guest.publish_template(name, owner=ACCOUNT)
+        self.assertEqual(caught.exception.status, 403)
+
+        published = self.client.publish_template(name)
+        self.assertEqual((published["owner"], published["public"]), (ACCOUNT, True))
+        self.assertIn((ACCOUNT, name), [(t["owner"], t["name"]) for t in guest.list_templates()])
+        self.assertEqual(guest.get_template(name, owner=ACCOUNT, version=1)["owner"], ACCOUNT)
+        job = guest.run_template(name, {"word": "shared"}, owner=ACCOUNT,
+                                 job_name=job_name("guestrun"))
+        try:
+            self.assertEqual(job["spec"]["template"],
+                             {"owner": ACCOUNT, "name": name, "version": 1,
+                              "values": {"word": "shared"}})
+            self.assertEqual(guest.wait_job(job["name"], timeout=60, poll=0.2)["status"],
+                             "succeeded")
+            self.assertIn("shared", guest.logs(job["name"], "trainer-0"))
+        finally:
+            guest.delete_job(job["name"])
+        self.assertFalse(self.client.publish_template(name, False)["public"])
+        self.assertNotIn(name, [t["name"] for t in guest.list_templates()])
+
+
+# Runs inside the environment: tomli-w is not in the console's own Python.
+IN_ENVIRONMENT = "import tomli_w; print('inside', tomli_w.__name__, flush=True)"
+
+
+class EnvironmentTest(ClientTestCase):
+    def test_a_job_runs_in_a_saved_environment_once_it_is_built(self):
+        name = job_name("env")
+        saved = self.client.save_environment({
+            "name": name,
+            "description": "tomli-w for the SDK's test",
+            "requirements": ["tomli-w==1.0.0"],
+        })
+        self.assertEqual((saved["owner"], saved["name"], saved["version"]), (ACCOUNT, name, 1))
+        self.assertEqual(saved["requirements"], ["tomli-w==1.0.0"])
+
+        detail = self.client.wait_environment(name, timeout=240, poll=0.5)
+        self.assertEqual(detail["build"]["state"], "ready", detail["build"])
+        self.assertEqual(detail["versions"], [1])
+        self.assertTrue(detail["can_edit"])
+        listed = {(e["environment"]["owner"], e["environment"]["name"]): e["state"]
+                  for e in self.client.list_environments()}
+        self.assertEqual(listed[(ACCOUNT, name)], "ready")
+
+        job = self.submit("inenv", ["python", "-c", IN_ENVIRONMENT], environment=name)
+        self.assertTrue(job["spec"]["environment"].endswith(f"/{name}:1"), job["spec"])
+        self.assertEqual(job["spec"]["environment"], f"{ACCOUNT}/{name}:1")
+        self.assertEqual(job["spec"]["environment_use"]["reference"], f"{ACCOUNT}/{name}:1")
+        self.assertEqual(job["spec"]["environment_use"]["requirements"], ["tomli-w==1.0.0"])
+        done = self.client.wait_job(job["name"], timeout=120, poll=0.2)
+        log = self.client.logs(job["name"], "trainer-0")
+        self.assertEqual(done["status"], "succeeded", log)
+        self.assertIn("inside tomli_w", log)
+
+    def test_a_build_that_fails_is_raised_by_wait_environment_with_its_reason(self):
+        name = job_name("envbad")
+        # A real package at a version that does not exist: pip finds no match.
+        self.client.save_environment({"name": name, "requirements": ["tomli-w==99.0.0"]})
+        with self.assertRaises(PaddleCloudError) as caught:
+            self.client.wait_environment(name, timeout=240, poll=0.5)
+        self.assertEqual(caught.exception.code, "build_failed")
+        self.assertIn(f"{ACCOUNT}/{name}:1", caught.exception.message)
+        build = self.client.get_environment(name)["build"]
+        self.assertEqual(build["state"], "failed")
+        self.assertIn("tomli-w==99.0.0", build["log"])
+
+    def test_a_bad_requirement_is_refused_naming_it(self):
+        with self.assertRaises(PaddleCloudError) as caught:
+            self.client.save_environment({"name": job_name("envopt"),
+                                          "requirements": ["--index-url http://x"]})
+        self.assertEqual((caught.exception.status, caught.exception.field),
+                         (400, "requirements[0]"))
+        with self.assertRaises(PaddleCloudError) as caught:
+            self.client.create_cloud_job(job_name("noenv"), 1, "128Mi", 0, "250m",
+                                         command="true", environment="no-such-environment")
+        self.assertIn(caught.exception.status, (400, 404))
+
+    def test_the_shipped_environments_are_listed_and_readable(self):
+        listed = [(e["environment"]["owner"], e["environment"]["name"])
+                  for e in self.client.list_environments()]
+        self.assertIn(("paddlecloud", "paddle-cpu"), listed)
+        self.assertIn(("paddlecloud", "minimal"), listed)
+        detail = self.client.get_environment("minimal", owner="paddlecloud")
+        self.assertEqual(detail["environment"]["owner"], "paddlecloud")
+        self.assertTrue(detail["environment"]["public"])
+        self.assertFalse(detail["can_edit"])
+
+    def test_only_a_site_admin_publishes_an_environment(self):
+        name = job_name("envpub")
+        guest = Client(server=SERVER, key=GUEST_KEY, timeout=30)
+        guest.save_environment({"name": name})
+        with self.assertRaises(PaddleCloudError) as caught:
+            guest.publish_environment(name)
+        self.assertEqual((caught.exception.status, caught.exception.code), (403, "forbidden"))
+        with self.assertRaises(PaddleCloudError) as caught:
+            self.client.get_environment(name, owner=GUEST_ACCOUNT)
+        self.assertEqual(caught.exception.status, 404)
+
+        # The site admin (ACCOUNT's owner, the database's first user) may.
+        published = self.client.publish_environment(name, owner=GUEST_ACCOUNT)
+        self.assertEqual((published["owner"], published["public"]), (GUEST_ACCOUNT, True))
+        detail = self.client.get_environment(name, owner=GUEST_ACCOUNT, version=1)
+        self.assertEqual(detail["environment"]["owner"], GUEST_ACCOUNT)
+        self.assertFalse(detail["can_edit"])
+        self.assertIn((GUEST_ACCOUNT, name),
+                      [(e["environment"]["owner"], e["environment"]["name"])
+                       for e in self.client.list_environments()])
 
 
 class ErrorTest(ClientTestCase):

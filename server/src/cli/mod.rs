@@ -1,6 +1,7 @@
 //! The `paddlecloud` command line: `serve`, `admin …`, and the commands that
 //! talk to a running console (`submit`, `jobs`, `logs`, `stop`, `delete`).
 
+mod catalog;
 mod files;
 mod remote;
 mod serving;
@@ -69,6 +70,18 @@ pub enum Command {
         /// The task.
         #[command(subcommand)]
         command: serving::ServingCommand,
+    },
+    /// Experiment templates: `list`, `show`, `save`, `run`.
+    Template {
+        /// The task.
+        #[command(subcommand)]
+        command: catalog::TemplateCommand,
+    },
+    /// Environment profiles: `list`, `show`, `save`.
+    Env {
+        /// The task.
+        #[command(subcommand)]
+        command: catalog::EnvCommand,
     },
     /// Download a dataset or a model version (or one file or folder of it),
     /// resuming cut-off files, e.g. `paddlecloud download model vision/resnet --version 2`.
@@ -342,6 +355,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Upload(args) => blocking(move || files::upload(args)).await,
         Command::Download(args) => blocking(move || files::download(args)).await,
         Command::Serving { command } => blocking(move || serving::run(command)).await,
+        Command::Template { command } => blocking(move || catalog::run_template(command)).await,
+        Command::Env { command } => blocking(move || catalog::run_env(command)).await,
     }
 }
 

@@ -74,6 +74,10 @@ pub struct SubmitArgs {
     /// first is at `$PADDLE_DATASET_DIR`, each at `$PADDLE_DATASET_DIR_<NAME>`.
     #[arg(long = "dataset", value_name = "DATASET")]
     pub datasets: Vec<String>,
+    /// The environment it runs in: `name`, `owner/name`, either with
+    /// `:version` (e.g. `paddlecloud/paddle-cpu`).
+    #[arg(long)]
+    pub environment: Option<String>,
     /// Wait until the job ends; exit non-zero unless it succeeded.
     #[arg(long)]
     pub wait: bool,
@@ -173,7 +177,7 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
     let spec = JobSpec {
         notebook: None,
         template: None,
-        environment: None,
+        environment: args.environment,
         environment_use: None,
         name: args.name,
         image: args.image,
@@ -210,9 +214,15 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
     if !args.wait {
         return Ok(());
     }
+    wait_for_job(&client, &job.name)
+}
+
+/// Waits for job `name` to end, saying why it waits as that changes;
+/// an error unless it succeeded.
+pub fn wait_for_job(client: &crate::api_client::ApiClient, name: &str) -> anyhow::Result<()> {
     let mut said = String::new();
     let job = loop {
-        let job = client.job(&job.name)?;
+        let job = client.job(name)?;
         if !job.status.is_active() {
             break job;
         }

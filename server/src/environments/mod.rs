@@ -164,14 +164,10 @@ impl Environments for SqlEnvironments {
         name: &str,
         public: bool,
     ) -> Result<Environment, AppError> {
-        self.catalog
+        let row = self
+            .catalog
             .publish(me, "Environment", owner, name, public)
             .await?;
-        let reference = EnvironmentRef {
-            owner: Some(owner.to_owned()),
-            name: name.to_owned(),
-            version: None,
-        };
-        self.find(me, &reference).await
+        read(&row)
     }
 }

@@ -210,7 +210,8 @@ impl Catalog {
 
     /// Publishes (or takes back) every version of `owner/name`, as `me`,
     /// who must be a site admin; `what` ("Template") names the kind in
-    /// errors.
+    /// errors. The newest version, as it is now (the admin may not see it
+    /// otherwise once it is taken back).
     pub async fn publish(
         &self,
         me: &app::models::Me,
@@ -218,7 +219,7 @@ impl Catalog {
         owner: &str,
         name: &str,
         public: bool,
-    ) -> Result<(), AppError> {
+    ) -> Result<Row, AppError> {
         if !super::users::is_site_admin(&self.pool, me.user_id).await? {
             return Err(AppError::forbidden(format!(
                 "Only a site admin publishes a {} for everyone.",
@@ -240,7 +241,16 @@ impl Catalog {
             return Err(AppError::not_found(format!("{what} “{owner}/{name}”")));
         }
         tracing::info!(table = self.table, entry = %format!("{owner}/{name}"), public, admin = %me.email, "publication changed");
-        Ok(())
+        let newest: RawRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{} WHERE a.name = $1 AND t.name = $2 ORDER BY t.version DESC LIMIT 1",
+            self.select()
+        )))
+        .bind(owner)
+        .bind(name)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(internal("read a published catalog entry"))?;
+        Ok(Row::from(newest))
     }
 
     /// Saves what the console ships (`(name, spec as JSON)`) in account

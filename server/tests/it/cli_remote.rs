@@ -875,3 +875,107 @@ fn whoami_names_the_account_and_account_picks_its_credentials_file() {
     );
     assert!(err.contains("credentials-nowhere.json"), "{err}");
 }
+
+#[test]
+fn a_user_saves_an_environment_and_a_template_and_runs_it_in_that_environment_from_the_command_line(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let console = Console::start(dir.path());
+    let creds = set_up(dir.path(), &console.url);
+    // An environment with what the console's Python lacks, built with its log.
+    let requirements = dir.path().join("requirements.txt");
+    std::fs::write(&requirements, "# for TOML\ntomli-w==1.0.0\n").unwrap();
+    let out = run(
+        &[
+            "env",
+            "save",
+            "toml",
+            "--file",
+            requirements.to_str().unwrap(),
+            "--wait",
+        ],
+        &creds,
+        None,
+    );
+    let saved = ok(&out);
+    assert!(saved.contains("saved vision/toml:1"), "{saved}");
+    assert!(saved.contains("vision/toml:1 is ready"), "{saved}");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("Successfully installed tomli-w-1.0.0"),
+        "{log}"
+    );
+    let list = ok(&run(&["env", "list"], &creds, None));
+    assert!(
+        list.contains("vision/toml") && list.contains("Ready"),
+        "{list}"
+    );
+    assert!(list.contains("paddlecloud/paddle-cpu"), "{list}");
+    let failed_save = failed(&run(&["env", "save", "bad", "-r=-e ."], &creds, None));
+    assert!(failed_save.contains("requirements[0]"), "{failed_save}");
+
+    // A template whose job runs in an environment it takes as a parameter.
+    let template = dir.path().join("toml.json");
+    std::fs::write(
+        &template,
+        serde_json::json!({
+            "name": "dump",
+            "parameters": [
+                {"name": "key", "type": "string", "pattern": "[a-z]+", "default": "a"},
+                {"name": "env", "type": "environment", "default": "toml"}
+            ],
+            "job": {
+                "command": ["python", "-c", "import sys, tomli_w; print(tomli_w.dumps({sys.argv[1]: 1}))", "{{key}}"],
+                "num_trainers": 1,
+                "trainer": {"cpu": "500m", "memory": "256Mi"},
+                "environment": "{{env}}"
+            }
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let saved = ok(&run(
+        &["template", "save", template.to_str().unwrap()],
+        &creds,
+        None,
+    ));
+    assert!(saved.contains("saved dump v1"), "{saved}");
+    let list = ok(&run(&["template", "list"], &creds, None));
+    assert!(
+        list.contains("vision/dump") && list.contains("key, env"),
+        "{list}"
+    );
+    assert!(list.contains("paddlecloud/fit-a-line"), "{list}");
+    let ran = ok(&run(
+        &[
+            "template",
+            "run",
+            "dump",
+            "--name",
+            "dumped",
+            "--set",
+            "key=answer",
+            "--wait",
+        ],
+        &creds,
+        None,
+    ));
+    assert!(
+        ran.contains("submitted dumped from vision/dump v1 (env=toml, key=answer)"),
+        "{ran}"
+    );
+    assert!(ran.contains("dumped succeeded"), "{ran}");
+    let log = ok(&run(&["logs", "dumped"], &creds, None));
+    assert!(log.contains("answer = 1"), "{log}");
+    let refused = failed(&run(
+        &["template", "run", "dump", "--set", "key=Not OK"],
+        &creds,
+        None,
+    ));
+    assert!(
+        refused.contains("values.key") || refused.contains("key must match"),
+        "{refused}"
+    );
+    let job = job_json(&creds, "dumped");
+    assert_eq!(job["spec"]["environment"], "vision/toml:1", "{job}");
+}

@@ -380,13 +380,15 @@ async fn another_accounts_environment_is_not_found_until_a_site_admin_publishes_
         .json();
     assert_eq!(seen["environment"]["version"], 2, "{seen}");
     // Taken back: gone again for the other account.
-    post(
+    let back = post(
         &site,
         &admin,
         "/api/v1/environments/shared/publish",
         json!({"owner": "maker", "public": false}),
     )
     .await;
+    assert_eq!(back.status, StatusCode::OK, "{}", back.body);
+    assert_eq!(back.json()["public"], false);
     let hidden = get(&site, &other, "/api/v1/environments/shared?owner=maker").await;
     assert_eq!(hidden.status, StatusCode::NOT_FOUND, "{}", hidden.body);
 
