@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing the console needs, skipping what is
 # already there. Tools live under ~/.cache/paddlecloud so a fresh clone reuses them.
-#   scripts/setup.sh build   wasm target, wasm-bindgen (= Cargo.lock's version), wasm-opt 132
+#   scripts/setup.sh build   wasm target, wasm-bindgen (= Cargo.lock's version), wasm-opt 132, python3-venv
 #   scripts/setup.sh test    the above + Debian chromium and PostgreSQL + end2end npm packages
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,8 @@ build_tools() {
     rustup target add wasm32-unknown-unknown
   fi
   command -v npm >/dev/null || apt_install nodejs npm
+  # Environments are virtualenvs made with the console's Python.
+  python3 -c 'import ensurepip, venv' 2>/dev/null || apt_install python3 python3-venv
 
   local want
   want=$(wasm_bindgen_version)

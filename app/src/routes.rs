@@ -27,6 +27,7 @@ use crate::pages::{
     quota::QuotaPageView,
     serving::traffic::ServingTrafficPage,
     serving::ServingPage,
+    template_save::SaveAsTemplatePage,
     templates::{TemplateRunPage, TemplatesPage},
 };
 
@@ -78,6 +79,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("") view=|| view! { <Redirect path="/jobs" /> } />
                     <Route path=path!("jobs") view=|| view! { <JobsPage /> } />
                     <Route path=path!("jobs/:name/resources") view=|| view! { <JobResourcesPage /> } />
+                    <Route path=path!("jobs/:name/template") view=|| view! { <SaveAsTemplatePage /> } />
                     <Route path=path!("paddleboard") view=|| view! { <PaddleBoardPage /> } />
                     <Route path=path!("serving") view=|| view! { <ServingPage /> } />
                     <Route path=path!("serving/:name") view=|| view! { <ServingTrafficPage /> } />

@@ -32,7 +32,7 @@ test("a template is run from a form made from its parameters, a bad value is ref
   const row = page.locator('tr[data-template="sweep"]');
   await expect(row.getByTestId("version")).toHaveText("v1");
   await row.getByRole("link", { name: "Run…" }).click();
-  await expect(page).toHaveURL(/\/templates\/sweep$/);
+  await expect(page).toHaveURL(/\/templates\/sweep\?owner=/);
   await expect(page.getByRole("heading", { name: "Run sweep" })).toBeVisible();
   // The fields carry the parameters' defaults and limits.
   const lr = page.getByLabel("lr (learning rate)");
@@ -58,4 +58,32 @@ test("a template is run from a form made from its parameters, a bad value is ref
   const record = await (await page.request.get("/api/v1/jobs/sweep-one")).json();
   expect(record.spec.command[2]).toBe("echo lr=0.5 opt=adam data=train");
   expect(record.spec.template.values.lr).toBe(0.5);
+
+  // Run again with changes: the form starts from that job's values.
+  await page.locator('tr[data-job="sweep-one"]').getByTestId("run-again").click();
+  await expect(page.getByTestId("from-job")).toContainText("sweep-one");
+  await expect(page.getByLabel("lr (learning rate)")).toHaveValue("0.5");
+  await expect(page.getByLabel("optimizer")).toHaveValue("adam");
+  await expect(page.getByLabel("data")).toHaveValue("train");
+  await page.getByLabel("lr (learning rate)").fill("0.75");
+  await page.getByLabel(/Job name/).fill("sweep-two");
+  await press(page, hydrated, page.getByRole("button", { name: "Run" }));
+  await expect(page).toHaveURL(/\/jobs$/);
+  await expect(page.locator('tr[data-job="sweep-two"]').getByTestId("template")).toHaveAttribute(
+    "title",
+    "data=train, lr=0.75, optimizer=adam, trainers=1",
+  );
+
+  // Save as template: the job's spec, given a parameter, saved and run.
+  await page.locator('tr[data-job="sweep-two"]').getByTestId("save-as-template").click();
+  await expect(page.getByRole("heading", { name: "Save sweep-two as a template" })).toBeVisible();
+  await page.getByLabel("Name", { exact: true }).fill("echo-word");
+  await page.getByLabel("Parameters (JSON)").fill('[{"name": "word", "type": "string", "default": "hello"}]');
+  await page.getByLabel("Job (JSON)").fill(
+    JSON.stringify({ command: ["echo", "{{word}}"], num_trainers: 1, trainer: { cpu: "250m", memory: "128Mi" } }),
+  );
+  await press(page, hydrated, page.getByRole("button", { name: "Save template" }));
+  await expect(page.getByRole("heading", { name: "Run echo-word" })).toBeVisible();
+  await expect(page.getByLabel("word")).toHaveValue("hello");
+  await expect(page.getByTestId("quota-left")).toBeVisible();
 });

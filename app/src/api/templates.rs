@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
 use crate::models::{Job, Template, TemplateList};
@@ -17,15 +18,65 @@ pub async fn list_templates() -> Result<TemplateList, AppError> {
     services()?.templates.list(&who.me.account).await
 }
 
-/// One template (its newest version), for its run form: the account's
-/// own, or `owner`'s published one.
+/// What the run form shows: a template version and the values to start from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunFormData {
+    /// The version the form runs.
+    pub template: Template,
+    /// Values filled in instead of the defaults (a job run again), as text.
+    pub values: BTreeMap<String, String>,
+    /// The job these values come from, if any.
+    pub from: Option<String>,
+}
+
+/// Template `name` (the account's own, or `owner`'s published one) for
+/// its run form: its newest version with its defaults, or, `from` a job
+/// made from it ("Run again with changes"), the version that job ran with
+/// its values.
 #[server(prefix = "/api", endpoint = "get_template")]
-pub async fn get_template(name: String, owner: Option<String>) -> Result<Template, AppError> {
+pub async fn get_template(
+    name: String,
+    #[server(default)] owner: Option<String>,
+    #[server(default)] from: Option<String>,
+) -> Result<RunFormData, AppError> {
     let who = principal()?;
-    services()?
+    let services = services()?;
+    let account = &who.me.account;
+    let owner = owner.filter(|o| !o.is_empty());
+    let Some(job_name) = from.filter(|f| !f.is_empty()) else {
+        return Ok(RunFormData {
+            template: services
+                .templates
+                .get(account, owner.as_deref(), &name, None)
+                .await?,
+            values: BTreeMap::new(),
+            from: None,
+        });
+    };
+    let job = services.cluster.job(account, &job_name).await?;
+    let used = job
+        .spec
+        .template
+        .filter(|t| t.name == name && owner.as_ref().is_none_or(|o| *o == t.owner))
+        .ok_or_else(|| {
+            AppError::invalid(
+                "from",
+                format!("Job {job_name} was not made from template {name}."),
+            )
+        })?;
+    let template = services
         .templates
-        .get(&who.me.account, owner.as_deref(), &name, None)
-        .await
+        .get(account, Some(&used.owner), &name, Some(used.version))
+        .await?;
+    Ok(RunFormData {
+        template,
+        values: used
+            .values
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_text()))
+            .collect(),
+        from: Some(job_name),
+    })
 }
 
 /// Runs version `version` of template `name` with the form's values (text,
@@ -54,4 +105,25 @@ pub async fn run_template(
     let job = crate::use_cases::run_template(&services()?, &who, &name, run).await?;
     leptos_axum::redirect("/jobs");
     Ok(job)
+}
+
+/// Job `job` as the start of a template ("Save as template").
+#[server(prefix = "/api", endpoint = "job_as_template")]
+pub async fn job_as_template(job: String) -> Result<crate::models::TemplateForm, AppError> {
+    let who = principal()?;
+    let job = services()?.cluster.job(&who.me.account, &job).await?;
+    Ok(crate::models::TemplateForm::from_job(&job.spec))
+}
+
+/// Saves the "Save as template" form as the next version of its name and
+/// opens the template's run form.
+#[server(prefix = "/api", endpoint = "save_template")]
+pub async fn save_template(form: crate::models::TemplateForm) -> Result<Template, AppError> {
+    let who = member()?;
+    let saved = services()?.templates.save(&who.me, form.to_spec()?).await?;
+    leptos_axum::redirect(&format!(
+        "/templates/{}?owner={}",
+        saved.spec.name, saved.owner
+    ));
+    Ok(saved)
 }

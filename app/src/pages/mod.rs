@@ -15,4 +15,5 @@ pub mod notebooks;
 pub mod paddleboard;
 pub mod quota;
 pub mod serving;
+pub mod template_save;
 pub mod templates;

@@ -10,7 +10,8 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::use_params_map;
 
-use crate::api::templates::{get_template, list_templates, RunTemplate};
+use crate::api::templates::{get_template, list_templates, RunFormData, RunTemplate};
+use crate::api::usage::quota_left;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::resource::resource;
 use crate::error::AppError;
@@ -103,9 +104,10 @@ pub fn TemplateRunPage() -> impl IntoView {
         (
             params.with(|p| p.get("name").unwrap_or_default()),
             query.with(|q| q.get("owner").filter(|o| !o.is_empty())),
+            query.with(|q| q.get("from").filter(|f| !f.is_empty())),
         )
     };
-    let template = resource(which, |(name, owner)| get_template(name, owner));
+    let template = resource(which, |(name, owner, from)| get_template(name, owner, from));
     view! {
         <Title text="Run a template" />
         <p class="crumbs"><A href="/templates">"Templates"</A></p>
@@ -113,7 +115,7 @@ pub fn TemplateRunPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match template.await {
                     Err(err) => view! { <p class="banner error" role="alert">{err.to_string()}</p> }.into_any(),
-                    Ok(t) => view! { <RunForm t /> }.into_any(),
+                    Ok(data) => view! { <RunForm data /> }.into_any(),
                 }
             })}
         </Transition>
@@ -122,15 +124,37 @@ pub fn TemplateRunPage() -> impl IntoView {
 
 /// The form of one template version.
 #[component]
-fn RunForm(t: Template) -> impl IntoView {
+fn RunForm(data: RunFormData) -> impl IntoView {
     let action = ServerAction::<RunTemplate>::new();
     let error = Signal::derive(last_error(action));
+    let quota = resource(move || action.version().get(), |_| quota_left());
+    let RunFormData {
+        template: t,
+        values,
+        from,
+    } = data;
+    // What the job holds with the values shown, for the quota line.
+    let run = crate::models::TemplateRun {
+        values: values
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect(),
+        ..Default::default()
+    };
+    let asked = t
+        .spec
+        .render(t.version, &run, &t.spec.name)
+        .and_then(|job| job.totals())
+        .ok();
     let fields = t
         .spec
         .parameters
         .iter()
         .cloned()
-        .map(|p| view! { <ParamField p error /> })
+        .map(|p| {
+            let value = values.get(&p.name).cloned();
+            view! { <ParamField p value error /> }
+        })
         .collect_view();
     view! {
         <div class="page-head">
@@ -138,6 +162,9 @@ fn RunForm(t: Template) -> impl IntoView {
             <span class="badge" data-testid="version">{format!("v{}", t.version)}</span>
         </div>
         {(!t.spec.description.is_empty()).then(|| view! { <p class="hint">{t.spec.description.clone()}</p> })}
+        {from.map(|job| view! {
+            <p class="hint" data-testid="from-job">{format!("The values of job {job}: change what you like and run it again.")}</p>
+        })}
         <ActionForm action attr:class="run-template">
             <FormError error />
             <input type="hidden" name="name" value=t.spec.name.clone() />
@@ -153,6 +180,14 @@ fn RunForm(t: Template) -> impl IntoView {
                     <FieldError error field="name" />
                 </div>
             </fieldset>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let quota = quota.await.ok();
+                    crate::components::quota_line::quota_line(quota.as_ref(), true, move |q| {
+                        asked.map(|t| q.admit(t))
+                    })
+                })}
+            </Transition>
             <footer>
                 <A href="/templates" attr:class="button">"Cancel"</A>
                 <button type="submit" class="primary">"Run"</button>
@@ -163,10 +198,15 @@ fn RunForm(t: Template) -> impl IntoView {
 
 /// The input of one parameter, with its error.
 #[component]
-fn ParamField(p: TemplateParam, error: Signal<Option<AppError>>) -> impl IntoView {
+fn ParamField(
+    p: TemplateParam,
+    /// The value to show instead of the default (a job run again).
+    value: Option<String>,
+    error: Signal<Option<AppError>>,
+) -> impl IntoView {
     let id = format!("param-{}", p.name);
     let input_name = format!("values[{}]", p.name);
-    let default = p.default.as_ref().map(text_of).unwrap_or_default();
+    let default = value.unwrap_or_else(|| p.default.as_ref().map(text_of).unwrap_or_default());
     let field = format!("values.{}", p.name);
     let label = if p.description.is_empty() {
         p.name.clone()

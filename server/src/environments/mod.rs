@@ -1,7 +1,6 @@
 //! [`app::ports::Environments`]: the catalog in the console's database
-//! ([`crate::storage::catalog`]) and the local builds ([`venv`]).
-
-pub mod venv;
+//! ([`crate::storage::catalog`]) and the local builds
+//! ([`crate::local::venvs`]).
 
 use std::sync::Arc;
 
@@ -14,7 +13,7 @@ use app::ports::Environments;
 use async_trait::async_trait;
 use sqlx::AnyPool;
 
-use self::venv::Venvs;
+use crate::local::venvs::Venvs;
 use crate::storage::catalog::{Catalog, Row};
 
 /// The account that owns what the console ships (migration 0015).

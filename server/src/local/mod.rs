@@ -21,6 +21,7 @@ mod sampling;
 pub mod scheduler;
 pub mod serving;
 mod supervisor;
+pub mod venvs;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -35,7 +36,7 @@ use tokio::sync::{broadcast, watch};
 
 use self::machine::Machine;
 use self::scheduler::Ask;
-use crate::environments::venv::Venvs;
+use self::venvs::Venvs;
 use crate::storage::jobs::{JobStore, StoredJob};
 use crate::storage::logfile;
 use crate::storage::samples::ResourceStore;

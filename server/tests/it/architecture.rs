@@ -18,6 +18,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "access_keys",
             "assets",
             "clusters",
+            "environments",
             "mlflow",
             "notebooks",
             "paddleboard",

@@ -349,6 +349,7 @@ const SERVER_FN_WRITES: &[(&str, &str)] = &[
     ("delete_notebook", "name=n1"),
     ("run_template", "name=t1&version=1&job_name=from-t1"),
     ("save_environment", "form[name]=e2"),
+    ("save_template", "form[name]=t2&form[job]=%7B%22command%22%3A%5B%22true%22%5D%2C%22num_trainers%22%3A1%7D"),
 ];
 const SERVER_FN_OWNERS: &[(&str, &str)] = &[
     ("invite_member", "email=dan%40example.com&role=member"),
@@ -390,6 +391,7 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("list_notebooks", ""),
     ("list_templates", ""),
     ("get_template", "name=t1"),
+    ("job_as_template", "job=j1"),
     ("list_environments", ""),
     ("get_environment", "name=minimal&owner=paddlecloud"),
     ("resource_charts", "job=j1"),

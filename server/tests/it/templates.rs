@@ -304,7 +304,10 @@ fn field<'a>(html: &'a str, name: &str) -> &'a str {
     &html[start..=end]
 }
 
-#[tokio::test]
+// Multi-threaded: the job it runs is supervised on the same runtime while
+// the test renders pages (on one thread, a render could wait on the
+// supervisor's timer and stall the test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_templates_page_lists_them_and_the_run_form_is_made_from_the_parameters() {
     let site = common::site::site().await;
     let (key, cookie) = key_and_cookie(&site, "pages").await;
@@ -341,6 +344,91 @@ async fn the_templates_page_lists_them_and_the_run_form_is_made_from_the_paramet
     assert!(form.contains(r#"<option value="adam">"#), "{form}");
     assert!(field(&form, "values[verbose]").starts_with("<select"));
     assert!(form.contains(r#"name="version" value="1""#), "{form}");
+    assert!(form.contains("Your account has no quota limits"), "{form}");
+
+    // "Run again with changes": the form of the job's version, with its values.
+    save(&site, &key, curve_template("python3", 9)).await;
+    let run = post(
+        &site,
+        &key,
+        "/api/v1/templates/curve/jobs",
+        json!({"name": "earlier", "version": 1, "values": {"lr": 0.5, "optimizer": "adam"}}),
+    )
+    .await;
+    assert_eq!(run.status, StatusCode::CREATED, "{}", run.body);
+    let again = common::site::text(
+        site.get("/templates/curve?owner=pages&from=earlier", Some(&cookie))
+            .await,
+    )
+    .await;
+    assert!(again.contains("The values of job earlier"), "{again}");
+    assert!(again.contains(r#"name="version" value="1""#), "{again}");
+    assert!(
+        field(&again, "values[lr]").contains(r#"value="0.5""#),
+        "{again}"
+    );
+    assert!(
+        field(&again, "values[steps]").contains(r#"value="5""#),
+        "{again}"
+    );
+    assert!(
+        again.contains(r#"<option value="adam" selected"#),
+        "{again}"
+    );
+    let table = common::site::text(site.get("/jobs", Some(&cookie)).await).await;
+    assert!(
+        table.contains(r#"href="/templates/curve?owner=pages&amp;from=earlier""#)
+            || table.contains(r#"href="/templates/curve?owner=pages&from=earlier""#),
+        "{table}"
+    );
+    // The submit dialog offers the templates.
+    let dialog = common::site::text(site.get("/jobs?submit=1", Some(&cookie)).await).await;
+    assert!(
+        dialog.contains(r#"data-testid="from-template""#),
+        "{dialog}"
+    );
+    assert!(
+        dialog.contains(r#"href="/templates/fit-a-line?owner=paddlecloud""#),
+        "{dialog}"
+    );
+
+    // "Save as template": the job's spec as the template's job, saved from the form.
+    let page = common::site::text(site.get("/jobs/earlier/template", Some(&cookie)).await).await;
+    assert!(page.contains("Save earlier as a template"), "{page}");
+    assert!(page.contains("range(5)"), "{page}");
+    assert!(!page.contains("&quot;template&quot;"), "{page}");
+    let job = json!({"command": ["echo", "{{word}}"], "num_trainers": 1,
+                     "trainer": {"cpu": "250m", "memory": "128Mi"}});
+    let parameters = json!([{"name": "word", "type": "string", "default": "hi"}]);
+    let body = format!(
+        "form[name]=echoes&form[description]=&form[parameters]={}&form[job]={}",
+        urlencoding(&parameters.to_string()),
+        urlencoding(&job.to_string())
+    );
+    let saved = site
+        .fetch_post("/api/save_template", &body, Some(&cookie))
+        .await;
+    assert!(
+        saved.status().is_success() || saved.status().is_redirection(),
+        "{}",
+        saved.status()
+    );
+    let echoes = get(&site, &key, "/api/v1/templates/echoes").await;
+    assert_eq!(
+        echoes.json()["parameters"][0]["name"],
+        "word",
+        "{}",
+        echoes.body
+    );
+    let bad = site
+        .fetch_post(
+            "/api/save_template",
+            "form[name]=broken&form[job]=%7Bnope",
+            Some(&cookie),
+        )
+        .await;
+    let bad = common::site::text(bad).await;
+    assert!(bad.contains("The job is not JSON"), "{bad}");
 
     // Another account's template is not found on its page either.
     let (_, stranger) = key_and_cookie(&site, "strangers").await;
@@ -350,4 +438,16 @@ async fn the_templates_page_lists_them_and_the_run_form_is_made_from_the_paramet
         "{hidden}"
     );
     assert!(!hidden.contains("values[steps]"), "{hidden}");
+}
+
+/// `text` as a form value.
+fn urlencoding(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

@@ -22,6 +22,7 @@ pub fn SubmitDialog() -> impl IntoView {
     let params = use_query_map();
     let close = move || params.with(|p| jobs_href(p, &[("submit", None)]));
     let quota = resource(move || action.version().get(), |_| quota_left());
+    let templates = resource(|| (), |_| crate::api::templates::list_templates());
     // A text input bound to one field of the form.
     let field = move |name: &'static str, label: &'static str, get: fn(&JobForm) -> String| {
         view! {
@@ -41,6 +42,17 @@ pub fn SubmitDialog() -> impl IntoView {
                     <h2 id="submit-title">"Submit a training job"</h2>
                     <A href=close attr:class="close" attr:aria-label="Close">"×"</A>
                 </header>
+                <Transition fallback=|| ()>
+                    {move || Suspend::new(async move {
+                        templates.await.ok().filter(|l| !l.templates.is_empty()).map(|list| {
+                            let links = list.templates.into_iter().map(|t| {
+                                let href = format!("/templates/{}?owner={}", t.spec.name, t.owner);
+                                view! { <a href=href class="button small">{format!("{}/{}", t.owner, t.spec.name)}</a>" " }
+                            }).collect_view();
+                            view! { <p class="hint from-template" data-testid="from-template">"Or start from a template, filling in its parameters: " {links}</p> }
+                        })
+                    })}
+                </Transition>
                 <ActionForm action>
                     <FormError error />
                     <div class="form-grid">

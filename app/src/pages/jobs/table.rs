@@ -110,10 +110,14 @@ fn JobRow(
             <td class="name">
                 {job.name.clone()}
                 {job.spec.notebook.clone().map(|n| view! { <small class="origin" data-testid="origin">{format!("from notebook {n}")}</small> })}
-                {job.spec.template.clone().map(|t| view! {
-                    <small class="origin" data-testid="template" title=t.values_text()>
-                        {format!("from template {} v{}", t.name, t.version)}
-                    </small>
+                {job.spec.template.clone().map(|t| {
+                    let again = format!("/templates/{}?owner={}&from={}", t.name, t.owner, job.name);
+                    view! {
+                        <small class="origin" data-testid="template" title=t.values_text()>
+                            {format!("from template {} v{}", t.name, t.version)}
+                        </small>
+                        <a class="origin" href=again data-testid="run-again">"Run again with changes"</a>
+                    }
                 })}
             </td>
             <td>{format_utc(job.started_at.unwrap_or(job.created_at))}</td>
@@ -134,6 +138,7 @@ fn JobRow(
             <td class="actions">
                 <A href=log_href>"Log"</A>
                 <A href=format!("/jobs/{}/resources", job.name)>"Resources"</A>
+                <A href=format!("/jobs/{}/template", job.name) attr:data-testid="save-as-template">"Save as template"</A>
                 {if status.is_active() {
                     view! {
                         <ActionForm action=stop>

@@ -126,7 +126,7 @@ pub async fn local_cluster(db: &TestDb) -> server::local::LocalCluster {
             server::local::capacity::detect(&site::roomy(), "/nonexistent/nvidia-smi"),
             server::local::limits::Limits::sampler(server::local::limits::CHECK_EVERY),
         ),
-        venvs: server::environments::venv::Venvs::new(
+        venvs: server::local::venvs::Venvs::new(
             db.dir().join("environments"),
             "python3".to_owned(),
         ),
