@@ -23,6 +23,13 @@ pub async fn list_jobs(query: JobQuery) -> Result<JobPage, AppError> {
     services()?.cluster.list_jobs(&who.me.account, &query).await
 }
 
+/// One of the caller's jobs.
+#[server(prefix = "/api", endpoint = "get_job")]
+pub async fn get_job(name: String) -> Result<Job, AppError> {
+    let who = principal()?;
+    services()?.cluster.job(&who.me.account, &name).await
+}
+
 /// Submits a job from the dialog's form.
 #[server(prefix = "/api", endpoint = "submit_job")]
 pub async fn submit_job(form: JobForm) -> Result<Job, AppError> {

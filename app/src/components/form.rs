@@ -13,7 +13,16 @@ where
     move || action.value().get().and_then(Result::err)
 }
 
-/// The message for `field`, shown under its input.
+/// Whether an error about `reported` (`requirements[1]`, `job.num_trainers`)
+/// belongs under the input named `field` (`requirements`, `job`).
+fn is_about(reported: &str, field: &str) -> bool {
+    reported
+        .strip_prefix(field)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('[') || rest.starts_with('.'))
+}
+
+/// The message for `field` (or a part of it: an item of a list, a key of
+/// an object), shown under its input.
 #[component]
 pub fn FieldError(
     /// The error to show, if it is about this field.
@@ -26,7 +35,7 @@ pub fn FieldError(
         let field = field.clone();
         error
             .get()
-            .filter(|e| e.field() == Some(field.as_str()))
+            .filter(|e| e.field().is_some_and(|f| is_about(f, &field)))
             .map(|e| {
                 view! {
                     <p class="field-error" id=format!("{field}-error") role="alert">
@@ -87,5 +96,19 @@ pub fn PasswordInput(
                 {move || if shown.get() { "Hide" } else { "Show" }}
             </button>
         </span>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_about;
+
+    #[test]
+    fn an_error_about_an_item_or_key_shows_under_its_input_and_no_other() {
+        assert!(is_about("requirements", "requirements"));
+        assert!(is_about("requirements[1]", "requirements"));
+        assert!(is_about("job.num_trainers", "job"));
+        assert!(!is_about("jobs", "job"));
+        assert!(!is_about("trainer.cpu", "trainer.memory"));
     }
 }

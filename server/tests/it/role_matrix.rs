@@ -392,6 +392,7 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("list_templates", ""),
     ("get_template", "name=t1"),
     ("job_as_template", "job=j1"),
+    ("get_job", "name=j1"),
     ("list_environments", ""),
     ("get_environment", "name=minimal&owner=paddlecloud"),
     ("resource_charts", "job=j1"),

@@ -381,6 +381,13 @@ async fn the_templates_page_lists_them_and_the_run_form_is_made_from_the_paramet
             || table.contains(r#"href="/templates/curve?owner=pages&from=earlier""#),
         "{table}"
     );
+    // The job's page says what it was made from.
+    let page = common::site::text(site.get("/jobs/earlier/resources", Some(&cookie)).await).await;
+    assert!(page.contains("pages/curve v1"), "{page}");
+    assert!(
+        page.contains("lr=0.5, optimizer=adam, steps=5, tag=loss, trainers=1, verbose=false"),
+        "{page}"
+    );
     // The submit dialog offers the templates.
     let dialog = common::site::text(site.get("/jobs?submit=1", Some(&cookie)).await).await;
     assert!(

@@ -189,6 +189,7 @@ pub fn JobResourcesPage() -> impl IntoView {
         move || (name(), range()),
         |(job, (from, to))| resource_charts(job, from, to),
     );
+    let job = resource(name, crate::api::jobs::get_job);
     view! {
         <div class="page-head">
             <h1>{move || format!("{} · resources", name())}</h1>
@@ -196,8 +197,12 @@ pub fn JobResourcesPage() -> impl IntoView {
                 <A href=move || format!("/jobs?log={}", name())>"Log"</A>
                 <A href=move || format!("/paddleboard?jobs={}", name())>"PaddleBoard"</A>
                 <A href="/quota">"Quota"</A>
+                <A href=move || format!("/jobs/{}/template", name())>"Save as template"</A>
             </nav>
         </div>
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move { job.await.ok().map(|job| view! { <JobOrigin job /> }) })}
+        </Transition>
         <div id="resource-charts">
         <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
@@ -223,4 +228,38 @@ pub fn JobResourcesPage() -> impl IntoView {
         </div>
         {move || range().1.is_none().then(|| view! { <LiveRegion target="resource-charts".to_owned() every_secs=3 /> })}
     }
+}
+
+/// What a job was made from: its template version and values (with "Run
+/// again with changes"), the environment it ran in, the notebook.
+#[component]
+fn JobOrigin(job: crate::models::Job) -> impl IntoView {
+    let template = job.spec.template.clone().map(|t| {
+        let again = format!("/templates/{}?owner={}&from={}", t.name, t.owner, job.name);
+        view! {
+            <dt>"Template"</dt>
+            <dd data-testid="job-template">
+                {format!("{}/{} v{}", t.owner, t.name, t.version)} " · "
+                <a href=again>"Run again with changes"</a>
+            </dd>
+            <dt>"Values"</dt>
+            <dd><code data-testid="job-values">{t.values_text()}</code></dd>
+        }
+    });
+    let environment = job.spec.environment.clone().map(|e| {
+        let (path, version) = e.rsplit_once(':').unwrap_or((e.as_str(), ""));
+        let (owner, name) = path.split_once('/').unwrap_or(("", path));
+        let href = format!("/environments/{name}?owner={owner}&version={version}");
+        view! {
+            <dt>"Environment"</dt>
+            <dd data-testid="job-environment"><a href=href>{e.clone()}</a></dd>
+        }
+    });
+    let notebook = job
+        .spec
+        .notebook
+        .clone()
+        .map(|n| view! { <dt>"Notebook"</dt><dd>{n}</dd> });
+    let any = template.is_some() || environment.is_some() || notebook.is_some();
+    any.then(|| view! { <dl class="facts job-origin">{template}{environment}{notebook}</dl> })
 }
