@@ -170,3 +170,22 @@ impl Environments for SqlEnvironments {
         read(&row)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_shipped_environments_are_valid_and_pin_what_the_test_venv_has() {
+        // The test venv's install fills pip's cache, so building paddle-cpu in
+        // CI downloads nothing new only while the pins agree.
+        let test_venv = include_str!("../../../scripts/python-requirements.txt");
+        for spec in super::shipped() {
+            spec.validate().unwrap();
+            for requirement in &spec.requirements {
+                assert!(
+                    test_venv.lines().any(|l| l.trim() == requirement),
+                    "{requirement} is not pinned in scripts/python-requirements.txt"
+                );
+            }
+        }
+    }
+}
