@@ -20,7 +20,7 @@ impl SqlTemplates {
     /// On a migrated pool.
     pub fn new(pool: AnyPool) -> Self {
         Self {
-            catalog: Catalog::new(pool, "templates"),
+            catalog: Catalog::new(pool, "templates", "Template"),
         }
     }
 
@@ -28,11 +28,11 @@ impl SqlTemplates {
     /// version of each in the library account where the newest stored one
     /// differs, published for everyone.
     pub async fn install_library(&self) -> Result<(), AppError> {
+        let shipped = shipped();
         let mut entries = Vec::new();
-        for spec in shipped() {
+        for spec in &shipped {
             spec.validate()?;
-            let text = serde_json::to_string(&spec).map_err(|_| AppError::Internal)?;
-            entries.push((spec.name.clone(), text));
+            entries.push((spec.name.as_str(), spec));
         }
         self.catalog.install(LIBRARY_ACCOUNT, &entries).await
     }
@@ -71,7 +71,14 @@ impl Templates for SqlTemplates {
         let text = serde_json::to_string(&spec).map_err(|_| AppError::Internal)?;
         let row = self
             .catalog
-            .save(by.account.id, &spec.name, &text, &by.email, false)
+            .save(
+                by.account.id,
+                &by.account.name,
+                &spec.name,
+                &text,
+                &by.email,
+                false,
+            )
             .await?;
         tracing::info!(account = %by.account.name, template = %spec.name, version = row.version, user = %by.email, "template saved");
         read(&row)
@@ -97,17 +104,7 @@ impl Templates for SqlTemplates {
         version: Option<u32>,
     ) -> Result<Template, AppError> {
         let owner = owner.filter(|o| !o.is_empty()).unwrap_or(&account.name);
-        let row = self.catalog.get(account.id, owner, name, version).await?;
-        let who = if owner == account.name {
-            String::new()
-        } else {
-            format!("{owner}/")
-        };
-        let what = match version {
-            Some(v) => format!("Template “{who}{name}” version {v}"),
-            None => format!("Template “{who}{name}”"),
-        };
-        read(&row.ok_or_else(|| AppError::not_found(what))?)
+        read(&self.catalog.find(account, owner, name, version).await?)
     }
 
     async fn publish(
@@ -117,10 +114,7 @@ impl Templates for SqlTemplates {
         name: &str,
         public: bool,
     ) -> Result<Template, AppError> {
-        let row = self
-            .catalog
-            .publish(me, "Template", owner, name, public)
-            .await?;
+        let row = self.catalog.publish(me, owner, name, public).await?;
         read(&row)
     }
 }

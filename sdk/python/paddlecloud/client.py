@@ -626,10 +626,7 @@ class Client(FilesMixin):
         """Publishes a template (every version) for every account, or with
         ``public=False`` takes it back; ``owner`` defaults to this account. Site
         admins only (others get a 403). Returns its newest version."""
-        body: Dict[str, Any] = {"public": bool(public)}
-        if owner is not None:
-            body["owner"] = owner
-        return self._json("POST", f"/templates/{_quote(name)}/publish", body=body)
+        return self._publish("templates", name, public, owner)
 
     def save_environment(self, environment: Mapping[str, Any]) -> Dict[str, Any]:
         """Saves an environment (``name``, ``description``, ``image``,
@@ -708,10 +705,13 @@ class Client(FilesMixin):
         """Publishes an environment (every version) for every account, or with
         ``public=False`` takes it back; ``owner`` defaults to this account. Site
         admins only (others get a 403). Returns its newest version."""
+        return self._publish("environments", name, public, owner)
+
+    def _publish(self, kind: str, name: str, public: bool, owner: Optional[str]) -> Dict[str, Any]:
         body: Dict[str, Any] = {"public": bool(public)}
         if owner is not None:
             body["owner"] = owner
-        return self._json("POST", f"/environments/{_quote(name)}/publish", body=body)
+        return self._json("POST", f"/{kind}/{_quote(name)}/publish", body=body)
 
     def list_serving(self) -> List[Dict[str, Any]]:
         """The account's serving instances, newest first, with the last minute's

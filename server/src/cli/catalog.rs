@@ -11,6 +11,7 @@ use app::models::{BuildState, EnvironmentSpec, TemplateRun, TemplateSpec};
 use clap::{Args, Subcommand};
 
 use super::remote::{wait_for_job, RemoteArgs};
+use super::serving::ListArgs;
 
 /// The template subcommands.
 #[derive(Debug, Subcommand)]
@@ -36,17 +37,6 @@ pub enum EnvCommand {
     /// Save an environment as the next version of its name, e.g.
     /// `paddlecloud env save nlp --requirement paddlenlp==3.0.0 --wait`.
     Save(EnvSaveArgs),
-}
-
-/// `… list`.
-#[derive(Debug, Clone, Args)]
-pub struct ListArgs {
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Which console.
-    #[command(flatten)]
-    pub remote: RemoteArgs,
 }
 
 /// `template show`.

@@ -75,7 +75,7 @@ pub struct LaunchArgs {
     pub remote: RemoteArgs,
 }
 
-/// `paddlecloud serving list`.
+/// `paddlecloud serving list` (and `template list`, `env list`).
 #[derive(Debug, Clone, Args)]
 pub struct ListArgs {
     /// Print JSON instead of a table.

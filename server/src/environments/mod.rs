@@ -32,7 +32,7 @@ impl SqlEnvironments {
     /// On a migrated pool, building with `venvs`.
     pub fn new(pool: AnyPool, venvs: Arc<Venvs>, build_on_save: bool) -> Self {
         Self {
-            catalog: Catalog::new(pool, "environments"),
+            catalog: Catalog::new(pool, "environments", "Environment"),
             venvs,
             build_on_save,
         }
@@ -42,26 +42,23 @@ impl SqlEnvironments {
     /// version of each in the library account where the newest stored one
     /// differs, published for everyone. Their builds start when first used.
     pub async fn install_library(&self) -> Result<(), AppError> {
+        let shipped = shipped();
         let mut entries = Vec::new();
-        for spec in shipped() {
+        for spec in &shipped {
             spec.validate()?;
-            let text = serde_json::to_string(&spec).map_err(|_| AppError::Internal)?;
-            entries.push((spec.name.clone(), text));
+            entries.push((spec.name.as_str(), spec));
         }
         self.catalog.install(LIBRARY_ACCOUNT, &entries).await
     }
 
     async fn find(&self, me: &Me, reference: &EnvironmentRef) -> Result<Environment, AppError> {
         let owner = reference.owner.as_deref().unwrap_or(&me.account.name);
-        let row = self
-            .catalog
-            .get(me.account.id, owner, &reference.name, reference.version)
-            .await?;
-        let what = match reference.version {
-            Some(v) => format!("Environment “{owner}/{}” version {v}", reference.name),
-            None => format!("Environment “{owner}/{}”", reference.name),
-        };
-        read(&row.ok_or_else(|| AppError::not_found(what))?)
+        read(
+            &self
+                .catalog
+                .find(&me.account, owner, &reference.name, reference.version)
+                .await?,
+        )
     }
 }
 
@@ -113,7 +110,14 @@ impl Environments for SqlEnvironments {
         let text = serde_json::to_string(&spec).map_err(|_| AppError::Internal)?;
         let row = self
             .catalog
-            .save(by.account.id, &spec.name, &text, &by.email, false)
+            .save(
+                by.account.id,
+                &by.account.name,
+                &spec.name,
+                &text,
+                &by.email,
+                false,
+            )
             .await?;
         tracing::info!(account = %by.account.name, environment = %spec.name, version = row.version, user = %by.email, "environment saved");
         if self.build_on_save {
@@ -126,7 +130,7 @@ impl Environments for SqlEnvironments {
         let mut environments = Vec::new();
         for row in self.catalog.list(me.account.id).await? {
             let environment = read(&row)?;
-            let state = self.venvs.state(&environment.spec.requirements).await.state;
+            let state = self.venvs.state(&environment.spec.requirements);
             environments.push(EnvironmentSummary { environment, state });
         }
         Ok(EnvironmentList { environments })
@@ -146,7 +150,7 @@ impl Environments for SqlEnvironments {
             .catalog
             .versions(&environment.owner, &environment.spec.name)
             .await?;
-        let build = self.venvs.state(&environment.spec.requirements).await;
+        let build = self.venvs.report(&environment.spec.requirements).await;
         let can_edit = environment.owner == me.account.name && me.role.require_change().is_ok();
         Ok(EnvironmentDetail {
             environment,
@@ -163,10 +167,7 @@ impl Environments for SqlEnvironments {
         name: &str,
         public: bool,
     ) -> Result<Environment, AppError> {
-        let row = self
-            .catalog
-            .publish(me, "Environment", owner, name, public)
-            .await?;
+        let row = self.catalog.publish(me, owner, name, public).await?;
         read(&row)
     }
 }

@@ -162,12 +162,7 @@ impl NotebookBackend for LocalNotebooks {
             .filter(|p| !p.as_os_str().is_empty())
             .map(|p| format!("{}:", p.display()))
             .unwrap_or_default();
-        let path = self
-            .inner
-            .inherited_env
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
+        let path = super::process::inherited_path(&self.inner.inherited_env);
         let mut env = run.env.clone();
         env.extend(
             [

@@ -44,6 +44,15 @@ pub fn command(
     cmd
 }
 
+/// The `PATH` replicas inherit (a plain system one when the console's
+/// environment gave none).
+pub fn inherited_path(inherited: &[(String, String)]) -> &str {
+    inherited
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str())
+}
+
 /// Sends `signal` to a whole process group; one that is already gone is fine.
 pub fn signal_group(pgid: i64, signal: Signal) {
     let Ok(raw) = i32::try_from(pgid) else { return };

@@ -238,10 +238,7 @@ async fn end_unstarted(
 /// The variables that put a virtualenv first: `VIRTUAL_ENV` and its
 /// `bin` ahead of the inherited `PATH`.
 pub(crate) fn venv_env(venv: &Path, inherited: &[(String, String)]) -> [(String, String); 2] {
-    let path = inherited
-        .iter()
-        .find(|(k, _)| k == "PATH")
-        .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
+    let path = super::process::inherited_path(inherited);
     [
         ("VIRTUAL_ENV".to_owned(), venv.display().to_string()),
         (

@@ -71,24 +71,37 @@ impl Venvs {
         self.root.join(format!("{hash}.failed"))
     }
 
-    /// How far the build of `requirements` is, with the end of its log.
-    pub async fn state(&self, requirements: &[String]) -> EnvironmentBuild {
+    /// How far the build of `requirements` is (what a list shows: no file
+    /// is read).
+    pub fn state(&self, requirements: &[String]) -> BuildState {
         let hash = self.hash(requirements);
-        let building = self.running.lock().expect("venv lock").contains_key(&hash);
-        let log = read_tail(&self.log_path(&hash)).await;
-        let (state, message) = if building {
-            (BuildState::Building, String::new())
+        if self.running.lock().expect("venv lock").contains_key(&hash) {
+            BuildState::Building
         } else if self.root.join(&hash).join(READY).exists() {
-            (BuildState::Ready, String::new())
-        } else if let Ok(why) = tokio::fs::read_to_string(self.failed_path(&hash)).await {
-            (BuildState::Failed, why.trim().to_owned())
+            BuildState::Ready
+        } else if self.failed_path(&hash).exists() {
+            BuildState::Failed
         } else {
-            (BuildState::NotBuilt, String::new())
+            BuildState::NotBuilt
+        }
+    }
+
+    /// [`Venvs::state`] with why a failed build failed and the end of the
+    /// build's log (what an environment's page shows).
+    pub async fn report(&self, requirements: &[String]) -> EnvironmentBuild {
+        let hash = self.hash(requirements);
+        let state = self.state(requirements);
+        let message = match state {
+            BuildState::Failed => tokio::fs::read_to_string(self.failed_path(&hash))
+                .await
+                .map(|why| why.trim().to_owned())
+                .unwrap_or_default(),
+            _ => String::new(),
         };
         EnvironmentBuild {
             state,
             message,
-            log,
+            log: read_tail(&self.log_path(&hash)).await,
         }
     }
 

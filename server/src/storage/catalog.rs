@@ -7,6 +7,7 @@
 //! caller.
 
 use app::error::AppError;
+use app::models::Account;
 use sqlx::AnyPool;
 
 use super::internal;
@@ -50,12 +51,14 @@ impl From<RawRow> for Row {
 pub struct Catalog {
     pool: AnyPool,
     table: &'static str,
+    /// What an entry is called in messages ("Template").
+    kind: &'static str,
 }
 
 impl Catalog {
-    /// The catalog in `table`, on a migrated pool.
-    pub fn new(pool: AnyPool, table: &'static str) -> Self {
-        Self { pool, table }
+    /// The catalog in `table` of `kind`s, on a migrated pool.
+    pub fn new(pool: AnyPool, table: &'static str, kind: &'static str) -> Self {
+        Self { pool, table, kind }
     }
 
     fn select(&self) -> String {
@@ -66,12 +69,14 @@ impl Catalog {
         )
     }
 
-    /// Saves `spec` as the next version of `name` in `account_id`, as
-    /// public as the name's other versions (or as `public` for a new
-    /// name). Two saves at once: the second takes the next number.
+    /// Saves `spec` as the next version of `name` in account `owner`
+    /// (`account_id`), as public as the name's other versions (or as
+    /// `public` for a new name). Two saves at once: the second takes the
+    /// next number.
     pub async fn save(
         &self,
         account_id: i64,
+        owner: &str,
         name: &str,
         spec: &str,
         by: &str,
@@ -109,19 +114,13 @@ impl Catalog {
             .await;
             match saved {
                 Ok(_) => {
-                    let owner: String =
-                        sqlx::query_scalar("SELECT name FROM accounts WHERE id = $1")
-                            .bind(account_id)
-                            .fetch_one(&self.pool)
-                            .await
-                            .map_err(internal("read an account's name"))?;
                     return Ok(Row {
                         spec: spec.to_owned(),
                         version: u32::try_from(version).unwrap_or(u32::MAX),
                         public: public != 0,
                         created_by: by.to_owned(),
                         created_at: now,
-                        owner,
+                        owner: owner.to_owned(),
                     });
                 }
                 Err(sqlx::Error::Database(db)) if db.is_unique_violation() => continue,
@@ -190,6 +189,29 @@ impl Catalog {
         Ok(row.map(Row::from))
     }
 
+    /// [`Catalog::get`] for `account`, with a "not found" that names what
+    /// was looked for (`owner/` only for another account's).
+    pub async fn find(
+        &self,
+        account: &Account,
+        owner: &str,
+        name: &str,
+        version: Option<u32>,
+    ) -> Result<Row, AppError> {
+        let row = self.get(account.id, owner, name, version).await?;
+        row.ok_or_else(|| {
+            let who = if owner == account.name {
+                String::new()
+            } else {
+                format!("{owner}/")
+            };
+            AppError::not_found(match version {
+                Some(v) => format!("{} “{who}{name}” version {v}", self.kind),
+                None => format!("{} “{who}{name}”", self.kind),
+            })
+        })
+    }
+
     /// Every version number of `owner/name`, newest first.
     pub async fn versions(&self, owner: &str, name: &str) -> Result<Vec<u32>, AppError> {
         let versions: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
@@ -209,13 +231,11 @@ impl Catalog {
     }
 
     /// Publishes (or takes back) every version of `owner/name`, as `me`,
-    /// who must be a site admin; `what` ("Template") names the kind in
-    /// errors. The newest version, as it is now (the admin may not see it
-    /// otherwise once it is taken back).
+    /// who must be a site admin. The newest version, as it is now (the
+    /// admin may not see it otherwise once it is taken back).
     pub async fn publish(
         &self,
         me: &app::models::Me,
-        what: &str,
         owner: &str,
         name: &str,
         public: bool,
@@ -223,7 +243,7 @@ impl Catalog {
         if !super::users::is_site_admin(&self.pool, me.user_id).await? {
             return Err(AppError::forbidden(format!(
                 "Only a site admin publishes a {} for everyone.",
-                what.to_lowercase()
+                self.kind.to_lowercase()
             )));
         }
         let done = sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -238,7 +258,10 @@ impl Catalog {
         .await
         .map_err(internal("publish a catalog entry"))?;
         if done.rows_affected() == 0 {
-            return Err(AppError::not_found(format!("{what} “{owner}/{name}”")));
+            return Err(AppError::not_found(format!(
+                "{} “{owner}/{name}”",
+                self.kind
+            )));
         }
         tracing::info!(table = self.table, entry = %format!("{owner}/{name}"), public, admin = %me.email, "publication changed");
         let newest: RawRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
@@ -257,7 +280,11 @@ impl Catalog {
     /// `owner` as the next version of each name whose newest stored spec
     /// differs, published for everyone when the name is new (a site admin
     /// may take one back; an upgrade keeps that).
-    pub async fn install(&self, owner: &str, shipped: &[(String, String)]) -> Result<(), AppError> {
+    pub async fn install<T: serde::Serialize>(
+        &self,
+        owner: &str,
+        shipped: &[(&str, T)],
+    ) -> Result<(), AppError> {
         let account_id: Option<i64> = sqlx::query_scalar("SELECT id FROM accounts WHERE name = $1")
             .bind(owner)
             .fetch_optional(&self.pool)
@@ -272,15 +299,18 @@ impl Catalog {
             return Ok(());
         };
         for (name, spec) in shipped {
+            let value = serde_json::to_value(spec).map_err(|_| AppError::Internal)?;
+            let spec = value.to_string();
             let newest = self.get(account_id, owner, name, None).await?;
             let same = |row: &Row| {
-                serde_json::from_str::<serde_json::Value>(&row.spec).ok()
-                    == serde_json::from_str::<serde_json::Value>(spec).ok()
+                serde_json::from_str::<serde_json::Value>(&row.spec).ok() == Some(value.clone())
             };
             if newest.as_ref().is_some_and(same) {
                 continue;
             }
-            let row = self.save(account_id, name, spec, owner, true).await?;
+            let row = self
+                .save(account_id, owner, name, &spec, owner, true)
+                .await?;
             tracing::info!(
                 table = self.table,
                 name,

@@ -409,8 +409,11 @@ async fn the_templates_page_lists_them_and_the_run_form_is_made_from_the_paramet
     let parameters = json!([{"name": "word", "type": "string", "default": "hi"}]);
     let body = format!(
         "form[name]=echoes&form[description]=&form[parameters]={}&form[job]={}",
-        urlencoding(&parameters.to_string()),
-        urlencoding(&job.to_string())
+        percent_encoding::utf8_percent_encode(
+            &parameters.to_string(),
+            percent_encoding::NON_ALPHANUMERIC
+        ),
+        percent_encoding::utf8_percent_encode(&job.to_string(), percent_encoding::NON_ALPHANUMERIC)
     );
     let saved = site
         .fetch_post("/api/save_template", &body, Some(&cookie))
@@ -445,16 +448,4 @@ async fn the_templates_page_lists_them_and_the_run_form_is_made_from_the_paramet
         "{hidden}"
     );
     assert!(!hidden.contains("values[steps]"), "{hidden}");
-}
-
-/// `text` as a form value.
-fn urlencoding(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
