@@ -7,6 +7,7 @@ p = argparse.ArgumentParser(description="Fits y = 2*x1 - 3.4*x2 + 4.2 with data-
 p.add_argument("--epochs", type=int, default=20)
 p.add_argument("--lr", type=float, default=0.05)
 p.add_argument("--batch-size", type=int, default=32)
+p.add_argument("--register", default="", help="Register the fitted line as a new version of this model.")
 a = p.parse_args()
 world = dist.get_world_size()
 if world > 1:
@@ -41,3 +42,12 @@ if writer:
     writer.close()
     w = model.parameters()
     print("weights", [round(float(v), 3) for v in w[0].numpy().ravel()], "bias", round(float(w[1].numpy()[0]), 3))
+    if a.register:
+        # The weights (for evaluate-a-line) and the exported program (for serving).
+        line = model._layers if world > 1 else model
+        paddle.save(line.state_dict(), "model/line.pdparams")
+        line.eval()
+        paddle.jit.save(line, "model/inference", input_spec=[paddle.static.InputSpec([None, 2], "float32", "x")])
+        import paddlecloud
+        v = paddlecloud.register_model(a.register, "model", description=f"fit-a-line: {a.epochs} epochs, lr {a.lr}, loss {float(loss):.5f}")
+        print(f"registered {a.register} version {v['version']}", flush=True)

@@ -49,6 +49,7 @@ fn spec(i: usize) -> JobSpec {
             gpu: 1,
         },
         datasets: vec![],
+        models: vec![],
     }
 }
 

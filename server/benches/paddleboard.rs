@@ -176,6 +176,7 @@ fn main() -> anyhow::Result<()> {
                 ps: Default::default(),
                 trainer: Default::default(),
                 datasets: vec![],
+                models: vec![],
             };
             JobStore::new(pool.clone())
                 .insert(&me, &spec, "local")

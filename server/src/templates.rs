@@ -41,10 +41,13 @@ impl SqlTemplates {
 /// The template library: JSON files in `library/templates/` (each
 /// program beside its template as a `.py` file, the same text).
 pub fn shipped() -> Vec<TemplateSpec> {
-    [include_str!("../../library/templates/fit-a-line.json")]
-        .iter()
-        .map(|text| serde_json::from_str(text).expect("a shipped template reads"))
-        .collect()
+    [
+        include_str!("../../library/templates/fit-a-line.json"),
+        include_str!("../../library/templates/evaluate-a-line.json"),
+    ]
+    .iter()
+    .map(|text| serde_json::from_str(text).expect("a shipped template reads"))
+    .collect()
 }
 
 /// A row as a template.
@@ -127,10 +130,19 @@ mod tests {
         for t in &shipped {
             t.validate().unwrap();
         }
-        let fit = shipped.iter().find(|t| t.name == "fit-a-line").unwrap();
-        assert_eq!(
-            fit.job["command"][2].as_str().unwrap(),
-            include_str!("../../library/templates/fit-a-line.py")
-        );
+        let programs = [
+            (
+                "fit-a-line",
+                include_str!("../../library/templates/fit-a-line.py"),
+            ),
+            (
+                "evaluate-a-line",
+                include_str!("../../library/templates/evaluate-a-line.py"),
+            ),
+        ];
+        for (name, program) in programs {
+            let t = shipped.iter().find(|t| t.name == name).unwrap();
+            assert_eq!(t.job["command"][2].as_str().unwrap(), program, "{name}");
+        }
     }
 }

@@ -244,6 +244,56 @@ pub struct NewLink {
     pub path: String,
 }
 
+/// A model version as a job or a template names it: `name` (the caller's
+/// account's), `owner/name`, either with `:version` (none: the newest
+/// ready one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRef {
+    /// The owning account (`None`: the caller's).
+    pub owner: Option<String>,
+    /// The model's name.
+    pub name: String,
+    /// A version (`None`: the newest ready one).
+    pub version: Option<u32>,
+}
+
+impl ModelRef {
+    /// Reads `[owner/]name[:version]`; `field` is what a bad one is
+    /// reported against.
+    pub fn parse(text: &str, field: &str) -> Result<Self, AppError> {
+        let bad = || {
+            AppError::invalid(
+                field,
+                format!(
+                    "“{}” is not a model: write name, owner/name or either with :version.",
+                    text.trim()
+                ),
+            )
+        };
+        let (owner, name, version) =
+            crate::models::environments::split_reference(text).ok_or_else(bad)?;
+        if validate_asset_name(name).is_err()
+            || owner.is_some_and(|o| crate::models::validate_account_name(o).is_err())
+        {
+            return Err(bad());
+        }
+        Ok(Self {
+            owner: owner.map(str::to_owned),
+            name: name.to_owned(),
+            version,
+        })
+    }
+
+    /// The model it names, its owner defaulting to `account`.
+    pub fn asset(&self, account: &str) -> AssetRef {
+        AssetRef {
+            kind: AssetKind::Model,
+            owner: self.owner.clone().unwrap_or_else(|| account.to_owned()),
+            name: self.name.clone(),
+        }
+    }
+}
+
 /// Trims and checks an asset name: 1–64 of `a-z 0-9 - _ .`, starting with a
 /// letter or digit (it is part of object paths and URLs).
 pub fn validate_asset_name(raw: &str) -> Result<String, AppError> {
@@ -372,6 +422,33 @@ pub fn format_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_reference_reads_owner_name_and_version() {
+        let r = ModelRef::parse(" vision/resnet-50:3 ", "models").unwrap();
+        assert_eq!(r.owner.as_deref(), Some("vision"));
+        assert_eq!(r.name, "resnet-50");
+        assert_eq!(r.version, Some(3));
+        let mine = ModelRef::parse("line", "models").unwrap();
+        assert_eq!(mine.asset("ann").owner, "ann");
+        assert_eq!(mine.version, None);
+        for bad in [
+            "",
+            "line:0",
+            "line:new",
+            "/line",
+            "a/b/c",
+            "Line",
+            "../etc",
+            "vision/:2",
+        ] {
+            let err = ModelRef::parse(bad, "models").unwrap_err();
+            assert!(
+                matches!(&err, AppError::Invalid { field: Some(f), .. } if f == "models"),
+                "{bad}: {err:?}"
+            );
+        }
+    }
 
     #[test]
     fn traversal_and_deceptive_paths_are_refused() {

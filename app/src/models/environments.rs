@@ -211,29 +211,35 @@ impl EnvironmentRef {
                 format!("“{text}” is not an environment: write name, owner/name or either with :version."),
             )
         };
-        let text = text.trim();
-        let (path, version) = match text.rsplit_once(':') {
-            Some((path, v)) => (path, Some(v.parse::<u32>().map_err(|_| bad())?)),
-            None => (text, None),
-        };
-        let (owner, name) = match path.split_once('/') {
-            Some((owner, name)) => (Some(owner.to_owned()), name),
-            None => (None, path),
-        };
-        if validate_job_name(name).is_err()
-            || owner
-                .as_deref()
-                .is_some_and(|o| o.is_empty() || o.contains('/'))
-            || version == Some(0)
-        {
+        let (owner, name, version) = split_reference(text).ok_or_else(bad)?;
+        if validate_job_name(name).is_err() {
             return Err(bad());
         }
         Ok(Self {
-            owner,
+            owner: owner.map(str::to_owned),
             name: name.to_owned(),
             version,
         })
     }
+}
+
+/// Splits `[owner/]name[:version]` (environments, model versions): `None`
+/// when the owner is empty, there is more than one `/`, or the version is
+/// not a number from 1. The name is left for the caller to check.
+pub(crate) fn split_reference(text: &str) -> Option<(Option<&str>, &str, Option<u32>)> {
+    let text = text.trim();
+    let (path, version) = match text.rsplit_once(':') {
+        Some((path, v)) => (path, Some(v.parse::<u32>().ok().filter(|v| *v > 0)?)),
+        None => (text, None),
+    };
+    let (owner, name) = match path.split_once('/') {
+        Some((owner, name)) => (Some(owner), name),
+        None => (None, path),
+    };
+    if owner.is_some_and(|o| o.is_empty()) || name.contains('/') {
+        return None;
+    }
+    Some((owner, name, version))
 }
 
 impl EnvironmentSpec {

@@ -40,6 +40,10 @@ pub struct JobForm {
     /// Datasets it reads, `name` or `owner/name`, separated by commas or spaces.
     #[serde(default)]
     pub datasets: String,
+    /// Model versions it reads, `[owner/]name[:version]`, separated by
+    /// commas or spaces.
+    #[serde(default)]
+    pub models: String,
     /// The environment it runs in (`name`, `owner/name`, `:version`), or empty.
     #[serde(default)]
     pub environment: String,
@@ -104,6 +108,14 @@ pub fn split_command(line: &str) -> Result<Vec<String>, AppError> {
     Ok(words)
 }
 
+/// The names in a field that lists them separated by commas or spaces.
+fn list_words(raw: &str) -> Vec<String> {
+    raw.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|d| !d.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 impl JobForm {
     /// The spec this form describes; the error names the form field at fault.
     pub fn to_spec(&self) -> Result<JobSpec, AppError> {
@@ -132,12 +144,8 @@ impl JobForm {
                 memory: self.trainer_memory.clone(),
                 gpu,
             },
-            datasets: self
-                .datasets
-                .split(|c: char| c == ',' || c.is_whitespace())
-                .filter(|d| !d.is_empty())
-                .map(str::to_owned)
-                .collect(),
+            datasets: list_words(&self.datasets),
+            models: list_words(&self.models),
         })
     }
 
@@ -157,6 +165,7 @@ impl JobForm {
             trainer_memory: "4Gi".into(),
             trainer_gpu: "0".into(),
             datasets: String::new(),
+            models: String::new(),
             environment: String::new(),
         }
     }

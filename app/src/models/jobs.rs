@@ -163,6 +163,13 @@ pub struct JobSpec {
     /// `PADDLE_DATASET_DIR` (the first) and `PADDLE_DATASET_DIR_<NAME>`.
     #[serde(default)]
     pub datasets: Vec<String>,
+    /// Model versions the job reads: `name`, `owner/name`, either with
+    /// `:version` (none: the newest ready one). The console records the
+    /// exact version it took (`owner/name:version`). Each replica finds
+    /// them through `PADDLE_MODEL_DIR` (the first) and
+    /// `PADDLE_MODEL_DIR_<NAME>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<String>,
     /// The notebook it was submitted from (with that notebook's key). Set
     /// by the console from the credential, never from what a client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -196,6 +203,7 @@ pub const RESERVED_ENV: &[&str] = &[
     "PADDLECLOUD_JOB_TOKEN",
     "PADDLECLOUD_SERVER",
     "PADDLE_DATASET_DIR",
+    "PADDLE_MODEL_DIR",
 ];
 
 impl JobSpec {
@@ -234,7 +242,9 @@ impl JobSpec {
             ));
         }
         validate_env(&self.env, |name| {
-            RESERVED_ENV.contains(&name) || name.starts_with("PADDLE_DATASET_DIR_")
+            RESERVED_ENV.contains(&name)
+                || name.starts_with("PADDLE_DATASET_DIR_")
+                || name.starts_with("PADDLE_MODEL_DIR_")
         })?;
         if self.datasets.len() > 20 {
             return Err(AppError::invalid(
@@ -258,6 +268,15 @@ impl JobSpec {
                     format!("“{d}” is not a dataset: use name or owner/name."),
                 )
             })?;
+        }
+        if self.models.len() > 20 {
+            return Err(AppError::invalid(
+                "models",
+                "A job reads at most 20 models.",
+            ));
+        }
+        for m in &self.models {
+            crate::models::ModelRef::parse(m, "models")?;
         }
         self.totals().map(|_| ())
     }
@@ -307,6 +326,16 @@ pub fn validate_env(env: &[EnvVar], reserved: impl Fn(&str) -> bool) -> Result<(
 /// `PADDLE_DATASET_DIR_<NAME>`, the name (`mnist` or `owner/mnist`) in
 /// capitals with anything but letters and digits as `_`.
 pub fn dataset_dir_variable(name: &str) -> String {
+    dir_variable("PADDLE_DATASET_DIR", name)
+}
+
+/// The variable that holds a model version's folder for a replica:
+/// `PADDLE_MODEL_DIR_<NAME>`, spelled like [`dataset_dir_variable`].
+pub fn model_dir_variable(name: &str) -> String {
+    dir_variable("PADDLE_MODEL_DIR", name)
+}
+
+fn dir_variable(prefix: &str, name: &str) -> String {
     let key: String = name
         .chars()
         .map(|c| {
@@ -317,7 +346,7 @@ pub fn dataset_dir_variable(name: &str) -> String {
             }
         })
         .collect();
-    format!("PADDLE_DATASET_DIR_{key}")
+    format!("{prefix}_{key}")
 }
 
 /// Job names appear in pod and service names, so they are DNS-1123 labels.
@@ -602,6 +631,7 @@ mod tests {
                 gpu: 1,
             },
             datasets: vec![],
+            models: vec![],
         }
     }
 

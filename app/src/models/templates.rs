@@ -305,7 +305,7 @@ fn as_text_where_text(job: &mut Value) {
     for key in ["name", "image", "working_dir", "environment"] {
         map.get_mut(key).map(text);
     }
-    for key in ["command", "args", "datasets"] {
+    for key in ["command", "args", "datasets", "models"] {
         if let Some(Value::Array(items)) = map.get_mut(key) {
             items.iter_mut().for_each(text);
         }
@@ -400,19 +400,19 @@ impl TemplateParam {
                     .map(|_| TemplateValue::Text(t.to_owned())),
                 None => bad(format!("{name} takes the name of an environment.")),
             },
-            ParamType::Dataset | ParamType::Model => {
-                let what = if self.kind == ParamType::Dataset {
-                    "dataset"
-                } else {
-                    "model"
-                };
-                match text {
-                    Some(t) if !t.is_empty() => Ok(TemplateValue::Text(t.to_owned())),
-                    _ => bad(format!(
-                        "{name} takes the name of a {what} (or owner/name)."
-                    )),
-                }
-            }
+            ParamType::Model => match text {
+                Some(t) => crate::models::ModelRef::parse(t, &self.field())
+                    .map(|_| TemplateValue::Text(t.to_owned())),
+                None => bad(format!(
+                    "{name} takes a model: name or owner/name, either with :version."
+                )),
+            },
+            ParamType::Dataset => match text {
+                Some(t) if !t.is_empty() => Ok(TemplateValue::Text(t.to_owned())),
+                _ => bad(format!(
+                    "{name} takes the name of a dataset (or owner/name)."
+                )),
+            },
         }
     }
 }
@@ -634,6 +634,8 @@ mod tests {
                 {"name": "optimizer", "type": "enum", "choices": ["sgd", "adam"], "default": "sgd"},
                 {"name": "tag", "type": "string", "pattern": "[a-z]+", "default": "base"},
                 {"name": "data", "type": "dataset", "default": "housing"},
+                {"name": "base", "type": "model", "default": "vision/resnet:2"},
+                {"name": "env", "type": "environment", "default": "paddlecloud/paddle-cpu"},
             ],
             "job": {
                 "command": ["python", "train.py", "--lr", "{{lr}}", "--opt={{optimizer}}"],
@@ -641,6 +643,8 @@ mod tests {
                 "trainer": {"cpu": "1", "memory": "1Gi"},
                 "env": [{"name": "AMP", "value": "{{amp}}"}, {"name": "TAG", "value": "run-{{ tag }}"}],
                 "datasets": ["{{data}}"],
+                "models": ["{{base}}"],
+                "environment": "{{env}}",
             }
         }))
         .unwrap()
@@ -678,6 +682,8 @@ mod tests {
         assert_eq!(job.env[0].value, "false");
         assert_eq!(job.env[1].value, "run-base");
         assert_eq!(job.datasets, ["housing"]);
+        assert_eq!(job.models, ["vision/resnet:2"]);
+        assert_eq!(job.environment.as_deref(), Some("paddlecloud/paddle-cpu"));
         let used = job.template.unwrap();
         assert_eq!(used.version, 3);
         assert_eq!(used.values["trainers"], TemplateValue::Int(4));
@@ -701,6 +707,11 @@ mod tests {
             (json!({"tag": "Has Spaces"}), "values.tag"),
             (json!({"tag": 7}), "values.tag"),
             (json!({"data": ""}), "values.data"),
+            (json!({"base": ""}), "values.base"),
+            (json!({"base": "resnet:latest"}), "values.base"),
+            (json!({"base": "a/b/c"}), "values.base"),
+            (json!({"base": 3}), "values.base"),
+            (json!({"env": "Paddle CPU"}), "values.env"),
             (json!({"nope": 1}), "values.nope"),
         ] {
             let err = t.render(1, &run(values.clone()), "x").unwrap_err();

@@ -36,6 +36,7 @@ pub(crate) async fn admit_and_submit(
         spec.environment = Some(environment.pinned());
         spec.environment_use = Some(environment.to_use());
     }
+    spec.models = super::models::pin_job_models(&*services.assets, me, &spec.models).await?;
     let totals = spec.totals()?;
     let _admission = services.quotas.admission(&me.account).await?;
     services

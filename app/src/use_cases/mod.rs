@@ -4,6 +4,7 @@
 //! of them. A use case that needs one port only is that port's method.
 
 pub mod jobs;
+pub mod models;
 pub mod notebooks;
 pub mod serving;
 pub mod templates;

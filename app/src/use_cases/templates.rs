@@ -2,7 +2,7 @@
 //! any job.
 
 use crate::error::AppError;
-use crate::models::{AssetKind, AssetRef, Job, ParamType, TemplateRun, TemplateValue};
+use crate::models::{AssetKind, AssetRef, Job, ModelRef, ParamType, TemplateRun, TemplateValue};
 use crate::ports::{Principal, Services, Viewer};
 
 /// Makes and submits the job of template `name` with `run`'s values (the
@@ -33,41 +33,61 @@ pub async fn run_template(
         .map(|t| t.values.clone())
         .unwrap_or_default();
     for p in &template.spec.parameters {
-        let kind = match p.kind {
-            ParamType::Dataset => AssetKind::Dataset,
-            ParamType::Model => AssetKind::Model,
-            _ => continue,
-        };
         let Some(TemplateValue::Text(value)) = values.get(&p.name) else {
             continue;
         };
-        let (owner, asset) = value
-            .split_once('/')
-            .unwrap_or((who.me.account.name.as_str(), value.as_str()));
-        let reference = AssetRef {
-            kind,
-            owner: owner.to_owned(),
-            name: asset.to_owned(),
-        };
-        if let Err(err) = services
-            .assets
-            .get(&Viewer::User(who.me.clone()), &reference)
-            .await
-        {
-            return Err(match err {
-                AppError::NotFound { .. } => AppError::invalid(
-                    format!("values.{}", p.name),
-                    format!(
-                        "{}: no {} {value} that you can read.",
-                        p.name,
-                        kind.as_str()
-                    ),
-                ),
-                other => other,
-            });
+        let field = format!("values.{}", p.name);
+        match p.kind {
+            ParamType::Dataset => readable_dataset(services, who, &field, &p.name, value).await?,
+            ParamType::Model => {
+                let reference = ModelRef::parse(value, &field)?;
+                let fields = super::models::Fields {
+                    model: "values",
+                    version: "values",
+                };
+                super::models::ready_version(&*services.assets, &who.me, &reference, fields)
+                    .await
+                    .map_err(|err| match err {
+                        AppError::Invalid { message, .. } => {
+                            AppError::invalid(field.clone(), format!("{}: {message}", p.name))
+                        }
+                        other => other,
+                    })?;
+            }
+            _ => {}
         }
     }
     super::jobs::admit_and_submit(services, who, spec).await
+}
+
+/// Refuses a dataset value the caller cannot read, naming the parameter.
+async fn readable_dataset(
+    services: &Services,
+    who: &Principal,
+    field: &str,
+    parameter: &str,
+    value: &str,
+) -> Result<(), AppError> {
+    let (owner, asset) = value
+        .split_once('/')
+        .unwrap_or((who.me.account.name.as_str(), value));
+    let reference = AssetRef {
+        kind: AssetKind::Dataset,
+        owner: owner.to_owned(),
+        name: asset.to_owned(),
+    };
+    match services
+        .assets
+        .get(&Viewer::User(who.me.clone()), &reference)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(AppError::NotFound { .. }) => Err(AppError::invalid(
+            field,
+            format!("{parameter}: no dataset {value} that you can read."),
+        )),
+        Err(other) => Err(other),
+    }
 }
 
 /// `<template>-<6 characters>`: a job name for a run that names none,

@@ -11,7 +11,8 @@
 
 Inside a training job, ``paddlecloud.draw_board(loss, "train/loss")`` charts a
 scalar on PaddleBoard (see `paddlecloud.board`), ``paddlecloud.dataset_dir()``
-is where its dataset is, and ``paddlecloud.register_model("resnet", "output/")``
+is where its dataset is, ``paddlecloud.model_dir()`` the model version it
+reads, and ``paddlecloud.register_model("resnet", "output/")``
 makes its output a new model version (see `paddlecloud.files`).
 
 The module-level functions use a default `Client()`, which reads
@@ -37,7 +38,7 @@ from .client import (
 )
 from .board import Board, draw_board, flush_board
 from .errors import PaddleCloudError
-from .files import dataset_dir
+from .files import dataset_dir, model_dir
 
 __version__ = "0.1.0"
 
@@ -86,6 +87,7 @@ __all__ = [
     "download_dataset",
     "download_model",
     "dataset_dir",
+    "model_dir",
 ]
 
 _lock = threading.Lock()

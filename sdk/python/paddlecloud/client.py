@@ -389,6 +389,7 @@ class Client(FilesMixin):
         env: Any = None,
         datasets: Sequence[str] = (),
         environment: Optional[str] = None,
+        models: Sequence[str] = (),
     ) -> Dict[str, Any]:
         """Submits a distributed job and returns it (status ``pending`` or later).
 
@@ -403,7 +404,10 @@ class Client(FilesMixin):
         the environment it runs in (``name``, ``owner/name``, either with
         ``:version``; see `save_environment`): the job's ``spec["environment"]``
         records the exact ``owner/name:version`` and ``spec["environment_use"]``
-        what it resolved to.
+        what it resolved to. ``models`` names the model versions it reads
+        (``name``, ``owner/name``, either with ``:version``; none: the newest
+        finished one): the job records each as ``owner/name:version`` and
+        `paddlecloud.model_dir()` is where the first one is.
         """
         spec = {
             "name": name,
@@ -425,6 +429,7 @@ class Client(FilesMixin):
                 "gpu": _count(gpu_per_trainer, "gpu_per_trainer"),
             },
             "datasets": [datasets] if isinstance(datasets, str) else list(datasets),
+            "models": [models] if isinstance(models, str) else list(models),
         }
         if environment is not None:
             spec["environment"] = environment

@@ -201,15 +201,26 @@ class FilesMixin:
         return self._download("models", name, dest, version)
 
 
-def dataset_dir(name: Optional[str] = None) -> str:
-    """Inside a job: the folder holding its dataset (the first it names, or
-    ``name``), as the executor mounted it."""
-    key = "PADDLE_DATASET_DIR" if name is None else "PADDLE_DATASET_DIR_" + "".join(
-        c if c.isalnum() else "_" for c in name.rpartition("/")[2].upper()
-    )
+def _input_dir(prefix: str, what: str, name: Optional[str]) -> str:
+    key = prefix
+    if name is not None:
+        bare = name.rpartition("/")[2].partition(":")[0]
+        key += "_" + "".join(c if c.isalnum() else "_" for c in bare.upper())
     value = os.environ.get(key)
     if not value:
         raise PaddleCloudError(
-            f"${key} is not set: run inside a job submitted with that dataset.", code="invalid"
+            f"${key} is not set: run inside a job submitted with that {what}.", code="invalid"
         )
     return value
+
+
+def dataset_dir(name: Optional[str] = None) -> str:
+    """Inside a job: the folder holding its dataset (the first it names, or
+    ``name``), as the executor mounted it."""
+    return _input_dir("PADDLE_DATASET_DIR", "dataset", name)
+
+
+def model_dir(name: Optional[str] = None) -> str:
+    """Inside a job: the folder holding the model version it reads (the first
+    it names, or model ``name``; ``owner/`` and ``:version`` are ignored)."""
+    return _input_dir("PADDLE_MODEL_DIR", "model", name)

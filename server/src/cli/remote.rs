@@ -74,6 +74,11 @@ pub struct SubmitArgs {
     /// first is at `$PADDLE_DATASET_DIR`, each at `$PADDLE_DATASET_DIR_<NAME>`.
     #[arg(long = "dataset", value_name = "DATASET")]
     pub datasets: Vec<String>,
+    /// A model version the job reads, `name`, `owner/name`, either with
+    /// `:version` (none: the newest finished one; repeatable); the first is
+    /// at `$PADDLE_MODEL_DIR`, each at `$PADDLE_MODEL_DIR_<NAME>`.
+    #[arg(long = "model", value_name = "MODEL")]
+    pub models: Vec<String>,
     /// The environment it runs in: `name`, `owner/name`, either with
     /// `:version` (e.g. `paddlecloud/paddle-cpu`).
     #[arg(long)]
@@ -202,6 +207,7 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
             gpu: args.trainer_gpu,
         },
         datasets: args.datasets,
+        models: args.models,
     };
     let job = client.submit(&spec)?;
     println!(

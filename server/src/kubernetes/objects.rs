@@ -83,6 +83,12 @@ pub fn validate_for_kubernetes(spec: &JobSpec) -> Result<(), AppError> {
             "Jobs on Kubernetes cannot mount datasets yet; read them from the object store.",
         ));
     }
+    if !spec.models.is_empty() {
+        return Err(AppError::invalid(
+            "models",
+            "Jobs on Kubernetes cannot mount models yet; fetch them with the SDK (paddlecloud.download_model).",
+        ));
+    }
     Ok(())
 }
 
@@ -334,6 +340,7 @@ mod tests {
                 gpu: 1,
             },
             datasets: vec![],
+            models: vec![],
         }
     }
 

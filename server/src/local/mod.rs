@@ -131,18 +131,11 @@ impl LocalCluster {
         Ok(cluster)
     }
 
-    /// Each dataset a job reads and the local folder that holds it.
-    async fn dataset_dirs(
-        &self,
-        by: &Me,
-        names: &[String],
-    ) -> Result<Vec<(String, PathBuf)>, AppError> {
-        if names.is_empty() {
-            return Ok(Vec::new());
-        }
+    /// The local folders of the datasets and model versions a job reads.
+    async fn inputs(&self, by: &Me, spec: &JobSpec) -> Result<supervisor::Inputs, AppError> {
         let assets = &self.inner.assets;
-        let mut out = Vec::new();
-        for full in names {
+        let mut inputs = supervisor::Inputs::default();
+        for full in &spec.datasets {
             let (owner, name) = full.split_once('/').unwrap_or((&by.account.name, full));
             let r = app::models::AssetRef {
                 kind: app::models::AssetKind::Dataset,
@@ -159,9 +152,31 @@ impl LocalCluster {
                     ),
                     other => other,
                 })?;
-            out.push((name.to_owned(), dir));
+            inputs.datasets.push((name.to_owned(), dir));
         }
-        Ok(out)
+        for pinned in &spec.models {
+            let reference = app::models::ModelRef::parse(pinned, "models")?;
+            let Some(version) = reference.version else {
+                // The console pins every model before a job gets here.
+                return Err(AppError::invalid(
+                    "models",
+                    format!("Say which version of “{pinned}”."),
+                ));
+            };
+            let r = reference.asset(&by.account.name);
+            let dir = assets
+                .local_dir(by, &r, app::ports::Slot::Version(version))
+                .await
+                .map_err(|err| match err {
+                    AppError::NotFound { .. } => AppError::invalid(
+                        "models",
+                        format!("There is no model “{pinned}” you can read."),
+                    ),
+                    other => other,
+                })?;
+            inputs.models.push((reference.name, dir));
+        }
+        Ok(inputs)
     }
 
     fn job_dir(&self, account: &Account, job: &str) -> PathBuf {
@@ -174,7 +189,7 @@ impl LocalCluster {
         &self,
         stored: StoredJob,
         token: String,
-        datasets: Vec<(String, PathBuf)>,
+        inputs: supervisor::Inputs,
         ask: Ask,
     ) -> Result<(), AppError> {
         let account = self.inner.store.account_of(stored.account_id).await?;
@@ -216,7 +231,7 @@ impl LocalCluster {
             dir,
             token,
             console_url: self.inner.console_url.clone(),
-            datasets,
+            inputs,
             ask,
         };
         tokio::spawn(supervisor::supervise(
@@ -231,7 +246,7 @@ impl LocalCluster {
 
     /// Queues again a job that was waiting for room when the console
     /// stopped, as the user who submitted it; one that cannot run any more
-    /// (its submitter or a dataset gone, the machine now too small) fails
+    /// (its submitter, a dataset or a model gone, the machine now too small) fails
     /// with the reason.
     async fn requeue(&self, stored: StoredJob) -> Result<(), AppError> {
         let store = &self.inner.store;
@@ -244,17 +259,17 @@ impl LocalCluster {
                 Ok(ask) => ask,
                 Err(err) => return Ok(Err(err.to_string())),
             };
-            match self.dataset_dirs(&me, &spec.datasets).await {
-                Ok(datasets) => Ok(Ok((ask, datasets))),
+            match self.inputs(&me, &spec).await {
+                Ok(inputs) => Ok(Ok((ask, inputs))),
                 Err(AppError::Internal) => Err(AppError::Internal),
                 Err(err) => Ok(Err(err.to_string())),
             }
         };
         match why_not.await? {
-            Ok((ask, datasets)) => {
+            Ok((ask, inputs)) => {
                 let token = store.reissue_token(stored.id).await?;
                 tracing::info!(job = %spec.name, account_id = stored.account_id, "queued again after a restart");
-                self.launch(stored, token, datasets, ask).await
+                self.launch(stored, token, inputs, ask).await
             }
             Err(why) => {
                 let message = format!(
@@ -295,10 +310,10 @@ impl Cluster for LocalCluster {
     async fn submit(&self, by: &Me, spec: JobSpec) -> Result<Job, AppError> {
         spec.validate()?;
         let ask = self.inner.machine.job_ask(&spec)?;
-        let datasets = self.dataset_dirs(by, &spec.datasets).await?;
+        let inputs = self.inputs(by, &spec).await?;
         let (stored, token) = self.inner.store.insert(by, &spec, LOCAL).await?;
         let job = stored.job.clone();
-        self.launch(stored, token, datasets, ask).await?;
+        self.launch(stored, token, inputs, ask).await?;
         Ok(job)
     }
 

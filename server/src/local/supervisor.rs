@@ -44,10 +44,19 @@ pub struct Run {
     pub token: String,
     /// Where the console is (`PADDLECLOUD_SERVER`), when known.
     pub console_url: Option<String>,
-    /// The datasets it reads: name and local folder.
-    pub datasets: Vec<(String, PathBuf)>,
+    /// The datasets and model versions it reads.
+    pub inputs: Inputs,
     /// What its replicas ask of the machine, in pod order.
     pub ask: Ask,
+}
+
+/// What a job reads, each by name with its local folder.
+#[derive(Default)]
+pub struct Inputs {
+    /// Datasets: `PADDLE_DATASET_DIR` (the first), `PADDLE_DATASET_DIR_<NAME>`.
+    pub datasets: Vec<(String, PathBuf)>,
+    /// Model versions: `PADDLE_MODEL_DIR` (the first), `PADDLE_MODEL_DIR_<NAME>`.
+    pub models: Vec<(String, PathBuf)>,
 }
 
 /// A replica whose process was started.
@@ -285,12 +294,26 @@ fn env_for(
     if let Some(url) = &run.console_url {
         env.push(("PADDLECLOUD_SERVER".to_owned(), url.clone()));
     }
-    for (i, (name, dir)) in run.datasets.iter().enumerate() {
-        let dir = dir.display().to_string();
-        if i == 0 {
-            env.push(("PADDLE_DATASET_DIR".to_owned(), dir.clone()));
+    let inputs = [
+        (
+            "PADDLE_DATASET_DIR",
+            &run.inputs.datasets,
+            app::models::dataset_dir_variable as fn(&str) -> String,
+        ),
+        (
+            "PADDLE_MODEL_DIR",
+            &run.inputs.models,
+            app::models::model_dir_variable,
+        ),
+    ];
+    for (first, dirs, variable) in inputs {
+        for (i, (name, dir)) in dirs.iter().enumerate() {
+            let dir = dir.display().to_string();
+            if i == 0 {
+                env.push((first.to_owned(), dir.clone()));
+            }
+            env.push((variable(name), dir));
         }
-        env.push((app::models::dataset_dir_variable(name), dir));
     }
     match role {
         JobRole::Trainer => env.push(("PADDLE_TRAINER_ID".into(), index.to_string())),

@@ -28,6 +28,21 @@ const BUILD_LIMIT: Duration = Duration::from_secs(30 * 60);
 const LOG_TAIL: u64 = 64 * 1024;
 /// Written into a finished build.
 const READY: &str = ".paddlecloud-ready";
+/// Beside a build's SDK: which SDK it is (a hash of its files).
+const SDK_STAMP: &str = "paddlecloud-sdk/.stamp";
+
+/// A hash of the SDK's files, computed once.
+fn sdk_stamp() -> &'static str {
+    static STAMP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    STAMP.get_or_init(|| {
+        let mut h = Sha256::new();
+        for (name, text) in SDK_FILES {
+            h.update(name.as_bytes());
+            h.update(text.as_bytes());
+        }
+        hex::encode(&h.finalize()[..8])
+    })
+}
 
 /// The builds on this machine.
 pub struct Venvs {
@@ -120,6 +135,9 @@ impl Venvs {
             let _ = done.wait_for(|d| *d).await;
         }
         if dir.join(READY).exists() {
+            // A build outlives the console that made it: it gets this
+            // console's SDK (what jobs in it import) before it is used.
+            self.write_sdk(&dir).await?;
             return Ok(dir);
         }
         let hash = self.hash(requirements);
@@ -287,19 +305,32 @@ impl Venvs {
         if !out.status.success() || purelib.is_empty() {
             return Err("the environment's Python did not say where its packages go".to_owned());
         }
-        let sdk = dir.join("paddlecloud-sdk").join("paddlecloud");
-        tokio::fs::create_dir_all(&sdk)
-            .await
-            .map_err(|e| format!("could not write the SDK: {e}"))?;
-        for (name, text) in SDK_FILES {
-            tokio::fs::write(sdk.join(name), text)
-                .await
-                .map_err(|e| format!("could not write the SDK: {e}"))?;
-        }
+        self.write_sdk(dir).await?;
         let pth = Path::new(&purelib).join("paddlecloud-sdk.pth");
         tokio::fs::write(&pth, format!("{}\n", dir.join("paddlecloud-sdk").display()))
             .await
             .map_err(|e| format!("could not put the SDK on the path: {e}"))
+    }
+
+    /// Writes this console's SDK into the build at `dir` unless it is
+    /// there already (its stamp matches).
+    async fn write_sdk(&self, dir: &Path) -> Result<(), String> {
+        let stamp = sdk_stamp();
+        let stamp_path = dir.join(SDK_STAMP);
+        if tokio::fs::read_to_string(&stamp_path).await.ok().as_deref() == Some(stamp) {
+            return Ok(());
+        }
+        let sdk = dir.join("paddlecloud-sdk").join("paddlecloud");
+        let io = |e: std::io::Error| format!("could not write the SDK: {e}");
+        tokio::fs::create_dir_all(&sdk).await.map_err(io)?;
+        for (name, text) in SDK_FILES {
+            // Renamed into place: a job already running in this build never
+            // imports a half-written file.
+            let part = sdk.join(format!("{name}.part"));
+            tokio::fs::write(&part, text).await.map_err(io)?;
+            tokio::fs::rename(&part, sdk.join(name)).await.map_err(io)?;
+        }
+        tokio::fs::write(&stamp_path, stamp).await.map_err(io)
     }
 
     /// Runs one step with its output going to the log; its last lines are

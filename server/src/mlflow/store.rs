@@ -351,8 +351,8 @@ impl MlflowStore {
                 num_trainers: 0,
                 ps: Default::default(),
                 trainer: Default::default(),
-
                 datasets: vec![],
+                models: vec![],
             };
             match self.jobs.insert(by, &spec, crate::local::LOCAL).await {
                 Ok((stored, _token)) => {

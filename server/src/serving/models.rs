@@ -3,8 +3,9 @@
 //! and its files on this machine for a local backend.
 
 use app::error::AppError;
-use app::models::{AssetKind, AssetRef, Me, ServingSpec};
+use app::models::{AssetKind, AssetRef, Me, ModelRef, ServingSpec};
 use app::ports::{Slot, Viewer};
+use app::use_cases::models::{ready_version, Fields};
 
 use super::ServingService;
 use crate::backend::serving::ModelFiles;
@@ -47,51 +48,22 @@ impl ServingService {
         by: &Me,
         spec: &ServingSpec,
     ) -> Result<ModelFiles, AppError> {
-        let (owner, name) = spec
-            .model
-            .trim()
-            .split_once('/')
-            .unwrap_or((&by.account.name, spec.model.trim()));
-        let r = AssetRef {
-            kind: AssetKind::Model,
-            owner: owner.to_owned(),
+        let shown = spec.model.trim();
+        let (owner, name) = match shown.split_once('/') {
+            Some((owner, name)) => (Some(owner.to_owned()), name),
+            None => (None, shown),
+        };
+        let reference = ModelRef {
+            owner,
             name: name.to_owned(),
+            version: spec.version,
         };
+        let fields = Fields {
+            model: "model",
+            version: "version",
+        };
+        let (r, version) = ready_version(&*self.assets, by, &reference, fields).await?;
         let viewer = Viewer::User(by.clone());
-        let versions = self
-            .assets
-            .versions(&viewer, &r)
-            .await
-            .map_err(|err| match err {
-                AppError::NotFound { .. } | AppError::Invalid { .. } => AppError::invalid(
-                    "model",
-                    format!("There is no model “{}” you can read.", spec.model.trim()),
-                ),
-                other => other,
-            })?;
-        let version = match spec.version {
-            Some(v) => versions.iter().find(|m| m.version == v).ok_or_else(|| {
-                AppError::invalid("version", format!("“{}” has no version {v}.", spec.model))
-            })?,
-            None => versions
-                .iter()
-                .find(|m| m.state == "ready")
-                .ok_or_else(|| {
-                    AppError::invalid(
-                        "version",
-                        format!("“{}” has no version ready to serve.", spec.model),
-                    )
-                })?,
-        };
-        if version.state != "ready" {
-            return Err(AppError::invalid(
-                "version",
-                format!(
-                    "Version {} of “{}” is still uploading.",
-                    version.version, spec.model
-                ),
-            ));
-        }
         if !spec.file.is_empty() {
             let files = self
                 .assets
@@ -107,7 +79,7 @@ impl ServingService {
                 ));
             }
         }
-        self.locate(by, owner, name, version.version, &spec.file)
+        self.locate(by, &r.owner, &r.name, version.version, &spec.file)
             .await
     }
 }

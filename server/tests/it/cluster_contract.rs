@@ -103,6 +103,7 @@ fn job(name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
         },
         trainer: ReplicaResources::default(),
         datasets: vec![],
+        models: vec![],
     }
 }
 

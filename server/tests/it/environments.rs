@@ -3,7 +3,8 @@
 //! that environment has), immutable versions recorded exactly by jobs,
 //! publication by a site admin only, and the shipped ones. The last test
 //! runs the shipped fit-a-line template (PaddlePaddle, 2 trainers over
-//! gloo) in the shipped paddle-cpu environment and reads its VisualDL loss.
+//! gloo) in the shipped paddle-cpu environment, reads its VisualDL loss,
+//! and evaluates the model version it registered with evaluate-a-line.
 
 use std::time::{Duration, Instant};
 
@@ -474,7 +475,8 @@ fn shared_environments() -> std::path::PathBuf {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_shipped_fit_a_line_template_trains_with_two_trainers_in_paddle_cpu() {
+async fn the_shipped_fit_a_line_template_trains_with_two_trainers_and_evaluate_a_line_measures_its_model(
+) {
     if std::env::var_os("PADDLECLOUD_REQUIRE_PADDLE").is_none()
         && common::metric_logs::python().is_none()
     {
@@ -521,6 +523,45 @@ async fn the_shipped_fit_a_line_template_trains_with_two_trainers_in_paddle_cpu(
             break;
         }
         assert!(Instant::now() < deadline, "no loss curve: {tags}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // It registered the fitted line as a model version, made by that job…
+    assert!(log.contains("registered fit-a-line version 1"), "{log}");
+    let versions = get(&site, &key, "/api/v1/models/lines/fit-a-line/versions")
+        .await
+        .json();
+    assert_eq!(versions[0]["job"], "line", "{versions}");
+    assert_eq!(versions[0]["state"], "ready", "{versions}");
+    // …which the shipped evaluate-a-line template reads and measures.
+    let run = post(
+        &site,
+        &key,
+        "/api/v1/templates/evaluate-a-line/jobs",
+        json!({"owner": "paddlecloud", "name": "line-eval", "values": {"samples": 500}}),
+    )
+    .await;
+    assert_eq!(run.status, StatusCode::CREATED, "{}", run.body);
+    assert_eq!(run.json()["spec"]["models"], json!(["lines/fit-a-line:1"]));
+    let done = ended(&site, &key, "line-eval", Duration::from_secs(300)).await;
+    let log = trainer_log(&site, &key, "line-eval").await;
+    assert_eq!(done["status"], "succeeded", "{done}\n{log}");
+    let mse: f64 = log
+        .split("mse ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no mse in {log}"));
+    // Six epochs fit the line closely; an unfitted one is off by several.
+    assert!(mse < 0.5, "{log}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let tags = get(&site, &key, "/api/v1/jobs/line-eval/metrics")
+            .await
+            .body;
+        if tags.contains(r#""tag":"vdl/eval/mse""#) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no mse metric: {tags}");
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }

@@ -72,6 +72,7 @@ fn spec(name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
             gpu: 1,
         },
         datasets: vec![],
+        models: vec![],
     }
 }
 

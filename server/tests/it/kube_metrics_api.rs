@@ -67,6 +67,7 @@ async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_instal
             gpu: 0,
         },
         datasets: vec![],
+        models: vec![],
     };
     cluster.submit(&me, spec).await.unwrap();
     let start = Instant::now();

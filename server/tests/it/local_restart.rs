@@ -39,6 +39,7 @@ fn a_restart_marks_running_jobs_failed_and_kills_what_is_left_of_them() {
             ps: ReplicaResources::default(),
             trainer: ReplicaResources::default(),
             datasets: vec![],
+            models: vec![],
         };
         let owner = common::user_in(&db.pool, &account).await;
         cluster.submit(&owner, spec).await.unwrap();

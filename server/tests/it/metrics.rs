@@ -38,6 +38,7 @@ async fn with_job(db: &TestDb, name: &str, job: &str) -> Account {
         ps: Default::default(),
         trainer: Default::default(),
         datasets: vec![],
+        models: vec![],
     };
     JobStore::new(db.pool.clone())
         .insert(&me, &spec, "local")
@@ -291,6 +292,7 @@ async fn scalars_from_tensorboard_and_visualdl_files_a_job_writes_reach_its_boar
         ps: Default::default(),
         trainer: Default::default(),
         datasets: vec![],
+        models: vec![],
     };
     let services = &site.services;
     services.cluster.submit(&by, spec).await.unwrap();

@@ -5,6 +5,7 @@
 
 mod bad_input;
 mod job_datasets;
+mod job_models;
 mod round_trip;
 mod s3;
 mod sharing;
