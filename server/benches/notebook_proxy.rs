@@ -144,6 +144,8 @@ fn main() -> anyhow::Result<()> {
             resources: ReplicaResources::default(),
             idle_minutes: None,
             image: String::new(),
+            environment: None,
+            environment_use: None,
         };
         notebooks
             .create(&me, spec)

@@ -295,6 +295,7 @@ impl Console {
                     grace,
                     inherited_env.clone(),
                     machine.clone(),
+                    venvs.clone(),
                 )),
                 notebooks: Arc::new(LocalNotebooks::new(
                     &config.data_dir,
@@ -302,6 +303,7 @@ impl Console {
                     grace,
                     inherited_env.clone(),
                     machine.clone(),
+                    venvs.clone(),
                 )),
                 quota: None,
                 metrics_api: None,

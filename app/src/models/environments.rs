@@ -223,6 +223,11 @@ impl EnvironmentRef {
     }
 }
 
+/// What a form's environment field names: `None` when it is empty.
+pub fn named_environment(field: &str) -> Option<String> {
+    Some(field.trim().to_owned()).filter(|e| !e.is_empty())
+}
+
 /// Splits `[owner/]name[:version]` (environments, model versions): `None`
 /// when the owner is empty, there is more than one `/`, or the version is
 /// not a number from 1. The name is left for the caller to check.

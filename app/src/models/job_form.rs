@@ -124,7 +124,7 @@ impl JobForm {
         Ok(JobSpec {
             notebook: None,
             template: None,
-            environment: Some(self.environment.trim().to_owned()).filter(|e| !e.is_empty()),
+            environment: super::named_environment(&self.environment),
             environment_use: None,
             name: self.name.trim().to_owned(),
             image: self.image.trim().to_owned(),

@@ -26,6 +26,16 @@ pub struct NotebookSpec {
     /// Container image (Kubernetes); empty: the console's default.
     #[serde(default)]
     pub image: String,
+    /// The environment its kernels run in (`name`, `owner/name`, either
+    /// with `:version`); the console records the exact version it took.
+    /// Locally the default Python kernel runs in that environment (with
+    /// ipykernel added); on Kubernetes its image runs the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
+    /// What that environment holds, as the console resolved it. Set by the
+    /// console, never from what a client sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_use: Option<crate::models::environments::EnvironmentUse>,
 }
 
 impl NotebookSpec {
@@ -193,6 +203,9 @@ pub struct NotebookForm {
     /// Container image (Kubernetes).
     #[serde(default)]
     pub image: String,
+    /// The environment it runs in (`name`, `owner/name`, `:version`), or empty.
+    #[serde(default)]
+    pub environment: String,
 }
 
 impl NotebookForm {
@@ -205,6 +218,7 @@ impl NotebookForm {
             gpu: "0".into(),
             idle_minutes: String::new(),
             image: String::new(),
+            environment: String::new(),
         }
     }
 
@@ -234,6 +248,8 @@ impl NotebookForm {
             },
             idle_minutes,
             image: self.image.trim().to_owned(),
+            environment: crate::models::named_environment(&self.environment),
+            environment_use: None,
         };
         spec.validate()?;
         Ok(spec)

@@ -60,6 +60,16 @@ pub struct ServingSpec {
     /// Scale with CPU load between bounds.
     #[serde(default)]
     pub autoscale: Option<Autoscale>,
+    /// The environment its replicas run in (`name`, `owner/name`, either
+    /// with `:version`); the console records the exact version it took.
+    /// Locally the predict server runs in that environment's Python (which
+    /// must have paddlepaddle); on Kubernetes its image runs the replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
+    /// What that environment holds, as the console resolved it. Set by the
+    /// console, never from what a client sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_use: Option<crate::models::environments::EnvironmentUse>,
 }
 
 /// The longest serving script, bytes (it travels in the spec and, on
@@ -433,6 +443,8 @@ mod tests {
                 gpu: 0,
             },
             autoscale: None,
+            environment: None,
+            environment_use: None,
         }
     }
 

@@ -30,6 +30,9 @@ pub struct ServingForm {
     /// Container image (Kubernetes).
     #[serde(default)]
     pub image: String,
+    /// The environment it runs in (`name`, `owner/name`, `:version`), or empty.
+    #[serde(default)]
+    pub environment: String,
     /// `KEY=VALUE` lines.
     #[serde(default)]
     pub env: String,
@@ -115,6 +118,8 @@ impl ServingForm {
                 gpu,
             },
             autoscale,
+            environment: crate::models::named_environment(&self.environment),
+            environment_use: None,
         };
         spec.validate()?;
         Ok(spec)

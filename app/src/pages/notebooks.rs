@@ -181,11 +181,15 @@ fn NotebookRow(
             </details>
         }
     });
-    let environment = if n.spec.image.is_empty() {
-        n.cluster.clone()
-    } else {
-        format!("{} · {}", n.cluster, n.spec.image)
-    };
+    let environment = [
+        Some(n.cluster.clone()),
+        n.spec.environment.clone(),
+        Some(n.spec.image.clone()).filter(|i| !i.is_empty()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" · ");
     let activity = match n.last_activity {
         Some(t) => format!("{} ago", format_age(now - t)),
         None => "–".to_owned(),
@@ -260,6 +264,10 @@ fn NewNotebookDialog() -> impl IntoView {
                         {field("image", "Image (Kubernetes)", "text", form.image.clone())}
                     </div>
                     <FieldError error field="idle_minutes" />
+                    <div class="form-grid">
+                        {field("environment", "Python environment (optional, e.g. paddlecloud/paddle-cpu)", "text", form.environment.clone())}
+                    </div>
+                    <FieldError error field="environment" />
                     <Transition fallback=|| ()>
                         {move || {
                             let form = NotebookForm::example();
@@ -302,6 +310,8 @@ fn NotebookTotal(
                 },
                 idle_minutes: None,
                 image: String::new(),
+                environment: None,
+                environment_use: None,
             };
             spec.totals()
         })

@@ -253,7 +253,7 @@ fn ParamField(
         ParamType::Dataset | ParamType::Model | ParamType::Environment => {
             let hint = match p.kind {
                 ParamType::Dataset => "a dataset: name or owner/name",
-                ParamType::Model => "a model: name or owner/name",
+                ParamType::Model => "a model: name or owner/name, either with :version (none: the newest finished)",
                 _ => "an environment: name or owner/name, :version",
             };
             view! {

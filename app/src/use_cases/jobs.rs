@@ -1,7 +1,7 @@
 //! Submitting a job, within the account's quota.
 
 use crate::error::AppError;
-use crate::models::{Environment, EnvironmentRef, Job, JobSpec, Me};
+use crate::models::{Environment, EnvironmentRef, EnvironmentUse, Job, JobSpec, Me};
 use crate::ports::{Principal, Services};
 
 /// Submits `spec` if the account's quota and the submitter's own caps have
@@ -17,8 +17,6 @@ pub async fn submit_within_quota(
 ) -> Result<Job, AppError> {
     // Only a template run (`run_template`) says a job came from a template.
     spec.template = None;
-    // Only the console resolves an environment (below).
-    spec.environment_use = None;
     admit_and_submit(services, who, spec).await
 }
 
@@ -31,11 +29,13 @@ pub(crate) async fn admit_and_submit(
 ) -> Result<Job, AppError> {
     let me = &who.me;
     spec.notebook = who.notebook_scope().map(str::to_owned);
-    if let Some(named) = spec.environment.take().filter(|e| !e.trim().is_empty()) {
-        let environment = resolve_environment(services, me, &named).await?;
-        spec.environment = Some(environment.pinned());
-        spec.environment_use = Some(environment.to_use());
-    }
+    pin_environment(
+        services,
+        me,
+        &mut spec.environment,
+        &mut spec.environment_use,
+    )
+    .await?;
     spec.models = super::models::pin_job_models(&*services.assets, me, &spec.models).await?;
     let totals = spec.totals()?;
     let _admission = services.quotas.admission(&me.account).await?;
@@ -50,6 +50,24 @@ pub(crate) async fn admit_and_submit(
         .await?
         .admit_member("job", totals)?;
     services.cluster.submit(me, spec).await
+}
+
+/// Pins what a spec names in `environment` to the exact version
+/// (`owner/name:version`) and records what it holds in `used`; what a
+/// client put in `used` is never kept.
+pub async fn pin_environment(
+    services: &Services,
+    me: &Me,
+    named: &mut Option<String>,
+    used: &mut Option<EnvironmentUse>,
+) -> Result<(), AppError> {
+    *used = None;
+    if let Some(text) = named.take().filter(|e| !e.trim().is_empty()) {
+        let environment = resolve_environment(services, me, &text).await?;
+        *named = Some(environment.pinned());
+        *used = Some(environment.to_use());
+    }
+    Ok(())
 }
 
 /// The exact version of the environment a job, notebook or serving

@@ -25,9 +25,16 @@ async fn admit(services: &Services, me: &Me, asked: ResourceTotals) -> Result<()
 pub async fn create_notebook_within_quota(
     services: &Services,
     me: &Me,
-    spec: NotebookSpec,
+    mut spec: NotebookSpec,
 ) -> Result<Notebook, AppError> {
     spec.validate()?;
+    super::jobs::pin_environment(
+        services,
+        me,
+        &mut spec.environment,
+        &mut spec.environment_use,
+    )
+    .await?;
     let _admission = services.quotas.admission(&me.account).await?;
     admit(services, me, spec.totals()?).await?;
     services.notebooks.create(me, spec).await

@@ -10,9 +10,16 @@ use crate::ports::Services;
 pub async fn launch_within_quota(
     services: &Services,
     me: &Me,
-    spec: ServingSpec,
+    mut spec: ServingSpec,
 ) -> Result<ServingInstance, AppError> {
     spec.validate()?;
+    super::jobs::pin_environment(
+        services,
+        me,
+        &mut spec.environment,
+        &mut spec.environment_use,
+    )
+    .await?;
     let _admission = services.quotas.admission(&me.account).await?;
     let totals = spec.totals()?;
     services

@@ -555,6 +555,7 @@ class Client(FilesMixin):
         image: str = "",
         env: Any = None,
         autoscale: Optional[Mapping[str, int]] = None,
+        environment: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Serves a model version over HTTP and returns the instance (``pending``
         until its replicas answer, ``failed`` with the reason if the model does not
@@ -562,7 +563,10 @@ class Client(FilesMixin):
         newest ready one; ``cpu``/``memory``/``gpu`` are per replica; ``file`` a
         ``.tar.gz`` inside the version to serve; ``script`` a Python serving script
         (``load(model_dir)``, ``predict(state, inputs)``); ``command`` replaces the
-        default predict server; ``autoscale`` is ``{"min", "max", "cpu_percent"}``."""
+        default predict server; ``autoscale`` is ``{"min", "max", "cpu_percent"}``;
+        ``environment`` the environment its replicas run in (``name``,
+        ``owner/name``, either with ``:version``; it needs paddlepaddle for the
+        default server), recorded as the exact ``owner/name:version``."""
         spec = {
             "name": name,
             "model": model,
@@ -580,6 +584,8 @@ class Client(FilesMixin):
             },
             "autoscale": dict(autoscale) if autoscale else None,
         }
+        if environment is not None:
+            spec["environment"] = environment
         return self._json("POST", "/serving", body=spec)
 
     def save_template(self, template: Mapping[str, Any]) -> Dict[str, Any]:

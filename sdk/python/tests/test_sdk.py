@@ -912,6 +912,23 @@ class FilesTest(ClientTestCase):
         self.client.download_model("digits", dest)
         self.assertEqual((dest / "inference.pdmodel").read_text(), "model trained on 7 2 1")
         self.assertEqual((dest / "params" / "w.bin").read_bytes(), bytes(range(256)) * 4096)
+        # The next job reads that version by name: pinned, at model_dir().
+        read = (
+            "import os, paddlecloud\n"
+            "print(open(os.path.join(paddlecloud.model_dir('digits'), 'inference.pdmodel')).read())\n"
+        )
+        job = self.submit(
+            "evaluate", ["python3", "-c", read], env={"PYTHONPATH": sdk}, models=["digits"],
+        )
+        owner = self.client.me()["account"]["name"]
+        self.assertEqual(job["spec"]["models"], [f"{owner}/digits:{versions[0]['version']}"])
+        done = self.client.wait_job(job["name"], timeout=60, poll=0.2)
+        log = self.client.logs(job["name"])
+        self.assertEqual(done["status"], "succeeded", log)
+        self.assertIn("model trained on 7 2 1", log)
+        with self.assertRaises(PaddleCloudError) as err:
+            self.submit("nothing", ["true"], models=["no-such-model"])
+        self.assertEqual(err.exception.field, "models")
 
     def test_a_job_token_cannot_delete_a_dataset(self):
         name = job_name("keep")

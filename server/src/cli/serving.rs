@@ -18,7 +18,7 @@ use super::remote::RemoteArgs;
 pub enum ServingCommand {
     /// Serve a model version over HTTP, e.g.
     /// `paddlecloud serving launch mnist-api --model mnist --replicas 2 --wait`.
-    Launch(LaunchArgs),
+    Launch(Box<LaunchArgs>),
     /// List the account's serving instances with their traffic.
     List(ListArgs),
     /// Change the number of replicas (or the autoscaler's bounds).
@@ -64,6 +64,10 @@ pub struct LaunchArgs {
     /// Container image (Kubernetes).
     #[arg(long, default_value = "")]
     pub image: String,
+    /// The environment its replicas run in: `name`, `owner/name`, either
+    /// with `:version` (it must have paddlepaddle for the default server).
+    #[arg(long)]
+    pub environment: Option<String>,
     /// Wait until it is ready (or failed).
     #[arg(long)]
     pub wait: bool,
@@ -181,6 +185,8 @@ pub fn run(command: ServingCommand) -> anyhow::Result<()> {
                     gpu: args.gpu,
                 },
                 autoscale: args.autoscale.as_deref().map(autoscale).transpose()?,
+                environment: args.environment,
+                environment_use: None,
             };
             let mut instance = client.launch_serving(&spec)?;
             println!(

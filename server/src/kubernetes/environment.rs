@@ -2,7 +2,7 @@
 //! requirements that the image lacks are installed by an init container
 //! into a volume the main container finds on `PYTHONPATH`.
 
-use app::models::JobSpec;
+use app::models::EnvironmentUse;
 use serde_json::{json, Value};
 
 /// Where the init step installs what the image lacks.
@@ -40,38 +40,51 @@ else:
     print("The image has every requirement.", flush=True)
 "#;
 
-/// The image a job's pods run: its environment's, else its own.
-pub fn image(spec: &JobSpec) -> &str {
-    spec.environment_use
-        .as_ref()
+/// The image a pod runs: its environment's, else `own` (the spec's, or
+/// the backend's default).
+pub fn image<'a>(environment: Option<&'a EnvironmentUse>, own: &'a str) -> &'a str {
+    environment
         .map(|e| e.image.trim())
         .filter(|i| !i.is_empty())
-        .unwrap_or(spec.image.trim())
+        .unwrap_or(own.trim())
 }
 
-/// Adds the job's environment to a pod spec whose first container is the
-/// job's: the init step, the shared volume, `PYTHONPATH` (ahead of one the
-/// job sets).
-pub fn apply(spec: &JobSpec, pod: &mut Value) {
-    let Some(environment) = &spec.environment_use else {
+/// Adds an environment to a pod spec whose first container runs in it:
+/// the init step (installing its requirements and `extra` ones, such as
+/// what a notebook's server needs), the shared volume, and `PYTHONPATH`
+/// (ahead of one the container sets). Init containers, volumes and mounts
+/// the pod has already are kept.
+pub fn apply(environment: Option<&EnvironmentUse>, extra: &[&str], image: &str, pod: &mut Value) {
+    let Some(environment) = environment else {
         return;
     };
-    if environment.requirements.is_empty() {
+    let mut requirements: Vec<&str> = environment
+        .requirements
+        .iter()
+        .map(String::as_str)
+        .collect();
+    requirements.extend(extra);
+    if requirements.is_empty() {
         return;
     }
     let mut args = vec![json!("-c"), json!(INSTALL), json!(TARGET)];
-    args.extend(environment.requirements.iter().map(|r| json!(r)));
+    args.extend(requirements.iter().map(|r| json!(r)));
     let mount = json!({ "name": NAME, "mountPath": TARGET });
-    pod["initContainers"] = json!([{
-        "name": NAME,
-        "image": image(spec),
-        "command": ["python3"],
-        "args": args,
-        "volumeMounts": [mount],
-    }]);
-    pod["volumes"] = json!([{ "name": NAME, "emptyDir": {} }]);
+    push(
+        pod,
+        "initContainers",
+        json!({
+            "name": NAME,
+            "image": image,
+            "command": ["python3"],
+            "args": args,
+            "volumeMounts": [mount],
+            "terminationMessagePolicy": "FallbackToLogsOnError",
+        }),
+    );
+    push(pod, "volumes", json!({ "name": NAME, "emptyDir": {} }));
     let container = &mut pod["containers"][0];
-    container["volumeMounts"] = json!([mount]);
+    push(container, "volumeMounts", mount);
     let env = container["env"]
         .as_array_mut()
         .expect("a container has env");
@@ -81,5 +94,13 @@ pub fn apply(spec: &JobSpec, pod: &mut Value) {
             theirs["value"] = json!(format!("{TARGET}:{value}"));
         }
         None => env.push(json!({ "name": "PYTHONPATH", "value": TARGET })),
+    }
+}
+
+/// Appends `item` to the list at `key`, making the list if there is none.
+fn push(object: &mut Value, key: &str, item: Value) {
+    match object[key].as_array_mut() {
+        Some(list) => list.push(item),
+        None => object[key] = json!([item]),
     }
 }

@@ -59,7 +59,7 @@ pub struct JobContext<'a> {
 /// The spec's extra rules on Kubernetes: an image to run, and names that fit
 /// in a DNS label once a replica's suffix is added.
 pub fn validate_for_kubernetes(spec: &JobSpec) -> Result<(), AppError> {
-    if super::environment::image(spec).is_empty() {
+    if job_image(spec).is_empty() {
         return Err(AppError::invalid(
             "image",
             "Kubernetes runs containers: give an image (e.g. paddlepaddle/paddle:2.6.1) or an environment that names one.",
@@ -90,6 +90,11 @@ pub fn validate_for_kubernetes(spec: &JobSpec) -> Result<(), AppError> {
         ));
     }
     Ok(())
+}
+
+/// The image a job's pods run: its environment's, else its own.
+fn job_image(spec: &JobSpec) -> &str {
+    super::environment::image(spec.environment_use.as_ref(), &spec.image)
 }
 
 fn labels(spec: &JobSpec, job_id: i64) -> serde_json::Value {
@@ -242,7 +247,7 @@ pub fn replica_jobs(
             pod_labels[REPLICA] = json!(replica);
             let mut container = json!({
                 "name": CONTAINER,
-                "image": super::environment::image(spec),
+                "image": job_image(spec),
                 "command": spec.command,
                 "args": spec.args,
                 "env": env,
@@ -260,7 +265,8 @@ pub fn replica_jobs(
                 "enableServiceLinks": false,
                 "containers": [container],
             });
-            super::environment::apply(spec, &mut pod);
+            let environment = spec.environment_use.as_ref();
+            super::environment::apply(environment, &[], job_image(spec), &mut pod);
             from_json(json!({
                 "apiVersion": "batch/v1",
                 "kind": "Job",

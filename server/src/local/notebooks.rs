@@ -19,6 +19,7 @@ use tokio::sync::watch;
 
 use super::machine::{gpu_env, Machine};
 use super::process::{command, end, free_ports, log_lines, signal_group};
+use super::venvs::{Prepared, Venvs};
 use crate::backend::last_lines;
 use crate::backend::notebooks::{
     answers, jupyter_args, NotebookBackend, NotebookReporter, NotebookRun, SDK_FILES, START_TIMEOUT,
@@ -51,6 +52,8 @@ struct Inner {
     servers: Mutex<HashMap<i64, Arc<Server>>>,
     /// Asks a starting server whether it answers.
     probe: reqwest::Client,
+    /// The virtualenvs of environments kernels run in.
+    venvs: Arc<Venvs>,
 }
 
 /// A started server's controls.
@@ -63,13 +66,16 @@ struct Server {
 
 impl LocalNotebooks {
     /// Notebooks live under `<data_dir>/notebooks`; servers run `python -m
-    /// jupyterlab`, inherit `inherited_env` and wait for room on `machine`.
+    /// jupyterlab`, inherit `inherited_env` and wait for room on `machine`;
+    /// the kernels of a notebook that names an environment run in its
+    /// build from `venvs`.
     pub fn new(
         data_dir: &Path,
         python: String,
         grace: Duration,
         inherited_env: Arc<[(String, String)]>,
         machine: Arc<Machine>,
+        venvs: Arc<Venvs>,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -80,6 +86,7 @@ impl LocalNotebooks {
                 machine,
                 servers: Mutex::new(HashMap::new()),
                 probe: http_client(Duration::from_secs(2)).unwrap_or_default(),
+                venvs,
             }),
         }
     }
@@ -122,6 +129,7 @@ struct Launch {
     machine: Arc<Machine>,
     grace: Duration,
     probe: reqwest::Client,
+    venvs: Arc<Venvs>,
 }
 
 #[async_trait]
@@ -207,6 +215,7 @@ impl NotebookBackend for LocalNotebooks {
             machine: self.inner.machine.clone(),
             grace: self.inner.grace,
             probe: self.inner.probe.clone(),
+            venvs: self.inner.venvs.clone(),
         };
         let inner = self.inner.clone();
         tokio::spawn(async move {
@@ -252,14 +261,49 @@ impl NotebookBackend for LocalNotebooks {
 /// Waits for room, runs the server until it is stopped or dies, and
 /// reports each change. A server that dies is Failed with its log's last
 /// lines; it is not restarted (its kernels are gone either way).
-async fn supervise(server: &Server, launch: Launch, reporter: &NotebookReporter) {
-    let run = &launch.run;
-    let report = |status, message: String| async move {
-        reporter
-            .report(run.account.id, run.id, &run.spec.name, status, &message)
-            .await
-    };
+async fn supervise(server: &Server, mut launch: Launch, reporter: &NotebookReporter) {
     let mut stop = server.stop.subscribe();
+    let environment = launch.run.spec.environment_use.clone();
+    if let Some(used) = &environment {
+        let waiting = Prepared::waiting(used);
+        report_on(reporter, &launch.run, NotebookStatus::Pending, waiting).await;
+    }
+    // Its kernels need ipykernel besides what the environment lists.
+    match launch
+        .venvs
+        .prepare(environment.as_ref(), &["ipykernel"], &mut stop)
+        .await
+    {
+        Prepared::Ready(None) => {}
+        Prepared::Ready(Some(venv)) => {
+            let label = environment.map(|e| e.reference).unwrap_or_default();
+            match kernel_in(&launch.dir, &venv, &label).await {
+                Ok(jupyter_path) => {
+                    launch.env.push(("JUPYTER_PATH".to_owned(), jupyter_path));
+                    launch
+                        .env
+                        .extend(super::venvs::venv_env(&venv, &launch.inherited_env));
+                }
+                Err(err) => {
+                    tracing::error!(error = %err, "writing a notebook's kernel spec");
+                    let why = "Could not write its kernel's settings; see the console's log.";
+                    return report_on(
+                        reporter,
+                        &launch.run,
+                        NotebookStatus::Failed,
+                        why.to_owned(),
+                    )
+                    .await;
+                }
+            }
+        }
+        Prepared::Stopped => return,
+        Prepared::Failed(why) => {
+            return report_on(reporter, &launch.run, NotebookStatus::Failed, why).await
+        }
+    }
+    let run = &launch.run;
+    let report = |status, message: String| report_on(reporter, run, status, message);
     let ask = match launch.machine.notebook_ask(&run.spec) {
         Ok(ask) => ask,
         Err(err) => return report(NotebookStatus::Failed, err.to_string()).await,
@@ -380,6 +424,38 @@ fn spawn(
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", launch.python))?;
     Ok((child, port))
+}
+
+async fn report_on(
+    reporter: &NotebookReporter,
+    run: &NotebookRun,
+    status: NotebookStatus,
+    message: String,
+) {
+    reporter
+        .report(run.account.id, run.id, &run.spec.name, status, &message)
+        .await
+}
+
+/// Makes the default Python kernel (`python3`) the environment's: a kernel
+/// spec under `<dir>/jupyter` (outside the workspace, so it follows the
+/// notebook's spec, not what the user keeps), found first through
+/// `JUPYTER_PATH`, which this returns.
+async fn kernel_in(dir: &Path, venv: &Path, label: &str) -> std::io::Result<String> {
+    let root = dir.join("jupyter");
+    let kernel = root.join("kernels").join("python3");
+    tokio::fs::create_dir_all(&kernel).await?;
+    let spec = serde_json::json!({
+        "argv": [
+            venv.join("bin").join("python").display().to_string(),
+            "-m", "ipykernel_launcher", "-f", "{connection_file}",
+        ],
+        "display_name": format!("Python 3 ({label})"),
+        "language": "python",
+        "metadata": { "debugger": true },
+    });
+    tokio::fs::write(kernel.join("kernel.json"), spec.to_string()).await?;
+    Ok(root.display().to_string())
 }
 
 /// JupyterLab asks every new user whether to fetch news from the Internet,

@@ -21,6 +21,7 @@ use super::limits::ReplicaLimit;
 use super::machine::{gpu_env, Machine};
 use super::process::{command, end, free_ports, log_lines, signal_group};
 use super::scheduler::{Ask, ReplicaAsk};
+use super::venvs::{Prepared, Venvs};
 use crate::backend::last_lines;
 use crate::backend::serving::{
     http_client, Reporter, Run, ServingBackend, Upstream, PREDICT_SERVER,
@@ -52,6 +53,8 @@ struct Inner {
     instances: Mutex<HashMap<i64, Arc<Instance>>>,
     /// Asks replicas whether they answer.
     probe: reqwest::Client,
+    /// The virtualenvs of environments instances run in.
+    venvs: Arc<Venvs>,
 }
 
 /// A running instance's controls and its ready replicas.
@@ -79,13 +82,16 @@ enum News {
 impl LocalServing {
     /// Replicas live under `<data_dir>/serving`; the default server runs
     /// with `python`; replicas inherit `inherited_env` of the console's
-    /// environment, and wait for room on `machine`, as job replicas do.
+    /// environment, and wait for room on `machine`, as job replicas do;
+    /// an instance that names an environment runs in its build from
+    /// `venvs`.
     pub fn new(
         data_dir: &Path,
         python: String,
         grace: Duration,
         inherited_env: Arc<[(String, String)]>,
         machine: Arc<Machine>,
+        venvs: Arc<Venvs>,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -96,12 +102,25 @@ impl LocalServing {
                 machine,
                 instances: Mutex::new(HashMap::new()),
                 probe: http_client(Duration::from_secs(2)).unwrap_or_default(),
+                venvs,
             }),
         }
     }
 
     fn dir(&self, account: &Account, name: &str) -> PathBuf {
         self.inner.root.join(&account.name).join(name)
+    }
+}
+
+impl Launch {
+    /// Runs the replicas in the virtualenv `venv`: its `bin` first on
+    /// `PATH` and, for the default predict server, its Python.
+    fn in_venv(&mut self, venv: &Path, default_server: bool) {
+        if default_server {
+            self.argv[0] = venv.join("bin").join("python").display().to_string();
+        }
+        self.env
+            .extend(super::venvs::venv_env(venv, &self.inherited_env));
     }
 }
 
@@ -178,7 +197,8 @@ impl ServingBackend for LocalServing {
                 script.to_string_lossy().into_owned(),
             ));
         }
-        let argv = if run.spec.command.is_empty() {
+        let default_server = run.spec.command.is_empty();
+        let argv = if default_server {
             let server = self.inner.root.join("paddlecloud_serving.py");
             tokio::fs::write(&server, PREDICT_SERVER)
                 .await
@@ -190,7 +210,7 @@ impl ServingBackend for LocalServing {
         } else {
             run.spec.command.clone()
         };
-        let launch = Launch {
+        let mut launch = Launch {
             id: run.id,
             ask: self.inner.machine.serving_ask(&run.spec)?,
             machine: self.inner.machine.clone(),
@@ -221,10 +241,32 @@ impl ServingBackend for LocalServing {
             .insert(run.id, instance.clone());
         let inner = self.inner.clone();
         tokio::spawn(async move {
-            // The autoscaler ends with the supervisor.
-            tokio::select! {
-                _ = supervise(&instance, &run, &reporter, launch, &inner.probe) => {}
-                _ = super::autoscale::run(&pids_dir, &instance.desired, instance.bounds.subscribe(), cores) => {}
+            let mut stop = instance.stop.subscribe();
+            let environment = run.spec.environment_use.as_ref();
+            let report = |status, message: String| {
+                let (reporter, run) = (&reporter, &run);
+                async move {
+                    reporter
+                        .report(run.account.id, run.id, &run.spec.name, status, 0, &message)
+                        .await
+                }
+            };
+            if let Some(used) = environment {
+                report(ServingStatus::Pending, Prepared::waiting(used)).await;
+            }
+            match inner.venvs.prepare(environment, &[], &mut stop).await {
+                Prepared::Ready(venv) => {
+                    if let Some(venv) = venv {
+                        launch.in_venv(&venv, default_server);
+                    }
+                    // The autoscaler ends with the supervisor.
+                    tokio::select! {
+                        _ = supervise(&instance, &run, &reporter, launch, &inner.probe) => {}
+                        _ = super::autoscale::run(&pids_dir, &instance.desired, instance.bounds.subscribe(), cores) => {}
+                    }
+                }
+                Prepared::Stopped => {}
+                Prepared::Failed(why) => report(ServingStatus::Failed, why).await,
             }
             inner
                 .instances

@@ -19,6 +19,7 @@ use super::machine::gpu_env;
 use super::process::{command, free_ports, signal_group};
 use super::recovery::pod_marker;
 use super::scheduler::{Ask, Grant};
+use super::venvs::Prepared;
 use super::Inner;
 use crate::storage::jobs::{pod_names, PodUpdate};
 use crate::storage::logfile;
@@ -154,16 +155,6 @@ async fn wait_turn(
     }
 }
 
-/// How the job's environment came out.
-enum Prepared {
-    /// Built (its virtualenv), or the job names none.
-    Ready(Option<PathBuf>),
-    /// The job was stopped while it was built.
-    Stopped,
-    /// It could not be built: why, in the job's words.
-    Failed(String),
-}
-
 /// Builds the job's environment (at most once for every job that lists
 /// the same requirements) before it queues for room, with the job saying
 /// so meanwhile.
@@ -172,34 +163,11 @@ async fn prepare_environment(
     run: &Run,
     stop: &mut watch::Receiver<bool>,
 ) -> anyhow::Result<Prepared> {
-    let Some(environment) = &run.spec.environment_use else {
-        return Ok(Prepared::Ready(None));
-    };
-    let name = environment.reference.as_str();
-    set_job(
-        inner,
-        run,
-        JobStatus::Pending,
-        &format!("Preparing its environment {name} (its build log is on the environment's page)…"),
-    )
-    .await?;
-    let venvs = inner.venvs.clone();
-    let requirements = environment.requirements.clone();
-    let built = venvs.ready(&requirements);
-    tokio::pin!(built);
-    loop {
-        tokio::select! {
-            built = &mut built => return Ok(match built {
-                Ok(dir) => Prepared::Ready(Some(dir)),
-                Err(why) => Prepared::Failed(format!("Its environment {name} could not be built: {why}")),
-            }),
-            changed = stop.changed() => {
-                if changed.is_err() || *stop.borrow() {
-                    return Ok(Prepared::Stopped);
-                }
-            }
-        }
+    let environment = run.spec.environment_use.as_ref();
+    if let Some(used) = environment {
+        set_job(inner, run, JobStatus::Pending, &Prepared::waiting(used)).await?;
     }
+    Ok(inner.venvs.prepare(environment, &[], stop).await)
 }
 
 /// A job stopped while it waited: no replica ran.
@@ -242,19 +210,6 @@ async fn end_unstarted(
         .await?;
     }
     set_job(inner, run, status, why).await
-}
-
-/// The variables that put a virtualenv first: `VIRTUAL_ENV` and its
-/// `bin` ahead of the inherited `PATH`.
-pub(crate) fn venv_env(venv: &Path, inherited: &[(String, String)]) -> [(String, String); 2] {
-    let path = super::process::inherited_path(inherited);
-    [
-        ("VIRTUAL_ENV".to_owned(), venv.display().to_string()),
-        (
-            "PATH".to_owned(),
-            format!("{}:{path}", venv.join("bin").display()),
-        ),
-    ]
 }
 
 fn env_for(
@@ -383,7 +338,7 @@ async fn drive(
         let mut env = env_for(run, pod, *role, *index, *port, &ps_list, &trainer_list);
         env.extend(gpu_env(gpus));
         if let Some(venv) = venv {
-            env.extend(venv_env(venv, &inner.inherited_env));
+            env.extend(super::venvs::venv_env(venv, &inner.inherited_env));
         }
         let path = logfile::log_path(&run.dir, pod);
         let mut cmd = command(&argv, &cwd, &inner.inherited_env, &env);

@@ -16,7 +16,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use app::models::{BuildState, EnvironmentBuild};
+use app::models::{BuildState, EnvironmentBuild, EnvironmentUse};
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
@@ -31,6 +31,18 @@ const READY: &str = ".paddlecloud-ready";
 /// Beside a build's SDK: which SDK it is (a hash of its files).
 const SDK_STAMP: &str = "paddlecloud-sdk/.stamp";
 
+/// The package a requirement line names, as pip compares names
+/// (`IPyKernel>=6` and `ipykernel` are one package).
+fn package_name(requirement: &str) -> String {
+    requirement
+        .trim()
+        .split(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c)))
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase()
+        .replace(['_', '.'], "-")
+}
+
 /// A hash of the SDK's files, computed once.
 fn sdk_stamp() -> &'static str {
     static STAMP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -42,6 +54,40 @@ fn sdk_stamp() -> &'static str {
         }
         hex::encode(&h.finalize()[..8])
     })
+}
+
+/// How the environment something waits for came out.
+pub enum Prepared {
+    /// Built: its virtualenv (`None`: nothing named an environment).
+    Ready(Option<PathBuf>),
+    /// What waited was stopped first.
+    Stopped,
+    /// It could not be built: why, in words for the job's, notebook's or
+    /// instance's message.
+    Failed(String),
+}
+
+impl Prepared {
+    /// The message of something waiting for `environment`'s build.
+    pub fn waiting(environment: &EnvironmentUse) -> String {
+        format!(
+            "Preparing its environment {} (its build log is on the environment's page)…",
+            environment.reference
+        )
+    }
+}
+
+/// The variables that put a virtualenv first: `VIRTUAL_ENV` and its
+/// `bin` ahead of the inherited `PATH`.
+pub fn venv_env(venv: &Path, inherited: &[(String, String)]) -> [(String, String); 2] {
+    let path = super::process::inherited_path(inherited);
+    [
+        ("VIRTUAL_ENV".to_owned(), venv.display().to_string()),
+        (
+            "PATH".to_owned(),
+            format!("{}:{path}", venv.join("bin").display()),
+        ),
+    ]
 }
 
 /// The builds on this machine.
@@ -145,6 +191,47 @@ impl Venvs {
             .await
             .map(|why| why.trim().to_owned())
             .unwrap_or_else(|_| "the build did not finish".to_owned()))
+    }
+
+    /// Waits for the build of `environment`'s requirements and `extra`
+    /// ones (at most one build per distinct list) unless `stop` turns true
+    /// first; `Ready(None)` at once when there is no environment.
+    pub async fn prepare(
+        self: &Arc<Self>,
+        environment: Option<&EnvironmentUse>,
+        extra: &[&str],
+        stop: &mut watch::Receiver<bool>,
+    ) -> Prepared {
+        let Some(environment) = environment else {
+            return Prepared::Ready(None);
+        };
+        let mut requirements = environment.requirements.clone();
+        for wanted in extra {
+            if !requirements
+                .iter()
+                .any(|r| package_name(r) == package_name(wanted))
+            {
+                requirements.push((*wanted).to_owned());
+            }
+        }
+        let built = self.ready(&requirements);
+        tokio::pin!(built);
+        loop {
+            tokio::select! {
+                built = &mut built => return match built {
+                    Ok(dir) => Prepared::Ready(Some(dir)),
+                    Err(why) => Prepared::Failed(format!(
+                        "Its environment {} could not be built: {why}",
+                        environment.reference
+                    )),
+                },
+                changed = stop.changed() => {
+                    if changed.is_err() || *stop.borrow() {
+                        return Prepared::Stopped;
+                    }
+                }
+            }
+        }
     }
 
     /// The running build's end signal, starting one if none runs and the

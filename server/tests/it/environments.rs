@@ -485,6 +485,9 @@ async fn the_shipped_fit_a_line_template_trains_with_two_trainers_and_evaluate_a
     }
     let (site, _) = common::site::on_socket(|mut config, _, _| {
         config.environments_dir = shared_environments();
+        // Without PaddlePaddle: an instance that serves the line can only
+        // have run in its environment.
+        config.serving_python = "/usr/bin/python3".into();
         config
     })
     .await;
@@ -564,6 +567,54 @@ async fn the_shipped_fit_a_line_template_trains_with_two_trainers_and_evaluate_a
         assert!(Instant::now() < deadline, "no mse metric: {tags}");
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    // The exported line, served by the default predict server in paddle-cpu.
+    let launched = post(
+        &site,
+        &key,
+        "/api/v1/serving",
+        json!({
+            "name": "line-api", "model": "fit-a-line", "replicas": 1,
+            "resources": {"cpu": "1", "memory": "1Gi"},
+            "environment": "paddlecloud/paddle-cpu",
+        }),
+    )
+    .await;
+    assert_eq!(launched.status, StatusCode::CREATED, "{}", launched.body);
+    let pinned = launched.json()["spec"]["environment"].clone();
+    assert!(
+        pinned
+            .as_str()
+            .unwrap()
+            .starts_with("paddlecloud/paddle-cpu:"),
+        "{pinned}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let instance = get(&site, &key, "/api/v1/serving/line-api").await.json();
+        if instance["status"] == "ready" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline && instance["status"] != "failed",
+            "{instance}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let answer = post(
+        &site,
+        &key,
+        "/serve/lines/line-api/predict",
+        json!({"inputs": {"x": [[1.0, 1.0]]}}),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let y = answer.json()["outputs"]
+        .as_object()
+        .and_then(|o| o.values().next())
+        .and_then(|v| v[0][0].as_f64())
+        .unwrap_or_else(|| panic!("{}", answer.body));
+    // 2·1 − 3.4·1 + 4.2
+    assert!((y - 2.8).abs() < 0.3, "{}", answer.body);
 }
 
 #[tokio::test]

@@ -146,6 +146,8 @@ fn spec(name: &str, command: &str, replicas: u32) -> ServingSpec {
             gpu: 0,
         },
         autoscale: None,
+        environment: None,
+        environment_use: None,
     }
 }
 

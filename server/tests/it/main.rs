@@ -33,6 +33,7 @@ mod metrics;
 mod metrics_api;
 mod mlflow;
 mod notebook_contract;
+mod notebook_environment;
 mod notebooks;
 mod prometheus;
 mod rest;

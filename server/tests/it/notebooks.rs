@@ -702,6 +702,8 @@ fn a_restarted_console_starts_its_running_notebooks_again_with_their_workspace()
             resources: app::models::ReplicaResources::default(),
             idle_minutes: None,
             image: String::new(),
+            environment: None,
+            environment_use: None,
         };
         use app::ports::Notebooks;
         console.notebooks().create(&me, spec).await.unwrap();

@@ -563,6 +563,8 @@ async fn traffic_buckets_add_up_and_are_pruned(db: common::TestDb) {
         replicas: 1,
         resources: ReplicaResources::default(),
         autoscale: None,
+        environment: None,
+        environment_use: None,
     };
     let id = store
         .insert(account_id, "ann@example.com", "acme/m", 1, &spec, "local")

@@ -91,7 +91,11 @@ pub fn LaunchDialog() -> impl IntoView {
                             {field("image", "Image (Kubernetes)", "text", |f| f.image.clone())}
                         </div>
                         <FieldError error field="command" />
-                        <label for="serving-env">"Environment (KEY=VALUE per line)"</label>
+                        <div class="form-grid">
+                            {field("environment", "Python environment (optional; needs paddlepaddle)", "text", |f| f.environment.clone())}
+                        </div>
+                        <FieldError error field="environment" />
+                        <label for="serving-env">"Environment variables (KEY=VALUE per line)"</label>
                         <textarea
                             id="serving-env"
                             name="form[env]"

@@ -153,7 +153,10 @@ fn ServingRow(
     view! {
         <tr data-serving=name>
             <td class="name"><A href=href.clone()>{label}</A></td>
-            <td>{format!("{} v{}", s.model, s.version)}</td>
+            <td>
+                {format!("{} v{}", s.model, s.version)}
+                {s.spec.environment.clone().map(|e| view! { <p class="hint" data-testid="environment">{format!("in {e}")}</p> })}
+            </td>
             <td>
                 <span class=format!("status {}", status.as_str()) data-testid="status" title=s.message.clone()>
                     {status.label()}

@@ -102,11 +102,13 @@ pub fn notebook_objects(
         "0.0.0.0",
         pods.port,
     ));
-    let image = if spec.image.is_empty() {
+    let own = if spec.image.is_empty() {
         pods.image.as_str()
     } else {
         spec.image.as_str()
     };
+    let environment = spec.environment_use.as_ref();
+    let image = super::super::environment::image(environment, own);
     let container = json!({
         "name": NOTEBOOK_CONTAINER,
         "image": image,
@@ -123,6 +125,19 @@ pub fn notebook_objects(
         // Kubernetes shows a failed container's last output as its message.
         "terminationMessagePolicy": "FallbackToLogsOnError",
     });
+    let mut pod = json!({
+        "enableServiceLinks": false,
+        "terminationGracePeriodSeconds": pods.grace_seconds,
+        "securityContext": { "fsGroup": WORKSPACE_GROUP },
+        "containers": [container],
+        "volumes": [
+            { "name": "workspace",
+              "persistentVolumeClaim": { "claimName": claim_name(name) } },
+            { "name": "sdk", "configMap": { "name": object_name(name) } },
+        ],
+    });
+    // The server itself runs in the environment too: it needs JupyterLab.
+    super::super::environment::apply(environment, &["jupyterlab"], image, &mut pod);
     let stateful_set = from_json(json!({
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
@@ -133,17 +148,7 @@ pub fn notebook_objects(
             "selector": { "matchLabels": { NOTEBOOK_ID: id } },
             "template": {
                 "metadata": { "labels": labels },
-                "spec": {
-                    "enableServiceLinks": false,
-                    "terminationGracePeriodSeconds": pods.grace_seconds,
-                    "securityContext": { "fsGroup": WORKSPACE_GROUP },
-                    "containers": [container],
-                    "volumes": [
-                        { "name": "workspace",
-                          "persistentVolumeClaim": { "claimName": claim_name(name) } },
-                        { "name": "sdk", "configMap": { "name": object_name(name) } },
-                    ],
-                },
+                "spec": pod,
             },
         },
     }))?;
@@ -221,6 +226,8 @@ mod tests {
                 },
                 idle_minutes: None,
                 image: image.into(),
+                environment: None,
+                environment_use: None,
             },
             jupyter_token: "jt-secret".into(),
             base_url: "/notebooks/acme/scratch/".into(),
@@ -312,5 +319,45 @@ mod tests {
         assert_eq!(c["image"], "me/lab:1");
         assert_eq!(c["resources"]["limits"]["nvidia.com/gpu"], "2");
         assert_eq!(c["resources"]["requests"]["cpu"], "500m");
+    }
+
+    #[test]
+    fn an_environment_runs_the_server_in_its_image_with_jupyterlab_added_by_the_init_step() {
+        let mut r = run("", 0);
+        r.spec.environment = Some("acme/vision:2".into());
+        r.spec.environment_use = Some(app::models::EnvironmentUse {
+            reference: "acme/vision:2".into(),
+            image: "paddlepaddle/paddle:3.3.1".into(),
+            requirements: vec!["visualdl==2.5.3".into()],
+        });
+        let objects = notebook_objects(&r, &pods(), "python3").unwrap();
+        let pod = serde_json::to_value(&objects.stateful_set).unwrap()["spec"]["template"]["spec"]
+            .clone();
+        let c = &pod["containers"][0];
+        assert_eq!(c["image"], "paddlepaddle/paddle:3.3.1");
+        let init = &pod["initContainers"][0];
+        assert_eq!(init["image"], "paddlepaddle/paddle:3.3.1");
+        let args = init["args"].as_array().unwrap();
+        assert_eq!(
+            args[2..],
+            [
+                json!("/opt/paddlecloud/env"),
+                json!("visualdl==2.5.3"),
+                json!("jupyterlab")
+            ]
+        );
+        // Its packages come first; the SDK and the workspace stay.
+        assert_eq!(
+            env_of(c, "PYTHONPATH")["value"],
+            "/opt/paddlecloud/env:/opt/paddlecloud/python"
+        );
+        let volumes: Vec<&str> = pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(volumes, ["workspace", "sdk", "environment"]);
+        assert_eq!(c["volumeMounts"].as_array().unwrap().len(), 3);
     }
 }

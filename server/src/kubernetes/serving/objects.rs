@@ -86,11 +86,13 @@ pub fn serving_objects(run: &Run, fetching: &Fetching) -> Result<ServingObjects,
             format!("{CONFIG_DIR}/script.py"),
         );
     }
-    let image = if spec.image.is_empty() {
+    let own = if spec.image.is_empty() {
         DEFAULT_IMAGE
     } else {
         spec.image.as_str()
     };
+    let environment = spec.environment_use.as_ref();
+    let image = super::super::environment::image(environment, own);
     let config_name = config_name(&spec.name);
     // Pods fetch the model when they can reach the console with a token.
     let fetch = fetching.console_url.is_some() && run.token.is_some();
@@ -143,6 +145,13 @@ pub fn serving_objects(run: &Run, fetching: &Fetching) -> Result<ServingObjects,
             "periodSeconds": 2,
         });
     }
+    let mut pod = json!({
+        "enableServiceLinks": false,
+        "initContainers": init,
+        "containers": [container],
+        "volumes": volumes,
+    });
+    super::super::environment::apply(environment, &[], image, &mut pod);
     let deployment = from_json(json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -152,12 +161,7 @@ pub fn serving_objects(run: &Run, fetching: &Fetching) -> Result<ServingObjects,
             "selector": { "matchLabels": { SERVING_ID: id } },
             "template": {
                 "metadata": { "labels": labels },
-                "spec": {
-                    "enableServiceLinks": false,
-                    "initContainers": init,
-                    "containers": [container],
-                    "volumes": volumes,
-                },
+                "spec": pod,
             },
         },
     }))?;
@@ -272,6 +276,8 @@ mod tests {
                     gpu: 0,
                 },
                 autoscale: None,
+                environment: None,
+                environment_use: None,
             },
             model: ModelFiles {
                 model: "acme/tiny".into(),
@@ -351,5 +357,41 @@ mod tests {
     fn the_fetcher_survives_kubernetes_variable_expansion() {
         // `$(VAR)` in a command is expanded by the kubelet: none may be there.
         assert!(!FETCH_MODEL.contains('$'));
+    }
+
+    #[test]
+    fn an_environment_runs_the_replicas_in_its_image_after_the_model_fetcher() {
+        let fetching = Fetching {
+            console_url: Some("http://console:3000"),
+            model_root: "/models",
+        };
+        let mut r = run(Some("pcv_secret"), "");
+        r.spec.environment_use = Some(app::models::EnvironmentUse {
+            reference: "acme/serve:1".into(),
+            image: "paddlepaddle/paddle:3.3.1".into(),
+            requirements: vec!["numpy<2".into()],
+        });
+        let pod = pod_spec(&serving_objects(&r, &fetching).unwrap());
+        let init: Vec<&str> = pod["initContainers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(init, [FETCH_CONTAINER, "environment"]);
+        let main = &pod["containers"][0];
+        assert_eq!(main["image"], "paddlepaddle/paddle:3.3.1");
+        assert_eq!(env_of(main, "PYTHONPATH")["value"], "/opt/paddlecloud/env");
+        // The model's volume is still mounted beside the environment's.
+        let mounts: Vec<&str> = main["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            mounts.contains(&"model") && mounts.contains(&"environment"),
+            "{mounts:?}"
+        );
     }
 }
