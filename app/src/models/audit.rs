@@ -14,7 +14,9 @@ pub struct AuditEvent {
     pub actor: String,
     /// What happened: `password.changed`, `password.reset`,
     /// `password.reset_link_sent`, `email.confirmed`, `key.created`,
-    /// `key.revoked`, `quota.set`.
+    /// `key.revoked`, `quota.set`, `template.published`,
+    /// `template.unpublished`, `environment.published`,
+    /// `environment.unpublished`.
     pub action: String,
     /// What it happened to, in words.
     pub detail: String,

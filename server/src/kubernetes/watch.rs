@@ -134,7 +134,7 @@ pub(super) fn update_of(pod: &KubePod) -> PodUpdate {
                     PodPhase::Failed
                 }),
                 exit_code: code,
-                started_at: started,
+                started_at: started.or(status.start_time.as_ref().map(ms)),
                 finished_at: term
                     .as_ref()
                     .and_then(|t| t.finished_at.as_ref())

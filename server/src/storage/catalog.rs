@@ -246,24 +246,58 @@ impl Catalog {
                 self.kind.to_lowercase()
             )));
         }
+        let not_found = || AppError::not_found(format!("{} “{owner}/{name}”", self.kind));
+        // The change and its audit entry (in the owner's log) go in together.
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(internal("begin a publication"))?;
+        let account_id: i64 = sqlx::query_scalar("SELECT id FROM accounts WHERE name = $1")
+            .bind(owner)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(internal("find a catalog entry's owner"))?
+            .ok_or_else(not_found)?;
         let done = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE {} SET public = $1 WHERE name = $2 AND account_id = \
-             (SELECT id FROM accounts WHERE name = $3)",
+            "UPDATE {} SET public = $1 WHERE name = $2 AND account_id = $3",
             self.table
         )))
         .bind(i64::from(public))
         .bind(name)
-        .bind(owner)
-        .execute(&self.pool)
+        .bind(account_id)
+        .execute(&mut *tx)
         .await
         .map_err(internal("publish a catalog entry"))?;
         if done.rows_affected() == 0 {
-            return Err(AppError::not_found(format!(
-                "{} “{owner}/{name}”",
-                self.kind
-            )));
+            return Err(not_found());
         }
-        tracing::info!(table = self.table, entry = %format!("{owner}/{name}"), public, admin = %me.email, "publication changed");
+        let kind = self.kind.to_lowercase();
+        let action = format!(
+            "{kind}.{}",
+            if public { "published" } else { "unpublished" }
+        );
+        let detail = format!(
+            "{kind} {owner}/{name} {} every account",
+            if public {
+                "published for"
+            } else {
+                "taken back from"
+            }
+        );
+        super::audit::record(
+            &mut *tx,
+            super::audit::Entry {
+                account_id,
+                actor: &me.email,
+                action: &action,
+                detail: &detail,
+            },
+        )
+        .await?;
+        tx.commit()
+            .await
+            .map_err(internal("commit a publication"))?;
         let newest: RawRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "{} WHERE a.name = $1 AND t.name = $2 ORDER BY t.version DESC LIMIT 1",
             self.select()

@@ -474,7 +474,9 @@ impl JobStore {
     }
 
     /// Moves a job to `status`; the first move to Running records the start,
-    /// the first move to an end state records the end.
+    /// the first move to an end state records the end. A job whose replicas
+    /// all ended before anyone saw it run (a watch that missed the Running
+    /// event) takes its start from its earliest replica's.
     pub async fn set_status(
         &self,
         job_id: i64,
@@ -485,7 +487,9 @@ impl JobStore {
         let started = (status == JobStatus::Running).then_some(now);
         let finished = (!status.is_active()).then_some(now);
         sqlx::query(
-            "UPDATE jobs SET status = $1, message = $2, started_at = COALESCE(started_at, $3), \
+            "UPDATE jobs SET status = $1, message = $2, \
+             started_at = COALESCE(started_at, $3, \
+               (SELECT MIN(p.started_at) FROM pods p WHERE p.job_id = $5)), \
              finished_at = COALESCE(finished_at, $4) WHERE id = $5",
         )
         .bind(status.as_str())

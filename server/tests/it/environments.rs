@@ -424,6 +424,39 @@ async fn another_accounts_environment_is_not_found_until_a_site_admin_publishes_
     .await;
     assert_eq!(run.status, StatusCode::CREATED, "{}", run.body);
     assert_eq!(run.json()["spec"]["template"]["owner"], "maker");
+    // The owner's audit log says who published what, and who took it back.
+    let log = get(&site, &owner, "/api/v1/audit").await.json();
+    let events: Vec<(String, String)> = log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap().to_owned(),
+                e["detail"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    for (action, detail) in [
+        (
+            "template.published",
+            "template maker/hello published for every account",
+        ),
+        (
+            "environment.unpublished",
+            "environment maker/shared taken back from every account",
+        ),
+        (
+            "environment.published",
+            "environment maker/shared published for every account",
+        ),
+    ] {
+        assert!(
+            events.contains(&(action.to_owned(), detail.to_owned())),
+            "{action}: {log}"
+        );
+    }
+    assert!(log.to_string().contains(common::site::ADMIN_EMAIL), "{log}");
 }
 
 #[tokio::test]

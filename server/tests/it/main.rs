@@ -17,6 +17,7 @@ mod cli_remote;
 mod cluster_contract;
 mod environments;
 mod http;
+mod job_record;
 mod kube_backend;
 mod kube_metrics_api;
 mod kube_serving;
