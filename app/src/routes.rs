@@ -24,6 +24,7 @@ use crate::pages::{
     not_found::NotFound,
     notebooks::NotebooksPage,
     paddleboard::PaddleBoardPage,
+    pipelines::{PipelinePage, PipelinesPage},
     quota::QuotaPageView,
     serving::traffic::ServingTrafficPage,
     serving::ServingPage,
@@ -92,6 +93,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("notebooks") view=|| view! { <NotebooksPage /> } />
                     <Route path=path!("templates") view=|| view! { <TemplatesPage /> } />
                     <Route path=path!("environments") view=|| view! { <EnvironmentsPage /> } />
+                    <Route path=path!("pipelines") view=|| view! { <PipelinesPage /> } />
+                    <Route path=path!("pipelines/:name") view=|| view! { <PipelinePage /> } />
                     <Route path=path!("environments/:name") view=|| view! { <EnvironmentPage /> } />
                     <Route path=path!("templates/:name") view=|| view! { <TemplateRunPage /> } />
                     <Route path=path!("quota") view=|| view! { <QuotaPageView /> } />

@@ -28,6 +28,7 @@ fn spec(i: usize) -> JobSpec {
     JobSpec {
         notebook: None,
         template: None,
+        pipeline: None,
         environment: None,
         environment_use: None,
         name: format!("resnet-{i:05}"),

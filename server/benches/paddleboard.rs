@@ -163,6 +163,7 @@ fn main() -> anyhow::Result<()> {
             let spec = app::models::JobSpec {
                 notebook: None,
                 template: None,
+                pipeline: None,
                 environment: None,
                 environment_use: None,
                 name: job.into(),

@@ -39,6 +39,7 @@ use crate::mail::{MailChoice, Outbox, Smtp};
 use crate::mlflow::store::MlflowStore;
 use crate::notebooks::NotebookService;
 use crate::paddleboard::SqlMetrics;
+use crate::pipelines::SqlPipelines;
 use crate::quota::SqlQuotas;
 use crate::resources::SqlResourceCharts;
 use crate::serving::ServingService;
@@ -388,6 +389,7 @@ impl Console {
             .await
             .map_err(|err| anyhow::anyhow!("installing the shipped environments: {err}"))?;
         let accounts = SqlAccounts::new(pool.clone(), account_mail);
+        let pipelines = Arc::new(SqlPipelines::new(pool.clone(), backends.cluster.clone()));
         let services = Services {
             accounts: accounts.clone(),
             members: accounts,
@@ -401,8 +403,11 @@ impl Console {
             notebooks: Arc::new(notebooks.clone()),
             templates: Arc::new(templates),
             environments: Arc::new(environments),
+            pipelines: pipelines.clone(),
             secure_cookies: config.secure_cookies,
         };
+        // Runs left running by a previous console carry on from here.
+        tokio::spawn(pipelines.scheduler().run(services.clone()));
         let state = AppState {
             leptos: config.site,
             services: services.clone(),

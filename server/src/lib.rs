@@ -18,6 +18,7 @@ pub mod metric_files;
 pub mod mlflow;
 pub mod notebooks;
 pub mod paddleboard;
+pub mod pipelines;
 pub mod quota;
 pub mod resources;
 pub mod serving;

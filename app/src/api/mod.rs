@@ -10,6 +10,7 @@ pub mod jobs;
 pub mod members;
 pub mod notebooks;
 pub mod paddleboard;
+pub mod pipelines;
 pub mod serving;
 pub mod templates;
 pub mod usage;

@@ -15,6 +15,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("/jobs", "Jobs"),
     ("/templates", "Templates"),
     ("/environments", "Environments"),
+    ("/pipelines", "Pipelines"),
     ("/paddleboard", "PaddleBoard"),
     ("/serving", "Serving"),
     ("/datasets", "Datasets"),

@@ -124,6 +124,7 @@ impl JobForm {
         Ok(JobSpec {
             notebook: None,
             template: None,
+            pipeline: None,
             environment: super::named_environment(&self.environment),
             environment_use: None,
             name: self.name.trim().to_owned(),

@@ -178,6 +178,10 @@ pub struct JobSpec {
     /// console when it runs a template, never from what a client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<crate::models::templates::TemplateUse>,
+    /// The pipeline run and node it is a try of. Set by the console's
+    /// scheduler, never from what a client sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<crate::models::pipelines::PipelineUse>,
     /// The environment it runs in: `name` (the account's own), `owner/name`
     /// (a published one), either with `:version`. The console records the
     /// exact version it took (`owner/name:version`).
@@ -610,6 +614,7 @@ mod tests {
         JobSpec {
             notebook: None,
             template: None,
+            pipeline: None,
             environment: None,
             environment_use: None,
             name: "mnist".into(),

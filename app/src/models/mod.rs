@@ -16,6 +16,7 @@ pub mod jobs;
 pub mod members;
 pub mod metrics;
 pub mod notebooks;
+pub mod pipelines;
 pub mod quantity;
 pub mod quota;
 pub mod resources;
@@ -40,6 +41,10 @@ pub use jobs::*;
 pub use members::*;
 pub use metrics::*;
 pub use notebooks::*;
+pub use pipelines::{
+    next_steps, NodeState, NodeStatus, NodeTemplate, PipelineNode, PipelineRun, PipelineSpec,
+    PipelineSubmit, PipelineUse, RunStatus, Step,
+};
 pub use quota::*;
 pub use resources::*;
 pub use serving::*;

@@ -48,6 +48,12 @@ pub enum Credential {
         /// The notebook's name.
         notebook: String,
     },
+    /// The console's scheduler starting a pipeline run's node, as the
+    /// run's submitter.
+    Pipeline {
+        /// The run's name.
+        run: String,
+    },
 }
 
 impl Principal {
@@ -56,9 +62,10 @@ impl Principal {
     /// passes.
     pub fn require_change(&self) -> Result<(), AppError> {
         match self.credential {
-            Credential::Session(_) | Credential::AccessKey(_) | Credential::NotebookKey { .. } => {
-                self.me.role.require_change()
-            }
+            Credential::Session(_)
+            | Credential::AccessKey(_)
+            | Credential::NotebookKey { .. }
+            | Credential::Pipeline { .. } => self.me.role.require_change(),
             Credential::JobToken { .. } | Credential::ServingToken { .. } => Ok(()),
         }
     }

@@ -11,6 +11,7 @@ mod mail;
 mod members;
 mod metrics;
 mod notebooks;
+mod pipelines;
 mod resources;
 mod serving;
 mod templates;
@@ -26,6 +27,7 @@ pub use mail::*;
 pub use members::*;
 pub use metrics::*;
 pub use notebooks::*;
+pub use pipelines::*;
 pub use resources::*;
 pub use serving::*;
 pub use templates::*;
@@ -57,6 +59,8 @@ pub struct Services {
     pub templates: Arc<dyn Templates>,
     /// Environment profiles.
     pub environments: Arc<dyn Environments>,
+    /// Pipeline runs.
+    pub pipelines: Arc<dyn Pipelines>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

@@ -15,8 +15,10 @@ pub async fn submit_within_quota(
     who: &Principal,
     mut spec: JobSpec,
 ) -> Result<Job, AppError> {
-    // Only a template run (`run_template`) says a job came from a template.
+    // Only a template run (`run_template`) says a job came from a template,
+    // and only the pipeline scheduler that it is a pipeline's node.
     spec.template = None;
+    spec.pipeline = None;
     admit_and_submit(services, who, spec).await
 }
 

@@ -6,6 +6,7 @@
 pub mod jobs;
 pub mod models;
 pub mod notebooks;
+pub mod pipelines;
 pub mod serving;
 pub mod templates;
 

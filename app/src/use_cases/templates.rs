@@ -93,7 +93,7 @@ async fn readable_dataset(
 /// `<template>-<6 characters>`: a job name for a run that names none,
 /// within the 50 characters a job name has. The suffix comes from the
 /// clock's nanoseconds (a clash is a 409 like any taken name).
-fn default_job_name(template: &str) -> String {
+pub(crate) fn default_job_name(template: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());

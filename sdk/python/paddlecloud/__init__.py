@@ -73,6 +73,12 @@ __all__ = [
     "get_environment",
     "wait_environment",
     "publish_environment",
+    "run_pipeline",
+    "list_pipelines",
+    "get_pipeline",
+    "wait_pipeline",
+    "stop_pipeline",
+    "retry_pipeline",
     "Board",
     "draw_board",
     "flush_board",
@@ -157,6 +163,12 @@ list_environments = _module_function("list_environments")
 get_environment = _module_function("get_environment")
 wait_environment = _module_function("wait_environment")
 publish_environment = _module_function("publish_environment")
+run_pipeline = _module_function("run_pipeline")
+list_pipelines = _module_function("list_pipelines")
+get_pipeline = _module_function("get_pipeline")
+wait_pipeline = _module_function("wait_pipeline")
+stop_pipeline = _module_function("stop_pipeline")
+retry_pipeline = _module_function("retry_pipeline")
 log_metrics = _module_function("log_metrics")
 metric_tags = _module_function("metric_tags")
 metric_series = _module_function("metric_series")

@@ -724,6 +724,58 @@ class Client(FilesMixin):
             body["owner"] = owner
         return self._json("POST", f"/{kind}/{_quote(name)}/publish", body=body)
 
+    # ----------------------------------------------------------------- pipelines
+
+    def run_pipeline(
+        self,
+        pipeline: Mapping[str, Any],
+        *,
+        name: Optional[str] = None,
+        values: Optional[Mapping[str, Any]] = None,
+    ) -> Dict[str, Any]:
+        """Submits a run of ``pipeline`` (``name``, ``nodes``: each a ``job`` or a
+        ``template`` with ``after``, ``retries``, ``backoff_secs``; ``parameters``;
+        ``fail_fast``) with ``values`` for its parameters, and returns the run.
+        Everything is checked first; a bad field raises naming it
+        (``nodes[2].after``, ``values.lr``), a cycle is named in the message."""
+        body: Dict[str, Any] = {"pipeline": dict(pipeline), "values": dict(values or {})}
+        if name is not None:
+            body["name"] = name
+        return self._json("POST", "/pipelines", body=body)
+
+    def list_pipelines(self) -> List[Dict[str, Any]]:
+        """The account's pipeline runs, newest first (without their nodes)."""
+        return self._json("GET", "/pipelines")["runs"]
+
+    def get_pipeline(self, name: str) -> Dict[str, Any]:
+        """One run with its ``nodes`` (``status``, ``message``, ``attempt``, ``job``)."""
+        return self._json("GET", f"/pipelines/{_quote(name)}")
+
+    def wait_pipeline(
+        self, name: str, *, timeout: Optional[float] = None, poll: float = 1.0
+    ) -> Dict[str, Any]:
+        """Waits until the run has ended (``succeeded``, ``failed`` or ``stopped``)
+        and returns it; a `PaddleCloudError` with code ``timeout`` after
+        ``timeout`` seconds (``None``: as long as it takes)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            run = self.get_pipeline(name)
+            if run["status"] != "running":
+                return run
+            if deadline is not None and time.monotonic() >= deadline:
+                raise PaddleCloudError(
+                    f"Pipeline run {name} is still running after {timeout} s.", code="timeout"
+                )
+            time.sleep(poll)
+
+    def stop_pipeline(self, name: str) -> Dict[str, Any]:
+        """Stops a running run (its running jobs too)."""
+        return self._json("POST", f"/pipelines/{_quote(name)}/stop")
+
+    def retry_pipeline(self, name: str) -> Dict[str, Any]:
+        """Runs a failed or stopped run again from what did not succeed."""
+        return self._json("POST", f"/pipelines/{_quote(name)}/retry")
+
     def list_serving(self) -> List[Dict[str, Any]]:
         """The account's serving instances, newest first, with the last minute's
         traffic (``recent``: requests, errors, p50/p99 latency)."""

@@ -517,6 +517,39 @@ class TemplateTest(ClientTestCase):
 IN_ENVIRONMENT = "import tomli_w; print('inside', tomli_w.__name__, flush=True)"
 
 
+class PipelineTest(ClientTestCase):
+    def test_a_pipeline_passes_a_parameter_and_a_metric_on_and_a_cycle_is_refused(self):
+        run = job_name("flow")[:26]
+        write = ("import paddlecloud\n"
+                 "paddlecloud.draw_board(0.25, 'score')\n"
+                 "print('drawn', flush=True)\n")
+        sdk = str(REPO / "sdk" / "python")
+        pipeline = {
+            "name": "flow",
+            "parameters": {"word": "hello"},
+            "nodes": [
+                {"name": "score", "job": {"command": ["python3", "-c", write], "num_trainers": 1,
+                                          "env": [{"name": "PYTHONPATH", "value": sdk}],
+                                          "trainer": {"cpu": "250m", "memory": "128Mi"}}},
+                {"name": "say", "after": ["score"],
+                 "job": {"command": ["sh", "-c", "echo {{params.word}} {{nodes.score.metrics.score}}"],
+                         "num_trainers": 1, "trainer": {"cpu": "250m", "memory": "128Mi"}}},
+            ],
+        }
+        made = self.client.run_pipeline(pipeline, name=run, values={"word": "bye"})
+        self.jobs.extend([f"{run}-score", f"{run}-say"])
+        self.assertEqual(made["status"], "running")
+        done = self.client.wait_pipeline(run, timeout=90, poll=0.3)
+        self.assertEqual(done["status"], "succeeded", done)
+        self.assertIn(run, [r["name"] for r in self.client.list_pipelines()])
+        self.assertEqual(self.client.logs(f"{run}-say"), "bye 0.25\n")
+        pipeline["nodes"][0]["after"] = ["say"]
+        with self.assertRaises(PaddleCloudError) as err:
+            self.client.run_pipeline(pipeline)
+        self.assertEqual(err.exception.field, "nodes")
+        self.assertIn("score → say → score", str(err.exception))
+
+
 class EnvironmentTest(ClientTestCase):
     def test_a_job_runs_in_a_saved_environment_once_it_is_built(self):
         name = job_name("env")

@@ -182,6 +182,7 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
     let spec = JobSpec {
         notebook: None,
         template: None,
+        pipeline: None,
         environment: args.environment,
         environment_use: None,
         name: args.name,

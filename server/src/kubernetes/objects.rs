@@ -322,6 +322,7 @@ mod tests {
         JobSpec {
             notebook: None,
             template: None,
+            pipeline: None,
             environment: None,
             environment_use: None,
             name: "mnist".into(),

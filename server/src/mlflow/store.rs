@@ -339,6 +339,7 @@ impl MlflowStore {
             let spec = JobSpec {
                 notebook: None,
                 template: None,
+                pipeline: None,
                 environment: None,
                 environment_use: None,
                 name: name.clone(),

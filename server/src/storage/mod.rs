@@ -11,6 +11,7 @@ pub mod db;
 pub mod jobs;
 pub mod logfile;
 pub mod notebooks;
+pub mod pipelines;
 pub mod samples;
 pub mod serving;
 pub mod throttle;

@@ -22,6 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "mlflow",
             "notebooks",
             "paddleboard",
+            "pipelines",
             "quota",
             "resources",
             "serving",

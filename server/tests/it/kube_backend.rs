@@ -51,6 +51,7 @@ fn spec(name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
     JobSpec {
         notebook: None,
         template: None,
+        pipeline: None,
         environment: None,
         environment_use: None,
         name: name.into(),

@@ -46,6 +46,7 @@ async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_instal
     let spec = JobSpec {
         notebook: None,
         template: None,
+        pipeline: None,
         environment: None,
         environment_use: None,
         name: "spin".into(),

@@ -36,6 +36,7 @@ mod mlflow;
 mod notebook_contract;
 mod notebook_environment;
 mod notebooks;
+mod pipelines;
 mod prometheus;
 mod rest;
 mod role_matrix;

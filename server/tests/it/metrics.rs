@@ -25,6 +25,7 @@ async fn with_job(db: &TestDb, name: &str, job: &str) -> Account {
     let spec = app::models::JobSpec {
         notebook: None,
         template: None,
+        pipeline: None,
         environment: None,
         environment_use: None,
         name: job.into(),
@@ -279,6 +280,7 @@ async fn scalars_from_tensorboard_and_visualdl_files_a_job_writes_reach_its_boar
     let spec = app::models::JobSpec {
         notebook: None,
         template: None,
+        pipeline: None,
         environment: None,
         environment_use: None,
         name: "writers".into(),

@@ -167,12 +167,19 @@ pub(crate) async fn run_cell(
         .unwrap();
     let mut printed = String::new();
     let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let next = tokio::time::timeout_at(deadline.into(), socket.next())
-            .await
-            .unwrap_or_else(|_| panic!("no reply to the cell; printed so far: {printed}"))
-            .expect("the socket stays open")
-            .unwrap();
+    // The reply comes on the shell channel and the output on iopub, in no
+    // set order: the cell is done once both the reply and iopub's "idle"
+    // (sent after the cell's last output) have come.
+    // A kernel's first messages on iopub can be lost while its channel
+    // connects: after the reply, "idle" is waited for 5 s at most.
+    let (mut replied, mut idle) = (false, false);
+    let mut deadline = deadline;
+    while !(replied && idle) {
+        let Ok(next) = tokio::time::timeout_at(deadline.into(), socket.next()).await else {
+            assert!(replied, "no reply to the cell; printed so far: {printed}");
+            break;
+        };
+        let next = next.expect("the socket stays open").unwrap();
         let Message::Text(text) = next else { continue };
         let msg: Value = serde_json::from_str(&text).unwrap();
         if msg["parent_header"]["msg_id"] != msg_id.as_str() {
@@ -183,8 +190,10 @@ pub(crate) async fn run_cell(
             "error" => panic!("the cell failed: {}", msg["content"]["traceback"]),
             "execute_reply" => {
                 assert_eq!(msg["content"]["status"], "ok", "{msg}");
-                break;
+                replied = true;
+                deadline = deadline.min(Instant::now() + Duration::from_secs(5));
             }
+            "status" => idle |= msg["content"]["execution_state"] == "idle",
             _ => {}
         }
     }

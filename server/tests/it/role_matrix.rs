@@ -349,6 +349,8 @@ const SERVER_FN_WRITES: &[(&str, &str)] = &[
     ("delete_notebook", "name=n1"),
     ("run_template", "name=t1&version=1&job_name=from-t1"),
     ("save_environment", "form[name]=e2"),
+    ("stop_pipeline", "name=nope"),
+    ("retry_pipeline", "name=nope"),
     ("save_template", "form[name]=t2&form[job]=%7B%22command%22%3A%5B%22true%22%5D%2C%22num_trainers%22%3A1%7D"),
 ];
 const SERVER_FN_OWNERS: &[(&str, &str)] = &[
@@ -395,6 +397,8 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("get_job", "name=j1"),
     ("list_environments", ""),
     ("get_environment", "name=minimal&owner=paddlecloud"),
+    ("list_pipelines", ""),
+    ("get_pipeline", "name=nope"),
     ("resource_charts", "job=j1"),
     ("quota_view", ""),
     ("quota_left", ""),

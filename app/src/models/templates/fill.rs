@@ -38,7 +38,7 @@ fn whole_placeholder(text: &str) -> Option<&str> {
 }
 
 /// `value` with its placeholders filled from `values` (see the module's notes).
-pub(super) fn fill(value: &Value, values: &BTreeMap<String, TemplateValue>) -> Value {
+pub fn fill(value: &Value, values: &BTreeMap<String, TemplateValue>) -> Value {
     match value {
         Value::String(s) => {
             if let Some(v) = whole_placeholder(s).and_then(|n| values.get(n)) {

@@ -20,8 +20,8 @@ mod fill;
 mod param;
 use param::matches_whole;
 
-pub use fill::placeholders;
 use fill::{all_placeholders, as_text_where_text, fill};
+pub use fill::{fill as fill_placeholders, placeholders};
 
 /// Parameters a template may have.
 pub const MAX_PARAMS: usize = 50;
@@ -207,6 +207,20 @@ pub enum TemplateValue {
 pub struct FloatText(pub serde_json::Number);
 
 impl TemplateValue {
+    /// A JSON value as the value a placeholder takes: numbers and booleans
+    /// keep their type, anything else is its text.
+    pub fn from_json(value: &Value) -> Self {
+        match value {
+            Value::Bool(b) => Self::Bool(*b),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => Self::Int(i),
+                None => Self::Float(FloatText(n.clone())),
+            },
+            Value::String(s) => Self::Text(s.clone()),
+            other => Self::Text(other.to_string()),
+        }
+    }
+
     /// As JSON, typed.
     pub fn to_json(&self) -> Value {
         match self {
@@ -385,23 +399,12 @@ impl TemplateSpec {
         default_name: &str,
     ) -> Result<JobSpec, AppError> {
         let values = self.values(run)?;
-        let mut job = fill(&self.job, &values);
         let name = run
             .name
             .clone()
             .filter(|n| !n.trim().is_empty())
             .unwrap_or_else(|| default_name.to_owned());
-        if let Some(map) = job.as_object_mut() {
-            map.insert("name".to_owned(), Value::String(name.trim().to_owned()));
-            // Set by the console alone.
-            map.remove("notebook");
-            map.remove("template");
-        }
-        as_text_where_text(&mut job);
-        let mut spec: JobSpec = serde_json::from_value(job).map_err(|e| {
-            AppError::invalid("job", format!("The template's job is not a job: {e}"))
-        })?;
-        spec.validate()?;
+        let mut spec = fill_job(&self.job, &values, &name)?;
         spec.template = Some(TemplateUse {
             owner: String::new(),
             name: self.name.clone(),
@@ -410,6 +413,29 @@ impl TemplateSpec {
         });
         Ok(spec)
     }
+}
+
+/// The job `job` (a job spec without its name, with placeholders) makes
+/// with `values`, named `name`: filled as a template's, what only the
+/// console sets removed, and checked. The error names the job's field.
+pub fn fill_job(
+    job: &Value,
+    values: &BTreeMap<String, TemplateValue>,
+    name: &str,
+) -> Result<JobSpec, AppError> {
+    let mut job = fill(job, values);
+    if let Some(map) = job.as_object_mut() {
+        map.insert("name".to_owned(), Value::String(name.trim().to_owned()));
+        // Set by the console alone.
+        for key in ["notebook", "template", "pipeline", "environment_use"] {
+            map.remove(key);
+        }
+    }
+    as_text_where_text(&mut job);
+    let spec: JobSpec = serde_json::from_value(job)
+        .map_err(|e| AppError::invalid("job", format!("It is not a job: {e}")))?;
+    spec.validate()?;
+    Ok(spec)
 }
 
 #[cfg(test)]

@@ -110,6 +110,11 @@ fn JobRow(
             <td class="name">
                 {job.name.clone()}
                 {job.spec.notebook.clone().map(|n| view! { <small class="origin" data-testid="origin">{format!("from notebook {n}")}</small> })}
+                {job.spec.pipeline.clone().map(|p| view! {
+                    <a class="origin" href=format!("/pipelines/{}#node-{}", p.run, p.node) data-testid="pipeline">
+                        {format!("pipeline {} · {}{}", p.run, p.node, if p.attempt > 1 { format!(" (try {})", p.attempt) } else { String::new() })}
+                    </a>
+                })}
                 {job.spec.template.clone().map(|t| {
                     let again = format!("/templates/{}?owner={}&from={}", t.name, t.owner, job.name);
                     view! {

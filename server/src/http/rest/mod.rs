@@ -14,6 +14,7 @@ mod jobs;
 mod members;
 pub mod metrics;
 mod notebooks;
+mod pipelines;
 mod serving;
 mod templates;
 mod usage;
@@ -59,6 +60,7 @@ use crate::http::caller::Caller;
          (name = "serving", description = "Models served over HTTP: launch, scale, stop, traffic"),
          (name = "notebooks", description = "Private JupyterLab servers: create, start, stop, keep running, delete"),
          (name = "environments", description = "Environment profiles: an image and pip requirements, saved in immutable versions, built locally from PyPI"),
+         (name = "pipelines", description = "Pipeline runs: a graph of jobs submitted, watched, stopped and retried as one"),
          (name = "templates", description = "Experiment templates: job specs with typed parameters, saved in immutable versions, run with values"),
          (name = "account", description = "Who is calling, passwords, resets, the audit log"))
 )]
@@ -129,6 +131,10 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(environments::list, environments::save))
         .routes(routes!(environments::get_one))
         .routes(routes!(environments::publish))
+        .routes(routes!(pipelines::list, pipelines::submit))
+        .routes(routes!(pipelines::get_one))
+        .routes(routes!(pipelines::stop))
+        .routes(routes!(pipelines::retry))
         .routes(routes!(assets::list, assets::create))
         .routes(routes!(assets::get_one, assets::update, assets::delete))
         .routes(routes!(assets::list_dir))

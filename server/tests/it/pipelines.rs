@@ -1,0 +1,548 @@
+//! Pipelines on the local executor, through the REST API: a diamond whose
+//! middle fails, with fail_fast on and off; retries with backoff; "retry
+//! from failed" reusing what succeeded; a console restart mid-run; bad
+//! graphs refused naming what is wrong.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use http::{Method, StatusCode};
+use serde_json::{json, Value};
+use server::console::Console;
+
+use crate::common;
+use crate::common::rest::{call, key_for, Answer};
+use crate::common::site::Site;
+
+fn sh(script: &str) -> Value {
+    json!({"command": ["sh", "-c", script], "num_trainers": 1,
+           "trainer": {"cpu": "100m", "memory": "64Mi"}})
+}
+
+async fn submit(site: &Site, key: &str, body: Value) -> Answer {
+    call(
+        site,
+        Method::POST,
+        "/api/v1/pipelines",
+        Some(key),
+        Some(body),
+    )
+    .await
+}
+
+/// Waits for run `name` to end (at most `secs`); the run.
+async fn ended(site: &Site, key: &str, name: &str, secs: u64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let run = call(
+            site,
+            Method::GET,
+            &format!("/api/v1/pipelines/{name}"),
+            Some(key),
+            None,
+        )
+        .await
+        .json();
+        if run["status"] != "running" {
+            return run;
+        }
+        assert!(Instant::now() < deadline, "{name} never ended: {run:#}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Each node's status by name.
+fn statuses(run: &Value) -> Vec<(String, String)> {
+    run["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["name"].as_str().unwrap().to_owned(),
+                n["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn node<'a>(run: &'a Value, name: &str) -> &'a Value {
+    run["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == name)
+        .unwrap()
+}
+
+/// prep → train (fails) and check (slower) → report; `late` after check.
+fn diamond(name: &str, fail_fast: bool) -> Value {
+    json!({"name": name, "pipeline": {
+        "name": "diamond",
+        "fail_fast": fail_fast,
+        "nodes": [
+            {"name": "prep", "job": sh("echo prepared")},
+            {"name": "train", "job": sh("echo training; exit 3"), "after": ["prep"]},
+            {"name": "check", "job": sh("sleep 2; echo checked"), "after": ["prep"]},
+            {"name": "late", "job": sh("echo late"), "after": ["check"]},
+            {"name": "report", "job": sh("echo report"), "after": ["train", "check"]},
+        ]
+    }})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_node_fails_the_run_and_fail_fast_decides_what_else_runs() {
+    let site = common::site::site().await;
+    let key = key_for(&site, "flows").await;
+    for fail_fast in [true, false] {
+        let name = if fail_fast { "fast" } else { "slow" };
+        let made = submit(&site, &key, diamond(name, fail_fast)).await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+        assert_eq!(made.json()["status"], "running");
+        let run = ended(&site, &key, name, 120).await;
+        assert_eq!(run["status"], "failed", "{run:#}");
+        assert!(
+            run["message"].as_str().unwrap().contains("“train”"),
+            "{run:#}"
+        );
+        let late = if fail_fast { "skipped" } else { "succeeded" };
+        let want: Vec<(String, String)> = [
+            ("prep", "succeeded"),
+            ("train", "failed"),
+            // Already running when train failed: it ends either way.
+            ("check", "succeeded"),
+            ("late", late),
+            ("report", "skipped"),
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        assert_eq!(statuses(&run), want, "fail_fast {fail_fast}: {run:#}");
+        let train = node(&run, "train");
+        assert_eq!(train["job"], format!("{name}-train"));
+        assert!(
+            train["message"]
+                .as_str()
+                .unwrap()
+                .contains("exited with code 3"),
+            "{train}"
+        );
+        let why = node(&run, "report")["message"].as_str().unwrap().to_owned();
+        if fail_fast {
+            assert!(why.contains("fails fast"), "{why}");
+            assert!(node(&run, "late")["message"]
+                .as_str()
+                .unwrap()
+                .contains("fails fast"));
+        } else {
+            assert_eq!(why, "It waited for “train” to succeed, which failed.");
+        }
+        // Its nodes are ordinary jobs, each recording the run.
+        let job = call(
+            &site,
+            Method::GET,
+            &format!("/api/v1/jobs/{name}-prep"),
+            Some(&key),
+            None,
+        )
+        .await
+        .json();
+        assert_eq!(job["status"], "succeeded");
+        assert_eq!(
+            job["spec"]["pipeline"],
+            json!({"run": name, "node": "prep", "attempt": 1})
+        );
+        let log = call(
+            &site,
+            Method::GET,
+            &format!("/api/v1/jobs/{name}-prep/pods/trainer-0/log"),
+            Some(&key),
+            None,
+        )
+        .await;
+        assert_eq!(log.body, "prepared\n");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_is_retried_after_its_backoff_and_retry_from_failed_reuses_what_succeeded() {
+    let site = common::site::site().await;
+    let key = key_for(&site, "retries").await;
+    let dir = tempfile::tempdir().unwrap();
+    let once = dir.path().join("once");
+    let gate = dir.path().join("gate");
+    // `flaky` fails its first try only; `gated` fails until the test opens the gate.
+    let flaky = format!(
+        "if [ -f {0} ]; then echo second; else touch {0}; exit 1; fi",
+        once.display()
+    );
+    let gated = format!("test -f {}", gate.display());
+    let made = submit(&site, &key, json!({"name": "again", "pipeline": {
+        "name": "again",
+        "fail_fast": false,
+        "nodes": [
+            {"name": "prep", "job": sh("echo once")},
+            {"name": "flaky", "job": sh(&flaky), "after": ["prep"], "retries": 2, "backoff_secs": 1},
+            {"name": "gated", "job": sh(&gated), "after": ["prep"]},
+            {"name": "last", "job": sh("echo done"), "after": ["flaky", "gated"]},
+        ]
+    }})).await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let run = ended(&site, &key, "again", 120).await;
+    assert_eq!(run["status"], "failed", "{run:#}");
+    let flaky_node = node(&run, "flaky");
+    assert_eq!(flaky_node["status"], "succeeded", "{run:#}");
+    assert_eq!(flaky_node["attempt"], 2);
+    assert_eq!(flaky_node["job"], "again-flaky-r2");
+    assert_eq!(node(&run, "gated")["status"], "failed");
+    assert_eq!(node(&run, "last")["status"], "skipped");
+
+    // A run still running is not retried; a failed one is, from what failed.
+    std::fs::write(&gate, "").unwrap();
+    let retried = call(
+        &site,
+        Method::POST,
+        "/api/v1/pipelines/again/retry",
+        Some(&key),
+        None,
+    )
+    .await;
+    assert_eq!(retried.status, StatusCode::OK, "{}", retried.body);
+    let again = call(
+        &site,
+        Method::POST,
+        "/api/v1/pipelines/again/retry",
+        Some(&key),
+        None,
+    )
+    .await;
+    assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.body);
+    let run = ended(&site, &key, "again", 120).await;
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    assert_eq!(
+        node(&run, "prep")["job"],
+        "again-prep",
+        "prep was not run again"
+    );
+    assert_eq!(node(&run, "prep")["attempt"], 1);
+    assert_eq!(
+        node(&run, "flaky")["job"],
+        "again-flaky-r2",
+        "nor was flaky"
+    );
+    assert_eq!(node(&run, "gated")["job"], "again-gated-r2");
+    assert_eq!(node(&run, "last")["job"], "again-last");
+    let jobs = call(&site, Method::GET, "/api/v1/jobs", Some(&key), None)
+        .await
+        .json();
+    let mut names: Vec<&str> = jobs["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "again-flaky",
+            "again-flaky-r2",
+            "again-gated",
+            "again-gated-r2",
+            "again-last",
+            "again-prep"
+        ],
+        "one job per try, none for what was reused"
+    );
+}
+
+#[tokio::test]
+async fn bad_pipelines_are_refused_naming_what_is_wrong_and_nothing_runs() {
+    let site = common::site::site().await;
+    let key = key_for(&site, "badflows").await;
+    let job = sh("true");
+    for (pipeline, field, says) in [
+        (
+            json!({"name": "p", "nodes": [
+                {"name": "a", "job": job, "after": ["c"]},
+                {"name": "b", "job": job, "after": ["a"]},
+                {"name": "c", "job": job, "after": ["b"]}]}),
+            "nodes",
+            "a → c → b → a",
+        ),
+        (
+            json!({"name": "p", "nodes": [{"name": "a", "job": job, "after": ["x"]}]}),
+            "nodes[0].after",
+            "There is no node “x”.",
+        ),
+        (
+            json!({"name": "p", "nodes": [{"name": "a", "job": job}, {"name": "a", "job": job}]}),
+            "nodes[1].name",
+            "Two nodes",
+        ),
+        (
+            json!({"name": "p", "nodes": [{"name": "a", "job": {"command": [], "num_trainers": 1}}]}),
+            "nodes[0].job.command",
+            "Give the program",
+        ),
+        (
+            json!({"name": "p", "nodes": [{"name": "a", "template": {"name": "nope"}}]}),
+            "nodes[0].template",
+            "not found",
+        ),
+        (
+            json!({"name": "p", "parameters": {"lr": 0.1}, "nodes": [{"name": "a", "job": job}]}),
+            "values.nope",
+            "no parameter",
+        ),
+    ] {
+        let body = json!({"pipeline": pipeline, "values": if field == "values.nope" { json!({"nope": 1}) } else { json!({}) }});
+        let refused = submit(&site, &key, body).await;
+        assert_eq!(
+            refused.status,
+            StatusCode::BAD_REQUEST,
+            "{field}: {}",
+            refused.body
+        );
+        let (_, got) = refused.error();
+        let message = refused.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert_eq!(got.as_deref(), Some(field), "{message}");
+        assert!(message.contains(says), "{field}: {message}");
+    }
+    let runs = call(&site, Method::GET, "/api/v1/pipelines", Some(&key), None).await;
+    assert_eq!(runs.json()["runs"], json!([]));
+    let jobs = call(&site, Method::GET, "/api/v1/jobs", Some(&key), None).await;
+    assert_eq!(jobs.json()["jobs"], json!([]), "{}", jobs.body);
+    // Another account does not see a run.
+    let made = submit(
+        &site,
+        &key,
+        json!({"name": "mine", "pipeline": {"name": "p", "nodes": [{"name": "a", "job": job}]}}),
+    )
+    .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let other = key_for(&site, "strangers").await;
+    let hidden = call(
+        &site,
+        Method::GET,
+        "/api/v1/pipelines/mine",
+        Some(&other),
+        None,
+    )
+    .await;
+    assert_eq!(hidden.status, StatusCode::NOT_FOUND);
+    let stop = call(
+        &site,
+        Method::POST,
+        "/api/v1/pipelines/mine/stop",
+        Some(&other),
+        None,
+    )
+    .await;
+    assert_eq!(stop.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_a_run_stops_its_running_jobs_and_skips_the_rest() {
+    let site = common::site::site().await;
+    let key = key_for(&site, "stopper").await;
+    let made = submit(
+        &site,
+        &key,
+        json!({"name": "long", "pipeline": {"name": "long", "nodes": [
+            {"name": "sleeper", "job": sh("sleep 60")},
+            {"name": "after", "job": sh("true"), "after": ["sleeper"]},
+        ]}}),
+    )
+    .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let run = call(
+            &site,
+            Method::GET,
+            "/api/v1/pipelines/long",
+            Some(&key),
+            None,
+        )
+        .await
+        .json();
+        if node(&run, "sleeper")["status"] == "running" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{run:#}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let stopped = call(
+        &site,
+        Method::POST,
+        "/api/v1/pipelines/long/stop",
+        Some(&key),
+        None,
+    )
+    .await;
+    assert_eq!(stopped.status, StatusCode::OK, "{}", stopped.body);
+    let run = stopped.json();
+    assert_eq!(run["status"], "stopped");
+    assert_eq!(
+        statuses(&run),
+        [
+            ("sleeper".to_owned(), "stopped".to_owned()),
+            ("after".to_owned(), "stopped".to_owned())
+        ]
+    );
+    common::rest::wait_for(&site, &key, "long-sleeper", "stopped").await;
+}
+
+/// A console that stops mid-run (its runtime torn down, as a crash would)
+/// and starts again on the same database carries the run on: the retry it
+/// had scheduled happens, and the rest of the graph runs.
+#[test]
+fn a_restarted_console_carries_a_run_on_from_where_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let once = dir.path().join("once");
+    let first = tokio::runtime::Runtime::new().unwrap();
+    let db = first.block_on(common::sqlite());
+    let flaky = format!(
+        "if [ -f {0} ]; then echo second; else touch {0}; exit 1; fi",
+        once.display()
+    );
+    let (account, me) = first.block_on(async {
+        let console = Console::build(common::site::config(&db)).await.unwrap();
+        let (account, me) = owner(&db).await;
+        let submit = serde_json::from_value(
+            json!({"name": "resume", "pipeline": {"name": "resume", "nodes": [
+                {"name": "flaky", "job": sh(&flaky), "retries": 1, "backoff_secs": 4},
+                {"name": "next", "job": sh("echo next"), "after": ["flaky"]},
+            ]}}),
+        )
+        .unwrap();
+        let who = app::ports::Principal {
+            me: me.clone(),
+            credential: app::ports::Credential::AccessKey(0),
+        };
+        app::use_cases::pipelines::submit_pipeline(&console.services, &who, submit)
+            .await
+            .unwrap();
+        // Its first try failed; the second waits for its backoff.
+        wait_node(&console.services, &account, "flaky", |n| {
+            n["not_before"].is_i64()
+        })
+        .await;
+        (account, me)
+    });
+    first.shutdown_background();
+    assert!(Path::new(&once).exists());
+
+    let second = tokio::runtime::Runtime::new().unwrap();
+    second.block_on(async {
+        let console = Console::build(common::site::config(&db)).await.unwrap();
+        let run = wait_node(&console.services, &account, "next", |n| {
+            n["status"] == "succeeded"
+        })
+        .await;
+        assert_eq!(node(&run, "flaky")["job"], "resume-flaky-r2", "{run:#}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let run = console
+                .services
+                .pipelines
+                .get(&me.account, "resume")
+                .await
+                .unwrap();
+            if run.status == app::models::RunStatus::Succeeded {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{run:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+}
+
+async fn owner(db: &common::TestDb) -> (app::models::Account, app::models::Me) {
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO accounts (name, namespace, created_at) VALUES ('resumer', 'pc-resumer', 0) RETURNING id",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    let account = app::models::Account {
+        id,
+        name: "resumer".into(),
+        namespace: "pc-resumer".into(),
+        created_at: 0,
+    };
+    let me = common::user_in(&db.pool, &account).await;
+    (account, me)
+}
+
+/// Waits (at most 60 s) until node `name` of run "resume" passes `done`;
+/// the run as JSON.
+async fn wait_node(
+    services: &app::ports::Services,
+    account: &app::models::Account,
+    name: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let run =
+            serde_json::to_value(services.pipelines.get(account, "resume").await.unwrap()).unwrap();
+        if done(node(&run, name)) {
+            return run;
+        }
+        assert!(Instant::now() < deadline, "{run:#}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The run's page as the server renders it: the graph (a wide fan-out as
+/// one box with counts), the node table and its status filter, the
+/// actions; the list page links it. Both are plain HTML.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pages_draw_the_graph_and_filter_the_node_table() {
+    let site = common::site::site().await;
+    let (key, cookie) = common::rest::key_and_cookie(&site, "drawn").await;
+    let mut nodes = vec![json!({"name": "root", "job": sh("exit 1")})];
+    nodes.extend(
+        (0..40).map(|i| json!({"name": format!("leaf{i}"), "job": sh("true"), "after": ["root"]})),
+    );
+    let made = submit(
+        &site,
+        &key,
+        json!({"name": "wide", "pipeline": {"name": "wide", "nodes": nodes}}),
+    )
+    .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let run = ended(&site, &key, "wide", 60).await;
+    assert_eq!(run["status"], "failed");
+
+    let page = common::site::text(site.get("/pipelines/wide", Some(&cookie)).await).await;
+    assert!(page.contains(r#"data-testid="graph""#), "{page}");
+    // Two boxes: root, and the 40 leaves as one.
+    assert_eq!(
+        page.matches(r#"data-testid="graph-node""#).count(),
+        2,
+        "{page}"
+    );
+    assert!(page.contains("leaf0 … leaf39 (40)"), "{page}");
+    assert!(page.contains("40 skipped"), "{page}");
+    assert!(page.contains(r#"href="/jobs?log=wide-root""#), "{page}");
+    assert_eq!(page.matches("data-node=").count(), 41);
+    assert!(page.contains(r#"data-testid="retry-run""#), "{page}");
+    let failed = common::site::text(
+        site.get("/pipelines/wide?status=failed", Some(&cookie))
+            .await,
+    )
+    .await;
+    assert_eq!(failed.matches("data-node=").count(), 1, "{failed}");
+    assert!(failed.contains(r#"data-node="root""#));
+    let list = common::site::text(site.get("/pipelines", Some(&cookie)).await).await;
+    assert!(list.contains(r#"href="/pipelines/wide""#), "{list}");
+    // The job table says which run and node a job is.
+    let jobs = common::site::text(site.get("/jobs", Some(&cookie)).await).await;
+    assert!(jobs.contains("pipeline wide · root"), "{jobs}");
+}
