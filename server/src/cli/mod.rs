@@ -3,6 +3,7 @@
 
 mod catalog;
 mod files;
+mod pipelines;
 mod remote;
 mod serving;
 
@@ -82,6 +83,12 @@ pub enum Command {
         /// The task.
         #[command(subcommand)]
         command: catalog::EnvCommand,
+    },
+    /// Pipeline runs: `run -f FILE`, `list`, `show`, `stop`, `retry`.
+    Pipeline {
+        /// The task.
+        #[command(subcommand)]
+        command: pipelines::PipelineCommand,
     },
     /// Download a dataset or a model version (or one file or folder of it),
     /// resuming cut-off files, e.g. `paddlecloud download model vision/resnet --version 2`.
@@ -357,6 +364,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serving { command } => blocking(move || serving::run(command)).await,
         Command::Template { command } => blocking(move || catalog::run_template(command)).await,
         Command::Env { command } => blocking(move || catalog::run_env(command)).await,
+        Command::Pipeline { command } => blocking(move || pipelines::run_pipeline(command)).await,
     }
 }
 

@@ -979,3 +979,73 @@ fn a_user_saves_an_environment_and_a_template_and_runs_it_in_that_environment_fr
     let job = job_json(&creds, "dumped");
     assert_eq!(job["spec"]["environment"], "vision/toml:1", "{job}");
 }
+
+#[test]
+fn a_user_runs_a_pipeline_from_a_yaml_file_watches_it_and_retries_it_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let console = Console::start(dir.path());
+    let creds = set_up(dir.path(), &console.url);
+    let gate = dir.path().join("gate");
+    let file = dir.path().join("nightly.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: nightly\nparameters:\n  trainers: 1\nnodes:\n  - name: prep\n    job:\n      command: [sh, -c, echo prepared]\n      num_trainers: \"{{{{params.trainers}}}}\"\n  - name: gated\n    after: [prep]\n    job:\n      command: [sh, -c, \"test -f {}\"]\n      num_trainers: 1\n",
+            gate.display()
+        ),
+    )
+    .unwrap();
+    let out = run(
+        &[
+            "pipeline",
+            "run",
+            "-f",
+            file.to_str().unwrap(),
+            "--name",
+            "night",
+            "--set",
+            "trainers=1",
+            "--wait",
+        ],
+        &creds,
+        None,
+    );
+    let why = failed(&out);
+    assert!(why.contains("the run failed"), "{why}");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.contains("submitted night (2 nodes)"), "{printed}");
+    assert!(printed.contains("night failed"), "{printed}");
+    let shown = ok(&run(&["pipeline", "show", "night"], &creds, None));
+    assert!(
+        shown.contains("prep") && shown.contains("succeeded"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("night-gated") && shown.contains("exited with code 1"),
+        "{shown}"
+    );
+    std::fs::write(&gate, "").unwrap();
+    let retried = ok(&run(&["pipeline", "retry", "night"], &creds, None));
+    assert!(retried.contains("night running"), "{retried}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let list = ok(&run(&["pipeline", "list"], &creds, None));
+        if list.contains("succeeded") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{list}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // A cycle is refused with the cycle named.
+    std::fs::write(
+        &file,
+        "name: loop\nnodes:\n  - {name: a, after: [b], job: {command: [\"true\"], num_trainers: 1}}\n  - {name: b, after: [a], job: {command: [\"true\"], num_trainers: 1}}\n",
+    )
+    .unwrap();
+    let refused = failed(&run(
+        &["pipeline", "run", "-f", file.to_str().unwrap()],
+        &creds,
+        None,
+    ));
+    assert!(refused.contains("a → b → a"), "{refused}");
+}
