@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 
 use crate::error::AppError;
+use crate::models::pipeline_form::PipelineForm;
 use crate::models::PipelineRun;
 
 #[cfg(feature = "ssr")]
@@ -21,6 +22,17 @@ pub async fn list_pipelines() -> Result<Vec<PipelineRun>, AppError> {
 pub async fn get_pipeline(name: String) -> Result<PipelineRun, AppError> {
     let who = principal()?;
     services()?.pipelines.get(&who.me.account, &name).await
+}
+
+/// Runs a pipeline made from templates in the "New pipeline" dialog, and
+/// opens the run's page.
+#[server(prefix = "/api", endpoint = "create_pipeline")]
+pub async fn create_pipeline(form: PipelineForm) -> Result<PipelineRun, AppError> {
+    let who = member()?;
+    let submit = form.to_submit()?;
+    let run = crate::use_cases::pipelines::submit_pipeline(&services()?, &who, submit).await?;
+    leptos_axum::redirect(&format!("/pipelines/{}", run.name));
+    Ok(run)
 }
 
 /// Stops a running run.

@@ -16,6 +16,7 @@ pub mod jobs;
 pub mod members;
 pub mod metrics;
 pub mod notebooks;
+pub mod pipeline_form;
 pub mod pipelines;
 pub mod quantity;
 pub mod quota;

@@ -265,7 +265,7 @@ fn NewNotebookDialog() -> impl IntoView {
                     </div>
                     <FieldError error field="idle_minutes" />
                     <div class="form-grid">
-                        {field("environment", "Python environment (optional, e.g. paddlecloud/paddle-cpu)", "text", form.environment.clone())}
+                        {field("environment", "Python environment (optional; its kernel runs in it)", "text", form.environment.clone())}
                     </div>
                     <FieldError error field="environment" />
                     <Transition fallback=|| ()>

@@ -27,15 +27,17 @@ fn run_badge(status: RunStatus) -> impl IntoView {
 /// The Pipelines page.
 #[component]
 pub fn PipelinesPage() -> impl IntoView {
+    let query = use_query_map();
     let runs = resource(|| (), |_| list_pipelines());
     view! {
         <Title text="Pipelines" />
         <div class="page-head">
             <h1>"Pipelines"</h1>
+            <A href="/pipelines?new=1" attr:class="button primary">"New pipeline"</A>
         </div>
         <p class="hint">
             "A pipeline runs a graph of jobs as one: each node a job or a template, started once what it waits for has happened, retried as it says, and the run succeeded only if every node that had to run succeeded. "
-            "Submit one with " <code>"POST /api/v1/pipelines"</code> "."
+            "Make one from templates here, or submit any graph of jobs with " <code>"paddlecloud pipeline run -f"</code> ", the SDK or " <code>"POST /api/v1/pipelines"</code> "."
         </p>
         <div id="pipelines-table">
             <Transition fallback=|| view! { <p class="loading">"Loading runs…"</p> }>
@@ -70,6 +72,7 @@ pub fn PipelinesPage() -> impl IntoView {
             </Transition>
         </div>
         <LiveRegion target="pipelines-table".to_owned() events="/events/jobs".to_owned() every_secs=5 />
+        {move || query.with(|q| q.get("new").is_some()).then(|| view! { <super::pipeline_new::NewPipelineDialog /> })}
     }
 }
 

@@ -164,9 +164,11 @@ async fn a_failing_node_fails_the_run_and_fail_fast_decides_what_else_runs() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_node_is_retried_after_its_backoff_and_retry_from_failed_reuses_what_succeeded() {
-    let site = common::site::site().await;
+async fn a_node_is_retried_after_its_backoff_and_retry_from_failed_reuses_what_succeeded(
+    db: common::TestDb,
+) {
+    let config = common::site::config(&db);
+    let site = common::site::site_from(db, config).await;
     let key = key_for(&site, "retries").await;
     let dir = tempfile::tempdir().unwrap();
     let once = dir.path().join("once");
@@ -255,6 +257,11 @@ async fn a_node_is_retried_after_its_backoff_and_retry_from_failed_reuses_what_s
         "one job per try, none for what was reused"
     );
 }
+
+on_both_databases!(
+    a_node_is_retried_after_its_backoff_and_retry_from_failed_reuses_what_succeeded,
+    super::a_node_is_retried_after_its_backoff_and_retry_from_failed_reuses_what_succeeded
+);
 
 #[tokio::test]
 async fn bad_pipelines_are_refused_naming_what_is_wrong_and_nothing_runs() {
@@ -545,4 +552,93 @@ async fn the_pages_draw_the_graph_and_filter_the_node_table() {
     // The job table says which run and node a job is.
     let jobs = common::site::text(site.get("/jobs", Some(&cookie)).await).await;
     assert!(jobs.contains("pipeline wide · root"), "{jobs}");
+}
+
+/// "New pipeline" from templates: the dialog lists the templates the
+/// account can run, its post makes the run (without JavaScript too), and a
+/// row without a template is refused naming that row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipeline_made_from_templates_in_the_dialog_runs() {
+    let site = common::site::site().await;
+    let (key, cookie) = common::rest::key_and_cookie(&site, "former").await;
+    let template = json!({"name": "say", "parameters": [{"name": "word", "type": "string", "default": "hi"}],
+                          "job": sh("echo {{word}}")});
+    let saved = call(
+        &site,
+        Method::POST,
+        "/api/v1/templates",
+        Some(&key),
+        Some(template),
+    )
+    .await;
+    assert_eq!(saved.status, StatusCode::CREATED, "{}", saved.body);
+    let dialog = common::site::text(site.get("/pipelines?new=1", Some(&cookie)).await).await;
+    assert!(
+        dialog.contains(r#"<option value="former/say">"#),
+        "{dialog}"
+    );
+    assert!(
+        dialog.contains(r#"<option value="paddlecloud/fit-a-line">"#),
+        "{dialog}"
+    );
+    assert_eq!(dialog.matches(r#"data-testid="node-row""#).count(), 4);
+
+    let row = |i: usize, name: &str, template: &str, values: &str, after: &str| {
+        format!(
+            "&form[nodes][{i}][name]={name}&form[nodes][{i}][template]={template}\
+             &form[nodes][{i}][values]={values}&form[nodes][{i}][after]={after}&form[nodes][{i}][retries]="
+        )
+    };
+    let refused = site
+        .fetch_post(
+            "/api/create_pipeline",
+            &format!(
+                "form[name]=talk&form[run]=&form[fail_fast]=on{}{}",
+                row(0, "first", "former%2Fsay", "word%3Dhello", ""),
+                row(1, "second", "", "", "first")
+            ),
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let text = common::site::text(refused).await;
+    assert!(text.contains("nodes[1].template"), "{text}");
+    let made = site
+        .fetch_post(
+            "/api/create_pipeline",
+            &format!(
+                "form[name]=talk&form[run]=talk-1&form[fail_fast]=on{}{}{}",
+                row(0, "first", "former%2Fsay", "word%3Dhello", ""),
+                row(1, "second", "former%2Fsay", "word%3Dbye", "first"),
+                row(2, "", "", "", "")
+            ),
+            Some(&cookie),
+        )
+        .await;
+    assert!(
+        made.status().is_success() || made.status().is_redirection(),
+        "{}",
+        made.status()
+    );
+    let run = ended(&site, &key, "talk-1", 60).await;
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    let log = call(
+        &site,
+        Method::GET,
+        "/api/v1/jobs/talk-1-second/pods/trainer-0/log",
+        Some(&key),
+        None,
+    )
+    .await;
+    assert_eq!(log.body, "bye\n");
+    let job = call(
+        &site,
+        Method::GET,
+        "/api/v1/jobs/talk-1-second",
+        Some(&key),
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(job["spec"]["template"]["name"], "say");
 }

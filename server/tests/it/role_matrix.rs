@@ -350,6 +350,7 @@ const SERVER_FN_WRITES: &[(&str, &str)] = &[
     ("run_template", "name=t1&version=1&job_name=from-t1"),
     ("save_environment", "form[name]=e2"),
     ("stop_pipeline", "name=nope"),
+    ("create_pipeline", "form[name]=p&form[nodes][0][name]=a&form[nodes][0][template]=team/t1"),
     ("retry_pipeline", "name=nope"),
     ("save_template", "form[name]=t2&form[job]=%7B%22command%22%3A%5B%22true%22%5D%2C%22num_trainers%22%3A1%7D"),
 ];

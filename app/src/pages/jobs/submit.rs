@@ -92,7 +92,7 @@ pub fn SubmitDialog() -> impl IntoView {
                     >{form.with_untracked(|f| f.env.clone())}</textarea>
                     <FieldError error field="env" />
                     {field("datasets", "Datasets it reads (comma-separated; the first is at $PADDLE_DATASET_DIR)", |f| f.datasets.clone())}
-                    {field("models", "Model versions it reads (name[:version], comma-separated; the first is at $PADDLE_MODEL_DIR)", |f| f.models.clone())}
+                    {field("models", "Model versions it reads (e.g. resnet, vision/base:3; the first is at $PADDLE_MODEL_DIR)", |f| f.models.clone())}
                     <Transition fallback=|| ()>
                         {move || Suspend::new(async move {
                             let quota = quota.await.ok();

@@ -1,0 +1,97 @@
+//! The "New pipeline" dialog on `/pipelines?new=1`: a pipeline made from
+//! templates, one row per node (`&rows=N` for more rows). It posts without
+//! JavaScript too; a refused row shows the error under it.
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::pipelines::CreatePipeline;
+use crate::api::templates::list_templates;
+use crate::components::form::{last_error, FieldError, FormError};
+use crate::components::resource::resource;
+use crate::models::pipeline_form::{FORM_ROWS, MAX_FORM_ROWS};
+
+/// The dialog.
+#[component]
+pub fn NewPipelineDialog() -> impl IntoView {
+    let action = ServerAction::<CreatePipeline>::new();
+    let error = Signal::derive(last_error(action));
+    let query = use_query_map();
+    let rows = query
+        .with_untracked(|q| q.get("rows"))
+        .and_then(|r| r.parse::<usize>().ok())
+        .unwrap_or(FORM_ROWS)
+        .clamp(1, MAX_FORM_ROWS);
+    let templates = resource(|| (), |_| list_templates());
+    view! {
+        <div class="modal-backdrop">
+            <section class="modal wide" role="dialog" aria-modal="true" aria-labelledby="new-pipeline-title">
+                <header>
+                    <h2 id="new-pipeline-title">"New pipeline from templates"</h2>
+                    <A href="/pipelines" attr:class="close" attr:aria-label="Close">"×"</A>
+                </header>
+                <p class="hint">
+                    "One row per node: its template, its values (" <code>"NAME=VALUE"</code> " per line; "
+                    <code>"{{nodes.fit.model}}"</code> " is the model version node fit registered), and what it waits for ("
+                    <code>"fit"</code> ", " <code>"fit.failed"</code> ", " <code>"fit.finished"</code> "). Rows without a name are left out."
+                </p>
+                <ActionForm action>
+                    <FormError error />
+                    <div class="form-grid">
+                        <label for="pipeline-name">"Pipeline name"</label>
+                        <input id="pipeline-name" name="form[name]" required />
+                        <label for="pipeline-run">"Run name (optional)"</label>
+                        <input id="pipeline-run" name="form[run]" />
+                    </div>
+                    <FieldError error field="name" />
+                    <label class="check">
+                        <input type="checkbox" name="form[fail_fast]" value="on" checked />
+                        " Fail fast: start no other node after one fails"
+                    </label>
+                    <Transition fallback=|| view! { <p class="loading">"Loading templates…"</p> }>
+                        {move || Suspend::new(async move {
+                            let choices: Vec<String> = templates
+                                .await
+                                .map(|l| l.templates.iter().map(|t| format!("{}/{}", t.owner, t.spec.name)).collect())
+                                .unwrap_or_default();
+                            (0..rows).map(|i| {
+                                let choices = choices.clone();
+                                let field = move |f: &str| format!("form[nodes][{i}][{f}]");
+                                view! {
+                                    <fieldset class="node-row" data-testid="node-row">
+                                        <legend>{format!("Node {}", i + 1)}</legend>
+                                        <div class="form-grid">
+                                            <label for=format!("node-{i}-name")>"Name"</label>
+                                            <input id=format!("node-{i}-name") name=field("name") />
+                                            <label for=format!("node-{i}-template")>"Template"</label>
+                                            <select id=format!("node-{i}-template") name=field("template")>
+                                                <option value="">"—"</option>
+                                                {choices.into_iter().map(|c| view! { <option value=c.clone()>{c.clone()}</option> }).collect_view()}
+                                            </select>
+                                            <label for=format!("node-{i}-after")>"Waits for"</label>
+                                            <input id=format!("node-{i}-after") name=field("after") />
+                                            <label for=format!("node-{i}-retries")>"Retries"</label>
+                                            <input id=format!("node-{i}-retries") name=field("retries") type="number" min="0" max="9" />
+                                        </div>
+                                        <label for=format!("node-{i}-values")>"Values (NAME=VALUE per line)"</label>
+                                        <textarea id=format!("node-{i}-values") name=field("values") rows="2"></textarea>
+                                        <FieldError error field=format!("nodes[{i}]") />
+                                    </fieldset>
+                                }
+                            }).collect_view()
+                        })}
+                    </Transition>
+                    <FieldError error field="nodes" />
+                    <p>
+                        <A href=format!("/pipelines?new=1&rows={}", (rows + 2).min(MAX_FORM_ROWS))>"More rows"</A>
+                    </p>
+                    <footer>
+                        <A href="/pipelines" attr:class="button">"Cancel"</A>
+                        <button type="submit" class="primary">"Run the pipeline"</button>
+                    </footer>
+                </ActionForm>
+            </section>
+        </div>
+    }
+}
