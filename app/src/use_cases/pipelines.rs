@@ -75,13 +75,7 @@ fn run_values(
 fn example_outputs(spec: &PipelineSpec) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
     for node in &spec.nodes {
-        let mut names = Vec::new();
-        if let Some(job) = &node.job {
-            collect_names(job, &mut names);
-        }
-        if let Some(t) = &node.template {
-            t.values.values().for_each(|v| collect_names(v, &mut names));
-        }
+        let names = node.placeholders();
         for name in names {
             let example = match Placeholder::parse(&name) {
                 Some(Placeholder::Node(_, Output::Model)) => Value::from("example/model:1"),
@@ -92,19 +86,6 @@ fn example_outputs(spec: &PipelineSpec) -> BTreeMap<String, Value> {
         }
     }
     out
-}
-
-fn collect_names(value: &Value, out: &mut Vec<String>) {
-    match value {
-        Value::String(s) => out.extend(
-            crate::models::templates::placeholders(s)
-                .into_iter()
-                .map(str::to_owned),
-        ),
-        Value::Array(items) => items.iter().for_each(|v| collect_names(v, out)),
-        Value::Object(map) => map.values().for_each(|v| collect_names(v, out)),
-        _ => {}
-    }
 }
 
 /// The job try `attempt` of node `i` of run `run` starts with: the node's

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use app::models::pipeline_form::typed_value;
 use app::models::{PipelineRun, PipelineSpec, PipelineSubmit, RunStatus};
 use clap::{Args, Subcommand};
 
@@ -87,11 +88,7 @@ fn values(pairs: &[String]) -> anyhow::Result<BTreeMap<String, serde_json::Value
         .iter()
         .map(|pair| match pair.split_once('=') {
             Some((name, value)) if !name.trim().is_empty() => {
-                let typed = serde_json::from_str::<serde_json::Value>(value)
-                    .ok()
-                    .filter(|v| v.is_number() || v.is_boolean())
-                    .unwrap_or_else(|| serde_json::Value::String(value.to_owned()));
-                Ok((name.trim().to_owned(), typed))
+                Ok((name.trim().to_owned(), typed_value(value)))
             }
             _ => bail!("--set wants NAME=VALUE, got {pair:?}"),
         })

@@ -301,7 +301,7 @@ impl Scheduler {
         let spec = &stored.run.spec;
         let index = spec.index();
         let mut out = BTreeMap::new();
-        for name in node_placeholders(&spec.nodes[i]) {
+        for name in spec.nodes[i].placeholders() {
             let Some(Placeholder::Node(from, what)) = Placeholder::parse(&name) else {
                 continue;
             };
@@ -337,28 +337,6 @@ impl Scheduler {
         }
         Ok(Ok(out))
     }
-}
-
-/// Every placeholder name in a node.
-fn node_placeholders(node: &app::models::PipelineNode) -> Vec<String> {
-    let mut text = Vec::new();
-    if let Some(job) = &node.job {
-        text.push(job.to_string());
-    }
-    if let Some(t) = &node.template {
-        text.extend(t.values.values().map(Value::to_string));
-    }
-    let mut out: Vec<String> = text
-        .iter()
-        .flat_map(|t| {
-            app::models::templates::placeholders(t)
-                .into_iter()
-                .map(str::to_owned)
-        })
-        .collect();
-    out.sort();
-    out.dedup();
-    out
 }
 
 /// What node `i`'s job says of it now, if that changes the node.

@@ -158,7 +158,7 @@ impl PipelineNode {
     }
 
     /// Every placeholder in its job or template values.
-    fn placeholders(&self) -> Vec<String> {
+    pub fn placeholders(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(job) = &self.job {
             collect(job, &mut out);
