@@ -62,6 +62,35 @@ pub fn typed_value(text: &str) -> Value {
 }
 
 impl PipelineForm {
+    /// The form as a GET of it left it in the URL (`form[name]`,
+    /// `form[nodes][i][name]`, …; `rows` rows), so a preview keeps what was
+    /// typed. With nothing there, an empty form that fails fast.
+    pub fn from_query(get: impl Fn(&str) -> Option<String>, rows: usize) -> Self {
+        let field = |k: &str| get(k).unwrap_or_default();
+        let sent = get("form[name]").is_some();
+        Self {
+            name: field("form[name]"),
+            run: field("form[run]"),
+            fail_fast: if sent {
+                field("form[fail_fast]")
+            } else {
+                "on".to_owned()
+            },
+            nodes: (0..rows)
+                .map(|i| {
+                    let f = |what: &str| field(&format!("form[nodes][{i}][{what}]"));
+                    NodeRow {
+                        name: f("name"),
+                        template: f("template"),
+                        values: f("values"),
+                        after: f("after"),
+                        retries: f("retries"),
+                    }
+                })
+                .collect(),
+        }
+    }
+
     /// The run it describes; a row's bad field is a 400 on `nodes[i]…`.
     pub fn to_submit(&self) -> Result<PipelineSubmit, AppError> {
         let mut nodes = Vec::new();
@@ -132,6 +161,32 @@ impl PipelineForm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_form_left_in_the_url_is_read_back_row_by_row() {
+        let query = [
+            ("form[name]", "fit-and-check"),
+            ("form[nodes][1][name]", "check"),
+            ("form[nodes][1][after]", "fit"),
+            ("form[nodes][1][values]", "model={{nodes.fit.model}}"),
+        ];
+        let get = |k: &str| {
+            query
+                .iter()
+                .find(|(q, _)| *q == k)
+                .map(|(_, v)| v.to_string())
+        };
+        let form = PipelineForm::from_query(get, 3);
+        assert_eq!(form.name, "fit-and-check");
+        // Sent without the box ticked: fail fast is off.
+        assert_eq!(form.fail_fast, "");
+        assert_eq!(form.nodes.len(), 3);
+        assert_eq!(form.nodes[1].name, "check");
+        assert_eq!(form.nodes[1].values, "model={{nodes.fit.model}}");
+        assert_eq!(form.nodes[2], NodeRow::default());
+        // Nothing sent yet: a fresh form fails fast.
+        assert_eq!(PipelineForm::from_query(|_| None, 1).fail_fast, "on");
+    }
 
     #[test]
     fn rows_become_template_nodes_with_typed_values_and_bad_rows_are_named() {

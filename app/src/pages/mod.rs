@@ -13,7 +13,6 @@ pub mod members;
 pub mod not_found;
 pub mod notebooks;
 pub mod paddleboard;
-pub mod pipeline_new;
 pub mod pipelines;
 pub mod quota;
 pub mod serving;

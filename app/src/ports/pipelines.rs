@@ -9,6 +9,16 @@ use serde_json::Value;
 use crate::error::AppError;
 use crate::models::{Account, Me, PipelineRun, PipelineSpec};
 
+/// Something about a pipeline run changed (a node moved on, the run
+/// started, ended, was stopped or retried): live views refresh.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineEvent {
+    /// The account that owns it.
+    pub account_id: i64,
+    /// The run's name.
+    pub name: String,
+}
+
 /// Where pipeline runs are kept.
 #[async_trait]
 pub trait Pipelines: Send + Sync {
@@ -31,4 +41,6 @@ pub trait Pipelines: Send + Sync {
     /// "Retry from failed": an ended run that did not succeed runs again;
     /// the nodes that succeeded are kept, the others run anew.
     async fn retry(&self, me: &Me, name: &str) -> Result<PipelineRun, AppError>;
+    /// Changes to runs, from this console's scheduler and requests.
+    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<PipelineEvent>;
 }

@@ -20,7 +20,7 @@ use super::AppState;
 /// any of the caller's jobs.
 pub async fn jobs(State(state): State<AppState>, Caller(who): Caller) -> Response {
     let receiver = state.services.cluster.subscribe();
-    sse(names_of(receiver, who.me.account.id, |ev| {
+    sse(names_of(receiver, who.me.account.id, None, |ev| {
         (ev.account_id, ev.job)
     }))
 }
@@ -29,7 +29,7 @@ pub async fn jobs(State(state): State<AppState>, Caller(who): Caller) -> Respons
 /// change to any of the caller's serving instances.
 pub async fn serving(State(state): State<AppState>, Caller(who): Caller) -> Response {
     let receiver = state.services.serving.subscribe();
-    sse(names_of(receiver, who.me.account.id, |ev| {
+    sse(names_of(receiver, who.me.account.id, None, |ev| {
         (ev.account_id, ev.name)
     }))
 }
@@ -38,28 +38,56 @@ pub async fn serving(State(state): State<AppState>, Caller(who): Caller) -> Resp
 /// change to any of the caller's account's notebooks.
 pub async fn notebooks(State(state): State<AppState>, Caller(who): Caller) -> Response {
     let receiver = state.services.notebooks.subscribe();
-    sse(names_of(receiver, who.me.account.id, |ev| {
+    sse(names_of(receiver, who.me.account.id, None, |ev| {
+        (ev.account_id, ev.name)
+    }))
+}
+
+/// Which runs `/events/pipelines` follows.
+#[derive(Debug, Deserialize)]
+pub struct PipelineParams {
+    /// One run only (all of the account's when absent).
+    #[serde(default)]
+    run: Option<String>,
+}
+
+/// `GET /events/pipelines[?run=]`: one message (data: the run's name) per
+/// change to the caller's pipeline runs (a node moved on, a run started or
+/// ended), or to the one `run`.
+pub async fn pipelines(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Query(params): Query<PipelineParams>,
+) -> Response {
+    let receiver = state.services.pipelines.subscribe();
+    sse(names_of(receiver, who.me.account.id, params.run, |ev| {
         (ev.account_id, ev.name)
     }))
 }
 
 /// One message per change event of `account_id`'s (data: what changed, by
-/// `name`), and an empty one when events were missed, so the page refreshes.
+/// `name`; only `only` when given), and an empty one when events were
+/// missed, so the page refreshes.
 fn names_of<E: Clone + Send + 'static>(
     receiver: tokio::sync::broadcast::Receiver<E>,
     account_id: i64,
+    only: Option<String>,
     name: fn(E) -> (i64, String),
 ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
-    futures_util::stream::unfold(receiver, move |mut rx| async move {
+    futures_util::stream::unfold((receiver, only), move |(mut rx, only)| async move {
         loop {
             match rx.recv().await {
                 Ok(ev) => match name(ev) {
-                    (account, what) if account == account_id => {
-                        return Some((Ok(Event::default().data(what)), rx))
+                    (account, what)
+                        if account == account_id && only.as_deref().is_none_or(|o| o == what) =>
+                    {
+                        return Some((Ok(Event::default().data(what)), (rx, only)))
                     }
                     _ => continue,
                 },
-                Err(RecvError::Lagged(_)) => return Some((Ok(Event::default().data("")), rx)),
+                Err(RecvError::Lagged(_)) => {
+                    return Some((Ok(Event::default().data("")), (rx, only)))
+                }
                 Err(RecvError::Closed) => return None,
             }
         }

@@ -56,6 +56,7 @@ pub fn router(state: AppState) -> Router {
     let page_services = state.services.clone();
     let console = Router::new()
         .route("/events/jobs", get(events::jobs))
+        .route("/events/pipelines", get(events::pipelines))
         .route("/events/serving", get(events::serving))
         .route("/events/notebooks", get(events::notebooks))
         // Streams both ways: no body limit (uploads into the workspace).

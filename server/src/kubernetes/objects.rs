@@ -31,6 +31,10 @@ pub const JOB_ID: &str = "paddlecloud.org/job-id";
 pub const ROLE: &str = "paddlecloud.org/role";
 /// The replica's index within its role.
 pub const INDEX: &str = "paddlecloud.org/index";
+/// The pipeline run a job is a node of (`kubectl get pods -l …=<run>`).
+pub const PIPELINE_RUN: &str = "paddlecloud.org/pipeline-run";
+/// That node's name.
+pub const PIPELINE_NODE: &str = "paddlecloud.org/pipeline-node";
 /// The replica's name (`trainer-0`), which is its pod's name in the console.
 pub const REPLICA: &str = "paddlecloud.org/replica";
 /// The key of the job token in its Secret.
@@ -98,7 +102,13 @@ fn job_image(spec: &JobSpec) -> &str {
 }
 
 fn labels(spec: &JobSpec, job_id: i64) -> serde_json::Value {
-    json!({ MANAGED_BY: CONSOLE, JOB: spec.name, JOB_ID: job_id.to_string() })
+    let mut labels = json!({ MANAGED_BY: CONSOLE, JOB: spec.name, JOB_ID: job_id.to_string() });
+    // Run and node names are short slugs (checked at submit): valid values.
+    if let Some(p) = &spec.pipeline {
+        labels[PIPELINE_RUN] = json!(p.run);
+        labels[PIPELINE_NODE] = json!(p.node);
+    }
+    labels
 }
 
 /// The parent: holds the spec; owns everything else.

@@ -13,10 +13,10 @@ use std::time::Duration;
 use app::error::AppError;
 use app::models::pipelines::{node_job_name, Output, Placeholder};
 use app::models::{Account, JobStatus, Me, NodeStatus, PipelineRun, PipelineSpec, RunStatus, Step};
-use app::ports::{Cluster, Credential, Pipelines, Principal, Services};
+use app::ports::{Cluster, Credential, PipelineEvent, Pipelines, Principal, Services};
 use async_trait::async_trait;
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio::sync::{broadcast, Notify};
 
 use crate::storage::pipelines::{JobNow, NodeUpdate, PipelineStore, StoredRun};
 use crate::time::now_ms;
@@ -35,6 +35,16 @@ pub struct SqlPipelines {
     store: PipelineStore,
     cluster: Arc<dyn Cluster>,
     wake: Arc<Notify>,
+    events: broadcast::Sender<PipelineEvent>,
+}
+
+/// Tells live views that `run` of `account_id` changed (nobody listening is
+/// fine).
+fn changed(events: &broadcast::Sender<PipelineEvent>, account_id: i64, run: &str) {
+    let _ = events.send(PipelineEvent {
+        account_id,
+        name: run.to_owned(),
+    });
 }
 
 impl SqlPipelines {
@@ -44,6 +54,7 @@ impl SqlPipelines {
             store: PipelineStore::new(pool),
             cluster,
             wake: Arc::new(Notify::new()),
+            events: broadcast::channel(256).0,
         }
     }
 
@@ -52,6 +63,7 @@ impl SqlPipelines {
         Scheduler {
             store: self.store.clone(),
             wake: self.wake.clone(),
+            events: self.events.clone(),
         }
     }
 
@@ -72,6 +84,7 @@ impl Pipelines for SqlPipelines {
         self.store.insert(me, name, spec, values).await?;
         tracing::info!(account = %me.account.name, run = name, nodes = spec.nodes.len(), user = %me.email, "pipeline run submitted");
         self.wake.notify_one();
+        changed(&self.events, me.account.id, name);
         Ok(self.store.get(me.account.id, name).await?.run)
     }
 
@@ -116,6 +129,7 @@ impl Pipelines for SqlPipelines {
             self.store.update_node(stored.id, i, update).await?;
         }
         tracing::info!(account = %me.account.name, run = name, user = %me.email, "pipeline run stopped");
+        changed(&self.events, me.account.id, name);
         Ok(self.ended(&me.account, name).await?.run)
     }
 
@@ -133,7 +147,12 @@ impl Pipelines for SqlPipelines {
         }
         tracing::info!(account = %me.account.name, run = name, user = %me.email, "pipeline run retried from failed");
         self.wake.notify_one();
+        changed(&self.events, me.account.id, name);
         Ok(self.store.get(me.account.id, name).await?.run)
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<PipelineEvent> {
+        self.events.subscribe()
     }
 }
 
@@ -142,6 +161,7 @@ impl Pipelines for SqlPipelines {
 pub struct Scheduler {
     store: PipelineStore,
     wake: Arc<Notify>,
+    events: broadcast::Sender<PipelineEvent>,
 }
 
 impl Scheduler {
@@ -183,13 +203,16 @@ impl Scheduler {
             return Ok(());
         }
         let now = now_ms();
+        let mut moved = false;
         for i in 0..stored.run.nodes.len() {
             if let Some(update) = follow_job(&stored, i, now) {
                 apply(&mut stored, i, &update);
                 self.store.update_node(id, i, update).await?;
+                moved = true;
             }
         }
         let steps = app::models::next_steps(&stored.run.spec, &stored.run.nodes, now);
+        let tell = moved || !steps.is_empty();
         for step in steps {
             match step {
                 Step::Skip { node, why } => {
@@ -211,6 +234,9 @@ impl Scheduler {
                     }
                 }
             }
+        }
+        if tell {
+            changed(&self.events, stored.account_id, &stored.run.name);
         }
         Ok(())
     }

@@ -90,9 +90,13 @@ fn diamond(name: &str, fail_fast: bool) -> Value {
     }})
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failing_node_fails_the_run_and_fail_fast_decides_what_else_runs() {
-    let site = common::site::site().await;
+on_both_databases!(
+    a_failing_node_fails_the_run_and_fail_fast_decides_what_else_runs,
+    super::a_failing_node_fails_the_run_and_fail_fast_decides_what_else_runs
+);
+async fn a_failing_node_fails_the_run_and_fail_fast_decides_what_else_runs(db: common::TestDb) {
+    let config = common::site::config(&db);
+    let site = common::site::site_from(db, config).await;
     let key = key_for(&site, "flows").await;
     for fail_fast in [true, false] {
         let name = if fail_fast { "fast" } else { "slow" };
@@ -352,9 +356,13 @@ async fn bad_pipelines_are_refused_naming_what_is_wrong_and_nothing_runs() {
     assert_eq!(stop.status, StatusCode::NOT_FOUND);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stopping_a_run_stops_its_running_jobs_and_skips_the_rest() {
-    let site = common::site::site().await;
+on_both_databases!(
+    stopping_a_run_stops_its_running_jobs_and_skips_the_rest,
+    super::stopping_a_run_stops_its_running_jobs_and_skips_the_rest
+);
+async fn stopping_a_run_stops_its_running_jobs_and_skips_the_rest(db: common::TestDb) {
+    let config = common::site::config(&db);
+    let site = common::site::site_from(db, config).await;
     let key = key_for(&site, "stopper").await;
     let made = submit(
         &site,
@@ -537,7 +545,11 @@ async fn the_pages_draw_the_graph_and_filter_the_node_table() {
     );
     assert!(page.contains("leaf0 … leaf39 (40)"), "{page}");
     assert!(page.contains("40 skipped"), "{page}");
-    assert!(page.contains(r#"href="/jobs?log=wide-root""#), "{page}");
+    // A node's box docks its job under the run.
+    assert!(
+        page.contains(r#"href="/pipelines/wide?log=wide-root""#),
+        "{page}"
+    );
     assert_eq!(page.matches("data-node=").count(), 41);
     assert!(page.contains(r#"data-testid="retry-run""#), "{page}");
     let failed = common::site::text(
@@ -641,4 +653,249 @@ async fn a_pipeline_made_from_templates_in_the_dialog_runs() {
     .await
     .json();
     assert_eq!(job["spec"]["template"]["name"], "say");
+
+    // "Preview the graph" is a GET of the same form: the graph is drawn,
+    // every node pending, and what was typed stays in the fields.
+    let preview = |rows: &str| {
+        format!(
+            "/pipelines?new=1&rows=3&preview=1&form%5Bname%5D=talk&form%5Bfail_fast%5D=on{rows}"
+        )
+    };
+    let row = |i: usize, name: &str, after: &str| {
+        format!(
+            "&form%5Bnodes%5D%5B{i}%5D%5Bname%5D={name}&form%5Bnodes%5D%5B{i}%5D%5Btemplate%5D=former%2Fsay\
+             &form%5Bnodes%5D%5B{i}%5D%5Bafter%5D={after}"
+        )
+    };
+    let drawn = common::site::text(
+        site.get(
+            &preview(&format!(
+                "{}{}",
+                row(0, "first", ""),
+                row(1, "second", "first")
+            )),
+            Some(&cookie),
+        )
+        .await,
+    )
+    .await;
+    assert!(drawn.contains(r#"data-testid="preview-graph""#), "{drawn}");
+    assert_eq!(
+        drawn.matches(r#"data-testid="graph-node""#).count(),
+        2,
+        "{drawn}"
+    );
+    assert!(drawn.contains(r#"value="second""#), "{drawn}");
+    assert!(
+        drawn.contains(r#"<option value="former/say" selected"#),
+        "{drawn}"
+    );
+    let cycle = common::site::text(
+        site.get(
+            &preview(&format!(
+                "{}{}",
+                row(0, "first", "second"),
+                row(1, "second", "first")
+            )),
+            Some(&cookie),
+        )
+        .await,
+    )
+    .await;
+    assert!(cycle.contains(r#"data-testid="preview-error""#), "{cycle}");
+    assert!(
+        cycle.contains("first → second → first") || cycle.contains("second → first → second"),
+        "{cycle}"
+    );
+    assert!(!cycle.contains(r#"data-testid="preview-graph""#));
+}
+
+/// Clicking a node docks its job under the run: which node and try, its
+/// status, its resource charts and its log console (the log's lines as
+/// the server read them); a job of another run is refused by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nodes_job_opens_docked_under_its_run_with_its_log_and_charts() {
+    let site = common::site::site().await;
+    let (key, cookie) = common::rest::key_and_cookie(&site, "docked").await;
+    let pipeline = |name: &str| {
+        json!({"name": name, "pipeline": {"name": "say", "nodes": [
+            {"name": "hello", "job": sh("echo hello from the first node")},
+            {"name": "bye", "job": sh("echo bye"), "after": ["hello"]},
+        ]}})
+    };
+    for name in ["dock", "other"] {
+        let made = submit(&site, &key, pipeline(name)).await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    }
+    assert_eq!(ended(&site, &key, "dock", 60).await["status"], "succeeded");
+
+    let page = common::site::text(
+        site.get("/pipelines/dock?log=dock-hello", Some(&cookie))
+            .await,
+    )
+    .await;
+    assert!(page.contains(r#"data-testid="node-dock""#), "{page}");
+    assert!(page.contains("Node hello · try 1"), "{page}");
+    assert!(
+        page.contains(r#"data-testid="dock-status" class="status succeeded">succeeded"#),
+        "{page}"
+    );
+    assert!(page.contains(r#"data-testid="log-console""#), "{page}");
+    assert!(page.contains("hello from the first node"), "{page}");
+    assert!(page.contains(r#"data-testid="metrics-source""#), "{page}");
+    // The console's links and its toolbar stay on the run's page.
+    assert!(page.contains(r#"action="/pipelines/dock""#), "{page}");
+    assert!(!page.contains(r#"href="/jobs?log="#), "{page}");
+    // The graph and the table are still there above it.
+    assert!(page.contains(r#"data-testid="graph""#), "{page}");
+
+    ended(&site, &key, "other", 60).await;
+    let wrong = common::site::text(
+        site.get("/pipelines/dock?log=other-hello", Some(&cookie))
+            .await,
+    )
+    .await;
+    assert!(
+        wrong.contains("other-hello is not a node of dock."),
+        "{wrong}"
+    );
+}
+
+/// `/events/pipelines?run=` speaks when the run moves on (it is what the
+/// run's page refreshes on), and only of that run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_event_stream_speaks_as_its_nodes_move_on() {
+    use futures_util::StreamExt;
+    let site = common::site::site().await;
+    let (key, cookie) = common::rest::key_and_cookie(&site, "evented").await;
+    let stream = site
+        .get("/events/pipelines?run=watched", Some(&cookie))
+        .await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    let mut body = stream.into_body().into_data_stream();
+    for name in ["watched", "unwatched"] {
+        let body = json!({"name": name, "pipeline": {"name": "two", "nodes": [
+            {"name": "a", "job": sh("true")},
+            {"name": "b", "job": sh("true"), "after": ["a"]},
+        ]}});
+        assert_eq!(submit(&site, &key, body).await.status, StatusCode::CREATED);
+    }
+    let mut said = String::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let frame = tokio::time::timeout(left, body.next()).await;
+        let Ok(Some(Ok(bytes))) = frame else {
+            panic!("the stream went quiet; it said: {said}");
+        };
+        said.push_str(&String::from_utf8_lossy(&bytes));
+        let run = call(
+            &site,
+            Method::GET,
+            "/api/v1/pipelines/watched",
+            Some(&key),
+            None,
+        )
+        .await;
+        if run.json()["status"] == "succeeded" && said.matches("data: watched").count() >= 3 {
+            break;
+        }
+    }
+    // Submitted, the nodes moved on and the run ended: several messages,
+    // none of them about the other run.
+    assert!(!said.contains("unwatched"), "{said}");
+}
+
+/// The same scheduler on the Kubernetes backend (the test cluster's API
+/// server, the test kubelet running the pods): nodes become the cluster's
+/// jobs, their pods labelled with their run and node, and a failing branch
+/// fails the run while the other branch runs on. Skipped without the test
+/// cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipeline_runs_on_kubernetes_with_its_pods_labelled_by_run_and_node() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, ListParams};
+    let Some(client) = common::kubelet::test_client().await else {
+        return;
+    };
+    let mut work = None;
+    let site = common::site::site_configured(|config, db| {
+        work = Some(db.dir().join("kubelet"));
+        server::console::Config {
+            cluster: common::kubelet::kube_choice(&client, None),
+            ..config
+        }
+    })
+    .await;
+    let _kubelet = common::kubelet::TestKubelet::start(client.clone(), &work.unwrap()).await;
+    let account = format!("kp{:08x}", getrandom::u32().unwrap());
+    let key = key_for(&site, &account).await;
+    let on_kube = |script: &str| {
+        let mut job = sh(script);
+        job["image"] = json!("busybox:1.36");
+        job
+    };
+    let made = submit(
+        &site,
+        &key,
+        json!({"name": "kdiamond", "pipeline": {
+            "name": "kdiamond",
+            "fail_fast": false,
+            "nodes": [
+                {"name": "prep", "job": on_kube("sleep 1; echo prepared")},
+                {"name": "train", "job": on_kube("sleep 1; exit 2"), "after": ["prep"]},
+                {"name": "check", "job": on_kube("sleep 2; echo checked"), "after": ["prep"]},
+                {"name": "report", "job": on_kube("true"), "after": ["train", "check"]},
+            ]
+        }}),
+    )
+    .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    // The pods, while they live (a finished job's workloads are deleted).
+    let pods = Api::<Pod>::all(client.clone());
+    let by_run = ListParams::default().labels("paddlecloud.org/pipeline-run=kdiamond");
+    let mut seen = std::collections::BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let run = loop {
+        for pod in pods.list(&by_run).await.unwrap().items {
+            seen.insert(pod.metadata.labels.unwrap()["paddlecloud.org/pipeline-node"].clone());
+        }
+        let run = call(
+            &site,
+            Method::GET,
+            "/api/v1/pipelines/kdiamond",
+            Some(&key),
+            None,
+        )
+        .await
+        .json();
+        if run["status"] != "running" {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "it never ended: {run:#}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(run["status"], "failed", "{run:#}");
+    assert_eq!(
+        statuses(&run),
+        [
+            ("prep".to_owned(), "succeeded".to_owned()),
+            ("train".to_owned(), "failed".to_owned()),
+            ("check".to_owned(), "succeeded".to_owned()),
+            ("report".to_owned(), "skipped".to_owned()),
+        ]
+    );
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        ["check", "prep", "train"]
+    );
+    let log = call(
+        &site,
+        Method::GET,
+        "/api/v1/jobs/kdiamond-check/pods/trainer-0/log",
+        Some(&key),
+        None,
+    )
+    .await;
+    assert_eq!(log.body, "checked\n");
 }

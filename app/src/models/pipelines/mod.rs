@@ -507,6 +507,22 @@ pub struct NodeState {
     pub finished_at: Option<i64>,
 }
 
+impl NodeState {
+    /// A node before its first try (as a preview draws it).
+    pub fn pending(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            status: NodeStatus::Pending,
+            message: String::new(),
+            attempt: 0,
+            job: None,
+            not_before: None,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+}
+
 /// Where a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

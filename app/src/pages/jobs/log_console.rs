@@ -9,8 +9,8 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 
-use super::jobs_href;
 use crate::api::jobs::log_console;
+use crate::components::links::page_href;
 use crate::components::resource::resource;
 use crate::components::sse::use_event_source;
 use crate::models::url::encode as urlencode;
@@ -33,12 +33,20 @@ fn split_stamp(line: &str) -> (Option<&str>, &str) {
     }
 }
 
-/// The console for `job`.
+/// The console for `job`, docked on `page` (its links keep that page's
+/// other query parameters).
 #[component]
 pub fn LogConsole(
     /// The job whose pods are listed.
     job: String,
+    /// The page's path (`/jobs`, `/pipelines/<run>`).
+    page: String,
 ) -> impl IntoView {
+    let page = StoredValue::new(page);
+    let href = move |p: &leptos_router::params::ParamsMap,
+                     changes: &[(&'static str, Option<String>)]| {
+        page.with_value(|page| page_href(page, p, changes))
+    };
     let params = use_query_map();
     let param = move |k: &str| params.with(|p| p.get(k)).filter(|v| !v.is_empty());
     let job = StoredValue::new(job);
@@ -50,7 +58,7 @@ pub fn LogConsole(
         <section class="log-console" aria-label="Log console" data-testid="log-console">
             <header>
                 <strong>{move || format!("Logs · {}", job.get_value())}</strong>
-                <A href=move || params.with(|p| jobs_href(p, &[("log", None), ("pod", None), ("find", None), ("only", None), ("ts", None), ("wrap", None)]))
+                <A href=move || params.with(|p| href(p, &[("log", None), ("pod", None), ("find", None), ("only", None), ("ts", None), ("wrap", None)]))
                     attr:class="close" attr:aria-label="Close the log console">"×"</A>
             </header>
             <Transition fallback=|| view! { <p class="loading">"Loading pods…"</p> }>
@@ -60,7 +68,7 @@ pub fn LogConsole(
                         Ok(LogView { pods, pod, tail }) => {
                             view! {
                                 <div class="log-body">
-                                    <PodList pods selected=pod.clone() />
+                                    <PodList pods selected=pod.clone() page=page.get_value() />
                                     {pod.map(|pod| {
                                         let flag = |k: &str| param(k).is_some_and(|v| v == "1" || v == "on");
                                         view! {
@@ -72,7 +80,8 @@ pub fn LogConsole(
                                                 only=flag("only")
                                                 stamps=flag("ts")
                                                 wrap=flag("wrap")
-                                                link=params.with_untracked(|p| jobs_href(p, &[]))
+                                                link=params.with_untracked(|p| href(p, &[]))
+                                                action=page.get_value()
                                             />
                                         }
                                     })}
@@ -88,7 +97,7 @@ pub fn LogConsole(
 }
 
 #[component]
-fn PodList(pods: Vec<Pod>, selected: Option<String>) -> impl IntoView {
+fn PodList(pods: Vec<Pod>, selected: Option<String>, page: String) -> impl IntoView {
     let params = use_query_map();
     view! {
         <nav class="pods" aria-label="Pods">
@@ -96,7 +105,7 @@ fn PodList(pods: Vec<Pod>, selected: Option<String>) -> impl IntoView {
                 {pods
                     .into_iter()
                     .map(|pod| {
-                        let href = params.with_untracked(|p| jobs_href(p, &[("pod", Some(pod.name.clone()))]));
+                        let href = params.with_untracked(|p| page_href(&page, p, &[("pod", Some(pod.name.clone()))]));
                         let (name, label) = (pod.name.clone(), pod.name.clone());
                         let class = if selected.as_deref() == Some(pod.name.as_str()) { "pod current" } else { "pod" };
                         view! {
@@ -139,6 +148,8 @@ fn LogPane(
     wrap: bool,
     /// This view's link.
     link: String,
+    /// The page the toolbar's form goes to.
+    action: String,
 ) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     crate::island_hydrated();
@@ -190,7 +201,7 @@ fn LogPane(
     let job_for_form = job.clone();
     view! {
         <div class="log-pane">
-            <form method="GET" action="/jobs" class="log-toolbar">
+            <form method="GET" action=action class="log-toolbar">
                 <input type="hidden" name="log" value=job_for_form />
                 <input type="hidden" name="pod" value=pod_for_form />
                 <input type="search" name="find" placeholder="Search the log" value=search.clone() aria-label="Search the log" />

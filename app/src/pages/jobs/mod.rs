@@ -2,6 +2,7 @@
 //! dialog (`?submit=1`) and the log console (`?log=<job>&pod=<pod>`).
 
 mod log_console;
+pub use log_console::LogConsole;
 pub mod resources;
 mod submit;
 mod table;
@@ -47,7 +48,7 @@ pub fn JobsPage() -> impl IntoView {
         {move || {
             params
                 .with(|p| p.get("log"))
-                .map(|job| view! { <log_console::LogConsole job /> })
+                .map(|job| view! { <LogConsole job page="/jobs".to_owned() /> })
         }}
     }
 }

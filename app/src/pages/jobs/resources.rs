@@ -184,13 +184,10 @@ pub fn use_chart_route() -> (
 /// The page.
 #[component]
 pub fn JobResourcesPage() -> impl IntoView {
-    let (name, range) = use_chart_route();
-    let data = resource(
-        move || (name(), range()),
-        |(job, (from, to))| resource_charts(job, from, to),
-    );
+    let (name, _) = use_chart_route();
     let job = resource(name, crate::api::jobs::get_job);
     view! {
+        <leptos_meta::Title text=move || format!("{} · resources", name()) />
         <div class="page-head">
             <h1>{move || format!("{} · resources", name())}</h1>
             <nav class="page-links">
@@ -203,10 +200,30 @@ pub fn JobResourcesPage() -> impl IntoView {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move { job.await.ok().map(|job| view! { <JobOrigin job /> }) })}
         </Transition>
+        {move || view! { <JobCharts job=name() page=format!("/jobs/{}/resources", name()) /> }}
+    }
+}
+
+/// A job's resource charts over the range in the URL (`from`, `to`), with
+/// the range links to `page`; they follow the job while no `to` is set.
+#[component]
+pub fn JobCharts(
+    /// The job.
+    job: String,
+    /// The page the range links go to.
+    page: String,
+) -> impl IntoView {
+    let (_, range) = use_chart_route();
+    let job = StoredValue::new(job);
+    let page = StoredValue::new(page);
+    let data = resource(
+        move || (job.get_value(), range()),
+        |(job, (from, to))| resource_charts(job, from, to),
+    );
+    view! {
         <div id="resource-charts">
         <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
-                let page = format!("/jobs/{}/resources", name());
                 data.await.map(|d| {
                     let source = d.source.describe();
                     let none = matches!(d.source, MetricsSource::None { .. });
@@ -216,7 +233,7 @@ pub fn JobResourcesPage() -> impl IntoView {
                             {source}
                             {d.live.then(|| view! { <span class="live" data-testid="live">" · live"</span> })}
                         </p>
-                        <RangeBar from to page whole="Whole run" />
+                        <RangeBar from to page=page.get_value() whole="Whole run" />
                         <p class="hint" data-testid="limits">{d.limits.describe()}</p>
                         <div class="chart-grid resources">
                             {d.charts.into_iter().map(|chart| view! { <ResourceCard chart from to /> }).collect_view()}

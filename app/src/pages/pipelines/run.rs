@@ -1,15 +1,15 @@
-//! `/pipelines`: the account's pipeline runs; `/pipelines/<run>`: one run
-//! as a graph (drawn on the server as SVG, a wide fan-out as one box with
-//! counts) beside its node table, filtered by `?status=`. A node's job
-//! opens in the job log console and its charts. Both pages work without
-//! JavaScript and refresh themselves while the run runs.
+//! `/pipelines/<run>`: the run as a graph (drawn on the server as SVG, a
+//! wide fan-out as one box with counts) beside its node table, filtered by
+//! `?status=`. A node opens its job docked under them (`?log=<job>`).
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use crate::api::pipelines::{get_pipeline, list_pipelines, RetryPipeline, StopPipeline};
+use super::node::NodeDock;
+use super::run_badge;
+use crate::api::pipelines::{get_pipeline, RetryPipeline, StopPipeline};
 use crate::components::form::{last_error, FormError};
 use crate::components::live::LiveRegion;
 use crate::components::resource::resource;
@@ -20,59 +20,12 @@ use crate::models::{NodeState, NodeStatus, PipelineRun, RunStatus};
 /// Rows the node table shows at most (a filter narrows it).
 const MAX_ROWS: usize = 500;
 
-fn run_badge(status: RunStatus) -> impl IntoView {
-    view! { <span class=format!("status {}", status.as_str()) data-testid="run-status">{status.as_str()}</span> }
-}
-
-/// The Pipelines page.
-#[component]
-pub fn PipelinesPage() -> impl IntoView {
-    let query = use_query_map();
-    let runs = resource(|| (), |_| list_pipelines());
-    view! {
-        <Title text="Pipelines" />
-        <div class="page-head">
-            <h1>"Pipelines"</h1>
-            <A href="/pipelines?new=1" attr:class="button primary">"New pipeline"</A>
-        </div>
-        <p class="hint">
-            "A pipeline runs a graph of jobs as one: each node a job or a template, started once what it waits for has happened, retried as it says, and the run succeeded only if every node that had to run succeeded. "
-            "Make one from templates here, or submit any graph of jobs with " <code>"paddlecloud pipeline run -f"</code> ", the SDK or " <code>"POST /api/v1/pipelines"</code> "."
-        </p>
-        <div id="pipelines-table">
-            <Transition fallback=|| view! { <p class="loading">"Loading runs…"</p> }>
-                {move || Suspend::new(async move {
-                    match runs.await {
-                        Err(err) => view! { <p class="banner error" role="alert">{err.to_string()}</p> }.into_any(),
-                        Ok(runs) if runs.is_empty() => view! { <p class="empty">"No pipeline has run yet."</p> }.into_any(),
-                        Ok(runs) => view! {
-                            <table class="grid pipelines" data-testid="pipelines">
-                                <thead><tr><th>"Run"</th><th>"Pipeline"</th><th>"Status"</th><th>"Nodes"</th><th>"By"</th><th>"Started"</th><th>"Ended"</th></tr></thead>
-                                <tbody>
-                                    {runs.into_iter().map(|r| {
-                                        let (name, href) = (r.name.clone(), format!("/pipelines/{}", r.name));
-                                        let ended = r.finished_at.map(format_utc).unwrap_or_default();
-                                        view! {
-                                            <tr data-run=r.name>
-                                                <td class="name"><A href=href>{name}</A></td>
-                                                <td>{r.spec.name.clone()}</td>
-                                                <td>{run_badge(r.status)}<p class="hint">{r.message}</p></td>
-                                                <td class="num">{r.spec.nodes.len()}</td>
-                                                <td>{r.created_by}</td>
-                                                <td>{format_utc(r.created_at)}</td>
-                                                <td>{ended}</td>
-                                            </tr>
-                                        }
-                                    }).collect_view()}
-                                </tbody>
-                            </table>
-                        }.into_any(),
-                    }
-                })}
-            </Transition>
-        </div>
-        <LiveRegion target="pipelines-table".to_owned() events="/events/jobs".to_owned() every_secs=5 />
-        {move || query.with(|q| q.get("new").is_some()).then(|| view! { <super::pipeline_new::NewPipelineDialog /> })}
+/// The link that docks `job` under the run, keeping the table's filter.
+fn node_href(base: &str, filter: Option<NodeStatus>, job: &str) -> String {
+    let job = crate::models::url::encode(job);
+    match filter {
+        Some(f) => format!("{base}?status={}&log={job}", f.as_str()),
+        None => format!("{base}?log={job}"),
     }
 }
 
@@ -105,7 +58,8 @@ pub fn PipelinePage() -> impl IntoView {
         </div>
         <FormError error=stop_error />
         <FormError error=retry_error />
-        <LiveRegion target="pipeline-run".to_owned() events="/events/jobs".to_owned() every_secs=3 />
+        <LiveRegion target="pipeline-run".to_owned() events=format!("/events/pipelines?run={}", crate::models::url::encode(&name())) every_secs=3 />
+        {move || query.with(|q| q.get("log")).filter(|j| !j.is_empty()).map(|job| view! { <NodeDock run=name() job /> })}
     }
 }
 
@@ -161,7 +115,7 @@ fn RunView(
         </p>
         {(!run.message.is_empty()).then(|| view! { <p class="banner" data-testid="run-message">{run.message.clone()}</p> })}
         <div class="pipeline">
-            <GraphView graph nodes=run.nodes.clone() base=base.clone() />
+            <GraphView graph nodes=run.nodes.clone() base=base.clone() filter />
             <section class="nodes">
                 <nav class="filters" aria-label="Filter nodes by status">
                     <A href=base.clone() attr:class=if filter.is_none() { "chip active" } else { "chip" }>{format!("All {}", run.nodes.len())}</A>
@@ -176,7 +130,7 @@ fn RunView(
                 <table class="grid" data-testid="nodes">
                     <thead><tr><th>"Node"</th><th>"Status"</th><th>"Tries"</th><th>"Job"</th><th>"Started"</th><th>"Ended"</th></tr></thead>
                     <tbody>
-                        {shown.into_iter().map(|n| view! { <NodeRow n /> }).collect_view()}
+                        {shown.into_iter().map(|n| { let href = n.job.as_deref().map(|j| node_href(&base, filter, j)); view! { <NodeRow n href /> } }).collect_view()}
                     </tbody>
                 </table>
                 {(hidden > 0).then(|| view! { <p class="hint">{format!("{hidden} more: filter by status to see them.")}</p> })}
@@ -185,15 +139,11 @@ fn RunView(
     }
 }
 
+/// A node's row; `href` docks its job (when it has one).
 #[component]
-fn NodeRow(n: NodeState) -> impl IntoView {
-    let job = n.job.clone().map(|job| {
-        let (log, charts) = (format!("/jobs?log={job}"), format!("/jobs/{job}/resources"));
-        view! {
-            <A href=log attr:data-testid="node-log">{job}</A>
-            " · "
-            <A href=charts>"charts"</A>
-        }
+fn NodeRow(n: NodeState, href: Option<String>) -> impl IntoView {
+    let job = n.job.clone().zip(href).map(|(job, href)| {
+        view! { <A href attr:data-testid="node-log">{job}</A> }
     });
     view! {
         <tr id=format!("node-{}", n.name) data-node=n.name.clone()>
@@ -211,10 +161,15 @@ fn NodeRow(n: NodeState) -> impl IntoView {
 }
 
 /// The graph as SVG: a box per node (or per group of alike nodes), an
-/// arrow from what a node waits for to it. A node's box opens its job's
-/// log; a group's box filters the table to its worst status.
+/// arrow from what a node waits for to it. A node's box opens its
+/// job docked; a group's box filters the table to its worst status.
 #[component]
-fn GraphView(graph: Graph, nodes: Vec<NodeState>, base: String) -> impl IntoView {
+pub(super) fn GraphView(
+    graph: Graph,
+    nodes: Vec<NodeState>,
+    base: String,
+    filter: Option<NodeStatus>,
+) -> impl IntoView {
     let centre_right =
         |b: &crate::models::pipelines::layout::GraphBox| (b.x + BOX_W, b.y + BOX_H / 2);
     let centre_left = |b: &crate::models::pipelines::layout::GraphBox| (b.x, b.y + BOX_H / 2);
@@ -235,7 +190,7 @@ fn GraphView(graph: Graph, nodes: Vec<NodeState>, base: String) -> impl IntoView
             let single = (b.nodes.len() == 1).then(|| &nodes[b.nodes[0]]);
             let href = match single {
                 Some(n) => match &n.job {
-                    Some(job) => format!("/jobs?log={job}"),
+                    Some(job) => node_href(&base, filter, job),
                     None => format!("{base}#node-{}", n.name),
                 },
                 None => format!("{base}?status={}", b.status.as_str()),
