@@ -35,6 +35,7 @@ use crate::local::notebooks::LocalNotebooks;
 use crate::local::serving::LocalServing;
 use crate::local::venvs::Venvs;
 use crate::local::{LocalCluster, LocalParts};
+use crate::local_runs::SqlLocalRuns;
 use crate::mail::{MailChoice, Outbox, Smtp};
 use crate::mlflow::store::MlflowStore;
 use crate::notebooks::NotebookService;
@@ -142,6 +143,8 @@ pub struct Config {
     pub mail_from: String,
     /// Refuse sign-in until the user confirmed their address.
     pub require_email_confirmation: bool,
+    /// A local run without a heartbeat for this long is marked lost.
+    pub local_run_lost_after: Duration,
 }
 
 impl Config {
@@ -180,6 +183,7 @@ impl Config {
             mail: MailChoice::Outbox(data_dir_outbox),
             mail_from: crate::mail::DEFAULT_FROM.to_owned(),
             require_email_confirmation: false,
+            local_run_lost_after: Duration::from_secs(60),
         }
     }
 
@@ -287,6 +291,13 @@ impl Console {
             .transpose()
             .context("--prometheus-url")?;
         let runs_locally = matches!(config.cluster, ClusterChoice::Local);
+        // Local runs are jobs of the local executor's that it does not run.
+        let local_runs = SqlLocalRuns::new(pool.clone(), local.jobs_root(), local.job_events());
+        tokio::spawn(
+            local_runs
+                .clone()
+                .sweep_forever(config.local_run_lost_after),
+        );
         let backends = match config.cluster {
             ClusterChoice::Local => Backends {
                 cluster: Arc::new(local),
@@ -404,6 +415,7 @@ impl Console {
             templates: Arc::new(templates),
             environments: Arc::new(environments),
             pipelines: pipelines.clone(),
+            local_runs: Arc::new(local_runs),
             secure_cookies: config.secure_cookies,
         };
         // Runs left running by a previous console carry on from here.

@@ -13,6 +13,7 @@ pub mod environments;
 pub mod http;
 pub mod kubernetes;
 pub mod local;
+pub mod local_runs;
 pub mod mail;
 pub mod metric_files;
 pub mod mlflow;

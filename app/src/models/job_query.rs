@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::jobs::{Job, JobStatus};
+use super::jobs::{Job, JobSource, JobStatus};
 
 /// Rows per page unless the URL says otherwise.
 pub const DEFAULT_PER_PAGE: u32 = 25;
@@ -73,6 +73,9 @@ pub struct JobQuery {
     /// Only jobs whose name contains this.
     #[serde(default)]
     pub name: Option<String>,
+    /// Only jobs that ran there: the console's, local runs, MLflow runs.
+    #[serde(default)]
+    pub source: Option<JobSource>,
     /// Submitted at or after, Unix ms.
     #[serde(default)]
     pub from: Option<i64>,
@@ -176,6 +179,8 @@ impl JobQuery {
         Self {
             status: nonempty("status").and_then(|s| JobStatus::parse(&s)),
             name: nonempty("q"),
+            source: nonempty("source")
+                .and_then(|s| JobSource::ALL.into_iter().find(|x| x.as_str() == s)),
             from: nonempty("from").and_then(|d| date_to_ms(&d)),
             to: nonempty("to")
                 .and_then(|d| date_to_ms(&d))
@@ -196,6 +201,9 @@ impl JobQuery {
         }
         if let Some(name) = self.name_filter() {
             out.push(("q", name.to_owned()));
+        }
+        if let Some(source) = self.source {
+            out.push(("source", source.as_str().to_owned()));
         }
         if let Some(from) = self.from {
             out.push(("from", ms_to_date(from)));

@@ -389,16 +389,20 @@ pub enum JobStatus {
     Failed,
     /// Stopped by a user.
     Stopped,
+    /// A local run whose machine stopped reporting (no heartbeat within
+    /// the window): it may have crashed, lost power or the network.
+    Lost,
 }
 
 impl JobStatus {
     /// All statuses, in the order filters list them.
-    pub const ALL: [JobStatus; 5] = [
+    pub const ALL: [JobStatus; 6] = [
         JobStatus::Pending,
         JobStatus::Running,
         JobStatus::Succeeded,
         JobStatus::Failed,
         JobStatus::Stopped,
+        JobStatus::Lost,
     ];
 
     /// Stored and URL form.
@@ -409,6 +413,7 @@ impl JobStatus {
             JobStatus::Succeeded => "succeeded",
             JobStatus::Failed => "failed",
             JobStatus::Stopped => "stopped",
+            JobStatus::Lost => "lost",
         }
     }
 
@@ -430,6 +435,7 @@ impl JobStatus {
             JobStatus::Succeeded => "Succeeded",
             JobStatus::Failed => "Failed",
             JobStatus::Stopped => "Stopped",
+            JobStatus::Lost => "Lost",
         }
     }
 }
@@ -549,6 +555,9 @@ pub struct Job {
     /// Who ran it: the console's executor, or an MLflow client that logged it.
     #[serde(default)]
     pub source: JobSource,
+    /// The machine a local run ran on.
+    #[serde(default)]
+    pub ran_on: Option<String>,
 }
 
 /// How a job came to be in the table.
@@ -562,14 +571,30 @@ pub enum JobSource {
     /// An MLflow run logged to the console's tracking API; it ran wherever
     /// its client ran, and the console only records it.
     Mlflow,
+    /// A local run (`paddlecloud.run()`, `paddlecloud run -- …`): it ran on
+    /// someone's machine, which reported its log, metrics and end.
+    Local,
 }
 
 impl JobSource {
+    /// Every source, in the order filters list them.
+    pub const ALL: [JobSource; 3] = [JobSource::Console, JobSource::Local, JobSource::Mlflow];
+
     /// Stored form.
     pub fn as_str(self) -> &'static str {
         match self {
             JobSource::Console => "console",
             JobSource::Mlflow => "mlflow",
+            JobSource::Local => "local",
+        }
+    }
+
+    /// How the job table's filter names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            JobSource::Console => "Run by the console",
+            JobSource::Local => "Local runs",
+            JobSource::Mlflow => "MLflow runs",
         }
     }
 
@@ -577,6 +602,7 @@ impl JobSource {
     pub fn parse(s: &str) -> Self {
         match s {
             "mlflow" => JobSource::Mlflow,
+            "local" => JobSource::Local,
             _ => JobSource::Console,
         }
     }

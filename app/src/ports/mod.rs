@@ -7,6 +7,7 @@ mod accounts;
 mod assets;
 mod cluster;
 mod environments;
+mod local_runs;
 mod mail;
 mod members;
 mod metrics;
@@ -23,6 +24,7 @@ pub use accounts::*;
 pub use assets::*;
 pub use cluster::*;
 pub use environments::*;
+pub use local_runs::*;
 pub use mail::*;
 pub use members::*;
 pub use metrics::*;
@@ -61,6 +63,8 @@ pub struct Services {
     pub environments: Arc<dyn Environments>,
     /// Pipeline runs.
     pub pipelines: Arc<dyn Pipelines>,
+    /// Local runs: programs run outside the console, recorded as jobs.
+    pub local_runs: Arc<dyn LocalRuns>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

@@ -275,6 +275,11 @@ pub struct ServeArgs {
     /// (otherwise the account works at once and asks to be confirmed).
     #[arg(long, env = "PADDLECLOUD_REQUIRE_EMAIL_CONFIRMATION")]
     pub require_email_confirmation: bool,
+    /// Seconds without a heartbeat after which a local run (`paddlecloud
+    /// run`, `paddlecloud.run()`) is marked lost. Clients beat every 10 s.
+    #[arg(long, env = "PADDLECLOUD_LOCAL_RUN_LOST_SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub local_run_lost_secs: u64,
     /// Storage settings.
     #[command(flatten)]
     pub storage: StorageArgs,
@@ -537,6 +542,7 @@ impl ServeArgs {
             },
             mail_from: self.mail_from.clone(),
             require_email_confirmation: self.require_email_confirmation,
+            local_run_lost_after: std::time::Duration::from_secs(self.local_run_lost_secs),
             site,
             data_dir,
         })

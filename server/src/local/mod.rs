@@ -29,7 +29,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use app::error::AppError;
-use app::models::{Account, ClusterCapacity, Job, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod};
+use app::models::{
+    Account, ClusterCapacity, Job, JobPage, JobQuery, JobSource, JobSpec, LogRequest, Me, Pod,
+};
 use app::ports::{Assets, Cluster, JobEvent, LogStream, Metrics};
 use async_trait::async_trait;
 use tokio::sync::{broadcast, watch};
@@ -104,6 +106,17 @@ struct Inner {
 }
 
 impl LocalCluster {
+    /// The change events of this backend's jobs, for others that record
+    /// jobs on it (local runs) to speak on.
+    pub fn job_events(&self) -> broadcast::Sender<JobEvent> {
+        self.inner.events.clone()
+    }
+
+    /// Where its jobs' folders are (`<root>/<account>/<job>`).
+    pub fn jobs_root(&self) -> PathBuf {
+        self.inner.root.clone()
+    }
+
     /// Starts the executor; jobs left Running by a previous console process
     /// are marked failed and any of their processes still alive are killed.
     pub async fn start(parts: LocalParts) -> Result<Self, AppError> {
@@ -292,6 +305,29 @@ struct Control {
 }
 
 impl Inner {
+    /// When the log of a job this executor does not supervise is complete:
+    /// a local run's once its client reports the end (or it is lost),
+    /// anything else's now.
+    fn log_end_of_other(&self, stored: &StoredJob) -> watch::Receiver<bool> {
+        let reported = stored.job.source == JobSource::Local && stored.job.status.is_active();
+        let (tx, rx) = watch::channel(!reported);
+        if reported {
+            let (store, id) = (self.store.clone(), stored.id);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    let active = store.by_id(id).await.map(|j| j.job.status.is_active());
+                    // Ended, deleted, or nobody follows any more.
+                    if !matches!(active, Ok(true)) || tx.is_closed() {
+                        let _ = tx.send(true);
+                        return;
+                    }
+                }
+            });
+        }
+        rx
+    }
+
     fn emit(&self, account_id: i64, job: &str) {
         // Nobody listening is fine: live views subscribe when they open.
         let _ = self.events.send(JobEvent {
@@ -377,8 +413,7 @@ impl Cluster for LocalCluster {
             .expect("log_done lock")
             .get(&(stored.id, pod.to_owned()))
             .cloned()
-            // Not running: its log is complete.
-            .unwrap_or_else(|| watch::channel(true).1);
+            .unwrap_or_else(|| self.inner.log_end_of_other(&stored));
         logfile::serve(path, request, done).await
     }
 

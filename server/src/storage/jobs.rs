@@ -55,7 +55,8 @@ pub struct JobStore {
 
 const JOB_COLUMNS: &str = "id, account_id, name, spec, status, cluster, created_at, started_at, \
      finished_at, message, ps_total, ps_ready, ps_succeeded, ps_failed, tr_total, tr_ready, \
-     tr_succeeded, tr_failed, source";
+     tr_succeeded, tr_failed, source, \
+     (SELECT r.host FROM local_runs r WHERE r.job_id = jobs.id) AS ran_on";
 
 fn count(row: &AnyRow, col: &str) -> Result<u32, sqlx::Error> {
     Ok(u32::try_from(row.try_get::<i64, _>(col)?).unwrap_or(0))
@@ -91,6 +92,7 @@ fn job_from(row: &AnyRow) -> Result<StoredJob, sqlx::Error> {
                 failed: count(row, "tr_failed")?,
             },
             source: JobSource::parse(&row.try_get::<String, _>("source")?),
+            ran_on: row.try_get("ran_on")?,
         },
     })
 }
@@ -252,6 +254,9 @@ impl JobStore {
         if query.status.is_some() {
             filters += &format!(" AND status = {}", next());
         }
+        if query.source.is_some() {
+            filters += &format!(" AND source = {}", next());
+        }
         let name_pattern = query.name_filter().map(|name| {
             let escaped = name
                 .to_lowercase()
@@ -284,6 +289,9 @@ impl JobStore {
                 let mut q = $q.bind(account_id);
                 if let Some(status) = query.status {
                     q = q.bind(status.as_str());
+                }
+                if let Some(source) = query.source {
+                    q = q.bind(source.as_str());
                 }
                 if let Some(pattern) = &name_pattern {
                     q = q.bind(pattern.clone());
@@ -529,6 +537,11 @@ impl JobStore {
             .execute(&self.pool)
             .await
             .map_err(internal("delete mlflow runs"))?;
+        sqlx::query("DELETE FROM local_runs WHERE job_id = $1")
+            .bind(job_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("delete local run"))?;
         sqlx::query("DELETE FROM metric_series WHERE job_id = $1")
             .bind(job_id)
             .execute(&self.pool)

@@ -19,6 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "assets",
             "clusters",
             "environments",
+            "local_runs",
             "mlflow",
             "notebooks",
             "paddleboard",

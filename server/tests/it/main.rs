@@ -23,6 +23,7 @@ mod kube_metrics_api;
 mod kube_serving;
 mod kubelet_smoke;
 mod local_restart;
+mod local_runs;
 mod local_scheduling;
 mod mail_contract;
 mod members;

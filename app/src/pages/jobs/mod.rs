@@ -17,7 +17,7 @@ use crate::api::jobs::list_jobs;
 use crate::components::links::page_href;
 use crate::components::live::LiveRegion;
 use crate::components::resource::resource;
-use crate::models::{ms_to_date, JobQuery, JobSort, JobStatus};
+use crate::models::{ms_to_date, JobQuery, JobSort, JobSource, JobStatus};
 
 /// `/jobs?…` with `changes` applied to the current parameters (`None` removes one).
 pub fn jobs_href(params: &ParamsMap, changes: &[(&'static str, Option<String>)]) -> String {
@@ -74,6 +74,16 @@ fn Filters(query: Memo<JobQuery>) -> impl IntoView {
                                 </option>
                             }
                         })
+                        .collect_view()}
+                </select>
+            </label>
+            <label>
+                "Where it ran"
+                <select name="source">
+                    <option value="" selected=q.source.is_none()>"Anywhere"</option>
+                    {JobSource::ALL
+                        .iter()
+                        .map(|s| view! { <option value=s.as_str() selected=q.source == Some(*s)>{s.label()}</option> })
                         .collect_view()}
                 </select>
             </label>

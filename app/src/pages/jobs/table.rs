@@ -9,7 +9,7 @@ use crate::api::jobs::{DeleteJob, StopJob};
 use crate::components::resource::Resource;
 use crate::error::AppError;
 use crate::models::time::{format_age, format_utc};
-use crate::models::{Job, JobPage, JobStatus, RoleCounts};
+use crate::models::{Job, JobPage, JobSource, JobStatus, RoleCounts};
 
 fn ratio(c: RoleCounts) -> String {
     format!("{}/{}", c.ready, c.total)
@@ -110,6 +110,10 @@ fn JobRow(
             <td class="name">
                 {job.name.clone()}
                 {job.spec.notebook.clone().map(|n| view! { <small class="origin" data-testid="origin">{format!("from notebook {n}")}</small> })}
+                {(job.source == JobSource::Local).then(|| {
+                    let host = job.ran_on.clone().filter(|h| !h.is_empty()).unwrap_or_else(|| "a machine of its own".to_owned());
+                    view! { <small class="origin" data-testid="ran-on">{format!("local run on {host}")}</small> }
+                })}
                 {job.spec.pipeline.clone().map(|p| view! {
                     <a class="origin" href=format!("/pipelines/{}#node-{}", p.run, p.node) data-testid="pipeline">
                         {format!("pipeline {} · {}{}", p.run, p.node, if p.attempt > 1 { format!(" (try {})", p.attempt) } else { String::new() })}

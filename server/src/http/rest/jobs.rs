@@ -2,7 +2,8 @@
 
 use app::error::AppError;
 use app::models::{
-    date_to_ms, Job, JobPage, JobQuery, JobSort, JobSpec, JobStatus, LogRequest, Pod, DAY_MS,
+    date_to_ms, Job, JobPage, JobQuery, JobSort, JobSource, JobSpec, JobStatus, LogRequest, Pod,
+    DAY_MS,
 };
 use axum::body::Body;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -25,6 +26,8 @@ pub struct ListParams {
     status: Option<JobStatus>,
     /// Only jobs whose name contains this.
     name: Option<String>,
+    /// Only jobs that ran there: `console`, `local` (local runs), `mlflow`.
+    source: Option<JobSource>,
     /// Submitted on or after this day (`YYYY-MM-DD`, UTC).
     from: Option<String>,
     /// Submitted on or before this day (`YYYY-MM-DD`, UTC).
@@ -54,6 +57,7 @@ impl ListParams {
         Ok(JobQuery {
             status: self.status,
             name: self.name,
+            source: self.source,
             from: day("from", self.from.as_deref())?,
             to: day("to", self.to.as_deref())?.map(|ms| ms + DAY_MS),
             sort: self.sort.unwrap_or_default(),

@@ -11,6 +11,7 @@ pub mod assets;
 mod cluster;
 mod environments;
 mod jobs;
+mod local_runs;
 mod members;
 pub mod metrics;
 mod notebooks;
@@ -61,6 +62,7 @@ use crate::http::caller::Caller;
          (name = "notebooks", description = "Private JupyterLab servers: create, start, stop, keep running, delete"),
          (name = "environments", description = "Environment profiles: an image and pip requirements, saved in immutable versions, built locally from PyPI"),
          (name = "pipelines", description = "Pipeline runs: a graph of jobs submitted, watched, stopped and retried as one"),
+         (name = "local-runs", description = "Programs run outside the console reporting themselves as jobs: start, output, heartbeats, end"),
          (name = "templates", description = "Experiment templates: job specs with typed parameters, saved in immutable versions, run with values"),
          (name = "account", description = "Who is calling, passwords, resets, the audit log"))
 )]
@@ -135,6 +137,11 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(pipelines::get_one))
         .routes(routes!(pipelines::stop))
         .routes(routes!(pipelines::retry))
+        .routes(routes!(local_runs::start))
+        .routes(routes!(local_runs::get_one))
+        .routes(routes!(local_runs::log))
+        .routes(routes!(local_runs::heartbeat))
+        .routes(routes!(local_runs::end))
         .routes(routes!(assets::list, assets::create))
         .routes(routes!(assets::get_one, assets::update, assets::delete))
         .routes(routes!(assets::list_dir))

@@ -1,0 +1,420 @@
+//! Local runs recorded in the console's database ([`SqlLocalRuns`]): a run
+//! is a job of the local executor's (`cluster = local`, `source = local`,
+//! one trainer pod `trainer-0`) that no process of the console runs; its
+//! client reports the output, which is written where the executor writes a
+//! pod's log, so the log console, downloads and follows read it as any
+//! other. A sweep marks runs whose heartbeats stopped lost.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use app::error::AppError;
+use app::models::{
+    name_from_command, Account, Job, JobSource, JobSpec, JobStatus, LocalRun, LocalRunEnd,
+    LocalRunStart, LogAck, LogChunk, Me, PodPhase, ReplicaResources, RunFacts, RunOutcome,
+    MAX_LOG_CHUNK,
+};
+use app::ports::{JobEvent, LocalRuns};
+use async_trait::async_trait;
+use sqlx::AnyPool;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{broadcast, Mutex};
+
+use crate::storage::internal;
+use crate::storage::jobs::{JobStore, PodUpdate, StoredJob};
+use crate::storage::logfile::{format_timestamp, log_path};
+use crate::time::now_ms;
+
+/// The one pod of a local run.
+pub const POD: &str = "trainer-0";
+/// Generated names tried before giving up (`train`, `train-2`, …).
+const NAME_TRIES: u32 = 200;
+
+/// Local runs on the console's database and the executor's job folders.
+#[derive(Clone)]
+pub struct SqlLocalRuns {
+    pool: AnyPool,
+    jobs: JobStore,
+    /// `<root>/<account>/<job>/logs/trainer-0.log`, as the executor lays out.
+    root: PathBuf,
+    events: broadcast::Sender<JobEvent>,
+    /// One append at a time, so the offsets of two chunks never race.
+    appending: Arc<Mutex<()>>,
+}
+
+impl SqlLocalRuns {
+    /// Runs in `pool`, their logs under `root`, their changes told on
+    /// `events` (the job table's stream).
+    pub fn new(pool: AnyPool, root: PathBuf, events: broadcast::Sender<JobEvent>) -> Self {
+        Self {
+            jobs: JobStore::new(pool.clone()),
+            pool,
+            root,
+            events,
+            appending: Arc::new(Mutex::new(())),
+        }
+    }
+
+    fn emit(&self, account_id: i64, job: &str) {
+        let _ = self.events.send(JobEvent {
+            account_id,
+            job: job.to_owned(),
+        });
+    }
+
+    /// The account's local run `name` (its job), or "not found".
+    async fn run_of(&self, account: &Account, name: &str) -> Result<StoredJob, AppError> {
+        let stored = self.jobs.get(account.id, name).await?;
+        if stored.job.source != JobSource::Local {
+            return Err(AppError::not_found(format!("Local run “{name}”")));
+        }
+        Ok(stored)
+    }
+
+    async fn by_client_id(
+        &self,
+        account_id: i64,
+        client_id: &str,
+    ) -> Result<Option<i64>, AppError> {
+        sqlx::query_scalar("SELECT job_id FROM local_runs WHERE account_id = $1 AND client_id = $2")
+            .bind(account_id)
+            .bind(client_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(internal("find a local run"))
+    }
+
+    /// Records the job (named `name`, or the first free of the generated
+    /// names) and its run row.
+    async fn record(
+        &self,
+        me: &Me,
+        start: &LocalRunStart,
+        started: i64,
+    ) -> Result<StoredJob, AppError> {
+        let base = match &start.name {
+            Some(name) => name.trim().to_owned(),
+            None => name_from_command(&start.facts.command),
+        };
+        let tries = if start.name.is_some() { 1 } else { NAME_TRIES };
+        for n in 1..=tries {
+            let name = if n == 1 {
+                base.clone()
+            } else {
+                format!("{base}-{n}")
+            };
+            let spec = JobSpec {
+                notebook: None,
+                template: None,
+                pipeline: None,
+                environment: None,
+                environment_use: None,
+                name: name.clone(),
+                image: String::new(),
+                command: start.facts.command.clone(),
+                args: vec![],
+                working_dir: start.facts.working_dir.clone(),
+                env: vec![],
+                num_ps: 0,
+                num_trainers: 1,
+                ps: ReplicaResources::default(),
+                trainer: ReplicaResources::default(),
+                datasets: vec![],
+                models: vec![],
+            };
+            app::models::validate_job_name(&name)?;
+            match self.jobs.insert(me, &spec, crate::local::LOCAL).await {
+                Ok((stored, _token)) => return self.mark_started(me, stored, start, started).await,
+                Err(AppError::Conflict { .. }) if n < tries => continue,
+                Err(err) => return Err(err),
+            }
+        }
+        Err(AppError::conflict(
+            "name",
+            format!("Too many jobs are named like “{base}”: give the run a name."),
+        ))
+    }
+
+    async fn mark_started(
+        &self,
+        me: &Me,
+        stored: StoredJob,
+        start: &LocalRunStart,
+        started: i64,
+    ) -> Result<StoredJob, AppError> {
+        let facts = serde_json::to_string(&start.facts).map_err(|_| AppError::Internal)?;
+        let params = serde_json::to_string(&start.params).map_err(|_| AppError::Internal)?;
+        let recorded = sqlx::query(
+            "INSERT INTO local_runs (job_id, account_id, client_id, host, facts, params, heartbeat_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(stored.id)
+        .bind(me.account.id)
+        .bind(start.client_id.trim())
+        .bind(start.facts.host.chars().take(253).collect::<String>())
+        .bind(facts)
+        .bind(params)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await;
+        if let Err(err) = recorded {
+            // The same start raced in twice: keep the first.
+            self.jobs.delete(stored.id).await?;
+            return match self
+                .by_client_id(me.account.id, start.client_id.trim())
+                .await?
+            {
+                Some(id) => self.jobs.by_id(id).await,
+                None => Err(internal("record a local run")(err)),
+            };
+        }
+        sqlx::query(
+            "UPDATE jobs SET source = $1, status = 'running', started_at = $2 WHERE id = $3",
+        )
+        .bind(JobSource::Local.as_str())
+        .bind(started)
+        .bind(stored.id)
+        .execute(&self.pool)
+        .await
+        .map_err(internal("mark a local run started"))?;
+        let running = PodUpdate {
+            phase: Some(PodPhase::Running),
+            started_at: Some(started),
+            ..Default::default()
+        };
+        self.jobs.update_pod(stored.id, POD, running).await?;
+        self.jobs.by_id(stored.id).await
+    }
+
+    /// Moves a run's job to `status` (an end keeps its time; running
+    /// again clears it).
+    async fn set_status(
+        &self,
+        stored: &StoredJob,
+        status: JobStatus,
+        message: &str,
+        at: Option<i64>,
+    ) -> Result<(), AppError> {
+        sqlx::query("UPDATE jobs SET status = $1, message = $2, finished_at = $3 WHERE id = $4")
+            .bind(status.as_str())
+            .bind(message)
+            .bind(at)
+            .bind(stored.id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("set a local run's status"))?;
+        let phase = match status {
+            JobStatus::Succeeded => PodPhase::Succeeded,
+            JobStatus::Stopped => PodPhase::Stopped,
+            JobStatus::Running | JobStatus::Pending => PodPhase::Running,
+            JobStatus::Failed | JobStatus::Lost => PodPhase::Failed,
+        };
+        let update = PodUpdate {
+            phase: Some(phase),
+            message: Some(message.to_owned()),
+            ..Default::default()
+        };
+        self.jobs.update_pod(stored.id, POD, update).await
+    }
+
+    /// Marks running local runs whose last heartbeat is older than
+    /// `window` lost; returns how many.
+    pub async fn sweep(&self, window: Duration) -> Result<usize, AppError> {
+        let before = now_ms() - window.as_millis() as i64;
+        let stale: Vec<(i64, i64, i64)> = sqlx::query_as(
+            "SELECT j.id, j.account_id, r.heartbeat_at FROM jobs j JOIN local_runs r ON r.job_id = j.id \
+             WHERE j.source = 'local' AND j.status = 'running' AND r.heartbeat_at < $1",
+        )
+        .bind(before)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("find lost local runs"))?;
+        for (id, account_id, last) in &stale {
+            let stored = self.jobs.by_id(*id).await?;
+            let when = app::models::time::format_utc(*last);
+            let why = format!(
+                "No heartbeat since {when}: its machine may have crashed, slept or lost the network. A late report brings it back."
+            );
+            self.set_status(&stored, JobStatus::Lost, &why, Some(now_ms()))
+                .await?;
+            tracing::info!(job = %stored.job.name, account_id, "local run lost");
+            self.emit(*account_id, &stored.job.name);
+        }
+        Ok(stale.len())
+    }
+
+    /// Sweeps every `window / 4` until the process ends.
+    pub async fn sweep_forever(self, window: Duration) {
+        let every = (window / 4).max(Duration::from_millis(250));
+        loop {
+            tokio::time::sleep(every).await;
+            if let Err(err) = self.sweep(window).await {
+                tracing::warn!(error = %err, "sweeping lost local runs");
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl LocalRuns for SqlLocalRuns {
+    async fn start(&self, me: &Me, start: LocalRunStart) -> Result<Job, AppError> {
+        me.role.require_change()?;
+        start.validate()?;
+        if let Some(id) = self
+            .by_client_id(me.account.id, start.client_id.trim())
+            .await?
+        {
+            return Ok(self.jobs.by_id(id).await?.job);
+        }
+        let started = start.started_at.unwrap_or_else(now_ms);
+        let stored = self.record(me, &start, started).await?;
+        tracing::info!(account = %me.account.name, job = %stored.job.name, host = %start.facts.host, "local run started");
+        self.emit(me.account.id, &stored.job.name);
+        Ok(stored.job)
+    }
+
+    async fn log(
+        &self,
+        account: &Account,
+        name: &str,
+        chunk: LogChunk,
+    ) -> Result<LogAck, AppError> {
+        if chunk.text.len() > MAX_LOG_CHUNK {
+            return Err(AppError::invalid(
+                "text",
+                format!(
+                    "Send at most {} MiB of output at a time.",
+                    MAX_LOG_CHUNK >> 20
+                ),
+            ));
+        }
+        let stored = self.run_of(account, name).await?;
+        let _one = self.appending.lock().await;
+        let length: i64 = sqlx::query_scalar("SELECT log_len FROM local_runs WHERE job_id = $1")
+            .bind(stored.id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(internal("read a local run's log length"))?;
+        let length = length as u64;
+        if chunk.offset > length {
+            return Err(AppError::conflict(
+                "offset",
+                format!("The output so far is {length} bytes: send from offset {length}."),
+            ));
+        }
+        let skip = (length - chunk.offset) as usize;
+        if skip >= chunk.text.len() {
+            return Ok(LogAck { length });
+        }
+        let Some(new) = chunk.text.get(skip..) else {
+            return Err(AppError::invalid(
+                "offset",
+                "The offset falls inside a character.",
+            ));
+        };
+        let at = chunk.at.unwrap_or_else(now_ms);
+        let stamp = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(at) * 1_000_000)
+            .map(format_timestamp)
+            .map_err(|_| AppError::invalid("at", "Not a time."))?;
+        let mut stamped = String::with_capacity(new.len() + 64);
+        for line in new.split_inclusive('\n') {
+            stamped.push_str(&stamp);
+            stamped.push(' ');
+            stamped.push_str(line);
+            if !line.ends_with('\n') {
+                stamped.push('\n');
+            }
+        }
+        let path = log_path(&self.root.join(&account.name).join(name), POD);
+        let written = async {
+            tokio::fs::create_dir_all(path.parent().expect("a log has a folder")).await?;
+            let mut file = tokio::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .await?;
+            file.write_all(stamped.as_bytes()).await?;
+            file.sync_data().await
+        };
+        written.await.map_err(|err| {
+            tracing::error!(error = %err, path = %path.display(), "writing a local run's log");
+            AppError::Internal
+        })?;
+        let length = length + new.len() as u64;
+        sqlx::query("UPDATE local_runs SET log_len = $1, heartbeat_at = $2 WHERE job_id = $3")
+            .bind(length as i64)
+            .bind(now_ms())
+            .bind(stored.id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("record a local run's log length"))?;
+        Ok(LogAck { length })
+    }
+
+    async fn heartbeat(&self, account: &Account, name: &str) -> Result<JobStatus, AppError> {
+        let stored = self.run_of(account, name).await?;
+        sqlx::query("UPDATE local_runs SET heartbeat_at = $1 WHERE job_id = $2")
+            .bind(now_ms())
+            .bind(stored.id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("record a heartbeat"))?;
+        if stored.job.status == JobStatus::Lost {
+            self.set_status(&stored, JobStatus::Running, "", None)
+                .await?;
+            tracing::info!(job = %name, "local run back from lost");
+            self.emit(account.id, name);
+            return Ok(JobStatus::Running);
+        }
+        Ok(stored.job.status)
+    }
+
+    async fn end(&self, account: &Account, name: &str, end: LocalRunEnd) -> Result<Job, AppError> {
+        let stored = self.run_of(account, name).await?;
+        // Reported already: a replay changes nothing.
+        if !matches!(stored.job.status, JobStatus::Running | JobStatus::Lost) {
+            return Ok(stored.job);
+        }
+        let status = match end.outcome {
+            RunOutcome::Succeeded => JobStatus::Succeeded,
+            RunOutcome::Failed => JobStatus::Failed,
+            RunOutcome::Stopped => JobStatus::Stopped,
+        };
+        let message = match (end.message.trim(), end.exit_code) {
+            ("", Some(code)) if code != 0 => format!("It exited with code {code}."),
+            (m, _) => m.chars().take(2000).collect(),
+        };
+        let at = end.finished_at.unwrap_or_else(now_ms);
+        self.set_status(&stored, status, &message, Some(at)).await?;
+        if let Some(code) = end.exit_code {
+            let update = PodUpdate {
+                exit_code: Some(code),
+                finished_at: Some(at),
+                ..Default::default()
+            };
+            self.jobs.update_pod(stored.id, POD, update).await?;
+        }
+        tracing::info!(account = %account.name, job = %name, status = status.as_str(), "local run ended");
+        self.emit(account.id, name);
+        Ok(self.jobs.by_id(stored.id).await?.job)
+    }
+
+    async fn get(&self, account: &Account, name: &str) -> Result<LocalRun, AppError> {
+        let stored = self.run_of(account, name).await?;
+        let (facts, params, heartbeat_at, log_len): (String, String, i64, i64) = sqlx::query_as(
+            "SELECT facts, params, heartbeat_at, log_len FROM local_runs WHERE job_id = $1",
+        )
+        .bind(stored.id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(internal("read a local run"))?;
+        Ok(LocalRun {
+            name: stored.job.name,
+            facts: serde_json::from_str::<RunFacts>(&facts).unwrap_or_default(),
+            params: serde_json::from_str(&params).unwrap_or_default(),
+            heartbeat_at,
+            log_length: log_len as u64,
+        })
+    }
+}
