@@ -10,6 +10,7 @@ use app::models::{Credentials, Job, JobPage, JobSpec, Pod};
 
 pub mod assets;
 pub mod catalog;
+pub mod local_runs;
 pub mod pipelines;
 pub mod serving;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};

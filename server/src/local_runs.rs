@@ -5,6 +5,7 @@
 //! pod's log, so the log console, downloads and follows read it as any
 //! other. A sweep marks runs whose heartbeats stopped lost.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,10 +14,11 @@ use app::error::AppError;
 use app::models::{
     name_from_command, Account, Job, JobSource, JobSpec, JobStatus, LocalRun, LocalRunEnd,
     LocalRunStart, LogAck, LogChunk, Me, PodPhase, ReplicaResources, RunFacts, RunOutcome,
-    MAX_LOG_CHUNK,
+    MAX_LOG_CHUNK, MAX_RUN_PARAMS,
 };
 use app::ports::{JobEvent, LocalRuns};
 use async_trait::async_trait;
+use serde_json::Value;
 use sqlx::AnyPool;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{broadcast, Mutex};
@@ -127,6 +129,16 @@ impl SqlLocalRuns {
             match self.jobs.insert(me, &spec, crate::local::LOCAL).await {
                 Ok((stored, _token)) => return self.mark_started(me, stored, start, started).await,
                 Err(AppError::Conflict { .. }) if n < tries => continue,
+                Err(err @ AppError::Conflict { .. }) => {
+                    // The same start sent twice at once: the other made it.
+                    return match self
+                        .by_client_id(me.account.id, start.client_id.trim())
+                        .await?
+                    {
+                        Some(id) => self.jobs.by_id(id).await,
+                        None => Err(err),
+                    };
+                }
                 Err(err) => return Err(err),
             }
         }
@@ -398,6 +410,31 @@ impl LocalRuns for SqlLocalRuns {
         tracing::info!(account = %account.name, job = %name, status = status.as_str(), "local run ended");
         self.emit(account.id, name);
         Ok(self.jobs.by_id(stored.id).await?.job)
+    }
+
+    async fn log_params(
+        &self,
+        account: &Account,
+        name: &str,
+        params: BTreeMap<String, Value>,
+    ) -> Result<LocalRun, AppError> {
+        let stored = self.run_of(account, name).await?;
+        let mut all = self.get(account, name).await?.params;
+        all.extend(params);
+        if all.len() > MAX_RUN_PARAMS {
+            return Err(AppError::invalid(
+                "params",
+                format!("A run records at most {MAX_RUN_PARAMS} parameters."),
+            ));
+        }
+        let json = serde_json::to_string(&all).map_err(|_| AppError::Internal)?;
+        sqlx::query("UPDATE local_runs SET params = $1 WHERE job_id = $2")
+            .bind(json)
+            .bind(stored.id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("record a local run's parameters"))?;
+        self.get(account, name).await
     }
 
     async fn get(&self, account: &Account, name: &str) -> Result<LocalRun, AppError> {

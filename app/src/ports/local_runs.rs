@@ -2,7 +2,10 @@
 //! jobs (`source: local`). Every report may come twice (a client replays
 //! what it spooled while offline): each is idempotent.
 
+use std::collections::BTreeMap;
+
 use async_trait::async_trait;
+use serde_json::Value;
 
 use crate::error::AppError;
 use crate::models::{
@@ -25,6 +28,13 @@ pub trait LocalRuns: Send + Sync {
     /// Records how it ended (again: nothing changes; after "lost": the
     /// real end replaces it).
     async fn end(&self, account: &Account, name: &str, end: LocalRunEnd) -> Result<Job, AppError>;
+    /// Adds parameters (a name given again takes the new value).
+    async fn log_params(
+        &self,
+        account: &Account,
+        name: &str,
+        params: BTreeMap<String, Value>,
+    ) -> Result<LocalRun, AppError>;
     /// Its parameters and where it ran.
     async fn get(&self, account: &Account, name: &str) -> Result<LocalRun, AppError>;
 }

@@ -9,6 +9,10 @@
     paddlecloud.wait_job("mnist")
     print(paddlecloud.logs("mnist", "trainer-0"))
 
+A script run on your own machine is tracked like a cluster job with
+``with paddlecloud.run(params={...}) as run:`` or ``paddlecloud.init()`` (see
+`paddlecloud.runs`): its output, metrics, parameters and how it ended.
+
 Inside a training job, ``paddlecloud.draw_board(loss, "train/loss")`` charts a
 scalar on PaddleBoard (see `paddlecloud.board`), ``paddlecloud.dataset_dir()``
 is where its dataset is, ``paddlecloud.model_dir()`` the model version it
@@ -39,6 +43,7 @@ from .client import (
 from .board import Board, draw_board, flush_board
 from .errors import PaddleCloudError
 from .files import dataset_dir, model_dir
+from .runs import Run, init, run, sync
 
 __version__ = "0.1.0"
 
@@ -94,6 +99,10 @@ __all__ = [
     "download_model",
     "dataset_dir",
     "model_dir",
+    "Run",
+    "run",
+    "init",
+    "sync",
 ]
 
 _lock = threading.Lock()

@@ -75,7 +75,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def setUpModule():
+def setUpModule(extra_args=()):
     global SERVER, KEY, GUEST_KEY, CREDENTIALS, _tmp, _server_proc, _server_log
     binary = _binary()
     if not binary.is_file():
@@ -132,7 +132,7 @@ def setUpModule():
              "--stop-grace", "1",
              # The tests' jobs together ask for more than a 2-core CI machine
              # has; they are not about waiting for room.
-             "--local-cpus", "64", "--local-memory", "256Gi"],
+             "--local-cpus", "64", "--local-memory", "256Gi", *extra_args],
             cwd=REPO, stdout=_server_log, stderr=subprocess.STDOUT, env=env,
         )
         deadline = time.monotonic() + 60

@@ -3,9 +3,11 @@
 
 mod catalog;
 mod files;
+mod local_run;
 mod pipelines;
 mod remote;
 mod serving;
+mod spool;
 
 use std::io::BufRead;
 use std::net::SocketAddr;
@@ -84,6 +86,12 @@ pub enum Command {
         #[command(subcommand)]
         command: catalog::EnvCommand,
     },
+    /// Run a program here as a local run, tracked like a cluster job (its
+    /// output, parameters, where it ran and how it ended), e.g.
+    /// `paddlecloud run --param lr=0.1 -- python train.py --lr 0.1`.
+    Run(local_run::LocalRunArgs),
+    /// Send the reports of local runs the console could not be reached for.
+    Sync(RemoteArgs),
     /// Pipeline runs: `run -f FILE`, `list`, `show`, `stop`, `retry`.
     Pipeline {
         /// The task.
@@ -370,6 +378,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Template { command } => blocking(move || catalog::run_template(command)).await,
         Command::Env { command } => blocking(move || catalog::run_env(command)).await,
         Command::Pipeline { command } => blocking(move || pipelines::run_pipeline(command)).await,
+        Command::Run(args) => {
+            // The program's exit status is this process's.
+            blocking(move || std::process::exit(local_run::run_local(args)?)).await
+        }
+        Command::Sync(args) => blocking(move || local_run::run_sync(args)).await,
     }
 }
 

@@ -1049,3 +1049,115 @@ fn a_user_runs_a_pipeline_from_a_yaml_file_watches_it_and_retries_it_from_the_co
     ));
     assert!(refused.contains("a → b → a"), "{refused}");
 }
+
+/// `paddlecloud run` with `PADDLECLOUD_SPOOL` set to `spool`.
+fn run_spooled(args: &[&str], credentials: &Path, spool: &Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("PADDLECLOUD_CREDENTIALS", credentials)
+        .env("PADDLECLOUD_SPOOL", spool)
+        .env_remove("PADDLECLOUD_SERVER")
+        .env_remove("DATABASE_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+#[test]
+fn a_program_in_any_language_runs_as_a_local_run_from_the_command_line_even_offline() {
+    let data = tempfile::tempdir().unwrap();
+    let console = Console::start(data.path());
+    let credentials = set_up(data.path(), &console.url);
+    let spool = data.path().join("spool");
+
+    // A shell program that fails: its exit status is the command's, its
+    // output still reaches the terminal and the log console.
+    let script = "echo out; echo err >&2; exit 3";
+    let args = [
+        "run", "--name", "shell", "--param", "lr=0.1", "--", "sh", "-c", script,
+    ];
+    let out = run_spooled(&args, &credentials, &spool).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("err\n"));
+    let job = job_json(&credentials, "shell");
+    assert_eq!(
+        (&job["status"], &job["source"], &job["message"]),
+        (
+            &"failed".into(),
+            &"local".into(),
+            &"It exited with code 3.".into()
+        )
+    );
+    let log = ok(&run(&["logs", "shell", "trainer-0"], &credentials, None));
+    assert!(log.contains("out\n") && log.contains("err\n"), "{log}");
+
+    let out = run_spooled(
+        &["run", "--", "sh", "-c", "echo fine"],
+        &credentials,
+        &spool,
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(job_json(&credentials, "sh")["status"], "succeeded");
+
+    // SIGTERM to `paddlecloud run` reaches the program; the run is stopped.
+    let mut slow = run_spooled(
+        &[
+            "run",
+            "--name",
+            "slow",
+            "--",
+            "sh",
+            "-c",
+            "echo started; sleep 30",
+        ],
+        &credentials,
+        &spool,
+    )
+    .spawn()
+    .unwrap();
+    let mut first = String::new();
+    BufReader::new(slow.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "started\n");
+    let pid = nix::unistd::Pid::from_raw(slow.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = slow.wait().unwrap();
+    assert!(!status.success());
+    let job = wait_status(&credentials, "slow", "stopped");
+    assert!(job["finished_at"].is_i64());
+
+    // The console out of reach: the run still runs, its reports are
+    // spooled, and `paddlecloud sync` sends them once, later.
+    let away = [
+        "run",
+        "--server",
+        "http://127.0.0.1:9",
+        "--name",
+        "away",
+        "--",
+        "sh",
+        "-c",
+        "echo offline",
+    ];
+    let out = run_spooled(&away, &credentials, &spool).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("paddlecloud sync"));
+    let synced = run_spooled(&["sync"], &credentials, &spool)
+        .output()
+        .unwrap();
+    assert!(synced.status.success(), "{synced:?}");
+    assert_eq!(job_json(&credentials, "away")["status"], "succeeded");
+    let log = ok(&run(&["logs", "away", "trainer-0"], &credentials, None));
+    assert_eq!(log, "offline\n");
+    assert_eq!(
+        std::fs::read_dir(&spool).unwrap().count(),
+        0,
+        "nothing left spooled"
+    );
+    drop(console);
+}

@@ -70,6 +70,17 @@ async fn a_local_run_is_recorded_once_and_its_output_taken_once_however_often_it
     assert_eq!(run["params"]["lr"], 0.1);
     assert_eq!(run["facts"]["host"], "laptop");
     assert_eq!(run["facts"]["git"]["dirty"], true);
+    let more = post(
+        &site,
+        &key,
+        "/api/v1/local-runs/train/params",
+        json!({"lr": 0.05, "batch": 64}),
+    )
+    .await;
+    assert_eq!(
+        more.json()["params"],
+        json!({"lr": 0.05, "layers": 3, "batch": 64})
+    );
 
     // Output: a chunk, the same chunk again, one overlapping, then a gap.
     let log = |offset: u64, text: &str| json!({"offset": offset, "text": text});

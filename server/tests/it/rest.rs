@@ -487,6 +487,7 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         "POST /api/v1/pipelines/{name}/retry",
         "POST /api/v1/local-runs",
         "GET /api/v1/local-runs/{name}",
+        "POST /api/v1/local-runs/{name}/params",
         "POST /api/v1/local-runs/{name}/log",
         "POST /api/v1/local-runs/{name}/heartbeat",
         "POST /api/v1/local-runs/{name}/end",

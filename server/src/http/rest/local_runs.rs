@@ -67,6 +67,32 @@ pub async fn get_one(
     ))
 }
 
+/// Parameters learnt after the start (`run.log_params`): added, a name
+/// given again taking the new value.
+#[utoipa::path(post, path = "/api/v1/local-runs/{name}/params", tag = "local-runs",
+    request_body(content = Object, description = "`{name: value}`"),
+    params(("name" = String, Path, description = "The run's job")),
+    responses(
+        (status = 200, description = "The run with every parameter", body = LocalRun),
+        (status = 400, description = "Too many parameters", body = ErrorBody),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 404, description = "No such local run in the account", body = ErrorBody),
+    ))]
+pub async fn params(
+    State(state): State<AppState>,
+    Writer(who): Writer,
+    Path(name): Path<String>,
+    params: Result<Json<std::collections::BTreeMap<String, serde_json::Value>>, JsonRejection>,
+) -> Result<Json<LocalRun>, ApiError> {
+    let Json(params) = params?;
+    let run = state
+        .services
+        .local_runs
+        .log_params(&who.me.account, &name, params)
+        .await?;
+    Ok(Json(run))
+}
+
 /// Output from byte `offset` on: what arrived already is skipped, so a
 /// chunk sent twice is recorded once.
 #[utoipa::path(post, path = "/api/v1/local-runs/{name}/log", tag = "local-runs", request_body = LogChunk,

@@ -139,6 +139,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(pipelines::retry))
         .routes(routes!(local_runs::start))
         .routes(routes!(local_runs::get_one))
+        .routes(routes!(local_runs::params))
         .routes(routes!(local_runs::log))
         .routes(routes!(local_runs::heartbeat))
         .routes(routes!(local_runs::end))

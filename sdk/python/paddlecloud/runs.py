@@ -1,0 +1,620 @@
+"""Local runs: a script run on your own machine, tracked like a cluster job.
+
+    import paddlecloud
+
+    with paddlecloud.run(params={"lr": 0.1}) as run:
+        for step in range(100):
+            loss = train_one_step()
+            paddlecloud.draw_board(loss, "train/loss")   # or run.log("train/loss", loss)
+        run.log_artifact("output/", model="fit-a-line")
+
+The run is a job of your account (``source: local``) with the job table's row,
+the log console (what the script prints), PaddleBoard, its parameters and where
+it ran: host, user, command line, working directory, Python and package
+versions, git commit and uncommitted diff. How it ends is recorded honestly: a
+normal end is succeeded, an exception failed (its traceback in the log),
+``sys.exit(n)`` failed with the code (``sys.exit(0)`` succeeded), Ctrl-C or
+SIGTERM stopped. A heartbeat every 10 s keeps it running; a machine that
+vanishes leaves it "lost" (a late report brings it back).
+
+Every report is written to a spool file first (``$PADDLECLOUD_SPOOL``, else
+``~/.cache/paddlecloud/spool``) and sent from there in order, in the
+background. When the console cannot be reached, nothing is lost: what was not
+sent stays spooled and is sent by the next run or `sync()`, and the console
+takes each report once however often it arrives. ``paddlecloud.init()`` is the
+same without a ``with`` block (it ends when the program does).
+
+Importing this module does nothing by itself: no thread, no file, no request.
+"""
+
+from __future__ import annotations
+
+import atexit
+import getpass
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import uuid
+from typing import Any, Callable, Dict, List, Optional
+
+from .client import Client, _json_float
+from .errors import PaddleCloudError
+
+__all__ = ["Run", "run", "init", "sync", "spool_dir"]
+
+SPOOL_ENV = "PADDLECLOUD_SPOOL"
+#: Seconds between heartbeats (the console marks a run lost after its window).
+HEARTBEAT_SECS = 10.0
+#: Longest diff of uncommitted changes sent (the console's limit).
+MAX_DIFF = 512 * 1024
+#: Packages whose versions a run records when they are installed.
+PACKAGES = ("paddlepaddle", "paddlepaddle-gpu", "numpy", "visualdl", "paddlecloud")
+MAX_POINTS = 10_000
+MAX_LOG = 1024 * 1024
+
+
+def spool_dir() -> str:
+    """Where reports wait until the console has them."""
+    return os.path.expanduser(
+        os.environ.get(SPOOL_ENV) or os.path.join("~", ".cache", "paddlecloud", "spool")
+    )
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread when the run's process gets SIGTERM: the
+    run ends as stopped."""
+
+
+def _git(cwd: str) -> Optional[Dict[str, Any]]:
+    def git(*args: str) -> Optional[str]:
+        try:
+            out = subprocess.run(
+                ["git", *args], cwd=cwd, capture_output=True, timeout=5, check=True
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.decode("utf-8", "replace")
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return None
+    branch = (git("rev-parse", "--abbrev-ref", "HEAD") or "").strip()
+    dirty = bool((git("status", "--porcelain", "--untracked-files=no") or "").strip())
+    diff = git("diff", "HEAD") if dirty else ""
+    diff = diff or ""
+    if len(diff.encode("utf-8")) > MAX_DIFF:
+        diff = diff.encode("utf-8")[:MAX_DIFF].decode("utf-8", "ignore") + "\n[diff cut]\n"
+    return {
+        "commit": commit.strip(),
+        "branch": "" if branch == "HEAD" else branch,
+        "dirty": dirty,
+        "diff": diff,
+    }
+
+
+def _facts(command: Optional[List[str]] = None, client: str = "python") -> Dict[str, Any]:
+    from importlib import metadata
+
+    packages = {}
+    for name in PACKAGES:
+        try:
+            packages[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    try:
+        user = getpass.getuser()
+    except Exception:  # no user name (containers): not worth failing over
+        user = ""
+    script = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    where = os.path.dirname(os.path.abspath(script)) if script else os.getcwd()
+    return {
+        "host": socket.gethostname(),
+        "user": user,
+        "command": command if command is not None else [sys.executable, *sys.argv],
+        "working_dir": os.getcwd(),
+        "python": platform.python_version(),
+        "packages": packages,
+        "git": _git(where if os.path.isdir(where) else os.getcwd()),
+        "client": client,
+    }
+
+
+class _Spool:
+    """One run's reports in order: ``<id>.jsonl`` (one report a line, each
+    with its sequence number) and ``<id>.state`` (how many the console has,
+    and the run's name once it has the start). A report is written before it
+    is sent, and counted as sent only once the console answered."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.state_path = path[: -len(".jsonl")] + ".state"
+        self.lock = threading.Lock()
+        self.state = {"sent": 0, "name": None}
+        if os.path.exists(self.state_path):
+            with open(self.state_path, encoding="utf-8") as f:
+                self.state.update(json.load(f))
+        self._lock_file = None
+        self.count = 0
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                self.count = sum(1 for line in f if line.endswith("\n"))
+
+    def claim(self) -> bool:
+        """Holds ``<id>.lock`` while this process sends the run's reports; False
+        when another process (the run itself, or another sync) holds it. The
+        lock goes with its process, however that ends."""
+        import fcntl
+
+        self._lock_file = open(self.path[: -len(".jsonl")] + ".lock", "a")
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._lock_file.close()
+            self._lock_file = None
+            return False
+        return True
+
+    def append(self, report: Dict[str, Any]) -> None:
+        with self.lock:
+            line = json.dumps({"seq": self.count, **report}) + "\n"
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
+            self.count += 1
+
+    def pending(self) -> List[Dict[str, Any]]:
+        with self.lock:
+            sent = self.state["sent"]
+            out = []
+            with open(self.path, encoding="utf-8") as f:
+                for line in f:
+                    if not line.endswith("\n"):
+                        break  # torn last line of a crash: never acknowledged
+                    report = json.loads(line)
+                    if report["seq"] >= sent:
+                        out.append(report)
+            return out
+
+    def acknowledge(self, seq: int, name: Optional[str] = None) -> None:
+        with self.lock:
+            self.state["sent"] = seq + 1
+            if name:
+                self.state["name"] = name
+            tmp = self.state_path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(self.state, f)
+            os.replace(tmp, self.state_path)
+
+    def done(self) -> bool:
+        return self.state["sent"] >= self.count
+
+    def release(self) -> None:
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+
+    def remove(self) -> None:
+        lock = self.path[: -len(".jsonl")] + ".lock"
+        for p in (self.path, self.state_path, lock):
+            try:
+                os.remove(p)
+            except FileNotFoundError:
+                pass
+        self.release()
+
+
+def _deliver(client: Client, spool: _Spool) -> bool:
+    """Sends what the console does not have yet, in order; False when it
+    could not be reached (the rest waits)."""
+    for report in spool.pending():
+        kind, name = report["kind"], spool.state["name"]
+        path = None if name is None else f"/local-runs/{urllib_quote(name)}"
+        try:
+            if kind == "start":
+                job = client._json("POST", "/local-runs", body=report["body"])
+                spool.acknowledge(report["seq"], job["name"])
+                continue
+            if path is None:
+                return False  # no start yet: cannot happen in order
+            if kind == "log":
+                client._json("POST", f"{path}/log", body=report["body"])
+            elif kind == "points":
+                client.log_metrics(name, report["body"])
+            elif kind == "params":
+                client._json("POST", f"{path}/params", body=report["body"])
+            elif kind == "end":
+                client._json("POST", f"{path}/end", body=report["body"])
+        except PaddleCloudError as err:
+            permanent = err.status is not None and 400 <= err.status < 500 and err.status not in (408, 429)
+            if not permanent:
+                return False
+            # The console will never take it (a bad value): say so, go on.
+            print(f"paddlecloud: the console refused a {kind} report of run {name}: {err}",
+                  file=sys.__stderr__)
+        spool.acknowledge(report["seq"])
+    return True
+
+
+def urllib_quote(segment: str) -> str:
+    import urllib.parse
+
+    return urllib.parse.quote(segment, safe="")
+
+
+class _Tee:
+    """Writes to the real stream and keeps a copy for the run's log."""
+
+    def __init__(self, stream: Any, sink: Callable[[str], None]) -> None:
+        self._stream = stream
+        self._sink = sink
+
+    def write(self, text: str) -> int:
+        n = self._stream.write(text)
+        self._sink(text)
+        return n
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class Run:
+    """One local run. Use `run()` or `init()`; ``run.name`` is its job's name
+    once the console has its start (or when given)."""
+
+    def __init__(
+        self,
+        name: Optional[str] = None,
+        params: Optional[Dict[str, Any]] = None,
+        *,
+        client: Optional[Client] = None,
+        capture_output: bool = True,
+        command: Optional[List[str]] = None,
+        flush_interval: float = 1.0,
+        heartbeat: Optional[float] = None,
+        client_kind: str = "python",
+    ) -> None:
+        self.client = client or _default_client()
+        self.requested_name = name
+        self.params = dict(params or {})
+        self.capture_output = capture_output
+        self.command = command
+        self.flush_interval = flush_interval
+        # $PADDLECLOUD_HEARTBEAT_SECS: for consoles with a short lost window.
+        self.heartbeat_secs = heartbeat or float(
+            os.environ.get("PADDLECLOUD_HEARTBEAT_SECS") or HEARTBEAT_SECS
+        )
+        self.client_kind = client_kind
+        self.client_id = uuid.uuid4().hex
+        self._spool: Optional[_Spool] = None
+        self._lock = threading.Lock()
+        self._output: List[str] = []
+        self._offset = 0
+        self._points: List[Dict[str, Any]] = []
+        self._next_step: Dict[str, int] = {}
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._sent = threading.Event()
+        self._threads: List[threading.Thread] = []
+        self._saved: Dict[str, Any] = {}
+        self._ended = False
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def name(self) -> Optional[str]:
+        """The run's job name (None until the console named it)."""
+        named = self._spool.state["name"] if self._spool else None
+        return named or self.requested_name
+
+    # ------------------------------------------------------------- reporting
+
+    def log(self, name: str, value: Any, step: Optional[int] = None) -> None:
+        """Charts ``value`` as series ``name`` on PaddleBoard (default step:
+        the series' previous plus one). Sent in the background in batches."""
+        with self._lock:
+            if step is None:
+                step = self._next_step.get(name, 0)
+            self._next_step[name] = int(step) + 1
+            self._points.append(
+                {"tag": str(name), "step": int(step), "value": _json_float(value),
+                 "wall_time": time.time()}
+            )
+            full = len(self._points) >= MAX_POINTS
+        if full:
+            self._wake.set()
+
+    def log_params(self, params: Dict[str, Any]) -> None:
+        """Records more parameters (a name given again takes the new value)."""
+        self.params.update(params)
+        if self._spool is not None:  # before the start, they go with it
+            self._spool.append({"kind": "params", "body": dict(params)})
+            self._wake.set()
+
+    def log_artifact(self, path: str, *, model: Optional[str] = None,
+                     dataset: Optional[str] = None) -> Dict[str, Any]:
+        """Uploads ``path`` (a file or folder) as a new version of ``model``,
+        or into ``dataset``; says so in the run's log and returns what was
+        made. Needs the console (an upload is not spooled)."""
+        if (model is None) == (dataset is None):
+            raise ValueError("log_artifact: give model= or dataset=, one of them")
+        self.flush()
+        if model is not None:
+            made = self.client.register_model(model, path, job=self.name)
+            what = f"model {model} version {made.get('version')}"
+        else:
+            made = self.client.upload_dataset(dataset, path)
+            what = f"dataset {dataset}"
+        self._write(f"[paddlecloud] {path} saved as {what}\n")
+        return made
+
+    def flush(self, timeout: Optional[float] = 30.0) -> bool:
+        """Sends everything reported so far; whether the console has it all."""
+        self._sent.clear()
+        self._wake.set()
+        return self._sent.wait(timeout)
+
+    # ------------------------------------------------------------- lifecycle
+
+    def start(self) -> "Run":
+        os.makedirs(spool_dir(), exist_ok=True)
+        self._spool = _Spool(os.path.join(spool_dir(), f"{self.client_id}.jsonl"))
+        self._spool.claim()
+        body = {
+            "client_id": self.client_id,
+            "name": self.requested_name,
+            "params": self.params,
+            "facts": _facts(self.command, self.client_kind),
+            "started_at": int(time.time() * 1000),
+        }
+        self._spool.append({"kind": "start", "body": body})
+        if self.capture_output:
+            self._saved["stdout"], self._saved["stderr"] = sys.stdout, sys.stderr
+            sys.stdout = _Tee(sys.stdout, self._write)  # type: ignore[assignment]
+            sys.stderr = _Tee(sys.stderr, self._write)  # type: ignore[assignment]
+        if threading.current_thread() is threading.main_thread():
+            self._saved["sigterm"] = signal.signal(signal.SIGTERM, _raise_terminated)
+        from . import board
+
+        self._saved["board"] = board._default
+        board._default = _RunBoard(self)  # draw_board() goes to this run
+        for target in (self._send_loop, self._beat_loop):
+            t = threading.Thread(target=target, name=f"paddlecloud-run-{target.__name__}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        # Reports an earlier run could not deliver go out too.
+        threading.Thread(target=sync, kwargs={"client": self.client, "skip": self.client_id},
+                         name="paddlecloud-sync", daemon=True).start()
+        return self
+
+    def finish(self, outcome: str = "succeeded", *, exit_code: Optional[int] = None,
+               message: str = "", timeout: float = 10.0) -> None:
+        """Ends the run (``succeeded``, ``failed`` or ``stopped``) and sends
+        what is left, waiting at most ``timeout`` s; what the console did not
+        get stays spooled."""
+        if self._ended:
+            return
+        self._ended = True
+        self._restore()
+        self._take_output(final=True)
+        self._take_points()
+        self._spool.append({"kind": "end", "body": {
+            "outcome": outcome, "exit_code": exit_code, "message": message,
+            "finished_at": int(time.time() * 1000)}})
+        self._stop.set()
+        self._wake.set()
+        for t in self._threads:
+            t.join(timeout)
+        if self._spool.done():
+            self._spool.remove()
+        else:
+            self._spool.release()
+            left = self._spool.count - self._spool.state["sent"]
+            print(f"paddlecloud: the console at {self.client.server} could not be reached; "
+                  f"{left} reports of run {self.name or self.client_id} wait in {self._spool.path} "
+                  "and are sent by the next run or paddlecloud.sync().", file=sys.__stderr__)
+
+    def __enter__(self) -> "Run":
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            self.finish("succeeded")
+        elif issubclass(exc_type, KeyboardInterrupt):
+            self.finish("stopped", message="Terminated (SIGTERM)." if issubclass(exc_type, Terminated)
+                        else "Interrupted (KeyboardInterrupt).")
+        elif issubclass(exc_type, SystemExit):
+            code = _exit_code(exc)
+            if code == 0:
+                self.finish("succeeded", exit_code=0)
+            else:
+                self.finish("failed", exit_code=code, message=f"sys.exit({exc.code!r})")
+        else:
+            self._write("".join(traceback.format_exception(exc_type, exc, tb)))
+            self.finish("failed", message=f"{exc_type.__name__}: {exc}"[:2000])
+        return False
+
+    # -------------------------------------------------------------- internals
+
+    def _write(self, text: str) -> None:
+        with self._lock:
+            self._output.append(text)
+
+    def _restore(self) -> None:
+        from . import board
+
+        if "stdout" in self._saved:
+            sys.stdout, sys.stderr = self._saved.pop("stdout"), self._saved.pop("stderr")
+        if "sigterm" in self._saved:
+            signal.signal(signal.SIGTERM, self._saved.pop("sigterm"))
+        if "board" in self._saved:
+            board._default = self._saved.pop("board")
+
+    def _take_output(self, final: bool = False) -> None:
+        with self._lock:
+            text = "".join(self._output)
+            cut = len(text) if final else text.rfind("\n") + 1
+            ready, rest = text[:cut], text[cut:]
+            self._output = [rest] if rest else []
+        while ready:
+            piece = ready[:MAX_LOG]
+            if len(piece) < len(ready):
+                cut = piece.rfind("\n") + 1 or len(piece)
+                piece = piece[:cut]
+            ready = ready[len(piece):]
+            size = len(piece.encode("utf-8"))
+            self._spool.append({"kind": "log", "body": {
+                "offset": self._offset, "text": piece, "at": int(time.time() * 1000)}})
+            self._offset += size
+
+    def _take_points(self) -> None:
+        with self._lock:
+            points, self._points = self._points, []
+        for i in range(0, len(points), MAX_POINTS):
+            self._spool.append({"kind": "points", "body": points[i:i + MAX_POINTS]})
+
+    def _send_loop(self) -> None:
+        backoff = 0.5
+        while True:
+            self._wake.wait(self.flush_interval)
+            self._wake.clear()
+            if not self._stop.is_set():
+                self._take_output()
+                self._take_points()
+            if _deliver(self.client, self._spool):
+                backoff = 0.5
+                self._sent.set()
+                if self._stop.is_set():
+                    return
+            else:
+                if self._stop.is_set() and backoff > 4:
+                    return  # the end waited long enough; the spool keeps the rest
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 30.0)
+
+    def _beat_loop(self) -> None:
+        while not self._stop.wait(self.heartbeat_secs):
+            name = self._spool.state["name"]
+            if name is None:
+                continue
+            try:
+                self.client._json("POST", f"/local-runs/{urllib_quote(name)}/heartbeat")
+            except PaddleCloudError:
+                pass  # offline: the spool catches up later
+
+
+class _RunBoard:
+    """`draw_board()` while a run is active."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def draw(self, value: Any, name: str, step: Optional[int] = None) -> None:
+        self.run.log(name, value, step)
+
+    def flush(self, timeout: Optional[float] = 30.0) -> bool:
+        return self.run.flush(timeout)
+
+    def close(self, timeout: Optional[float] = 30.0) -> bool:
+        return self.run.flush(timeout)
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
+def _exit_code(exc: BaseException) -> int:
+    code = getattr(exc, "code", 1)
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    return 1  # sys.exit("message") exits 1
+
+
+def _default_client() -> Client:
+    from . import default_client
+
+    return default_client()
+
+
+def run(name: Optional[str] = None, params: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Run:
+    """A local run to use as ``with paddlecloud.run(...) as run:``. ``name``
+    is its job's name (default: after the script, ``train``, ``train-2``…),
+    ``params`` its parameters. See the module's documentation."""
+    return Run(name, params, **kwargs)
+
+
+_active: Optional[Run] = None
+
+
+def init(name: Optional[str] = None, params: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Run:
+    """Starts a local run that ends when the program does: succeeded, failed
+    on an uncaught exception or ``sys.exit(n)`` with n ≠ 0, stopped on
+    Ctrl-C or SIGTERM. Calling it again returns the same run."""
+    global _active
+    if _active is not None:
+        return _active
+    current = Run(name, params, **kwargs).start()
+    _active = current
+    outcome: Dict[str, Any] = {}
+    real_exit, real_hook = sys.exit, sys.excepthook
+
+    def exit_(code: Any = None) -> None:
+        outcome.setdefault("exit", code)
+        real_exit(code)
+
+    def hook(exc_type, exc, tb) -> None:
+        outcome["exc"] = (exc_type, exc, tb)
+        real_hook(exc_type, exc, tb)
+
+    def at_exit() -> None:
+        sys.exit, sys.excepthook = real_exit, real_hook
+        if "exc" in outcome:
+            current.__exit__(*outcome["exc"])
+        elif "exit" in outcome:
+            current.__exit__(SystemExit, SystemExit(outcome["exit"]), None)
+        else:
+            current.__exit__(None, None, None)
+
+    sys.exit, sys.excepthook = exit_, hook  # type: ignore[assignment]
+    atexit.register(at_exit)
+    return current
+
+
+def sync(timeout: float = 60.0, *, client: Optional[Client] = None,
+         skip: Optional[str] = None) -> int:
+    """Sends the reports of ended runs that the console did not get (it was
+    down, or the machine offline); returns how many runs are still waiting."""
+    folder = spool_dir()
+    if not os.path.isdir(folder):
+        return 0
+    client = client or _default_client()
+    deadline = time.time() + timeout
+    waiting = 0
+    for entry in sorted(os.listdir(folder)):
+        if not entry.endswith(".jsonl") or entry == f"{skip}.jsonl":
+            continue
+        spool = _Spool(os.path.join(folder, entry))
+        if not spool.claim():
+            continue  # a run still going, or another sync, sends these
+        while not _deliver(client, spool):
+            if time.time() > deadline:
+                break
+            time.sleep(1.0)
+        if spool.done():
+            spool.remove()
+        else:
+            spool.release()
+            waiting += 1
+    return waiting
