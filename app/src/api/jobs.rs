@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 
 use crate::error::AppError;
-use crate::models::{Job, JobForm, JobPage, JobQuery, LogView};
+use crate::models::{Job, JobForm, JobPage, JobQuery, LocalRun, LogView};
 
 #[cfg(feature = "ssr")]
 use super::context::{member, principal, redirect_back_without, services};
@@ -28,6 +28,13 @@ pub async fn list_jobs(query: JobQuery) -> Result<JobPage, AppError> {
 pub async fn get_job(name: String) -> Result<Job, AppError> {
     let who = principal()?;
     services()?.cluster.job(&who.me.account, &name).await
+}
+
+/// A local run's parameters and where it ran.
+#[server(prefix = "/api", endpoint = "get_local_run")]
+pub async fn get_local_run(name: String) -> Result<LocalRun, AppError> {
+    let who = principal()?;
+    services()?.local_runs.get(&who.me.account, &name).await
 }
 
 /// Submits a job from the dialog's form.

@@ -111,7 +111,12 @@ pub async fn run_template(
 #[server(prefix = "/api", endpoint = "job_as_template")]
 pub async fn job_as_template(job: String) -> Result<crate::models::TemplateForm, AppError> {
     let who = principal()?;
-    let job = services()?.cluster.job(&who.me.account, &job).await?;
+    let services = services()?;
+    let job = services.cluster.job(&who.me.account, &job).await?;
+    if job.source == crate::models::JobSource::Local {
+        let run = services.local_runs.get(&who.me.account, &job.name).await?;
+        return Ok(crate::models::TemplateForm::from_local_run(&job.spec, &run));
+    }
     Ok(crate::models::TemplateForm::from_job(&job.spec))
 }
 

@@ -4,8 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::jobs::JobSpec;
-use super::templates::TemplateSpec;
+use super::jobs::{JobSpec, ReplicaResources};
+use super::local_runs::LocalRun;
+use super::templates::{ParamType, TemplateParam, TemplateSpec};
 use crate::error::AppError;
 
 /// What the "Save as template" page posts.
@@ -40,6 +41,98 @@ impl TemplateForm {
             parameters: "[]".to_owned(),
             job: serde_json::to_string_pretty(&job).unwrap_or_default(),
         }
+    }
+
+    /// "Run on the cluster" for a local run: the same command, run by
+    /// `python3` when Python ran it, its script relative to where it ran,
+    /// and each parameter that the command line passes as `--name VALUE`
+    /// (or `--name=VALUE`) made a template parameter defaulting to the
+    /// run's value, so a run on the cluster can change it. Resources are a
+    /// starting point (1 CPU, 2 GiB), to be set in the form.
+    pub fn from_local_run(spec: &JobSpec, run: &LocalRun) -> Self {
+        let mut spec = spec.clone();
+        let facts = &run.facts;
+        let mut command = spec.command.clone();
+        if let Some(first) = command.first_mut() {
+            let base = first.rsplit('/').next().unwrap_or(first).to_owned();
+            if base.starts_with("python") {
+                *first = "python3".to_owned();
+            }
+        }
+        let dir = format!("{}/", facts.working_dir.trim_end_matches('/'));
+        for arg in command.iter_mut().skip(1) {
+            if let Some(inside) = arg.strip_prefix(&dir) {
+                *arg = inside.to_owned();
+            }
+        }
+        let mut parameters = Vec::new();
+        for (name, value) in &run.params {
+            let named = name.starts_with(|c: char| c.is_ascii_lowercase())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if !named {
+                continue; // not a placeholder name: the value stays as typed
+            }
+            let kind = match value {
+                serde_json::Value::Bool(_) => ParamType::Bool,
+                serde_json::Value::Number(n) if n.is_i64() => ParamType::Int {
+                    min: None,
+                    max: None,
+                },
+                serde_json::Value::Number(_) => ParamType::Float {
+                    min: None,
+                    max: None,
+                },
+                serde_json::Value::String(_) => ParamType::String { pattern: None },
+                _ => continue,
+            };
+            let text = match value {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let flag = format!("--{name}");
+            let placeholder = format!("{{{{{name}}}}}");
+            let mut used = false;
+            for i in 1..command.len() {
+                if command[i] == format!("{flag}={text}") {
+                    command[i] = format!("{flag}={placeholder}");
+                    used = true;
+                } else if command[i - 1] == flag && command[i] == text {
+                    command[i] = placeholder.clone();
+                    used = true;
+                }
+            }
+            if used {
+                parameters.push(TemplateParam {
+                    name: name.clone(),
+                    kind,
+                    default: Some(value.clone()),
+                    description: format!("{text} in the local run"),
+                    required: false,
+                });
+            }
+        }
+        spec.command = command;
+        spec.working_dir = String::new();
+        spec.trainer = ReplicaResources {
+            cpu: "1".to_owned(),
+            memory: "2Gi".to_owned(),
+            gpu: 0,
+        };
+        let mut form = Self::from_job(&spec);
+        let commit = facts
+            .git
+            .as_ref()
+            .map(|g| format!(" at commit {}", g.commit))
+            .unwrap_or_default();
+        form.description = format!(
+            "From the local run {} on {} in {}{commit}: the job runs the same command in its working directory.",
+            run.name, facts.host, facts.working_dir
+        );
+        form.parameters =
+            serde_json::to_string_pretty(&parameters).unwrap_or_else(|_| "[]".to_owned());
+        form
     }
 
     /// The template it describes; JSON that does not read is a 400 on its
@@ -96,5 +189,52 @@ mod tests {
         form.parameters = String::new();
         form.job = "not json".into();
         assert_eq!(form.to_spec().unwrap_err().field(), Some("job"));
+    }
+
+    #[test]
+    fn a_local_run_becomes_a_template_whose_flags_are_its_parameters() {
+        use crate::models::{LocalRun, RunFacts};
+        let spec: JobSpec = serde_json::from_value(serde_json::json!({
+            "name": "train", "command": ["/usr/bin/python3.11", "/home/ada/fit/train.py", "--lr", "0.1", "--epochs=3", "--tag", "x"],
+            "num_trainers": 1
+        })).unwrap();
+        let run = LocalRun {
+            name: "train".into(),
+            params: [
+                ("lr".to_owned(), serde_json::json!(0.1)),
+                ("epochs".to_owned(), serde_json::json!(3)),
+                ("Other".to_owned(), serde_json::json!("x")),
+            ]
+            .into_iter()
+            .collect(),
+            facts: RunFacts {
+                host: "laptop".into(),
+                working_dir: "/home/ada/fit".into(),
+                ..Default::default()
+            },
+            heartbeat_at: 0,
+            log_length: 0,
+        };
+        let form = TemplateForm::from_local_run(&spec, &run);
+        let template = form.to_spec().unwrap();
+        assert_eq!(
+            template.job["command"],
+            serde_json::json!([
+                "python3",
+                "train.py",
+                "--lr",
+                "{{lr}}",
+                "--epochs={{epochs}}",
+                "--tag",
+                "x"
+            ])
+        );
+        let names: Vec<&str> = template
+            .parameters
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        assert_eq!(names, ["epochs", "lr"]);
+        assert!(form.description.contains("laptop"), "{}", form.description);
     }
 }

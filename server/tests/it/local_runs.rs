@@ -74,12 +74,12 @@ async fn a_local_run_is_recorded_once_and_its_output_taken_once_however_often_it
         &site,
         &key,
         "/api/v1/local-runs/train/params",
-        json!({"lr": 0.05, "batch": 64}),
+        json!({"layers": 4, "batch": 64}),
     )
     .await;
     assert_eq!(
         more.json()["params"],
-        json!({"lr": 0.05, "layers": 3, "batch": 64})
+        json!({"lr": 0.1, "layers": 4, "batch": 64})
     );
 
     // Output: a chunk, the same chunk again, one overlapping, then a gap.
@@ -140,6 +140,26 @@ async fn a_local_run_is_recorded_once_and_its_output_taken_once_however_often_it
     assert!(
         !console_only.contains(r#"data-job="train""#),
         "{console_only}"
+    );
+
+    // The job's page says where and how it ran; "Run on the cluster" makes
+    // a template of the same command whose --lr is a parameter.
+    let page = common::site::text(site.get("/jobs/train/resources", Some(&cookie)).await).await;
+    assert!(page.contains(r#"data-testid="local-run""#), "{page}");
+    assert!(page.contains("laptop as ada"), "{page}");
+    assert!(page.contains("python train.py --lr 0.1"), "{page}");
+    assert!(
+        page.contains("0123abcd (main) with uncommitted changes"),
+        "{page}"
+    );
+    assert!(page.contains("+lr = 0.1"), "{page}");
+    assert!(page.contains("layers = 4"), "{page}");
+    assert!(page.contains(r#"href="/jobs/train/template""#), "{page}");
+    let template = common::site::text(site.get("/jobs/train/template", Some(&cookie)).await).await;
+    assert!(template.contains("{{lr}}"), "{template}");
+    assert!(
+        template.contains("From the local run train on laptop"),
+        "{template}"
     );
 
     // Another account sees nothing of it.

@@ -231,6 +231,9 @@ fn body_for(method: &Method, template: &str) -> Option<Value> {
         ("POST", "/api/v1/{kind}/{owner}/{name}/shares") => Some(json!({"account": "other"})),
         ("POST", "/api/v1/serving") => Some(json!({"name": "s2", "model": "team/m"})),
         ("POST", "/api/v1/jobs") => Some(spec("x1", "true")),
+        ("POST", "/api/v1/local-runs") => Some(json!({"client_id": "matrix"})),
+        ("POST", "/api/v1/local-runs/{name}/end") => Some(json!({"outcome": "failed"})),
+        ("POST", "/api/v1/local-runs/{name}/log") => Some(json!({"offset": 0, "text": "x\n"})),
         ("PUT", "/api/v1/quota") => {
             Some(json!({"cpu": "", "memory": "", "gpu": "", "max_jobs": ""}))
         }
@@ -396,6 +399,7 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("get_template", "name=t1"),
     ("job_as_template", "job=j1"),
     ("get_job", "name=j1"),
+    ("get_local_run", "name=nope"),
     ("list_environments", ""),
     ("get_environment", "name=minimal&owner=paddlecloud"),
     ("list_pipelines", ""),

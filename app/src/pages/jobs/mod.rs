@@ -3,6 +3,7 @@
 
 mod log_console;
 pub use log_console::LogConsole;
+mod local_run;
 pub mod resources;
 mod submit;
 mod table;

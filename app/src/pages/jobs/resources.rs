@@ -198,7 +198,13 @@ pub fn JobResourcesPage() -> impl IntoView {
             </nav>
         </div>
         <Transition fallback=|| ()>
-            {move || Suspend::new(async move { job.await.ok().map(|job| view! { <JobOrigin job /> }) })}
+            {move || Suspend::new(async move {
+                job.await.ok().map(|job| {
+                    let local = (job.source == crate::models::JobSource::Local)
+                        .then(|| view! { <super::local_run::LocalRunFacts name=job.name.clone() /> });
+                    view! { <JobOrigin job />{local} }
+                })
+            })}
         </Transition>
         {move || view! { <JobCharts job=name() page=format!("/jobs/{}/resources", name()) /> }}
     }
