@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use app::error::AppError;
 use app::models::{
-    name_from_command, Account, Job, JobSource, JobSpec, JobStatus, LocalRun, LocalRunEnd,
+    name_from_command, Account, Beat, Job, JobSource, JobSpec, JobStatus, LocalRun, LocalRunEnd,
     LocalRunStart, LogAck, LogChunk, Me, PodPhase, ReplicaResources, RunFacts, RunOutcome,
     MAX_LOG_CHUNK, MAX_RUN_PARAMS,
 };
@@ -364,7 +364,7 @@ impl LocalRuns for SqlLocalRuns {
         Ok(LogAck { length })
     }
 
-    async fn heartbeat(&self, account: &Account, name: &str) -> Result<JobStatus, AppError> {
+    async fn heartbeat(&self, account: &Account, name: &str) -> Result<Beat, AppError> {
         let stored = self.run_of(account, name).await?;
         sqlx::query("UPDATE local_runs SET heartbeat_at = $1 WHERE job_id = $2")
             .bind(now_ms())
@@ -372,14 +372,49 @@ impl LocalRuns for SqlLocalRuns {
             .execute(&self.pool)
             .await
             .map_err(internal("record a heartbeat"))?;
-        if stored.job.status == JobStatus::Lost {
+        let asked: i64 = sqlx::query_scalar("SELECT stop_asked FROM local_runs WHERE job_id = $1")
+            .bind(stored.id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(internal("read a stop request"))?;
+        let mut status = stored.job.status;
+        if status == JobStatus::Lost {
             self.set_status(&stored, JobStatus::Running, "", None)
                 .await?;
             tracing::info!(job = %name, "local run back from lost");
             self.emit(account.id, name);
-            return Ok(JobStatus::Running);
+            status = JobStatus::Running;
         }
-        Ok(stored.job.status)
+        Ok(Beat {
+            status,
+            stop: asked != 0 && status.is_active(),
+        })
+    }
+
+    async fn request_stop(&self, me: &Me, name: &str) -> Result<Job, AppError> {
+        me.role.require_change()?;
+        let stored = self.run_of(&me.account, name).await?;
+        if !matches!(stored.job.status, JobStatus::Running | JobStatus::Lost) {
+            return Ok(stored.job);
+        }
+        sqlx::query("UPDATE local_runs SET stop_asked = 1 WHERE job_id = $1")
+            .bind(stored.id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("record a stop request"))?;
+        let why = format!(
+            "{} asked it to stop: its machine is told at its next heartbeat.",
+            me.email
+        );
+        sqlx::query("UPDATE jobs SET message = $1 WHERE id = $2")
+            .bind(&why)
+            .bind(stored.id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("record a stop request"))?;
+        tracing::info!(job = %name, user = %me.email, "local run asked to stop");
+        self.emit(me.account.id, name);
+        Ok(self.jobs.by_id(stored.id).await?.job)
     }
 
     async fn end(&self, account: &Account, name: &str, end: LocalRunEnd) -> Result<Job, AppError> {

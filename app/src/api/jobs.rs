@@ -52,7 +52,7 @@ pub async fn submit_job(form: JobForm) -> Result<Job, AppError> {
 #[server(prefix = "/api", endpoint = "stop_job")]
 pub async fn stop_job(name: String) -> Result<Job, AppError> {
     let who = member()?;
-    services()?.cluster.stop(&who.me.account, &name).await
+    crate::use_cases::jobs::stop_job(&services()?, &who.me, &name).await
 }
 
 /// Deletes a job with its logs.

@@ -147,6 +147,16 @@ pub struct LogAck {
     pub length: u64,
 }
 
+/// What a heartbeat answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct Beat {
+    /// `running`, or how it ended (a lost run comes back to `running`).
+    pub status: crate::models::JobStatus,
+    /// Someone pressed Stop: the client interrupts the program.
+    pub stop: bool,
+}
+
 /// A local run as `GET /api/v1/local-runs/{name}` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]

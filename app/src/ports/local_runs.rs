@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::error::AppError;
 use crate::models::{
-    Account, Job, JobStatus, LocalRun, LocalRunEnd, LocalRunStart, LogAck, LogChunk, Me,
+    Account, Beat, Job, LocalRun, LocalRunEnd, LocalRunStart, LogAck, LogChunk, Me,
 };
 
 /// Where local runs are recorded. Another account's run is "not found".
@@ -22,9 +22,12 @@ pub trait LocalRuns: Send + Sync {
     /// a gap is a conflict naming the offset expected.
     async fn log(&self, account: &Account, name: &str, chunk: LogChunk)
         -> Result<LogAck, AppError>;
-    /// The run is alive: a lost run comes back to running. Returns its
-    /// status.
-    async fn heartbeat(&self, account: &Account, name: &str) -> Result<JobStatus, AppError>;
+    /// The run is alive: a lost run comes back to running. Says its status
+    /// and whether someone asked it to stop.
+    async fn heartbeat(&self, account: &Account, name: &str) -> Result<Beat, AppError>;
+    /// Stop: the console cannot end a process on another machine, so the
+    /// run's next heartbeat tells its client to interrupt the program.
+    async fn request_stop(&self, me: &Me, name: &str) -> Result<Job, AppError>;
     /// Records how it ended (again: nothing changes; after "lost": the
     /// real end replaces it).
     async fn end(&self, account: &Account, name: &str, end: LocalRunEnd) -> Result<Job, AppError>;

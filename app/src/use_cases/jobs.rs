@@ -92,3 +92,13 @@ pub async fn resolve_environment(
             other => other,
         })
 }
+
+/// Stops a job: the cluster ends its replicas; a local run is asked to stop
+/// (its client interrupts the program at its next heartbeat).
+pub async fn stop_job(services: &Services, me: &Me, name: &str) -> Result<Job, AppError> {
+    let job = services.cluster.job(&me.account, name).await?;
+    if job.source == crate::models::JobSource::Local {
+        return services.local_runs.request_stop(me, name).await;
+    }
+    services.cluster.stop(&me.account, name).await
+}

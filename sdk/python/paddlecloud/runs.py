@@ -15,7 +15,8 @@ versions, git commit and uncommitted diff. How it ends is recorded honestly: a
 normal end is succeeded, an exception failed (its traceback in the log),
 ``sys.exit(n)`` failed with the code (``sys.exit(0)`` succeeded), Ctrl-C or
 SIGTERM stopped. A heartbeat every 10 s keeps it running; a machine that
-vanishes leaves it "lost" (a late report brings it back).
+vanishes leaves it "lost" (a late report brings it back). "Stop" on the console
+interrupts the program at its next heartbeat, as Ctrl-C would.
 
 Every report is written to a spool file first (``$PADDLECLOUD_SPOOL``, else
 ``~/.cache/paddlecloud/spool``) and sent from there in order, in the
@@ -308,6 +309,7 @@ class Run:
         self._threads: List[threading.Thread] = []
         self._saved: Dict[str, Any] = {}
         self._ended = False
+        self._stop_asked = False
 
     # ------------------------------------------------------------ properties
 
@@ -431,8 +433,13 @@ class Run:
         if exc_type is None:
             self.finish("succeeded")
         elif issubclass(exc_type, KeyboardInterrupt):
-            self.finish("stopped", message="Terminated (SIGTERM)." if issubclass(exc_type, Terminated)
-                        else "Interrupted (KeyboardInterrupt).")
+            if self._stop_asked:
+                why = "Stopped from the console."
+            elif issubclass(exc_type, Terminated):
+                why = "Terminated (SIGTERM)."
+            else:
+                why = "Interrupted (KeyboardInterrupt)."
+            self.finish("stopped", message=why)
         elif issubclass(exc_type, SystemExit):
             code = _exit_code(exc)
             if code == 0:
@@ -508,9 +515,14 @@ class Run:
             if name is None:
                 continue
             try:
-                self.client._json("POST", f"/local-runs/{urllib_quote(name)}/heartbeat")
+                beat = self.client._json("POST", f"/local-runs/{urllib_quote(name)}/heartbeat")
             except PaddleCloudError:
-                pass  # offline: the spool catches up later
+                continue  # offline: the spool catches up later
+            if isinstance(beat, dict) and beat.get("stop") and not self._stop_asked:
+                # "Stop" on the console: the program is interrupted as by
+                # Ctrl-C (a real SIGINT, which also wakes a sleep).
+                self._stop_asked = True
+                os.kill(os.getpid(), signal.SIGINT)
 
 
 class _RunBoard:

@@ -127,7 +127,10 @@ class LocalRunTest(unittest.TestCase):
             "ok": ("with paddlecloud.run(name=NAME, params={'lr': 0.1}) as run:\n"
                    "    print('hello from the run')\n"
                    "    for i in range(5):\n"
-                   "        paddlecloud.draw_board(1.0 / (i + 1), 'loss')\n",
+                   "        paddlecloud.draw_board(1.0 / (i + 1), 'loss')\n"
+                   "    open('weights.bin', 'wb').write(b'w' * 100)\n"
+                   "    made = run.log_artifact('weights.bin', model=NAME)\n"
+                   "    assert made['version'] == 1, made\n",
                    "succeeded", 0),
             "boom": ("with paddlecloud.run(name=NAME):\n"
                      "    raise ValueError('bad lr')\n", "failed", 1),
@@ -153,7 +156,10 @@ class LocalRunTest(unittest.TestCase):
             self.assertEqual(job["status"], status, f"{case}: {job}\n{err}")
             self.assertEqual(job["source"], "local")
         log = self.client.logs(f"ok-{tag}", "trainer-0")
-        self.assertEqual(log, "hello from the run\n")
+        self.assertEqual(log, f"hello from the run\n[paddlecloud] weights.bin saved as model ok-{tag} version 1\n")
+        # The artifact is a model version recording the run as its source.
+        versions = self.client.model_versions(f"ok-{tag}")
+        self.assertEqual([(v["version"], v["job"]) for v in versions], [(1, f"ok-{tag}")])
         tags = self.client.metric_tags(f"ok-{tag}")
         self.assertEqual([(t["tag"], t["points"]) for t in tags], [("loss", 5)])
         run = self.client._json("GET", f"/local-runs/ok-{tag}")
@@ -192,6 +198,15 @@ class LocalRunTest(unittest.TestCase):
         job = self.job(name)
         self.assertEqual(job["status"], "stopped", f"{job}\n{err}")
         self.assertEqual(job["message"], "Terminated (SIGTERM).")
+
+    def test_stop_on_the_console_interrupts_the_program_at_its_next_heartbeat(self):
+        name, proc = self.sleeper("asked", "working")
+        self.wait_for("the run to start", lambda: "working" in self._log(name))
+        self.client.stop_job(name)
+        rc, out, err = self.finished(proc)
+        self.assertNotEqual(rc, 0, err)
+        job = self.job(name)
+        self.assertEqual((job["status"], job["message"]), ("stopped", "Stopped from the console."), err)
 
     def _log(self, name):
         try:

@@ -35,12 +35,12 @@ impl ApiClient {
         Ok(None)
     }
 
-    /// Tells the console run `name` is alive.
-    pub fn local_run_heartbeat(&self, name: &str) -> Result<(), ClientError> {
-        self.check(
+    /// Tells the console run `name` is alive; whether someone pressed Stop.
+    pub fn local_run_heartbeat(&self, name: &str) -> Result<bool, ClientError> {
+        let beat: app::models::Beat = self.json(
             self.post(&self.url(&["local-runs", name, "heartbeat"]))
                 .send_empty(),
-        )
-        .map(drop)
+        )?;
+        Ok(beat.stop)
     }
 }

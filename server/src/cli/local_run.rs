@@ -200,7 +200,17 @@ pub fn run_local(args: LocalRunArgs) -> anyhow::Result<i32> {
     let interrupted = Arc::new(AtomicBool::new(false));
     forward_signals(child.id(), own_group, interrupted.clone());
 
+    // `$PADDLECLOUD_HEARTBEAT_SECS`, as the SDK: for a console with a short window.
+    let beat_every = std::env::var("PADDLECLOUD_HEARTBEAT_SECS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+        .map_or(
+            Duration::from_secs(app::models::HEARTBEAT_SECS),
+            Duration::from_secs_f64,
+        );
     let mut last_beat = Instant::now();
+    let mut stop_asked = false;
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break status;
@@ -211,10 +221,22 @@ pub fn run_local(args: LocalRunArgs) -> anyhow::Result<i32> {
             spool.append("log", report)?;
         }
         let _ = spool.deliver(&client);
-        if last_beat.elapsed() >= Duration::from_secs(app::models::HEARTBEAT_SECS) {
+        if last_beat.elapsed() >= beat_every {
             last_beat = Instant::now();
-            if let Some(name) = spool.name() {
-                let _ = client.local_run_heartbeat(name);
+            let asked = spool
+                .name()
+                .is_some_and(|name| client.local_run_heartbeat(name).unwrap_or(false));
+            if asked && !stop_asked {
+                // Stop on the console: the program gets SIGTERM.
+                stop_asked = true;
+                interrupted.store(true, Ordering::SeqCst);
+                let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+                let term = nix::sys::signal::Signal::SIGTERM;
+                let _ = if own_group {
+                    nix::sys::signal::killpg(pid, term)
+                } else {
+                    nix::sys::signal::kill(pid, term)
+                };
             }
         }
     };
@@ -227,7 +249,7 @@ pub fn run_local(args: LocalRunArgs) -> anyhow::Result<i32> {
     if let Some(report) = output.lock().expect("output lock").take(true) {
         spool.append("log", report)?;
     }
-    let (outcome, code, message) = match (status.code(), status.signal()) {
+    let (outcome, code, mut message) = match (status.code(), status.signal()) {
         (Some(0), _) => ("succeeded", 0, String::new()),
         (Some(c), _) if interrupted.load(Ordering::SeqCst) => {
             ("stopped", c, "Interrupted.".to_owned())
@@ -243,6 +265,9 @@ pub fn run_local(args: LocalRunArgs) -> anyhow::Result<i32> {
             ("failed", 128 + s, format!("Killed by signal {s}."))
         }
     };
+    if stop_asked {
+        message = "Stopped from the console.".to_owned();
+    }
     spool.append(
         "end",
         json!({

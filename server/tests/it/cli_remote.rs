@@ -1131,6 +1131,34 @@ fn a_program_in_any_language_runs_as_a_local_run_from_the_command_line_even_offl
     let job = wait_status(&credentials, "slow", "stopped");
     assert!(job["finished_at"].is_i64());
 
+    // Stop on the console: the next heartbeat ends the program with SIGTERM.
+    let mut asked = run_spooled(
+        &[
+            "run",
+            "--name",
+            "asked",
+            "--",
+            "sh",
+            "-c",
+            "echo working; sleep 30",
+        ],
+        &credentials,
+        &spool,
+    )
+    .env("PADDLECLOUD_HEARTBEAT_SECS", "0.5")
+    .spawn()
+    .unwrap();
+    let mut first = String::new();
+    BufReader::new(asked.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "working\n");
+    ok(&run(&["stop", "asked"], &credentials, None));
+    let status = asked.wait().unwrap();
+    assert!(!status.success());
+    let job = wait_status(&credentials, "asked", "stopped");
+    assert_eq!(job["message"], "Stopped from the console.");
+
     // The console out of reach: the run still runs, its reports are
     // spooled, and `paddlecloud sync` sends them once, later.
     let away = [

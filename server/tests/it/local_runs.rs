@@ -270,6 +270,19 @@ async fn a_run_whose_heartbeats_stop_is_lost_and_a_late_heartbeat_brings_it_back
     let beat = post(&site, &key, "/api/v1/local-runs/nap/heartbeat", json!({})).await;
     assert_eq!(beat.json()["status"], "running");
     assert_eq!(job(&site, &key, "nap").await["finished_at"], Value::Null);
+    // Stop on the console cannot reach the laptop: the next heartbeat asks.
+    let asked = post(&site, &key, "/api/v1/jobs/nap/stop", json!({})).await;
+    assert_eq!(asked.json()["status"], "running", "{}", asked.body);
+    assert!(
+        asked.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("asked it to stop"),
+        "{}",
+        asked.body
+    );
+    let beat = post(&site, &key, "/api/v1/local-runs/nap/heartbeat", json!({})).await;
+    assert_eq!(beat.json(), json!({"status": "running", "stop": true}));
     // Its real end, reported late, replaces "lost".
     post(
         &site,

@@ -152,7 +152,7 @@ pub async fn get_one(
     tag = "jobs",
     params(("name" = String, Path, description = "The job's name")),
     responses(
-        (status = 200, description = "The job, stopped", body = Job),
+        (status = 200, description = "The job, stopped (a local run: asked to stop at its next heartbeat)", body = Job),
         (status = 401, description = "No or a wrong access key", body = ErrorBody),
         (status = 404, description = "No such job in this account", body = ErrorBody),
     )
@@ -162,7 +162,7 @@ pub async fn stop(
     Writer(who): Writer,
     Path(name): Path<String>,
 ) -> Result<Json<Job>, ApiError> {
-    let job = state.services.cluster.stop(&who.me.account, &name).await?;
+    let job = app::use_cases::jobs::stop_job(&state.services, &who.me, &name).await?;
     tracing::info!(account = %who.me.account.name, job = %name, user = %who.me.email, "job stopped through the API");
     Ok(Json(job))
 }

@@ -4,24 +4,16 @@
 //! do (`POST /api/v1/jobs/{name}/metrics`). Every report is idempotent, so
 //! a client that was offline replays its spool as it is.
 
-use app::models::{Job, JobStatus, LocalRun, LocalRunEnd, LocalRunStart, LogAck, LogChunk};
+use app::models::{Beat, Job, LocalRun, LocalRunEnd, LocalRunStart, LogAck, LogChunk};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::Json;
-use serde::Serialize;
 
 use super::templates::created;
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::Writer;
 use crate::http::AppState;
-
-/// A run's status after a heartbeat.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct Beat {
-    /// `running`, or how it ended (a lost run comes back to `running`).
-    pub status: JobStatus,
-}
 
 /// A run starts: it becomes a running job (`source: local`) named `name`,
 /// or after its program (`train`, `train-2`, …). The same `client_id` again
@@ -124,7 +116,7 @@ pub async fn log(
 #[utoipa::path(post, path = "/api/v1/local-runs/{name}/heartbeat", tag = "local-runs",
     params(("name" = String, Path, description = "The run's job")),
     responses(
-        (status = 200, description = "Its status", body = Beat),
+        (status = 200, description = "Its status, and whether Stop was pressed", body = Beat),
         (status = 401, description = "No or a wrong access key", body = ErrorBody),
         (status = 404, description = "No such local run in the account", body = ErrorBody),
     ))]
@@ -133,12 +125,12 @@ pub async fn heartbeat(
     Writer(who): Writer,
     Path(name): Path<String>,
 ) -> Result<Json<Beat>, ApiError> {
-    let status = state
+    let beat = state
         .services
         .local_runs
         .heartbeat(&who.me.account, &name)
         .await?;
-    Ok(Json(Beat { status }))
+    Ok(Json(beat))
 }
 
 /// How it ended: succeeded, failed (an exception, a non-zero exit) or
