@@ -9,7 +9,7 @@
         run.log_artifact("output/", model="fit-a-line")
 
 The run is a job of your account (``source: local``) with the job table's row,
-the log console (what the script prints), PaddleBoard, its parameters and where
+the log console (what the script prints, C++ logs included), PaddleBoard, its parameters and where
 it ran: host, user, command line, working directory, Python and package
 versions, git commit and uncommitted diff. How it ends is recorded honestly: a
 normal end is succeeded, an exception failed (its traceback in the log),
@@ -250,8 +250,78 @@ def urllib_quote(segment: str) -> str:
     return urllib.parse.quote(segment, safe="")
 
 
+class _FdCapture:
+    """Copies what is written to file descriptors 1 and 2 into the run's log
+    while it still reaches where it went: Python's prints, and what C++ code
+    (Paddle's glog lines) and child processes write. Each descriptor becomes
+    a pipe that a thread reads."""
+
+    def __init__(self, sink: Callable[[str], None]) -> None:
+        self.sink = sink
+        self.saved: Dict[int, int] = {}
+        self.threads: List[threading.Thread] = []
+
+    def start(self) -> None:
+        for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
+            stream.flush()
+            original = os.dup(fd)
+            read, write = os.pipe()
+            os.dup2(write, fd)
+            os.close(write)
+            self.saved[fd] = original
+            t = threading.Thread(target=self._pump, args=(read, original),
+                                 name=f"paddlecloud-run-fd{fd}", daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def _pump(self, read: int, original: int) -> None:
+        import codecs
+
+        decode = codecs.getincrementaldecoder("utf-8")("replace")
+        while True:
+            try:
+                data = os.read(read, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            view = memoryview(data)
+            while view:
+                try:
+                    view = view[os.write(original, view):]
+                except OSError:
+                    break  # the terminal went away: the log still gets it
+            self.sink(decode.decode(data))
+        self.sink(decode.decode(b"", final=True))
+        os.close(read)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        for fd, original in self.saved.items():
+            os.dup2(original, fd)  # the pipe's last writer goes: its reader ends
+        for t in self.threads:
+            t.join(timeout)  # a child that kept the pipe open is not waited for
+        for original in self.saved.values():
+            os.close(original)
+        self.saved.clear()
+
+
+def _descriptors_are_streams() -> bool:
+    """Whether sys.stdout/stderr write to descriptors 1 and 2 (not in a
+    notebook's kernel, whose streams are its own)."""
+    try:
+        return sys.stdout.fileno() == 1 and sys.stderr.fileno() == 2
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 class _Tee:
-    """Writes to the real stream and keeps a copy for the run's log."""
+    """Writes to the real stream and keeps a copy for the run's log (where
+    the streams are not descriptors 1 and 2)."""
 
     def __init__(self, stream: Any, sink: Callable[[str], None]) -> None:
         self._stream = stream
@@ -380,7 +450,11 @@ class Run:
             "started_at": int(time.time() * 1000),
         }
         self._spool.append({"kind": "start", "body": body})
-        if self.capture_output:
+        if self.capture_output and _descriptors_are_streams():
+            capture = _FdCapture(self._write)
+            capture.start()
+            self._saved["fds"] = capture
+        elif self.capture_output:
             self._saved["stdout"], self._saved["stderr"] = sys.stdout, sys.stderr
             sys.stdout = _Tee(sys.stdout, self._write)  # type: ignore[assignment]
             sys.stderr = _Tee(sys.stderr, self._write)  # type: ignore[assignment]
@@ -460,6 +534,8 @@ class Run:
     def _restore(self) -> None:
         from . import board
 
+        if "fds" in self._saved:
+            self._saved.pop("fds").stop()
         if "stdout" in self._saved:
             sys.stdout, sys.stderr = self._saved.pop("stdout"), self._saved.pop("stderr")
         if "sigterm" in self._saved:

@@ -126,6 +126,9 @@ class LocalRunTest(unittest.TestCase):
         cases = {
             "ok": ("with paddlecloud.run(name=NAME, params={'lr': 0.1}) as run:\n"
                    "    print('hello from the run')\n"
+                   "    import os, subprocess\n"
+                   "    sys.stdout.flush()\n"
+                   "    subprocess.run(['sh', '-c', 'echo from a child >&2'])\n"
                    "    for i in range(5):\n"
                    "        paddlecloud.draw_board(1.0 / (i + 1), 'loss')\n"
                    "    open('weights.bin', 'wb').write(b'w' * 100)\n"
@@ -156,7 +159,10 @@ class LocalRunTest(unittest.TestCase):
             self.assertEqual(job["status"], status, f"{case}: {job}\n{err}")
             self.assertEqual(job["source"], "local")
         log = self.client.logs(f"ok-{tag}", "trainer-0")
-        self.assertEqual(log, f"hello from the run\n[paddlecloud] weights.bin saved as model ok-{tag} version 1\n")
+        self.assertEqual(
+            log,
+            f"hello from the run\nfrom a child\n[paddlecloud] weights.bin saved as model ok-{tag} version 1\n",
+        )
         # The artifact is a model version recording the run as its source.
         versions = self.client.model_versions(f"ok-{tag}")
         self.assertEqual([(v["version"], v["job"]) for v in versions], [(1, f"ok-{tag}")])
@@ -229,6 +235,7 @@ class LocalRunTest(unittest.TestCase):
         proxy = Proxy(int(base.SERVER.rsplit(":", 1)[1]))
         name = f"offline-{uuid.uuid4().hex[:6]}"
         gate = os.path.join(self.tmp, "console-down")
+        flushed = os.path.join(self.tmp, "flushed")
         proc = self.script(
             f"import os, time\n"
             f"with paddlecloud.run(name={name!r}) as run:\n"
@@ -236,7 +243,7 @@ class LocalRunTest(unittest.TestCase):
             "        paddlecloud.draw_board(i, 'acc')\n"
             "    print('online part', flush=True)\n"
             "    assert run.flush(30)\n"
-            "    print('flushed', file=sys.__stdout__, flush=True)\n"
+            f"    open({flushed!r}, 'w').close()\n"
             f"    while not os.path.exists({gate!r}):\n"
             "        time.sleep(0.05)\n"
             "    for i in range(50, 120):\n"
@@ -246,7 +253,7 @@ class LocalRunTest(unittest.TestCase):
             server=f"http://127.0.0.1:{proxy.port}",
         )
         self.assertEqual(proc.stdout.readline().strip(), "online part")
-        self.assertEqual(proc.stdout.readline().strip(), "flushed")
+        self.wait_for("the first half sent", lambda: os.path.exists(flushed))
         proxy.down()
         Path(gate).touch()
         rc, out, err = self.finished(proc)
