@@ -169,7 +169,29 @@ pub const SDK_FILES: &[(&str, &str)] = &[
         include_str!("../../../sdk/python/paddlecloud/files.py"),
     ),
     (
+        "runs.py",
+        include_str!("../../../sdk/python/paddlecloud/runs.py"),
+    ),
+    (
         "serving.py",
         include_str!("../../../sdk/python/paddlecloud/serving.py"),
     ),
 ];
+
+#[cfg(test)]
+mod sdk_tests {
+    /// A module added to the SDK but not here would break `import
+    /// paddlecloud` in every notebook and environment.
+    #[test]
+    fn every_module_of_the_sdk_is_shipped() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk/python/paddlecloud");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".py"))
+            .collect();
+        on_disk.sort();
+        let shipped: Vec<&str> = super::SDK_FILES.iter().map(|(name, _)| *name).collect();
+        assert_eq!(on_disk, shipped);
+    }
+}
