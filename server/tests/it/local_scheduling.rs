@@ -165,8 +165,11 @@ async fn jobs_that_together_exceed_the_machine_run_one_after_the_other_in_order_
     })
     .await;
     assert_eq!(second["message"], "waiting for 2 CPUs: 0 free");
-    let third = job(&site, &key, "third").await;
-    assert_eq!(third["status"], "pending");
+    // The same pass writes the third's reason a moment after the second's.
+    let third = until(&site, &key, "third", "said why it waits", |j| {
+        j["status"] == "pending" && !j["message"].as_str().unwrap_or("").is_empty()
+    })
+    .await;
     assert_eq!(third["message"], "waiting for 1 CPU: 0 free; 1 job ahead");
     // The job table shows the reason beside the status.
     let page = common::site::text(site.get("/jobs", Some(&cookie)).await)
