@@ -13,8 +13,8 @@ use std::time::Duration;
 use app::error::AppError;
 use app::models::{
     name_from_command, Account, Beat, Job, JobSource, JobSpec, JobStatus, LocalRun, LocalRunEnd,
-    LocalRunStart, LogAck, LogChunk, Me, PodPhase, ReplicaResources, RunFacts, RunOutcome,
-    MAX_LOG_CHUNK, MAX_RUN_PARAMS,
+    LocalRunStart, LogAck, LogChunk, Me, PodPhase, RunFacts, RunOutcome, MAX_LOG_CHUNK,
+    MAX_RUN_PARAMS,
 };
 use app::ports::{JobEvent, LocalRuns};
 use async_trait::async_trait;
@@ -106,25 +106,12 @@ impl SqlLocalRuns {
             } else {
                 format!("{base}-{n}")
             };
-            let spec = JobSpec {
-                notebook: None,
-                template: None,
-                pipeline: None,
-                environment: None,
-                environment_use: None,
-                name: name.clone(),
-                image: String::new(),
-                command: start.facts.command.clone(),
-                args: vec![],
-                working_dir: start.facts.working_dir.clone(),
-                env: vec![],
-                num_ps: 0,
-                num_trainers: 1,
-                ps: ReplicaResources::default(),
-                trainer: ReplicaResources::default(),
-                datasets: vec![],
-                models: vec![],
-            };
+            let spec = JobSpec::recorded(
+                &name,
+                start.facts.command.clone(),
+                start.facts.working_dir.clone(),
+                1,
+            );
             app::models::validate_job_name(&name)?;
             match self.jobs.insert(me, &spec, crate::local::LOCAL).await {
                 Ok((stored, _token)) => return self.mark_started(me, stored, start, started).await,

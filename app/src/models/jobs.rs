@@ -211,6 +211,35 @@ pub const RESERVED_ENV: &[&str] = &[
 ];
 
 impl JobSpec {
+    /// The spec of a job the console records but does not run (an MLflow
+    /// run, a local run): a name, what ran, where, and its trainer pods.
+    pub fn recorded(
+        name: &str,
+        command: Vec<String>,
+        working_dir: String,
+        num_trainers: u32,
+    ) -> Self {
+        Self {
+            notebook: None,
+            template: None,
+            pipeline: None,
+            environment: None,
+            environment_use: None,
+            name: name.to_owned(),
+            image: String::new(),
+            command,
+            args: vec![],
+            working_dir,
+            env: vec![],
+            num_ps: 0,
+            num_trainers,
+            ps: ReplicaResources::default(),
+            trainer: ReplicaResources::default(),
+            datasets: vec![],
+            models: vec![],
+        }
+    }
+
     /// Checks every field; the error names the field at fault.
     pub fn validate(&self) -> Result<(), AppError> {
         validate_job_name(&self.name)?;

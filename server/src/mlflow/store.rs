@@ -336,25 +336,7 @@ impl MlflowStore {
             } else {
                 format!("{base}-{n}")
             };
-            let spec = JobSpec {
-                notebook: None,
-                template: None,
-                pipeline: None,
-                environment: None,
-                environment_use: None,
-                name: name.clone(),
-                image: String::new(),
-                command: vec!["mlflow".into()],
-                args: vec![],
-                working_dir: String::new(),
-                env: vec![],
-                num_ps: 0,
-                num_trainers: 0,
-                ps: Default::default(),
-                trainer: Default::default(),
-                datasets: vec![],
-                models: vec![],
-            };
+            let spec = JobSpec::recorded(&name, vec!["mlflow".into()], String::new(), 0);
             match self.jobs.insert(by, &spec, crate::local::LOCAL).await {
                 Ok((stored, _token)) => {
                     sqlx::query(
