@@ -2,7 +2,7 @@
 # README's Quick start; both install what they need first.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help setup build run test test-rust test-sdk test-e2e lint fmt clean
+.PHONY: help setup build run test test-rust test-sdk test-api test-e2e lint fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -26,6 +26,9 @@ test-rust: ## Only the Rust tests (starts a throwaway PostgreSQL)
 
 test-sdk: ## Only the Python SDK tests against the release binary
 	scripts/test.sh sdk
+
+test-api: ## Only the REST API against its OpenAPI document (schemathesis)
+	scripts/test.sh api
 
 test-e2e: ## Only the browser tests against the release build
 	scripts/test.sh e2e

@@ -35,16 +35,16 @@ build_tools() {
   fi
 }
 
-# The real Python writers and clients the tests drive (tensorboardX, VisualDL,
-# mlflow-skinny): one venv, rebuilt when scripts/python-requirements.txt changes.
-python_venv() {
-  local venv="$TOOLS/pyvenv" stamp
-  stamp=$(sha256sum scripts/python-requirements.txt | cut -c1-16)
+# A venv under $TOOLS with the packages a requirements file pins, rebuilt
+# when the file changes.
+venv_from() {
+  local venv="$TOOLS/$1" requirements="$2" stamp
+  stamp=$(sha256sum "$requirements" | cut -c1-16)
   if [ "$(cat "$venv/.requirements" 2>/dev/null)" != "$stamp" ]; then
-    say "installing the Python test packages into $venv"
+    say "installing $requirements into $venv"
     rm -rf "$venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/python-requirements.txt
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
     echo "$stamp" >"$venv/.requirements"
   fi
 }
@@ -57,7 +57,12 @@ test_tools() {
     say "installing end2end npm packages"
     (cd end2end && npm ci --silent --no-audit --no-fund)
   fi
-  python_venv
+  # The real Python writers and clients the tests drive (tensorboardX,
+  # VisualDL, mlflow-skinny, paddlepaddle, jupyterlab).
+  venv_from pyvenv scripts/python-requirements.txt
+  # schemathesis, which checks the REST API against its OpenAPI document
+  # (scripts/api-contract.sh): its own venv, so its pins never meet those above.
+  venv_from schemathesis scripts/api-requirements.txt
   # A real Kubernetes API server for the Kubernetes backend's tests: built
   # once from Debian's source package into ~/.cache (about 8 minutes).
   scripts/kube-test-cluster.sh build

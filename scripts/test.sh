@@ -3,6 +3,7 @@
 #   scripts/test.sh        Rust tests (SQLite + a throwaway PostgreSQL + a throwaway Kubernetes API server), the Python SDK, then Playwright
 #   scripts/test.sh rust   only the Rust tests
 #   scripts/test.sh sdk    only the Python SDK's tests (against the release binary)
+#   scripts/test.sh api    only the REST API against its OpenAPI document (schemathesis, fixed seed)
 #   scripts/test.sh e2e    only the Playwright suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +30,11 @@ sdk_tests() {
     python3 -m unittest discover -s sdk/python/tests
 }
 
+api_tests() {
+  echo "==> The REST API against its OpenAPI document (schemathesis, seed 1)"
+  scripts/api-contract.sh "${CARGO_TARGET_DIR:-target}/release/paddlecloud"
+}
+
 e2e_tests() {
   echo "==> Playwright (Debian chromium; hydrated and JavaScript-off projects)"
   (cd end2end && npx playwright test)
@@ -37,7 +43,8 @@ e2e_tests() {
 case "${1:-all}" in
   rust) rust_tests ;;
   sdk) sdk_tests ;;
+  api) api_tests ;;
   e2e) e2e_tests ;;
-  all) rust_tests; sdk_tests; e2e_tests ;;
-  *) echo "usage: $0 [rust|sdk|e2e|all]" >&2; exit 2 ;;
+  all) rust_tests; sdk_tests; api_tests; e2e_tests ;;
+  *) echo "usage: $0 [rust|sdk|api|e2e|all]" >&2; exit 2 ;;
 esac

@@ -46,6 +46,12 @@ pub enum AppError {
         /// What it clashes with.
         message: String,
     },
+    /// The request's body is larger than the route takes (413).
+    #[error("{message}")]
+    TooLarge {
+        /// The limit, in a user's words.
+        message: String,
+    },
     /// Too many requests of this kind from this caller; try later (429).
     #[error("{message}")]
     TooMany {
@@ -100,6 +106,7 @@ impl AppError {
             Self::Forbidden { .. } => 403,
             Self::NotFound { .. } => 404,
             Self::Conflict { .. } => 409,
+            Self::TooLarge { .. } => 413,
             Self::TooMany { .. } => 429,
             Self::Internal => 500,
             Self::Unavailable { .. } => 503,

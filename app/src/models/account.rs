@@ -181,6 +181,7 @@ pub struct PasswordChange {
     /// The password now (a stolen session alone cannot change it).
     pub current: String,
     /// The new password.
+    #[cfg_attr(feature = "ssr", schema(min_length = 8, max_length = 1024))]
     pub password: String,
     /// Also revoke every access key of the user.
     #[serde(default)]
@@ -206,6 +207,7 @@ pub struct LinkToken {
     pub token: String,
     /// The new password (reset links only).
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(min_length = 8, max_length = 1024))]
     pub password: Option<String>,
 }
 

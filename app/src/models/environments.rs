@@ -24,6 +24,10 @@ const MAX_NOTES_LEN: usize = 4000;
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct EnvironmentSpec {
     /// The rules of job names; unique in the account (with its versions).
+    #[cfg_attr(
+        feature = "ssr",
+        schema(pattern = r"^[a-z]([a-z0-9-]{0,48}[a-z0-9])?$")
+    )]
     pub name: String,
     /// What it is for.
     #[serde(default)]

@@ -62,8 +62,16 @@ impl JobRole {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ReplicaResources {
     /// CPU, e.g. `500m` or `2`.
+    #[cfg_attr(
+        feature = "ssr",
+        schema(pattern = r"^([0-9]{1,9}m|[0-9]{1,6}(\.[0-9]{1,3})?)$")
+    )]
     pub cpu: String,
     /// Memory, e.g. `4Gi`.
+    #[cfg_attr(
+        feature = "ssr",
+        schema(pattern = r"^[0-9]{1,5}(\.[0-9]{1,3})?(Ki|Mi|Gi|Ti|k|K|M|G|T)?$")
+    )]
     pub memory: String,
     /// Whole GPUs.
     #[serde(default)]
@@ -120,6 +128,7 @@ impl ReplicaResources {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct EnvVar {
     /// Name, e.g. `FLAGS_rpc_deadline`.
+    #[cfg_attr(feature = "ssr", schema(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))]
     pub name: String,
     /// Value.
     pub value: String,
@@ -132,11 +141,16 @@ pub struct EnvVar {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct JobSpec {
     /// DNS-1123 label, unique in the account.
+    #[cfg_attr(
+        feature = "ssr",
+        schema(pattern = r"^[a-z]([a-z0-9-]{0,48}[a-z0-9])?$")
+    )]
     pub name: String,
     /// Container image (used on Kubernetes; recorded for local runs).
     #[serde(default)]
     pub image: String,
-    /// Program and its arguments, e.g. `["python", "train.py"]`.
+    /// Program and its arguments, e.g. `["python", "train.py"]`; a submission
+    /// needs a program (a job the console only records may have none).
     pub command: Vec<String>,
     /// More arguments appended to `command`.
     #[serde(default)]
@@ -149,8 +163,10 @@ pub struct JobSpec {
     pub env: Vec<EnvVar>,
     /// Parameter servers (0 for collective/trainer-only jobs).
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(maximum = 256))]
     pub num_ps: u32,
     /// Trainers (at least 1).
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 256))]
     pub num_trainers: u32,
     /// Per parameter server.
     #[serde(default)]
@@ -162,6 +178,7 @@ pub struct JobSpec {
     /// of one shared with it or public. Each replica finds them through
     /// `PADDLE_DATASET_DIR` (the first) and `PADDLE_DATASET_DIR_<NAME>`.
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(max_items = 20))]
     pub datasets: Vec<String>,
     /// Model versions the job reads: `name`, `owner/name`, either with
     /// `:version` (none: the newest ready one). The console records the
@@ -169,6 +186,7 @@ pub struct JobSpec {
     /// them through `PADDLE_MODEL_DIR` (the first) and
     /// `PADDLE_MODEL_DIR_<NAME>`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "ssr", schema(max_items = 20))]
     pub models: Vec<String>,
     /// The notebook it was submitted from (with that notebook's key). Set
     /// by the console from the credential, never from what a client sends.

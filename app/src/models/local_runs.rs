@@ -76,10 +76,15 @@ pub struct RunFacts {
 pub struct LocalRunStart {
     /// The client's id of the run (random, made before the first report):
     /// a start sent twice records one run.
+    #[cfg_attr(feature = "ssr", schema(pattern = r"^[A-Za-z0-9-]{1,64}$"))]
     pub client_id: String,
     /// The job's name; made from the program's when absent (unique in the
     /// account).
     #[serde(default)]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(pattern = r"^[a-z]([a-z0-9-]{0,48}[a-z0-9])?$")
+    )]
     pub name: Option<String>,
     /// The run's parameters.
     #[serde(default)]

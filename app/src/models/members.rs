@@ -13,8 +13,16 @@ pub const INVITATION_DAYS: i64 = 7;
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct InviteForm {
     /// Where the invitation goes; the invitee joins as this address.
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            pattern = r"^[^\s@]+@[^\s@.][^\s@]*\.[^\s@]*[^\s@.]$",
+            max_length = 254
+        )
+    )]
     pub email: String,
     /// `owner`, `member` or `viewer`.
+    #[cfg_attr(feature = "ssr", schema(value_type = crate::models::Role))]
     pub role: String,
 }
 
@@ -91,6 +99,7 @@ pub struct Membership {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct RoleChange {
     /// `owner`, `member` or `viewer`.
+    #[cfg_attr(feature = "ssr", schema(value_type = crate::models::Role))]
     pub role: String,
 }
 

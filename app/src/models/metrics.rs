@@ -104,6 +104,13 @@ pub mod json_float {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct MetricPoint {
     /// The series, e.g. `train/loss`.
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$",
+            max_length = 256
+        )
+    )]
     pub tag: String,
     /// Training step (the x axis).
     pub step: i64,

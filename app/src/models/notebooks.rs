@@ -15,6 +15,10 @@ pub const MAX_IDLE_MINUTES: u32 = 7 * 24 * 60;
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct NotebookSpec {
     /// DNS-1123 label, unique among the account's notebooks.
+    #[cfg_attr(
+        feature = "ssr",
+        schema(pattern = r"^[a-z]([a-z0-9-]{0,48}[a-z0-9])?$")
+    )]
     pub name: String,
     /// What its server asks for while it runs.
     #[serde(default)]
@@ -22,6 +26,7 @@ pub struct NotebookSpec {
     /// Stop it after this many minutes without kernel or terminal activity;
     /// `None`: the site's default (which may be never).
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 10080))]
     pub idle_minutes: Option<u32>,
     /// Container image (Kubernetes); empty: the console's default.
     #[serde(default)]

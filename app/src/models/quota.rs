@@ -30,15 +30,25 @@ pub struct Quota {
 pub struct QuotaForm {
     /// e.g. `16` or `500m`.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(pattern = r"^(([0-9]{1,9}m|[0-9]{1,6}(\.[0-9]{1,3})?))?$")
+    )]
     pub cpu: String,
     /// e.g. `64Gi`.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(pattern = r"^([0-9]{1,5}(\.[0-9]{1,3})?(Ki|Mi|Gi|Ti|k|K|M|G|T)?)?$")
+    )]
     pub memory: String,
     /// Whole GPUs.
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(pattern = r"^([0-9]{1,19})?$"))]
     pub gpu: String,
     /// Jobs at once.
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(pattern = r"^([0-9]{1,19})?$"))]
     pub max_jobs: String,
 }
 

@@ -18,10 +18,13 @@ pub const TRAFFIC_BUCKET_SECS: f64 = 5.0;
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Autoscale {
     /// Fewest replicas.
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 64))]
     pub min: u32,
     /// Most replicas.
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 64))]
     pub max: u32,
     /// Average CPU use, percent of the request, that adds or removes replicas.
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 100))]
     pub cpu_percent: u32,
 }
 
@@ -30,11 +33,17 @@ pub struct Autoscale {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ServingSpec {
     /// DNS-1123 label, unique among the account's instances.
+    #[cfg_attr(
+        feature = "ssr",
+        schema(pattern = r"^[a-z]([a-z0-9-]{0,48}[a-z0-9])?$")
+    )]
     pub name: String,
     /// The model: `name` (this account's) or `owner/name`.
+    #[cfg_attr(feature = "ssr", schema(min_length = 1))]
     pub model: String,
     /// Its version; `None` serves the newest ready one.
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(minimum = 1))]
     pub version: Option<u32>,
     /// A `.tar.gz` inside the version to unpack and serve, instead of the
     /// version's files as they are.
@@ -43,6 +52,7 @@ pub struct ServingSpec {
     /// A Python serving script (`load(model_dir)`, `predict(state, inputs)`);
     /// empty: the predictor as exported.
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(max_length = 262144))]
     pub script: String,
     /// The program to run instead of the default predict server.
     #[serde(default)]
@@ -54,6 +64,7 @@ pub struct ServingSpec {
     #[serde(default)]
     pub env: Vec<EnvVar>,
     /// Replicas to run (with autoscaling: to start with).
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 64))]
     pub replicas: u32,
     /// What each replica asks for.
     pub resources: ReplicaResources,
@@ -191,6 +202,7 @@ impl Autoscale {
 pub struct Scale {
     /// Replicas to run (ignored when `autoscale` is given).
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 64))]
     pub replicas: Option<u32>,
     /// New autoscaler bounds.
     #[serde(default)]

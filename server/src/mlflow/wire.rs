@@ -60,6 +60,7 @@ impl From<AppError> for MlflowError {
             AppError::Forbidden { .. } => (StatusCode::FORBIDDEN, "PERMISSION_DENIED"),
             AppError::NotFound { .. } => (StatusCode::NOT_FOUND, "RESOURCE_DOES_NOT_EXIST"),
             AppError::Conflict { .. } => (StatusCode::BAD_REQUEST, "RESOURCE_ALREADY_EXISTS"),
+            AppError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "INVALID_PARAMETER_VALUE"),
             AppError::TooMany { .. } => (StatusCode::TOO_MANY_REQUESTS, "REQUEST_LIMIT_EXCEEDED"),
             AppError::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
             AppError::Unavailable { .. } => {

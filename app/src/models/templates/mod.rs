@@ -77,13 +77,13 @@ pub enum ParamType {
 pub struct TemplateParam {
     /// Its name in placeholders (`{{name}}`): a lower-case letter, then
     /// lower-case letters, digits and `_`.
+    #[cfg_attr(feature = "ssr", schema(pattern = r"^[a-z][a-z0-9_]{0,39}$"))]
     pub name: String,
     /// What it takes.
     #[serde(flatten)]
     pub kind: ParamType,
     /// The value a run that gives none gets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(value_type = Option<Object>))]
     pub default: Option<Value>,
     /// What it means, for the form.
     #[serde(default)]
@@ -98,12 +98,17 @@ pub struct TemplateParam {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TemplateSpec {
     /// The rules of job names; unique in the account (with its versions).
+    #[cfg_attr(
+        feature = "ssr",
+        schema(pattern = r"^[a-z]([a-z0-9-]{0,48}[a-z0-9])?$")
+    )]
     pub name: String,
     /// What it does.
     #[serde(default)]
     pub description: String,
     /// Its parameters, in the form's order.
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(max_items = 50))]
     pub parameters: Vec<TemplateParam>,
     /// A job spec (without `name`: each run names its job) whose strings
     /// may hold `{{parameter}}` placeholders.

@@ -3,12 +3,13 @@
 
 use app::models::{AccountQuota, AuditLog, LinkToken, PasswordChange, ResetRequest};
 use app::ports::ClientAddress;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use http::{header, HeaderValue, StatusCode};
 
+use super::json::JsonBody;
 use super::usage::AccountParam;
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::Caller;
@@ -30,9 +31,9 @@ use crate::http::AppState;
 pub async fn change_password(
     State(state): State<AppState>,
     Caller(who): Caller,
-    change: Result<Json<PasswordChange>, JsonRejection>,
+    change: Result<JsonBody<PasswordChange>, ApiError>,
 ) -> Result<StatusCode, ApiError> {
-    let Json(change) = change?;
+    let JsonBody(change) = change?;
     state
         .services
         .accounts
@@ -58,9 +59,9 @@ pub async fn change_password(
 pub async fn request_reset(
     State(state): State<AppState>,
     client: Option<Extension<ClientAddress>>,
-    request: Result<Json<ResetRequest>, JsonRejection>,
+    request: Result<JsonBody<ResetRequest>, ApiError>,
 ) -> Result<StatusCode, ApiError> {
-    let Json(request) = request?;
+    let JsonBody(request) = request?;
     let client = client.map_or_else(|| "unknown".to_owned(), |Extension(a)| a.0);
     state
         .services
@@ -85,9 +86,9 @@ pub async fn request_reset(
 )]
 pub async fn complete_reset(
     State(state): State<AppState>,
-    link: Result<Json<LinkToken>, JsonRejection>,
+    link: Result<JsonBody<LinkToken>, ApiError>,
 ) -> Result<StatusCode, ApiError> {
-    let Json(link) = link?;
+    let JsonBody(link) = link?;
     let password = link.password.unwrap_or_default();
     state
         .services
@@ -111,9 +112,9 @@ pub async fn complete_reset(
 )]
 pub async fn confirm_email(
     State(state): State<AppState>,
-    link: Result<Json<LinkToken>, JsonRejection>,
+    link: Result<JsonBody<LinkToken>, ApiError>,
 ) -> Result<StatusCode, ApiError> {
-    let Json(link) = link?;
+    let JsonBody(link) = link?;
     state.services.accounts.confirm_email(&link.token).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -154,9 +155,9 @@ pub async fn resend_confirmation(
 pub async fn admin_reset_link(
     State(state): State<AppState>,
     Caller(who): Caller,
-    request: Result<Json<ResetRequest>, JsonRejection>,
+    request: Result<JsonBody<ResetRequest>, ApiError>,
 ) -> Result<StatusCode, ApiError> {
-    let Json(request) = request?;
+    let JsonBody(request) = request?;
     state
         .services
         .accounts

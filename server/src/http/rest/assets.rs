@@ -9,7 +9,7 @@ use app::models::{
 };
 use app::ports::{ByteRange, ByteStream, Principal, Slot, Viewer};
 use axum::body::Body;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -18,6 +18,7 @@ use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use super::json::JsonBody;
 use crate::assets::objects::TOO_LARGE_FIELD;
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::{Caller, Writer};
@@ -291,9 +292,9 @@ pub async fn create(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path(kind): Path<String>,
-    form: Result<Json<AssetForm>, JsonRejection>,
+    form: Result<JsonBody<AssetForm>, ApiError>,
 ) -> Result<(StatusCode, Json<Asset>), ApiError> {
-    let Json(form) = form?;
+    let JsonBody(form) = form?;
     let made = state
         .services
         .assets
@@ -325,10 +326,10 @@ pub async fn update(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path((kind, owner, name)): Path<(String, String, String)>,
-    form: Result<Json<AssetForm>, JsonRejection>,
+    form: Result<JsonBody<AssetForm>, ApiError>,
 ) -> Result<Json<Asset>, ApiError> {
     not_for_jobs(&who, "changing datasets or models")?;
-    let Json(form) = form?;
+    let JsonBody(form) = form?;
     let r = asset(&kind, owner, name)?;
     Ok(Json(state.services.assets.update(&who.me, &r, form).await?))
 }
@@ -512,10 +513,10 @@ pub async fn share(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path((kind, owner, name)): Path<(String, String, String)>,
-    body: Result<Json<ShareRequest>, JsonRejection>,
+    body: Result<JsonBody<ShareRequest>, ApiError>,
 ) -> Result<Response, ApiError> {
     not_for_jobs(&who, "sharing")?;
-    let Json(body) = body?;
+    let JsonBody(body) = body?;
     let r = asset(&kind, owner, name)?;
     let assets = &state.services.assets;
     if let Some(account) = body.account.filter(|a| !a.trim().is_empty()) {
@@ -564,10 +565,10 @@ pub async fn set_public(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path((kind, owner, name)): Path<(String, String, String)>,
-    body: Result<Json<PublicRequest>, JsonRejection>,
+    body: Result<JsonBody<PublicRequest>, ApiError>,
 ) -> Result<Json<Asset>, ApiError> {
     not_for_jobs(&who, "publishing")?;
-    let Json(body) = body?;
+    let JsonBody(body) = body?;
     let r = asset(&kind, owner, name)?;
     Ok(Json(
         state
@@ -614,9 +615,9 @@ pub async fn create_version(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path((owner, name)): Path<(String, String)>,
-    form: Result<Json<VersionForm>, JsonRejection>,
+    form: Result<JsonBody<VersionForm>, ApiError>,
 ) -> Result<(StatusCode, Json<ModelVersion>), ApiError> {
-    let Json(mut form) = form?;
+    let JsonBody(mut form) = form?;
     if let Some(job) = who.job_scope() {
         form.job = Some(job.to_owned());
     }
@@ -663,9 +664,9 @@ pub async fn tag_version(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path((owner, name, version)): Path<(String, String, u32)>,
-    body: Result<Json<TagsRequest>, JsonRejection>,
+    body: Result<JsonBody<TagsRequest>, ApiError>,
 ) -> Result<Json<ModelVersion>, ApiError> {
-    let Json(body) = body?;
+    let JsonBody(body) = body?;
     Ok(Json(
         state
             .services

@@ -4,11 +4,12 @@
 use app::models::{
     Environment, EnvironmentDetail, EnvironmentList, EnvironmentRef, EnvironmentSpec, Publication,
 };
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use axum::Json;
 
+use super::json::JsonBody;
 use super::templates::{created, WhichParams};
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::{Caller, Writer};
@@ -42,9 +43,9 @@ pub async fn list(
 pub async fn save(
     State(state): State<AppState>,
     Writer(who): Writer,
-    spec: Result<Json<EnvironmentSpec>, JsonRejection>,
+    spec: Result<JsonBody<EnvironmentSpec>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let Json(spec) = spec?;
+    let JsonBody(spec) = spec?;
     let saved = state.services.environments.save(&who.me, spec).await?;
     let location = format!(
         "/api/v1/environments/{}?version={}",
@@ -99,9 +100,9 @@ pub async fn publish(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path(name): Path<String>,
-    body: Result<Json<Publication>, JsonRejection>,
+    body: Result<JsonBody<Publication>, ApiError>,
 ) -> Result<Json<Environment>, ApiError> {
-    let Json(body) = body?;
+    let JsonBody(body) = body?;
     let owner = body.owner.unwrap_or_else(|| who.me.account.name.clone());
     Ok(Json(
         state

@@ -6,7 +6,7 @@ use app::models::{
     DAY_MS,
 };
 use axum::body::Body;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -14,6 +14,7 @@ use http::{header, HeaderValue, StatusCode};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use super::json::JsonBody;
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::{Caller, Writer};
 use crate::http::AppState;
@@ -29,21 +30,23 @@ pub struct ListParams {
     /// Only jobs that ran there: `console`, `local` (local runs), `mlflow`.
     source: Option<JobSource>,
     /// Submitted on or after this day (`YYYY-MM-DD`, UTC).
+    #[param(format = Date)]
     from: Option<String>,
     /// Submitted on or before this day (`YYYY-MM-DD`, UTC).
+    #[param(format = Date)]
     to: Option<String>,
     /// Order (default `newest`).
     sort: Option<JobSort>,
     /// 1-based page (default 1).
+    #[param(minimum = 1, maximum = 1_000_000)]
     page: Option<u32>,
     /// Jobs per page (default 25, at most 200).
+    #[param(minimum = 1, maximum = 200)]
     per_page: Option<u32>,
 }
 
 fn day(field: &str, value: Option<&str>) -> Result<Option<i64>, AppError> {
     value
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
         .map(|v| {
             date_to_ms(v).ok_or_else(|| {
                 AppError::invalid(field, format!("“{v}” is not a date like 2026-11-22."))
@@ -54,6 +57,19 @@ fn day(field: &str, value: Option<&str>) -> Result<Option<i64>, AppError> {
 
 impl ListParams {
     fn query(self) -> Result<JobQuery, AppError> {
+        // The page clamps what a URL asks; the API says what it takes.
+        if self.page.is_some_and(|p| !(1..=1_000_000).contains(&p)) {
+            return Err(AppError::invalid("page", "page is 1 to 1000000."));
+        }
+        if self
+            .per_page
+            .is_some_and(|p| !(1..=app::models::job_query::MAX_PER_PAGE).contains(&p))
+        {
+            return Err(AppError::invalid(
+                "per_page",
+                format!("per_page is 1 to {}.", app::models::job_query::MAX_PER_PAGE),
+            ));
+        }
         Ok(JobQuery {
             status: self.status,
             name: self.name,
@@ -110,9 +126,9 @@ pub async fn list(
 pub async fn submit(
     State(state): State<AppState>,
     Writer(who): Writer,
-    spec: Result<Json<JobSpec>, JsonRejection>,
+    spec: Result<JsonBody<JobSpec>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let Json(spec) = spec?;
+    let JsonBody(spec) = spec?;
     let job = app::use_cases::submit_within_quota(&state.services, &who, spec).await?;
     tracing::info!(account = %who.me.account.name, job = %job.name, user = %who.me.email, "job submitted through the API");
     let mut response = (StatusCode::CREATED, Json(&job)).into_response();

@@ -5,11 +5,11 @@
 //! a client that was offline replays its spool as it is.
 
 use app::models::{Beat, Job, LocalRun, LocalRunEnd, LocalRunStart, LogAck, LogChunk};
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::Json;
 
+use super::json::JsonBody;
 use super::templates::created;
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::Writer;
@@ -29,9 +29,9 @@ use crate::http::AppState;
 pub async fn start(
     State(state): State<AppState>,
     Writer(who): Writer,
-    start: Result<Json<LocalRunStart>, JsonRejection>,
+    start: Result<JsonBody<LocalRunStart>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let Json(start) = start?;
+    let JsonBody(start) = start?;
     let job = state.services.local_runs.start(&who.me, start).await?;
     Ok(created(&format!("/api/v1/jobs/{}", job.name), &job))
 }
@@ -74,9 +74,9 @@ pub async fn params(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path(name): Path<String>,
-    params: Result<Json<std::collections::BTreeMap<String, serde_json::Value>>, JsonRejection>,
+    params: Result<JsonBody<std::collections::BTreeMap<String, serde_json::Value>>, ApiError>,
 ) -> Result<Json<LocalRun>, ApiError> {
-    let Json(params) = params?;
+    let JsonBody(params) = params?;
     let run = state
         .services
         .local_runs
@@ -100,9 +100,9 @@ pub async fn log(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path(name): Path<String>,
-    chunk: Result<Json<LogChunk>, JsonRejection>,
+    chunk: Result<JsonBody<LogChunk>, ApiError>,
 ) -> Result<Json<LogAck>, ApiError> {
-    let Json(chunk) = chunk?;
+    let JsonBody(chunk) = chunk?;
     let ack = state
         .services
         .local_runs
@@ -147,9 +147,9 @@ pub async fn end(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path(name): Path<String>,
-    end: Result<Json<LocalRunEnd>, JsonRejection>,
+    end: Result<JsonBody<LocalRunEnd>, ApiError>,
 ) -> Result<Json<Job>, ApiError> {
-    let Json(end) = end?;
+    let JsonBody(end) = end?;
     let job = state
         .services
         .local_runs

@@ -3,11 +3,12 @@
 //! link signs the invitee in.)
 
 use app::models::{InviteForm, MemberList, Membership, PendingInvitation, QuotaForm, RoleChange};
-use axum::extract::rejection::{JsonRejection, PathRejection};
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::Json;
 use http::StatusCode;
 
+use super::json::JsonBody;
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::Caller;
 use crate::http::AppState;
@@ -66,9 +67,9 @@ pub async fn list(
 pub async fn invite(
     State(state): State<AppState>,
     Caller(who): Caller,
-    form: Result<Json<InviteForm>, JsonRejection>,
+    form: Result<JsonBody<InviteForm>, ApiError>,
 ) -> Result<(StatusCode, Json<PendingInvitation>), ApiError> {
-    let Json(form) = form?;
+    let JsonBody(form) = form?;
     let invited = state.services.members.invite(&who, form).await?;
     Ok((StatusCode::CREATED, Json(invited)))
 }
@@ -116,10 +117,10 @@ pub async fn change_role(
     State(state): State<AppState>,
     Caller(who): Caller,
     user_id: Result<Path<i64>, PathRejection>,
-    change: Result<Json<RoleChange>, JsonRejection>,
+    change: Result<JsonBody<RoleChange>, ApiError>,
 ) -> Result<StatusCode, ApiError> {
     let Path(user_id) = user_id?;
-    let Json(change) = change?;
+    let JsonBody(change) = change?;
     let role = app::models::parse_role(&change.role)?;
     state
         .services
@@ -149,10 +150,10 @@ pub async fn set_caps(
     State(state): State<AppState>,
     Caller(who): Caller,
     user_id: Result<Path<i64>, PathRejection>,
-    form: Result<Json<QuotaForm>, JsonRejection>,
+    form: Result<JsonBody<QuotaForm>, ApiError>,
 ) -> Result<StatusCode, ApiError> {
     let Path(user_id) = user_id?;
-    let Json(form) = form?;
+    let JsonBody(form) = form?;
     let caps = form.to_quota()?;
     state.services.members.set_caps(&who, user_id, caps).await?;
     Ok(StatusCode::NO_CONTENT)

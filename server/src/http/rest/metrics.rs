@@ -151,9 +151,20 @@ pub struct SeriesParams {
     to: Option<i64>,
     /// Pixels across the chart (default 1,000): at most about twice as many
     /// points come back, keeping every bucket's minimum and maximum.
+    #[param(minimum = 1, maximum = 10_000)]
     width: Option<usize>,
     /// `csv`: every point of the range as `step,wall_time,value` instead.
-    format: Option<String>,
+    format: Option<SeriesFormat>,
+}
+
+/// How a series comes back.
+#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SeriesFormat {
+    /// The chart's envelope (the default).
+    Json,
+    /// Every point, as `step,wall_time,value` lines.
+    Csv,
 }
 
 /// One series over a step range: an envelope of at most ~2 × `width`
@@ -169,7 +180,8 @@ pub struct SeriesParams {
         SeriesParams,
     ),
     responses(
-        (status = 200, description = "The envelope (or CSV)", body = SeriesEnvelope),
+        (status = 200, description = "The envelope, or with `format=csv` every point as `step,wall_time,value` lines",
+         content((SeriesEnvelope = "application/json"), (String = "text/csv"))),
         (status = 400, description = "A malformed parameter", body = ErrorBody),
         (status = 401, description = "No or a wrong key", body = ErrorBody),
         (status = 404, description = "No such job or tag in this account", body = ErrorBody),
@@ -183,8 +195,8 @@ pub async fn series(
 ) -> Result<Response, ApiError> {
     let Query(query) = query?;
     let metrics = &state.services.metrics;
-    match query.format.as_deref() {
-        None | Some("json") => {
+    match query.format.unwrap_or(SeriesFormat::Json) {
+        SeriesFormat::Json => {
             let width = query.width.unwrap_or(1000);
             if width == 0 || width > MAX_WIDTH {
                 return Err(ApiError(AppError::invalid(
@@ -202,7 +214,7 @@ pub async fn series(
                 .await?;
             Ok(Json(envelope).into_response())
         }
-        Some("csv") => {
+        SeriesFormat::Csv => {
             let points = metrics
                 .points(&who.me.account, &name, &tag, query.from, query.to)
                 .await?;
@@ -232,10 +244,6 @@ pub async fn series(
             }
             Ok(response)
         }
-        Some(other) => Err(ApiError(AppError::invalid(
-            "format",
-            format!("Unknown format “{other}”: use json (the default) or csv."),
-        ))),
     }
 }
 

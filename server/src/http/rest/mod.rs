@@ -9,8 +9,10 @@ mod account;
 mod archive;
 pub mod assets;
 mod cluster;
+mod contract;
 mod environments;
 mod jobs;
+mod json;
 mod local_runs;
 mod members;
 pub mod metrics;
@@ -51,7 +53,8 @@ use crate::http::caller::Caller;
     // routed by hand.
     paths(metrics::series, assets::put_file, assets::get_file, assets::delete_file,
           assets::shared_file),
-    components(schemas(ErrorBody)),
+    // Schemas only parameters name are not collected from the routes.
+    components(schemas(ErrorBody, app::models::JobSort, metrics::SeriesFormat)),
     modifiers(&AccessKeyScheme),
     security(("access_key" = [])),
     tags((name = "jobs", description = "Distributed training jobs"),
@@ -85,9 +88,9 @@ impl Modify for AccessKeyScheme {
     }
 }
 
-/// The routes and the document that describes them.
-pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+/// The routes and the document that describes them (as served).
+pub fn api() -> (Router<AppState>, serde_json::Value) {
+    let (routes, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(me))
         .routes(routes!(account::change_password))
         .routes(routes!(account::request_reset))
@@ -159,7 +162,8 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .layer(axum::extract::DefaultBodyLimit::max(
             metrics::MAX_BATCH_BYTES,
         ))
-        .split_for_parts()
+        .split_for_parts();
+    (routes, contract::finish(doc))
 }
 
 /// `/api/v1` with `openapi.json` beside it, and JSON 404s for unknown API paths.
@@ -188,6 +192,7 @@ pub fn router() -> Router<AppState> {
                 async move { Json(doc) }
             }),
         )
+        .layer(axum::middleware::map_response(json::json_errors))
 }
 
 /// The answer to a path under `/api/v1/` that no route takes. (A catch-all

@@ -3,12 +3,12 @@
 //! `/notebooks/<account>/<name>/lab`, through the console's proxy.
 
 use app::models::{Notebook, NotebookList, NotebookSpec};
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use http::{header, HeaderValue, StatusCode};
 
+use super::json::JsonBody;
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::{Caller, Writer};
 use crate::http::AppState;
@@ -40,9 +40,9 @@ pub async fn list(
 pub async fn create(
     State(state): State<AppState>,
     Writer(who): Writer,
-    spec: Result<Json<NotebookSpec>, JsonRejection>,
+    spec: Result<JsonBody<NotebookSpec>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let Json(spec) = spec?;
+    let JsonBody(spec) = spec?;
     let done = app::use_cases::create_notebook_within_quota(&state.services, &who.me, spec).await?;
     let mut response = (StatusCode::CREATED, Json(&done)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/api/v1/notebooks/{}", done.name)) {

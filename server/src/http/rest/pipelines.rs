@@ -2,12 +2,12 @@
 //! their nodes, stop one, retry one from what failed.
 
 use app::models::{PipelineRun, PipelineSubmit};
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::Json;
 use serde::Serialize;
 
+use super::json::JsonBody;
 use super::templates::created;
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::{Caller, Writer};
@@ -35,9 +35,9 @@ pub struct PipelineRunList {
 pub async fn submit(
     State(state): State<AppState>,
     Writer(who): Writer,
-    submit: Result<Json<PipelineSubmit>, JsonRejection>,
+    submit: Result<JsonBody<PipelineSubmit>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let Json(submit) = submit?;
+    let JsonBody(submit) = submit?;
     let run = app::use_cases::pipelines::submit_pipeline(&state.services, &who, submit).await?;
     Ok(created(&format!("/api/v1/pipelines/{}", run.name), &run))
 }

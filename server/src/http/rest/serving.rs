@@ -3,7 +3,7 @@
 //! instance's endpoint, `/serve/<account>/<name>/…`.
 
 use app::models::{Scale, ServingInstance, ServingList, ServingSpec, ServingTraffic};
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -11,6 +11,7 @@ use http::{header, HeaderValue, StatusCode};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use super::json::JsonBody;
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::{Caller, Writer};
 use crate::http::AppState;
@@ -43,9 +44,9 @@ pub async fn list(
 pub async fn launch(
     State(state): State<AppState>,
     Writer(who): Writer,
-    spec: Result<Json<ServingSpec>, JsonRejection>,
+    spec: Result<JsonBody<ServingSpec>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let Json(spec) = spec?;
+    let JsonBody(spec) = spec?;
     let done = app::use_cases::launch_within_quota(&state.services, &who.me, spec).await?;
     tracing::info!(account = %who.me.account.name, serving = %done.name, user = %who.me.email, "serving launched through the API");
     let mut response = (StatusCode::CREATED, Json(&done)).into_response();
@@ -87,9 +88,9 @@ pub async fn scale(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path(name): Path<String>,
-    scale: Result<Json<Scale>, JsonRejection>,
+    scale: Result<JsonBody<Scale>, ApiError>,
 ) -> Result<Json<ServingInstance>, ApiError> {
-    let Json(scale) = scale?;
+    let JsonBody(scale) = scale?;
     Ok(Json(
         app::use_cases::scale_within_quota(&state.services, &who.me, &name, scale).await?,
     ))

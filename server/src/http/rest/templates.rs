@@ -3,7 +3,7 @@
 //! parameters' values.
 
 use app::models::{Job, Publication, Template, TemplateList, TemplateRun, TemplateSpec};
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -11,6 +11,7 @@ use http::{header, HeaderValue, StatusCode};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use super::json::JsonBody;
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::{Caller, Writer};
 use crate::http::AppState;
@@ -61,9 +62,9 @@ pub async fn list(
 pub async fn save(
     State(state): State<AppState>,
     Writer(who): Writer,
-    spec: Result<Json<TemplateSpec>, JsonRejection>,
+    spec: Result<JsonBody<TemplateSpec>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let Json(spec) = spec?;
+    let JsonBody(spec) = spec?;
     let saved = state.services.templates.save(&who.me, spec).await?;
     let location = format!(
         "/api/v1/templates/{}?version={}",
@@ -117,9 +118,9 @@ pub async fn publish(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path(name): Path<String>,
-    body: Result<Json<Publication>, JsonRejection>,
+    body: Result<JsonBody<Publication>, ApiError>,
 ) -> Result<Json<Template>, ApiError> {
-    let Json(body) = body?;
+    let JsonBody(body) = body?;
     let owner = body.owner.unwrap_or_else(|| who.me.account.name.clone());
     Ok(Json(
         state
@@ -149,9 +150,9 @@ pub async fn run(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path(name): Path<String>,
-    run: Result<Json<TemplateRun>, JsonRejection>,
+    run: Result<JsonBody<TemplateRun>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let Json(run) = run?;
+    let JsonBody(run) = run?;
     let job = app::use_cases::run_template(&state.services, &who, &name, run).await?;
     Ok(created(&format!("/api/v1/jobs/{}", job.name), &job))
 }

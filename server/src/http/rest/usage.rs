@@ -2,7 +2,7 @@
 
 use app::models::{Account, JobResources, QuotaForm, QuotaUse, UsageReport};
 use app::ports::Principal;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -10,6 +10,7 @@ use http::{header, HeaderValue};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use super::json::JsonBody;
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::Caller;
 use crate::http::AppState;
@@ -117,10 +118,10 @@ pub async fn set_quota(
     State(state): State<AppState>,
     Caller(who): Caller,
     which: Result<Query<AccountParam>, QueryRejection>,
-    form: Result<Json<QuotaForm>, JsonRejection>,
+    form: Result<JsonBody<QuotaForm>, ApiError>,
 ) -> Result<Json<QuotaUse>, ApiError> {
     let Query(which) = which?;
-    let Json(form) = form?;
+    let JsonBody(form) = form?;
     let quota = form.to_quota()?;
     let name = which.account.unwrap_or_else(|| who.me.account.name.clone());
     Ok(Json(
