@@ -83,6 +83,7 @@ test("the quota page shows used against total and the hours of jobs that ran", a
   // Only the site admin sets quotas.
   await adminSetsQuota(browser, baseURL, who.account, { cpu: "4", memory: "8Gi", jobs: "3" });
   await open("/quota");
+  await expect(page).toHaveTitle("Quota · PaddleCloud");
   await expect(page.getByTestId("quota-account")).toHaveText(who.account);
   const bar = (r: string) => page.locator(`.quota-bar[data-resource="${r}"]`).getByTestId("quota-text");
   await expect(bar("cpu")).toHaveText("0 of 4");

@@ -253,6 +253,7 @@ pub fn QuotaPageView() -> impl IntoView {
         |(a, _)| quota_view(a),
     );
     view! {
+        <leptos_meta::Title text="Quota" />
         <h1>"Quota"</h1>
         <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {

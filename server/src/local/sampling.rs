@@ -9,9 +9,27 @@ use app::models::PodSample;
 use super::sampler::{snapshot, TreeSampler};
 use crate::storage::samples::{now_s, ResourceStore};
 
+/// How long after the priming read the first real sample is taken: long
+/// enough for a CPU rate, short enough that a job of a second has one.
+const FIRST_SAMPLE_AFTER: Duration = Duration::from_millis(250);
+/// For this long after it starts a job is sampled at least every second, so
+/// a short job has points on its charts and a long one a detailed start.
+const EARLY: Duration = Duration::from_secs(60);
+
+/// When the next sample is due, `elapsed` after the replicas started.
+fn next_wait(elapsed: Duration, primed: bool, every: Duration) -> Duration {
+    if !primed {
+        FIRST_SAMPLE_AFTER
+    } else if elapsed < EARLY {
+        every.min(Duration::from_secs(1))
+    } else {
+        every
+    }
+}
+
 /// Samples `pods` (name, process group leader, the GPUs it holds) of job
-/// `job_id` every `every` until aborted, then keeps nothing open: the
-/// caller flushes.
+/// `job_id` at once, then every second for a minute, then every `every`,
+/// until aborted; keeps nothing open: the caller flushes.
 pub async fn sample_pods(
     store: Arc<ResourceStore>,
     job_id: i64,
@@ -22,12 +40,10 @@ pub async fn sample_pods(
         .into_iter()
         .map(|(pod, pid, gpus)| (pod, pid, TreeSampler::with_devices(pid, gpus)))
         .collect();
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // The first sample only primes the counters: its rates are not real.
+    let started = std::time::Instant::now();
+    // The first read only primes the counters: its rates are not real.
     let mut primed = false;
     loop {
-        tick.tick().await;
         let taken = tokio::task::spawn_blocking(move || {
             let procs = snapshot();
             let t = now_s();
@@ -55,6 +71,26 @@ pub async fn sample_pods(
                 tracing::warn!(job_id, error = %err, "storing resource samples");
             }
         }
+        tokio::time::sleep(next_wait(started.elapsed(), primed, every)).await;
         primed = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_job_is_sampled_at_once_then_every_second_for_a_minute() {
+        let every = Duration::from_secs(5);
+        assert_eq!(next_wait(Duration::ZERO, false, every), FIRST_SAMPLE_AFTER);
+        assert_eq!(
+            next_wait(Duration::from_secs(3), true, every),
+            Duration::from_secs(1)
+        );
+        assert_eq!(next_wait(Duration::from_secs(61), true, every), every);
+        // A site sampling faster than once a second keeps its own pace.
+        let fast = Duration::from_millis(500);
+        assert_eq!(next_wait(Duration::from_secs(3), true, fast), fast);
     }
 }

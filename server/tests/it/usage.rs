@@ -679,3 +679,73 @@ async fn a_job_on_a_cluster_without_a_metrics_source_says_so_instead_of_empty_ch
     }
     assert!(v.charts.is_empty());
 }
+
+#[tokio::test]
+async fn the_quota_and_job_resources_pages_name_themselves_in_the_window_title() {
+    let site = site().await;
+    let (key, cookie) = common::rest::key_and_cookie(&site, "titled").await;
+    let submitted = call(
+        &site,
+        Method::POST,
+        "/api/v1/jobs",
+        Some(&key),
+        Some(job("short", 1, "500m", "echo done")),
+    )
+    .await;
+    assert_eq!(submitted.status, StatusCode::CREATED, "{}", submitted.body);
+
+    let quota = text(site.get("/quota", Some(&cookie)).await).await;
+    assert!(
+        quota.contains("<title>Quota · PaddleCloud</title>"),
+        "{quota}"
+    );
+    let resources = text(site.get("/jobs/short/resources", Some(&cookie)).await).await;
+    assert!(
+        resources.contains("<title>short · resources · PaddleCloud</title>"),
+        "{resources}"
+    );
+}
+
+#[tokio::test]
+async fn a_job_shorter_than_the_sampling_period_still_has_points_on_its_charts() {
+    // The default period (5 s): the job below has ended before the second
+    // regular sample would have been taken.
+    let site = common::site::site_configured(|c, _| server::console::Config {
+        sample_secs: 5,
+        ..c
+    })
+    .await;
+    let key = key_for(&site, "brief").await;
+    let r = call(
+        &site,
+        Method::POST,
+        "/api/v1/jobs",
+        Some(&key),
+        Some(job("blink", 1, "500m", "sleep 2")),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    wait_for(&site, &key, "blink", "succeeded").await;
+    let got = call(
+        &site,
+        Method::GET,
+        "/api/v1/jobs/blink/resources",
+        Some(&key),
+        None,
+    )
+    .await;
+    assert_eq!(got.status, StatusCode::OK, "{}", got.body);
+    let v = got.json();
+    for metric in ["cpu", "memory"] {
+        let chart = v["charts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["metric"] == metric && c["role"] == "trainer")
+            .unwrap_or_else(|| panic!("no {metric} chart: {v}"));
+        let points = chart["series"][0]["values"]
+            .as_array()
+            .map_or(0, |a| a.iter().filter(|x| x.is_f64()).count());
+        assert!(points >= 1, "{metric}: {chart}");
+    }
+}
