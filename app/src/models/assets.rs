@@ -177,6 +177,108 @@ pub struct AssetForm {
     pub tags: String,
 }
 
+/// What `POST /api/v1/{kind}` and `PATCH /api/v1/{kind}/{owner}/{name}`
+/// take: the form's fields with the tags as a list, as every response gives
+/// them (the page's form types them comma-separated instead).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct AssetBody {
+    /// Name (lower-case letters, digits, `-`, `_`, `.`).
+    #[serde(default)]
+    pub name: String,
+    /// What it holds.
+    #[serde(default)]
+    pub description: String,
+    /// Tags, e.g. `["images", "nlp"]`: kept lower-cased, each once.
+    #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(schema_with = tags_schema))]
+    pub tags: Vec<String>,
+}
+
+/// What `POST /api/v1/models/{owner}/{name}/versions` takes; tags as a list.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct VersionBody {
+    /// What changed.
+    #[serde(default)]
+    pub description: String,
+    /// Tags, e.g. `["candidate"]`; `production` and `candidate` move from
+    /// other versions.
+    #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(schema_with = tags_schema))]
+    pub tags: Vec<String>,
+    /// The job that produced it.
+    #[serde(default)]
+    pub job: Option<String>,
+}
+
+/// One tag as the API takes it: 1 to 40 characters, no comma, no control
+/// character, not only spaces (what [`join_tags`] checks).
+#[cfg(feature = "ssr")]
+pub fn tags_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    let tag = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(
+            r"^[^,\x00-\x1f\x7f-\x9f]*[^\s,\x00-\x1f\x7f-\x9f][^,\x00-\x1f\x7f-\x9f]*$",
+        ))
+        .max_length(Some(40));
+    ArrayBuilder::new().items(tag).max_items(Some(20)).build()
+}
+
+/// A list of tags as the comma-separated text [`parse_tags`] reads, each
+/// checked as the API documents it.
+pub fn join_tags(tags: &[String]) -> Result<String, AppError> {
+    if tags.len() > 20 {
+        return Err(AppError::invalid("tags", "At most 20 tags."));
+    }
+    for (i, t) in tags.iter().enumerate() {
+        if t.trim().is_empty()
+            || t.contains(',')
+            || t.chars().count() > 40
+            || t.chars().any(char::is_control)
+        {
+            return Err(AppError::invalid(
+                format!("tags[{i}]"),
+                format!("“{t}” is not a tag: 1 to 40 characters, no commas."),
+            ));
+        }
+    }
+    Ok(tags.join(","))
+}
+
+/// Comma-separated tags as a list (what a client sends for a typed
+/// `a, b`): trimmed, empty ones dropped.
+pub fn tag_list(raw: &str) -> Vec<String> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+impl AssetBody {
+    /// The form the store takes, or the tag at fault.
+    pub fn into_form(self) -> Result<AssetForm, AppError> {
+        Ok(AssetForm {
+            tags: join_tags(&self.tags)?,
+            name: self.name,
+            description: self.description,
+        })
+    }
+}
+
+impl VersionBody {
+    /// The form the store takes, or the tag at fault.
+    pub fn into_form(self) -> Result<VersionForm, AppError> {
+        Ok(VersionForm {
+            tags: join_tags(&self.tags)?,
+            description: self.description,
+            job: self.job,
+        })
+    }
+}
+
 /// A model version.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]

@@ -33,6 +33,12 @@ def _file_path(path: str) -> str:
     return "/".join(urllib.parse.quote(seg, safe="") for seg in path.split("/"))
 
 
+def _tag_list(tags: Union[str, Iterable[str]]) -> List[str]:
+    """Tags as the API takes them, a list: ``"a, b"`` is ``["a", "b"]``."""
+    items = tags.split(",") if isinstance(tags, str) else list(tags)
+    return [t.strip() for t in items if t.strip()]
+
+
 def _local_files(paths: Union[PathLike, Sequence[PathLike]], to: str) -> List[Tuple[str, str]]:
     """(local file, path inside the asset) for every file under ``paths``: a
     file by its name, a folder's files by their paths below it."""
@@ -85,14 +91,14 @@ class FilesMixin:
         """Models the key can read."""
         return self._json("GET", "/models")
 
-    def _ensure(self, plural: str, name: str, description: str = "", tags: str = "") -> None:
+    def _ensure(self, plural: str, name: str, description: str = "", tags: Sequence[str] = ()) -> None:
         owner = self._owner()
         try:
             self._json("GET", f"/{plural}/{owner}/{urllib.parse.quote(name, safe='')}")
         except PaddleCloudError as err:
             if err.status != 404:
                 raise
-            body = {"name": name, "description": description, "tags": tags}
+            body = {"name": name, "description": description, "tags": list(tags)}
             self._json("POST", f"/{plural}", body=body)
 
     def _put(self, plural: str, owner: str, name: str, local: str, path: str,
@@ -117,7 +123,7 @@ class FilesMixin:
     ) -> Dict[str, Any]:
         """Uploads files and folders into dataset ``name`` of the key's account
         (made if missing), below folder ``to``; returns the dataset."""
-        tags = tags if isinstance(tags, str) else ",".join(tags)
+        tags = _tag_list(tags)
         files = _local_files(paths, to)
         self._ensure("datasets", name, description, tags)
         owner = self._owner()
@@ -138,7 +144,7 @@ class FilesMixin:
         version of model ``name`` (made if missing) and returns the version
         (``{"version", "state": "ready", "job", ...}``). Inside a job it records
         the job (``$PADDLE_JOB_ID``) as the version's source."""
-        tags = tags if isinstance(tags, str) else ",".join(tags)
+        tags = _tag_list(tags)
         files = _local_files(path, "")
         self._ensure("models", name)
         owner = self._owner()

@@ -3,7 +3,10 @@
 
 use std::io::Read;
 
-use app::models::{Asset, AssetForm, AssetKind, FileEntry, ModelVersion, VersionForm};
+use app::models::{
+    tag_list, Asset, AssetBody, AssetForm, AssetKind, FileEntry, ModelVersion, VersionBody,
+    VersionForm,
+};
 use percent_encoding::utf8_percent_encode;
 
 use super::{ApiClient, ClientError, SEGMENT};
@@ -50,7 +53,12 @@ impl ApiClient {
 
     /// Creates a dataset or model in the key's account.
     pub fn create_asset(&self, kind: AssetKind, form: &AssetForm) -> Result<Asset, ClientError> {
-        self.json(self.post(&self.url(&[kind.plural()])).send_json(form))
+        let body = AssetBody {
+            name: form.name.clone(),
+            description: form.description.clone(),
+            tags: tag_list(&form.tags),
+        };
+        self.json(self.post(&self.url(&[kind.plural()])).send_json(&body))
     }
 
     /// One folder's files and subfolders.
@@ -110,7 +118,15 @@ impl ApiClient {
         t: &Target,
         form: &VersionForm,
     ) -> Result<ModelVersion, ClientError> {
-        self.json(self.post(&self.asset_url(t, &["versions"])).send_json(form))
+        let body = VersionBody {
+            description: form.description.clone(),
+            tags: tag_list(&form.tags),
+            job: form.job.clone(),
+        };
+        self.json(
+            self.post(&self.asset_url(t, &["versions"]))
+                .send_json(&body),
+        )
     }
 
     /// Marks a model version's files complete.

@@ -225,7 +225,7 @@ fn body_for(method: &Method, template: &str) -> Option<Value> {
             Some(json!([{"tag": "loss", "step": 1, "value": 1.0, "wall_time": 1.0}]))
         }
         ("PUT", "/api/v1/models/{owner}/{name}/versions/{version}/tags") => {
-            Some(json!({"tags": "x"}))
+            Some(json!({"tags": ["x"]}))
         }
         ("PUT", "/api/v1/{kind}/{owner}/{name}/public") => Some(json!({"public": true})),
         ("POST", "/api/v1/{kind}/{owner}/{name}/shares") => Some(json!({"account": "other"})),

@@ -5,7 +5,8 @@
 
 use app::error::AppError;
 use app::models::{
-    Asset, AssetForm, AssetKind, AssetRef, FileEntry, ModelVersion, NewLink, Share, VersionForm,
+    join_tags, Asset, AssetBody, AssetKind, AssetRef, FileEntry, ModelVersion, NewLink, Share,
+    VersionBody,
 };
 use app::ports::{ByteRange, ByteStream, Principal, Slot, Viewer};
 use axum::body::Body;
@@ -285,16 +286,16 @@ pub async fn list(
 }
 
 /// `POST /api/v1/{kind}`: creates one in the caller's account.
-#[utoipa::path(post, path = "/api/v1/{kind}", tag = "files", request_body = AssetForm,
+#[utoipa::path(post, path = "/api/v1/{kind}", tag = "files", request_body = AssetBody,
     params(("kind" = String, Path, description = "`datasets` or `models`")),
     responses((status = 201, body = Asset), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path(kind): Path<String>,
-    form: Result<JsonBody<AssetForm>, ApiError>,
+    form: Result<JsonBody<AssetBody>, ApiError>,
 ) -> Result<(StatusCode, Json<Asset>), ApiError> {
-    let JsonBody(form) = form?;
+    let form = form?.0.into_form()?;
     let made = state
         .services
         .assets
@@ -319,17 +320,17 @@ pub async fn get_one(
 }
 
 /// `PATCH /api/v1/{kind}/{owner}/{name}`: description and tags (owner).
-#[utoipa::path(patch, path = "/api/v1/{kind}/{owner}/{name}", tag = "files", request_body = AssetForm,
+#[utoipa::path(patch, path = "/api/v1/{kind}/{owner}/{name}", tag = "files", request_body = AssetBody,
     params(("kind" = String, Path), ("owner" = String, Path), ("name" = String, Path)),
     responses((status = 200, body = Asset), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path((kind, owner, name)): Path<(String, String, String)>,
-    form: Result<JsonBody<AssetForm>, ApiError>,
+    form: Result<JsonBody<AssetBody>, ApiError>,
 ) -> Result<Json<Asset>, ApiError> {
     not_for_jobs(&who, "changing datasets or models")?;
-    let JsonBody(form) = form?;
+    let form = form?.0.into_form()?;
     let r = asset(&kind, owner, name)?;
     Ok(Json(state.services.assets.update(&who.me, &r, form).await?))
 }
@@ -608,16 +609,16 @@ pub async fn versions(
 /// `POST /api/v1/models/{owner}/{name}/versions`: starts a version; upload
 /// its files with `PUT …/files/{path}?version=N`, then `…/versions/N/finish`.
 /// A job's token may register versions; they record the job.
-#[utoipa::path(post, path = "/api/v1/models/{owner}/{name}/versions", tag = "files", request_body = VersionForm,
+#[utoipa::path(post, path = "/api/v1/models/{owner}/{name}/versions", tag = "files", request_body = VersionBody,
     params(("owner" = String, Path), ("name" = String, Path)),
     responses((status = 201, body = ModelVersion), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn create_version(
     State(state): State<AppState>,
     Writer(who): Writer,
     Path((owner, name)): Path<(String, String)>,
-    form: Result<JsonBody<VersionForm>, ApiError>,
+    form: Result<JsonBody<VersionBody>, ApiError>,
 ) -> Result<(StatusCode, Json<ModelVersion>), ApiError> {
-    let JsonBody(mut form) = form?;
+    let mut form = form?.0.into_form()?;
     if let Some(job) = who.job_scope() {
         form.job = Some(job.to_owned());
     }
@@ -648,11 +649,12 @@ pub async fn finish_version(
     ))
 }
 
-/// `{"tags": "production, best"}`.
+/// `{"tags": ["production", "best"]}`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct TagsRequest {
-    /// Comma-separated; `production` and `candidate` move from other versions.
-    pub tags: String,
+    /// The version's tags; `production` and `candidate` move from other versions.
+    #[schema(schema_with = app::models::tags_schema)]
+    pub tags: Vec<String>,
 }
 
 /// `PUT /api/v1/models/{owner}/{name}/versions/{version}/tags`.
@@ -671,7 +673,12 @@ pub async fn tag_version(
         state
             .services
             .assets
-            .tag_version(&who.me, &model(owner, name), version, &body.tags)
+            .tag_version(
+                &who.me,
+                &model(owner, name),
+                version,
+                &join_tags(&body.tags)?,
+            )
             .await?,
     ))
 }

@@ -40,7 +40,7 @@ pub(super) async fn round_trip(site: &Site) {
         Method::POST,
         "/api/v1/datasets",
         key,
-        Some(json!({"name": " mnist ", "description": "Handwritten digits", "tags": "images, Digits"})),
+        Some(json!({"name": " mnist ", "description": "Handwritten digits", "tags": ["images", " Digits"]})),
     )
     .await;
     assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
@@ -50,6 +50,36 @@ pub(super) async fn round_trip(site: &Site) {
     assert_eq!(asset["tags"], json!(["images", "digits"]));
     assert_eq!(asset["access"], "owner");
     assert_eq!(asset["files"], 0);
+    // Tags go in as they come out: a list. Text with commas (the page's
+    // form) is not a list, and a tag holding a comma would become two.
+    let many: Vec<String> = (0..21).map(|i| format!("t{i}")).collect();
+    for (tags, field) in [
+        (json!("images, digits"), "tags"),
+        (json!(["images", "a,b"]), "tags[1]"),
+        (json!(["  "]), "tags[0]"),
+        (json!(many), "tags"),
+    ] {
+        let got = call(
+            site,
+            Method::PATCH,
+            "/api/v1/datasets/vision/mnist",
+            key,
+            Some(json!({"tags": tags})),
+        )
+        .await;
+        assert_eq!(
+            got.status,
+            StatusCode::BAD_REQUEST,
+            "{tags}: {}",
+            got.text()
+        );
+        assert_eq!(
+            got.error().1.as_deref(),
+            Some(field),
+            "{tags}: {}",
+            got.text()
+        );
+    }
     let again = call(
         site,
         Method::POST,

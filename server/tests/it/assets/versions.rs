@@ -37,7 +37,7 @@ async fn model_versions_are_uploaded_finished_tagged_and_registered_by_jobs(db: 
         Method::POST,
         &format!("{base}/versions"),
         ann,
-        Some(json!({"description": "first", "tags": "Candidate"})),
+        Some(json!({"description": "first", "tags": ["Candidate"]})),
     )
     .await;
     assert_eq!(v1.status, StatusCode::CREATED, "{}", v1.text());
@@ -179,7 +179,7 @@ async fn model_versions_are_uploaded_finished_tagged_and_registered_by_jobs(db: 
         Method::POST,
         &format!("{base}/versions"),
         ann,
-        Some(json!({"description": "second", "tags": "candidate"})),
+        Some(json!({"description": "second", "tags": ["candidate"]})),
     )
     .await;
     assert_eq!(v2.json()["version"], 2);
@@ -191,7 +191,7 @@ async fn model_versions_are_uploaded_finished_tagged_and_registered_by_jobs(db: 
                 Method::PUT,
                 &format!("{base}/versions/{v}/tags"),
                 ann,
-                Some(json!({"tags": tags})),
+                Some(json!({"tags": app::models::tag_list(tags)})),
             )
             .await;
             assert_eq!(got.status, StatusCode::OK, "{}", got.text());
@@ -228,7 +228,7 @@ async fn model_versions_are_uploaded_finished_tagged_and_registered_by_jobs(db: 
         Method::PUT,
         &format!("{base}/versions/9/tags"),
         ann,
-        Some(json!({"tags": "x"})),
+        Some(json!({"tags": ["x"]})),
     )
     .await;
     assert_eq!(bad.status, StatusCode::NOT_FOUND);
