@@ -46,6 +46,7 @@ use crate::resources::SqlResourceCharts;
 use crate::serving::ServingService;
 use crate::storage::db;
 use crate::storage::jobs::JobStore;
+use crate::storage::lease::{self, Lease};
 use crate::storage::samples::ResourceStore;
 use crate::templates::SqlTemplates;
 
@@ -145,6 +146,10 @@ pub struct Config {
     pub require_email_confirmation: bool,
     /// A local run without a heartbeat for this long is marked lost.
     pub local_run_lost_after: Duration,
+    /// How long a console process holds a background loop's lease without
+    /// renewing it; with replicas on one database, a loop whose holder died
+    /// moves to another process within this.
+    pub lease_ttl: Duration,
 }
 
 impl Config {
@@ -184,6 +189,7 @@ impl Config {
             mail_from: crate::mail::DEFAULT_FROM.to_owned(),
             require_email_confirmation: false,
             local_run_lost_after: Duration::from_secs(60),
+            lease_ttl: Duration::from_secs(15),
         }
     }
 
@@ -235,8 +241,15 @@ impl Console {
         let keep = Duration::from_secs(u64::from(config.resource_keep_days) * 86_400);
         let inherited_env: Arc<[(String, String)]> = config.inherited_env.into();
 
+        // Loops that act for every replica run in the one holding their lease.
+        let holder = lease::holder_id();
+        let lease = |name: &str| Lease::new(pool.clone(), name, &holder, config.lease_ttl);
         let samples = Arc::new(ResourceStore::new(pool.clone()));
-        SqlResourceCharts::spawn_pruning(samples.clone(), config.resource_keep_days);
+        {
+            let (samples, days) = (samples.clone(), config.resource_keep_days);
+            lease("resource-pruning")
+                .guard(move || SqlResourceCharts::prune_forever(samples.clone(), days));
+        }
         let metrics = Arc::new(SqlMetrics::new(pool.clone(), config.metrics_cache_points));
         let objects = match config.storage {
             Storage::Opened(objects) => objects,
@@ -293,11 +306,10 @@ impl Console {
         let runs_locally = matches!(config.cluster, ClusterChoice::Local);
         // Local runs are jobs of the local executor's that it does not run.
         let local_runs = SqlLocalRuns::new(pool.clone(), local.jobs_root(), local.job_events());
-        tokio::spawn(
-            local_runs
-                .clone()
-                .sweep_forever(config.local_run_lost_after),
-        );
+        {
+            let (runs, window) = (local_runs.clone(), config.local_run_lost_after);
+            lease("local-run-sweep").guard(move || runs.clone().sweep_forever(window));
+        }
         let backends = match config.cluster {
             ClusterChoice::Local => Backends {
                 cluster: Arc::new(local),
@@ -386,9 +398,13 @@ impl Console {
             .recover()
             .await
             .map_err(|err| anyhow::anyhow!("bringing back notebooks: {err}"))?;
-        notebooks.spawn_idle_culling(Duration::from_secs(
-            config.notebook_probe_secs.max(1).into(),
-        ));
+        {
+            let (service, every) = (
+                notebooks.clone(),
+                Duration::from_secs(config.notebook_probe_secs.max(1).into()),
+            );
+            lease("notebook-culling").guard(move || service.clone().cull_forever(every));
+        }
         let templates = SqlTemplates::new(pool.clone());
         templates
             .install_library()
@@ -419,7 +435,10 @@ impl Console {
             secure_cookies: config.secure_cookies,
         };
         // Runs left running by a previous console carry on from here.
-        tokio::spawn(pipelines.scheduler().run(services.clone()));
+        {
+            let (pipelines, services) = (pipelines.clone(), services.clone());
+            lease("pipeline-scheduler").guard(move || pipelines.scheduler().run(services.clone()));
+        }
         let state = AppState {
             leptos: config.site,
             services: services.clone(),

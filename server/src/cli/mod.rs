@@ -288,6 +288,13 @@ pub struct ServeArgs {
     #[arg(long, env = "PADDLECLOUD_LOCAL_RUN_LOST_SECS", default_value_t = 60,
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub local_run_lost_secs: u64,
+    /// Seconds a console holds a background loop's lease (the pipeline
+    /// scheduler, the local-run sweep, notebook culling, pruning) without
+    /// renewing it: with replicas on one PostgreSQL, how soon another takes
+    /// a loop over when its holder dies. Renewed every third of it.
+    #[arg(long, env = "PADDLECLOUD_LEASE_SECS", default_value_t = 15,
+          value_parser = clap::value_parser!(u64).range(3..=3_600))]
+    pub lease_secs: u64,
     /// Storage settings.
     #[command(flatten)]
     pub storage: StorageArgs,
@@ -556,6 +563,7 @@ impl ServeArgs {
             mail_from: self.mail_from.clone(),
             require_email_confirmation: self.require_email_confirmation,
             local_run_lost_after: std::time::Duration::from_secs(self.local_run_lost_secs),
+            lease_ttl: std::time::Duration::from_secs(self.lease_secs),
             site,
             data_dir,
         })

@@ -51,20 +51,16 @@ fn newest(sessions: &[Session], now: i64) -> Option<i64> {
 
 impl NotebookService {
     /// Probes and culls every `every`, for as long as the console runs.
-    pub fn spawn_idle_culling(&self, every: Duration) {
-        let service = self.clone();
-        tokio::spawn(async move {
-            let client = match http_client(Duration::from_secs(10)) {
-                Ok(c) => c,
-                Err(_) => return,
-            };
-            loop {
-                tokio::time::sleep(every).await;
-                if let Err(err) = service.cull_idle(&client).await {
-                    tracing::warn!(error = %err, "checking notebooks for activity");
-                }
+    pub async fn cull_forever(self, every: Duration) {
+        let Ok(client) = http_client(Duration::from_secs(10)) else {
+            return;
+        };
+        loop {
+            tokio::time::sleep(every).await;
+            if let Err(err) = self.cull_idle(&client).await {
+                tracing::warn!(error = %err, "checking notebooks for activity");
             }
-        });
+        }
     }
 
     /// One round: each running notebook's activity recorded, and those

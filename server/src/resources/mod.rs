@@ -61,19 +61,17 @@ impl SqlResourceCharts {
     }
 
     /// Prunes old samples now and then, forever.
-    pub fn spawn_pruning(store: Arc<ResourceStore>, keep_days: u32) {
-        tokio::spawn(async move {
-            let keep = f64::from(keep_days) * 86_400.0;
-            let mut every = tokio::time::interval(Duration::from_secs(600));
-            loop {
-                every.tick().await;
-                match store.prune(keep).await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(rows = n, "pruned old resource samples"),
-                    Err(err) => tracing::warn!(error = %err, "pruning resource samples"),
-                }
+    pub async fn prune_forever(store: Arc<ResourceStore>, keep_days: u32) {
+        let keep = f64::from(keep_days) * 86_400.0;
+        let mut every = tokio::time::interval(Duration::from_secs(600));
+        loop {
+            every.tick().await;
+            match store.prune(keep).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(rows = n, "pruned old resource samples"),
+                Err(err) => tracing::warn!(error = %err, "pruning resource samples"),
             }
-        });
+        }
     }
 }
 

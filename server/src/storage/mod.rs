@@ -9,6 +9,7 @@ pub mod audit;
 pub mod catalog;
 pub mod db;
 pub mod jobs;
+pub mod lease;
 pub mod logfile;
 pub mod notebooks;
 pub mod pipelines;

@@ -22,6 +22,7 @@ mod kube_backend;
 mod kube_metrics_api;
 mod kube_serving;
 mod kubelet_smoke;
+mod leases;
 mod local_restart;
 mod local_runs;
 mod local_scheduling;
