@@ -314,8 +314,12 @@ impl LocalRuns for SqlLocalRuns {
         };
         let at = chunk.at.unwrap_or_else(now_ms);
         let stamp = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(at) * 1_000_000)
+            .ok()
+            // A stamp is RFC 3339, whose years have four digits: one before
+            // year 0 would be written but never read as a stamp again.
+            .filter(|t| t.year() >= 0)
             .map(format_timestamp)
-            .map_err(|_| AppError::invalid("at", "Not a time."))?;
+            .ok_or_else(|| AppError::invalid("at", "Not a time."))?;
         let mut stamped = String::with_capacity(new.len() + 64);
         for line in new.split_inclusive('\n') {
             stamped.push_str(&stamp);

@@ -101,14 +101,30 @@ pub struct ResourceTotals {
 }
 
 impl ResourceTotals {
-    /// `self` plus `n` times `r` (a role's replicas, or jobs' totals with `n = 1`).
+    /// `self` plus `n` times `r` (a role's replicas, or jobs' totals with
+    /// `n = 1`), each amount at most `u64::MAX`: more than any quota or
+    /// machine, so it is refused as such rather than wrapped round.
     pub fn add_times(self, r: ResourceTotals, n: u32) -> Self {
         let n = u64::from(n);
+        let add = |a: u64, b: u64| a.saturating_add(b.saturating_mul(n));
         Self {
-            cpu_millis: self.cpu_millis + r.cpu_millis * n,
-            memory_bytes: self.memory_bytes + r.memory_bytes * n,
-            gpu: self.gpu + r.gpu * n,
+            cpu_millis: add(self.cpu_millis, r.cpu_millis),
+            memory_bytes: add(self.memory_bytes, r.memory_bytes),
+            gpu: add(self.gpu, r.gpu),
         }
+    }
+
+    /// `self` plus `n` times `r`, or the amount (`"cpu"`, `"memory"`,
+    /// `"gpu"`) that does not fit in a `u64`.
+    pub fn checked_add_times(self, r: ResourceTotals, n: u32) -> Result<Self, &'static str> {
+        let n = u64::from(n);
+        let add =
+            |a: u64, b: u64, what| b.checked_mul(n).and_then(|b| a.checked_add(b)).ok_or(what);
+        Ok(Self {
+            cpu_millis: add(self.cpu_millis, r.cpu_millis, "cpu")?,
+            memory_bytes: add(self.memory_bytes, r.memory_bytes, "memory")?,
+            gpu: add(self.gpu, r.gpu, "gpu")?,
+        })
     }
 }
 
@@ -332,13 +348,22 @@ impl JobSpec {
         self.totals().map(|_| ())
     }
 
-    /// What the whole job asks for.
+    /// What the whole job asks for; an amount too large to count (say 256
+    /// trainers of 900000Ti) is refused naming the field, never wrapped.
     pub fn totals(&self) -> Result<ResourceTotals, AppError> {
+        let too_much = |role: &str, what: &str| {
+            AppError::invalid(
+                format!("{role}.{what}"),
+                format!("The job's replicas together ask for more {what} than can be counted."),
+            )
+        };
         let ps = self.ps.totals("ps")?;
         let trainer = self.trainer.totals("trainer")?;
-        Ok(ResourceTotals::default()
-            .add_times(ps, self.num_ps)
-            .add_times(trainer, self.num_trainers))
+        ResourceTotals::default()
+            .checked_add_times(ps, self.num_ps)
+            .map_err(|what| too_much("ps", what))?
+            .checked_add_times(trainer, self.num_trainers)
+            .map_err(|what| too_much("trainer", what))
     }
 
     /// The full argument vector: `command` then `args`.
@@ -719,6 +744,24 @@ mod tests {
         assert_eq!(t.cpu_millis, 2 * 500 + 3 * 2000);
         assert_eq!(t.memory_bytes, (2u64 << 30) + (12u64 << 30));
         assert_eq!(t.gpu, 3);
+    }
+
+    #[test]
+    fn totals_too_large_to_count_are_refused_not_wrapped() {
+        // Found by fuzzing: fuzz/regressions/job_spec/totals-overflow.json.
+        let mut s = spec();
+        s.num_trainers = MAX_REPLICAS;
+        s.trainer.memory = "900000Ti".into();
+        assert_eq!(s.validate().unwrap_err().field(), Some("trainer.memory"));
+        let most = ResourceTotals {
+            cpu_millis: u64::MAX,
+            memory_bytes: 1,
+            gpu: 0,
+        };
+        assert_eq!(
+            ResourceTotals::default().add_times(most, 2).cpu_millis,
+            u64::MAX
+        );
     }
 
     #[test]

@@ -27,6 +27,11 @@ fn parse_decimal(s: &str, digits: u32) -> Option<u128> {
 
 use crate::error::AppError;
 
+/// The most CPU an amount may say: a million cores.
+pub const MAX_CPU_MILLIS: u128 = 1_000_000_000;
+/// The most memory an amount may say: 10^18 bytes (about 888 PiB).
+pub const MAX_MEMORY_BYTES: u128 = 1_000_000_000_000_000_000;
+
 /// CPU in millicores from `500m`, `2`, `0.5`.
 pub fn parse_cpu_millis(field: &str, raw: &str) -> Result<u64, AppError> {
     let s = raw.trim();
@@ -38,17 +43,21 @@ pub fn parse_cpu_millis(field: &str, raw: &str) -> Result<u64, AppError> {
             ),
         )
     };
-    let millis = if let Some(m) = s.strip_suffix('m') {
-        m.parse::<u64>().map_err(|_| bad())?
-    } else {
-        // Cores to three decimals: millicores.
-        let millis = parse_decimal(s, 3).ok_or_else(bad)?;
-        if millis > 1_000_000_000 {
-            return Err(bad());
+    let millis = match s.strip_suffix('m') {
+        // Whole millicores: digits only (no sign, no fraction).
+        Some(m) if !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit()) => {
+            parse_decimal(m, 0).ok_or_else(bad)?
         }
-        millis as u64
+        Some(_) => return Err(bad()),
+        // Cores to three decimals: millicores.
+        None => parse_decimal(s, 3).ok_or_else(bad)?,
     };
-    Ok(millis)
+    // A million cores, written either way: more is a typo, and would not
+    // print back as an amount this reads.
+    if millis > MAX_CPU_MILLIS {
+        return Err(bad());
+    }
+    Ok(millis as u64)
 }
 
 /// Memory in bytes from `512Mi`, `4Gi`, `1G`, `1000000`.
@@ -80,10 +89,12 @@ pub fn parse_memory_bytes(field: &str, raw: &str) -> Result<u64, AppError> {
     // Nine decimals are more than any unit needs to come out in whole bytes.
     const SCALE: u128 = 1_000_000_000;
     let value = parse_decimal(number.trim(), 9).ok_or_else(bad)?;
-    let bytes = (value * u128::from(unit) + SCALE / 2) / SCALE;
-    if bytes > 1_000_000_000_000_000_000 {
-        return Err(bad());
-    }
+    // Twenty digits of Ti overflow even a u128: far past the limit anyway.
+    let bytes = value
+        .checked_mul(u128::from(unit))
+        .map(|v| (v + SCALE / 2) / SCALE)
+        .filter(|&bytes| bytes <= MAX_MEMORY_BYTES)
+        .ok_or_else(bad)?;
     Ok(bytes as u64)
 }
 
@@ -146,6 +157,11 @@ mod tests {
         assert_eq!(parse_cpu_millis("cpu", ".5").unwrap(), 500);
         assert_eq!(parse_cpu_millis("cpu", "1.0005").unwrap(), 1001);
         assert_eq!(parse_cpu_millis("cpu", "3.").unwrap(), 3000);
+        assert_eq!(
+            parse_cpu_millis("cpu", "1000000000m").unwrap(),
+            1_000_000_000
+        );
+        assert_eq!(parse_cpu_millis("cpu", "1000000").unwrap(), 1_000_000_000);
         for bad in [
             "",
             ".",
@@ -157,6 +173,10 @@ mod tests {
             "1e3",
             "1.2.3",
             "9".repeat(30).as_str(),
+            "+500m",
+            "m",
+            "1000000001m",
+            "18446744073709551616m",
         ] {
             assert_eq!(
                 parse_cpu_millis("cpu", bad).unwrap_err().field(),
@@ -175,7 +195,17 @@ mod tests {
         assert_eq!(parse_memory_bytes("m", "1000").unwrap(), 1000);
         assert_eq!(parse_memory_bytes("m", "0.5Ki").unwrap(), 512);
         assert_eq!(parse_memory_bytes("m", "0.1").unwrap(), 0);
-        for bad in ["", "4GB", "lots", "-1Gi", "1e9", "2000000Ti"] {
+        for bad in [
+            "",
+            "4GB",
+            "lots",
+            "-1Gi",
+            "1e9",
+            "2000000Ti",
+            // Overflowed the arithmetic (found by fuzzing: fuzz/regressions/quantity).
+            "999999999999999999Ti",
+            "99999999999999999999.999999999Ti",
+        ] {
             assert!(parse_memory_bytes("m", bad).is_err(), "{bad}");
         }
     }

@@ -4,7 +4,7 @@
 mod catalog;
 mod files;
 mod local_run;
-mod pipelines;
+pub(crate) mod pipelines;
 mod remote;
 mod serving;
 mod spool;

@@ -73,12 +73,17 @@ fn read(file: &PathBuf) -> anyhow::Result<PipelineSpec> {
         file.extension().and_then(|e| e.to_str()),
         Some("yaml" | "yml")
     );
+    parse(&text, yaml, &file.display().to_string())
+}
+
+/// A pipeline file's `text`, YAML or JSON; `shown` names the file in errors.
+pub(crate) fn parse(text: &str, yaml: bool, shown: &str) -> anyhow::Result<PipelineSpec> {
     let value: serde_json::Value = if yaml {
-        serde_norway::from_str(&text).with_context(|| format!("{} is not YAML", file.display()))?
+        serde_norway::from_str(text).with_context(|| format!("{shown} is not YAML"))?
     } else {
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?
+        serde_json::from_str(text).with_context(|| format!("{shown} is not JSON"))?
     };
-    serde_json::from_value(value).with_context(|| format!("{} is not a pipeline", file.display()))
+    serde_json::from_value(value).with_context(|| format!("{shown} is not a pipeline"))
 }
 
 /// `NAME=VALUE` pairs, a value that reads as JSON (a number, `true`) kept

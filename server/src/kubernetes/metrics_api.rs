@@ -107,8 +107,9 @@ pub fn quantity(raw: &str) -> Option<f64> {
         .iter()
         .find_map(|(suffix, scale)| raw.strip_suffix(suffix).map(|n| (n, *scale)))
         .unwrap_or((raw, 1.0));
-    let value: f64 = number.parse().ok()?;
-    value.is_finite().then_some(value * scale)
+    // Finite after scaling too: `1e300T` would be infinite.
+    let value = number.parse::<f64>().ok()? * scale;
+    value.is_finite().then_some(value)
 }
 
 /// One PodMetrics item as a sample of a console job's replica: the job's
@@ -244,6 +245,7 @@ mod tests {
         assert!(close(quantity("2M"), 2e6));
         assert_eq!(quantity("lots"), None);
         assert_eq!(quantity(""), None);
+        assert_eq!(quantity("1e300T"), None, "finite once scaled");
     }
 
     #[test]

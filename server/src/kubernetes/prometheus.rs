@@ -302,38 +302,7 @@ impl Prometheus {
         let url = self.endpoint("api/v1/query_range")?;
         let request = self.post_form(url, body);
         let (status, bytes) = self.send(request, QUERY_TIMEOUT).await?;
-        let data = self.envelope(status, &bytes)?;
-        if data.result_type != "matrix" {
-            return Err(self.bad_answer(format!(
-                "a range query answered with a {:?}, not a matrix",
-                data.result_type
-            )));
-        }
-        let series: Vec<MatrixSeries> = serde_json::from_value(data.result)
-            .map_err(|e| self.bad_answer(format!("its matrix cannot be read: {e}")))?;
-        series
-            .into_iter()
-            .map(|s| {
-                let mut ts = Vec::with_capacity(s.values.len());
-                let mut values = Vec::with_capacity(s.values.len());
-                for (t, v) in s.values {
-                    let v = parse_value(&v).ok_or_else(|| {
-                        self.bad_answer(format!("the sample value {v:?} is not a number"))
-                    })?;
-                    // NaN (e.g. 0/0) is no measurement, and ±Inf cannot be
-                    // drawn nor written as JSON: both are left out.
-                    if v.is_finite() {
-                        ts.push(t);
-                        values.push(v);
-                    }
-                }
-                Ok(RawSeries {
-                    labels: s.metric,
-                    ts,
-                    values,
-                })
-            })
-            .collect()
+        read_matrix(&self.shown, status, &bytes)
     }
 
     /// A POST of a urlencoded form (what the query endpoints take; no URL
@@ -375,7 +344,7 @@ impl Prometheus {
             .finish();
         let request = self.post_form(url, body);
         let (status, bytes) = self.send(request, READY_TIMEOUT).await?;
-        self.envelope(status, &bytes).map(|_| ())
+        envelope(&self.shown, status, &bytes).map(|_| ())
     }
 
     fn endpoint(&self, path: &str) -> Result<Url, PrometheusError> {
@@ -404,34 +373,91 @@ impl Prometheus {
         Ok((status, bytes))
     }
 
-    /// Reads the API's envelope: its data, or its error as [`PrometheusError::Query`].
-    fn envelope(&self, status: StatusCode, bytes: &[u8]) -> Result<Data, PrometheusError> {
-        let envelope: Envelope = serde_json::from_slice(bytes).map_err(|_| {
-            self.bad_answer(format!(
+    fn bad_answer(&self, reason: String) -> PrometheusError {
+        bad_answer(&self.shown, reason)
+    }
+}
+
+/// What the server at `shown` (for messages) said was wrong: [`PrometheusError::BadAnswer`].
+fn bad_answer(shown: &str, reason: String) -> PrometheusError {
+    PrometheusError::BadAnswer {
+        url: shown.to_owned(),
+        reason,
+    }
+}
+
+/// Reads the API's envelope: its data, or its error as [`PrometheusError::Query`].
+fn envelope(shown: &str, status: StatusCode, bytes: &[u8]) -> Result<Data, PrometheusError> {
+    let envelope: Envelope = serde_json::from_slice(bytes).map_err(|_| {
+        bad_answer(
+            shown,
+            format!(
                 "HTTP {status} with a body that is not the API's JSON: {}",
                 snippet(bytes)
-            ))
-        })?;
-        match envelope.status.as_str() {
-            "success" => envelope
-                .data
-                .ok_or_else(|| self.bad_answer("a success without data".to_owned())),
-            "error" => Err(PrometheusError::Query {
-                error_type: envelope.error_type.unwrap_or_else(|| "error".to_owned()),
-                message: envelope
-                    .error
-                    .unwrap_or_else(|| format!("HTTP {status} without an error message")),
-            }),
-            other => Err(self.bad_answer(format!("status {other:?} (HTTP {status})"))),
-        }
+            ),
+        )
+    })?;
+    match envelope.status.as_str() {
+        "success" => envelope
+            .data
+            .ok_or_else(|| bad_answer(shown, "a success without data".to_owned())),
+        "error" => Err(PrometheusError::Query {
+            error_type: envelope.error_type.unwrap_or_else(|| "error".to_owned()),
+            message: envelope
+                .error
+                .unwrap_or_else(|| format!("HTTP {status} without an error message")),
+        }),
+        other => Err(bad_answer(
+            shown,
+            format!("status {other:?} (HTTP {status})"),
+        )),
     }
+}
 
-    fn bad_answer(&self, reason: String) -> PrometheusError {
-        PrometheusError::BadAnswer {
-            url: self.shown.clone(),
-            reason,
-        }
+/// Reads the answer (`status`, `bytes`) of the server at `shown` to a range
+/// query: its series, each with its finite points only. Apart from the
+/// request so that anything a server may send can be tried on it
+/// (`crate::fuzzing`).
+pub(crate) fn read_matrix(
+    shown: &str,
+    status: StatusCode,
+    bytes: &[u8],
+) -> Result<Vec<RawSeries>, PrometheusError> {
+    let data = envelope(shown, status, bytes)?;
+    if data.result_type != "matrix" {
+        return Err(bad_answer(
+            shown,
+            format!(
+                "a range query answered with a {:?}, not a matrix",
+                data.result_type
+            ),
+        ));
     }
+    let series: Vec<MatrixSeries> = serde_json::from_value(data.result)
+        .map_err(|e| bad_answer(shown, format!("its matrix cannot be read: {e}")))?;
+    series
+        .into_iter()
+        .map(|s| {
+            let mut ts = Vec::with_capacity(s.values.len());
+            let mut values = Vec::with_capacity(s.values.len());
+            for (t, v) in s.values {
+                let v = parse_value(&v).ok_or_else(|| {
+                    bad_answer(shown, format!("the sample value {v:?} is not a number"))
+                })?;
+                // NaN (e.g. 0/0) is no measurement, and ±Inf cannot be
+                // drawn nor written as JSON: both are left out.
+                if v.is_finite() {
+                    ts.push(t);
+                    values.push(v);
+                }
+            }
+            Ok(RawSeries {
+                labels: s.metric,
+                ts,
+                values,
+            })
+        })
+        .collect()
 }
 
 /// The API's answer around every result.

@@ -37,7 +37,7 @@
 //!
 //! Nothing here panics on any input.
 
-mod framing;
+pub(crate) mod framing;
 mod tensorboard;
 mod visualdl;
 pub mod watch;
@@ -133,15 +133,16 @@ impl LogReader {
     /// A reader that continues a file from `offset`, a value of
     /// [`LogReader::offset`] saved earlier.
     ///
-    /// TensorBoard writers mark a tensor tag as a scalar only on its first
-    /// occurrence in a file, so pass the saved
-    /// [`LogReader::scalar_plugin_tags`] too; otherwise tensor-style scalars
-    /// whose first occurrence lies before `offset` are not recognised (plain
-    /// `simple_value` scalars and VisualDL need nothing).
-    pub fn resume(format: LogFormat, offset: u64, scalar_plugin_tags: Vec<String>) -> Self {
+    /// TensorBoard writers name a tag's plugin only on its first occurrence
+    /// in a file, and that first one decides, so pass the saved
+    /// [`LogReader::plugin_tags`] too; otherwise tensor-style scalars whose
+    /// first occurrence lies before `offset` are not recognised, and a tag
+    /// first named for another plugin may later be taken for a scalar
+    /// (plain `simple_value` scalars and VisualDL need nothing).
+    pub fn resume(format: LogFormat, offset: u64, plugin_tags: Vec<(String, bool)>) -> Self {
         let decoder = match format {
             LogFormat::TensorBoard => {
-                Decoder::TensorBoard(tensorboard::Decoder::with_scalar_tags(scalar_plugin_tags))
+                Decoder::TensorBoard(tensorboard::Decoder::with_plugin_tags(plugin_tags))
             }
             LogFormat::VisualDl => Decoder::VisualDl,
         };
@@ -170,13 +171,26 @@ impl LogReader {
         self.stalled.as_deref()
     }
 
-    /// TensorBoard tags known to be scalar-plugin tensor tags in this file,
-    /// to save with the offset for [`LogReader::resume`]. Empty for VisualDL.
-    pub fn scalar_plugin_tags(&self) -> Vec<String> {
+    /// TensorBoard tags whose plugin this file has named so far, each with
+    /// whether it is the scalars plugin: what to save with the offset for
+    /// [`LogReader::resume`]. Empty for VisualDL.
+    pub fn plugin_tags(&self) -> Vec<(String, bool)> {
         match &self.decoder {
-            Decoder::TensorBoard(d) => d.scalar_tags().map(str::to_owned).collect(),
+            Decoder::TensorBoard(d) => d
+                .plugin_tags()
+                .map(|(tag, is_scalar)| (tag.to_owned(), is_scalar))
+                .collect(),
             Decoder::VisualDl => Vec::new(),
         }
+    }
+
+    /// The TensorBoard tags of [`LogReader::plugin_tags`] that are
+    /// scalar-plugin tensor tags.
+    pub fn scalar_plugin_tags(&self) -> Vec<String> {
+        self.plugin_tags()
+            .into_iter()
+            .filter_map(|(tag, is_scalar)| is_scalar.then_some(tag))
+            .collect()
     }
 
     /// Reads every complete record in `data` — the bytes of the file from

@@ -117,20 +117,20 @@ pub(crate) struct Decoder {
 }
 
 impl Decoder {
-    /// Starts with tags already known to be scalar-plugin tags (see
-    /// [`super::LogReader::resume`]).
-    pub(crate) fn with_scalar_tags(tags: impl IntoIterator<Item = String>) -> Self {
+    /// Starts with the tags whose plugin is already known, and whether it
+    /// is the scalars plugin (see [`super::LogReader::resume`]).
+    pub(crate) fn with_plugin_tags(tags: impl IntoIterator<Item = (String, bool)>) -> Self {
         Self {
-            plugin_is_scalars: tags.into_iter().map(|t| (t, true)).collect(),
+            plugin_is_scalars: tags.into_iter().collect(),
             warned_tags: HashSet::new(),
         }
     }
 
-    pub(crate) fn scalar_tags(&self) -> impl Iterator<Item = &str> {
+    /// Every tag whose plugin is known, and whether it is the scalars plugin.
+    pub(crate) fn plugin_tags(&self) -> impl Iterator<Item = (&str, bool)> {
         self.plugin_is_scalars
             .iter()
-            .filter(|(_, &is_scalar)| is_scalar)
-            .map(|(tag, _)| tag.as_str())
+            .map(|(tag, &is_scalar)| (tag.as_str(), is_scalar))
     }
 
     /// Decodes one record's payload, appending its scalars to `points`.

@@ -33,6 +33,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("http", &["http"]),
     ("composition root", &["console"]),
     ("command line", &["cli", "api_client"]),
+    ("fuzz targets", &["fuzzing"]),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

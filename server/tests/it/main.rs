@@ -16,6 +16,7 @@ mod cli;
 mod cli_remote;
 mod cluster_contract;
 mod environments;
+mod fuzz_corpus;
 mod http;
 mod job_record;
 mod kube_backend;

@@ -244,7 +244,12 @@ fn a_resumed_reader_still_knows_the_tensor_scalar_tags() {
     assert!(forgetful.points.len() < whole.len() - head.points.len());
 
     // As after a restart of the console: a new reader from the saved state.
-    let mut second = LogReader::resume(LogFormat::TensorBoard, first.offset(), tags);
+    let saved = first.plugin_tags();
+    assert_eq!(
+        saved.iter().filter(|(_, scalar)| *scalar).count(),
+        tags.len()
+    );
+    let mut second = LogReader::resume(LogFormat::TensorBoard, first.offset(), saved);
     let tail = second.feed(&bytes[first.offset() as usize..]);
     assert_eq!(head.points.len() + tail.points.len(), whole.len());
     assert_eq!(second.offset(), bytes.len() as u64);
