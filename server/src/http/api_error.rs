@@ -2,7 +2,7 @@
 //! routes): its status, and `{"error": {"code", "message", "field"}}`.
 
 use app::error::AppError;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use http::{header, StatusCode};
@@ -70,21 +70,6 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// A JSON body that could not be read: 400, naming the key at fault when serde says which.
-impl From<JsonRejection> for ApiError {
-    fn from(rejection: JsonRejection) -> Self {
-        let text = rejection.body_text();
-        let detail = text
-            .split_once("target type: ")
-            .map_or(text.as_str(), |(_, rest)| rest);
-        Self(AppError::Invalid {
-            field: field_of(detail),
-            message: format!("The JSON body could not be read: {detail}"),
-        })
-    }
-}
-
-/// A query string that could not be read: 400.
 /// A path segment that should be a number and is not (`/members/abc`).
 impl From<axum::extract::rejection::PathRejection> for ApiError {
     fn from(rejection: axum::extract::rejection::PathRejection) -> Self {
@@ -95,6 +80,7 @@ impl From<axum::extract::rejection::PathRejection> for ApiError {
     }
 }
 
+/// A query string that could not be read: 400.
 impl From<QueryRejection> for ApiError {
     fn from(rejection: QueryRejection) -> Self {
         let text = rejection.body_text();
