@@ -12,6 +12,7 @@ use anyhow::Context;
 use app::ports::{Cluster, Services};
 use leptos::prelude::LeptosOptions;
 use sqlx::AnyPool;
+use tokio::sync::broadcast::error::RecvError;
 
 use crate::access_keys::SqlAccessKeys;
 use crate::accounts::{AccountMail, SqlAccounts};
@@ -44,6 +45,7 @@ use crate::pipelines::SqlPipelines;
 use crate::quota::SqlQuotas;
 use crate::resources::SqlResourceCharts;
 use crate::serving::ServingService;
+use crate::storage::changes::{ChangeFeed, Kind};
 use crate::storage::db;
 use crate::storage::jobs::JobStore;
 use crate::storage::lease::{self, Lease};
@@ -352,9 +354,13 @@ impl Console {
                 tracing::info!(cluster = %kube.name(), "jobs run on Kubernetes");
                 // Without Prometheus, jobs on Kubernetes are charted from the
                 // cluster's metrics API (metrics-server), sampled here.
-                let metrics_api = prometheus
-                    .is_none()
-                    .then(|| kube.sample_metrics_api(samples.clone(), sample_every));
+                let metrics_api = prometheus.is_none().then(|| {
+                    kube.sample_metrics_api(
+                        samples.clone(),
+                        sample_every,
+                        lease("metrics-api-sampling"),
+                    )
+                });
                 let serving = KubeServing::new(&kube, serving_model_root);
                 let notebooks =
                     KubeNotebooks::new(&kube, *notebook_pods, config.notebook_python.clone());
@@ -439,12 +445,50 @@ impl Console {
             let (pipelines, services) = (pipelines.clone(), services.clone());
             lease("pipeline-scheduler").guard(move || pipelines.scheduler().run(services.clone()));
         }
+        // Replicas share one PostgreSQL: each tells the others what it
+        // changed, for their live pages. SQLite is one console's own.
+        let changes = match db::Engine::of_url(&config.database_url)? {
+            db::Engine::Postgres => ChangeFeed::start(pool.clone(), &holder),
+            db::Engine::Sqlite => ChangeFeed::off(),
+        };
+        changes.relay(Kind::Jobs, services.cluster.subscribe(), |e| {
+            (e.account_id, e.job)
+        });
+        changes.relay(Kind::Metrics, services.metrics.subscribe(), |e| {
+            (e.account_id, e.job)
+        });
+        changes.relay(Kind::Serving, services.serving.subscribe(), |e| {
+            (e.account_id, e.name)
+        });
+        changes.relay(Kind::Notebooks, services.notebooks.subscribe(), |e| {
+            (e.account_id, e.name)
+        });
+        changes.relay(Kind::Pipelines, services.pipelines.subscribe(), |e| {
+            (e.account_id, e.name)
+        });
+        {
+            // A run submitted on another replica is scheduled at once when
+            // this one holds the scheduler's lease.
+            let (mut remote, pipelines) = (changes.subscribe(), pipelines.clone());
+            tokio::spawn(async move {
+                loop {
+                    match remote.recv().await {
+                        Ok(change) if matches!(change.kind, Kind::Pipelines | Kind::Jobs) => {
+                            pipelines.wake()
+                        }
+                        Ok(_) | Err(RecvError::Lagged(_)) => {}
+                        Err(RecvError::Closed) => return,
+                    }
+                }
+            });
+        }
         let state = AppState {
             leptos: config.site,
             services: services.clone(),
             mlflow: MlflowStore::new(pool.clone()),
             serving,
             notebooks,
+            changes,
         };
         Ok(Self {
             pool,

@@ -241,6 +241,11 @@ pub struct ServeArgs {
           default_value = crate::kubernetes::notebooks::DEFAULT_WORKSPACE_SIZE,
           value_parser = workspace_size)]
     pub notebook_workspace_size: String,
+    /// With `--cluster kube`: where serving pods find their model version
+    /// (an absolute path inside the pod; for images that expect it
+    /// elsewhere). Default: `/models`.
+    #[arg(long, env = "PADDLECLOUD_SERVING_MODEL_DIR", value_parser = absolute_path)]
+    pub serving_model_dir: Option<String>,
     /// Stop a notebook that sets no idle timeout of its own after this many
     /// minutes without kernel or terminal activity (default: never).
     #[arg(long, env = "PADDLECLOUD_NOTEBOOK_IDLE_MINUTES",
@@ -309,6 +314,15 @@ fn workspace_size(raw: &str) -> Result<String, String> {
     app::models::quantity::parse_memory_bytes("notebook-workspace-size", raw)
         .map(|_| raw.trim().to_owned())
         .map_err(|e| e.to_string())
+}
+
+fn absolute_path(raw: &str) -> Result<String, String> {
+    let path = raw.trim().trim_end_matches('/');
+    if path.starts_with('/') && !path.contains("/../") && !path.ends_with("/..") {
+        Ok(path.to_owned())
+    } else {
+        Err(format!("{raw:?} is not an absolute path (e.g. /models)"))
+    }
 }
 
 fn memory_bytes(raw: &str) -> Result<u64, String> {
@@ -501,7 +515,7 @@ impl ServeArgs {
         };
         ClusterChoice::Kube {
             access,
-            serving_model_root: None,
+            serving_model_root: self.serving_model_dir.clone(),
             notebook_pods: Box::new(NotebookPods {
                 image: self.notebook_image.clone(),
                 storage_class: self.notebook_storage_class.clone(),

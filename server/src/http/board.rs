@@ -1,22 +1,20 @@
 //! PaddleBoard's routes beside its page: live updates of the charted jobs
 //! (server-sent events) and exports, a chart as CSV and every chart as a zip.
 
-use std::convert::Infallible;
 use std::io::Write;
 
 use app::error::AppError;
 use app::models::board::BoardView;
 use app::ports::Principal;
 use axum::extract::{RawQuery, State};
-use axum::response::sse::Event;
 use axum::response::Response;
 use http::{header, HeaderValue};
-use tokio::sync::broadcast::error::RecvError;
 
 use super::api_error::ApiError;
 use super::caller::Caller;
 use super::rest::metrics::csv_value;
 use super::AppState;
+use crate::storage::changes::Kind;
 
 /// The query string's pairs, decoded, repeated keys kept.
 fn pairs(query: Option<String>) -> Vec<(String, String)> {
@@ -41,22 +39,10 @@ pub async fn events(
     RawQuery(query): RawQuery,
 ) -> Response {
     let jobs = all(&pairs(query), "job");
-    let account_id = who.me.account.id;
-    let receiver = state.services.metrics.subscribe();
-    let events = futures_util::stream::unfold(receiver, move |mut rx| {
-        let jobs = jobs.clone();
-        async move {
-            loop {
-                match rx.recv().await {
-                    Ok(ev) if ev.account_id == account_id && jobs.contains(&ev.job) => {
-                        return Some((Ok::<_, Infallible>(Event::default().data(ev.job)), rx))
-                    }
-                    Ok(_) => continue,
-                    Err(RecvError::Lagged(_)) => return Some((Ok(Event::default().data("")), rx)),
-                    Err(RecvError::Closed) => return None,
-                }
-            }
-        }
+    let local = state.services.metrics.subscribe();
+    let account = who.me.account.id;
+    let events = super::events::names_of(&state, Kind::Metrics, local, account, Some(jobs), |ev| {
+        (ev.account_id, ev.job)
     });
     super::events::sse(events)
 }

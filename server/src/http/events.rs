@@ -10,7 +10,9 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::{Stream, StreamExt};
 use serde::Deserialize;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::{error::RecvError, Receiver};
+
+use crate::storage::changes::Kind;
 
 use super::api_error::ApiError;
 use super::caller::Caller;
@@ -19,28 +21,43 @@ use super::AppState;
 /// `GET /events/jobs`: one message (data: the job's name) per change to
 /// any of the caller's jobs.
 pub async fn jobs(State(state): State<AppState>, Caller(who): Caller) -> Response {
-    let receiver = state.services.cluster.subscribe();
-    sse(names_of(receiver, who.me.account.id, None, |ev| {
-        (ev.account_id, ev.job)
-    }))
+    let local = state.services.cluster.subscribe();
+    sse(names_of(
+        &state,
+        Kind::Jobs,
+        local,
+        who.me.account.id,
+        None,
+        |ev| (ev.account_id, ev.job),
+    ))
 }
 
 /// `GET /events/serving`: one message (data: the instance's name) per
 /// change to any of the caller's serving instances.
 pub async fn serving(State(state): State<AppState>, Caller(who): Caller) -> Response {
-    let receiver = state.services.serving.subscribe();
-    sse(names_of(receiver, who.me.account.id, None, |ev| {
-        (ev.account_id, ev.name)
-    }))
+    let local = state.services.serving.subscribe();
+    sse(names_of(
+        &state,
+        Kind::Serving,
+        local,
+        who.me.account.id,
+        None,
+        |ev| (ev.account_id, ev.name),
+    ))
 }
 
 /// `GET /events/notebooks`: one message (data: the notebook's name) per
 /// change to any of the caller's account's notebooks.
 pub async fn notebooks(State(state): State<AppState>, Caller(who): Caller) -> Response {
-    let receiver = state.services.notebooks.subscribe();
-    sse(names_of(receiver, who.me.account.id, None, |ev| {
-        (ev.account_id, ev.name)
-    }))
+    let local = state.services.notebooks.subscribe();
+    sse(names_of(
+        &state,
+        Kind::Notebooks,
+        local,
+        who.me.account.id,
+        None,
+        |ev| (ev.account_id, ev.name),
+    ))
 }
 
 /// Which runs `/events/pipelines` follows.
@@ -59,37 +76,61 @@ pub async fn pipelines(
     Caller(who): Caller,
     Query(params): Query<PipelineParams>,
 ) -> Response {
-    let receiver = state.services.pipelines.subscribe();
-    sse(names_of(receiver, who.me.account.id, params.run, |ev| {
-        (ev.account_id, ev.name)
-    }))
+    let local = state.services.pipelines.subscribe();
+    let account = who.me.account.id;
+    sse(names_of(
+        &state,
+        Kind::Pipelines,
+        local,
+        account,
+        params.run.map(|r| vec![r]),
+        |ev| (ev.account_id, ev.name),
+    ))
 }
 
-/// One message per change event of `account_id`'s (data: what changed, by
-/// `name`; only `only` when given), and an empty one when events were
-/// missed, so the page refreshes.
-fn names_of<E: Clone + Send + 'static>(
-    receiver: tokio::sync::broadcast::Receiver<E>,
+/// One message per change of `account_id`'s things of `kind` (data: the
+/// name of what changed; only those named in `only` when given), made in this process
+/// (`local`, a service's channel) or in another replica (the change feed),
+/// and an empty one when events were missed, so the page refreshes.
+pub fn names_of<E: Clone + Send + 'static>(
+    state: &AppState,
+    kind: Kind,
+    local: Receiver<E>,
     account_id: i64,
-    only: Option<String>,
+    only: Option<Vec<String>>,
     name: fn(E) -> (i64, String),
 ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
-    futures_util::stream::unfold((receiver, only), move |(mut rx, only)| async move {
-        loop {
-            match rx.recv().await {
-                Ok(ev) => match name(ev) {
-                    (account, what)
-                        if account == account_id && only.as_deref().is_none_or(|o| o == what) =>
-                    {
-                        return Some((Ok(Event::default().data(what)), (rx, only)))
-                    }
-                    _ => continue,
-                },
-                Err(RecvError::Lagged(_)) => {
-                    return Some((Ok(Event::default().data("")), (rx, only)))
-                }
-                Err(RecvError::Closed) => return None,
-            }
+    let here = received(local).map(move |ev| ev.map(name));
+    let elsewhere = received(state.changes.subscribe()).filter_map(move |ev| {
+        futures_util::future::ready(match ev {
+            Some(change) if change.kind == kind => Some(Some((change.account_id, change.name))),
+            Some(_) => None,
+            None => Some(None),
+        })
+    });
+    futures_util::stream::select(here, elsewhere).filter_map(move |ev| {
+        futures_util::future::ready(match ev {
+            Some((account, what)) if account == account_id => only
+                .as_ref()
+                .is_none_or(|names| names.contains(&what))
+                .then(|| Ok(Event::default().data(what))),
+            Some(_) => None,
+            // Missed events: an empty message makes the page read afresh.
+            None => Some(Ok(Event::default().data(""))),
+        })
+    })
+}
+
+/// What a channel receives, `None` where some were missed; ends when it
+/// closes.
+pub fn received<E: Clone + Send + 'static>(
+    receiver: Receiver<E>,
+) -> impl Stream<Item = Option<E>> + Send + 'static {
+    futures_util::stream::unfold(receiver, |mut rx| async move {
+        match rx.recv().await {
+            Ok(ev) => Some((Some(ev), rx)),
+            Err(RecvError::Lagged(_)) => Some((None, rx)),
+            Err(RecvError::Closed) => None,
         }
     })
 }

@@ -41,6 +41,8 @@ pub struct AppState {
     pub serving: crate::serving::ServingService,
     /// Notebooks, for the proxy in front of their JupyterLab servers.
     pub notebooks: crate::notebooks::NotebookService,
+    /// What other replicas on this database changed, for the live streams.
+    pub changes: crate::storage::changes::ChangeFeed,
 }
 
 /// The server's version, as `/healthz` reports it.

@@ -155,19 +155,19 @@ impl KubeCluster {
 
     /// Samples the pods of running jobs from the cluster's metrics API
     /// (`metrics.k8s.io`) every `every` into `store` (for a console without
-    /// Prometheus); what it finds of the API is in the returned handle.
+    /// Prometheus) while this process holds `lease`; what it finds of the
+    /// API is in the returned handle.
     pub fn sample_metrics_api(
         &self,
         store: Arc<crate::storage::samples::ResourceStore>,
         every: Duration,
+        lease: crate::storage::lease::Lease,
     ) -> Arc<metrics_api::MetricsApi> {
         let api = Arc::new(metrics_api::MetricsApi::default());
-        tokio::spawn(metrics_api::sample(
-            Arc::downgrade(&self.inner),
-            store,
-            every,
-            api.clone(),
-        ));
+        let (inner, seen) = (Arc::downgrade(&self.inner), api.clone());
+        // Replicas sample in turn: one holds the lease, the others' charts
+        // read what it stored.
+        lease.guard(move || metrics_api::sample(inner.clone(), store.clone(), every, seen.clone()));
         api
     }
 }

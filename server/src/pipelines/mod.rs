@@ -67,6 +67,12 @@ impl SqlPipelines {
         }
     }
 
+    /// Asks the scheduler for a pass now: a run or a job changed in another
+    /// replica (this process's own changes wake it already).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
     async fn ended(&self, account: &Account, name: &str) -> Result<StoredRun, AppError> {
         self.store.get(account.id, name).await
     }

@@ -2,11 +2,12 @@
 //! pool and its migrations ([`db`]), the job and pod records every cluster
 //! backend writes ([`jobs`]), serving records ([`serving`]), resource
 //! samples ([`samples`]), pod log files ([`logfile`]), tokens
-//! ([`tokens`]), the user row every "who is this" query reads
+//! ([`tokens`]), what other replicas changed ([`changes`]), the user row every "who is this" query reads
 //! ([`users`]), the audit log ([`audit`]) and rate limits ([`throttle`]). Nothing here knows of a backend, a service or HTTP.
 
 pub mod audit;
 pub mod catalog;
+pub mod changes;
 pub mod db;
 pub mod jobs;
 pub mod lease;

@@ -31,7 +31,13 @@ async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_instal
         common::kubelet::TestKubelet::start(client.clone(), &db.dir().join("kubelet")).await;
     let cluster = common::kubelet::kube_cluster(&client, &db, None);
     let store = Arc::new(ResourceStore::new(db.pool.clone()));
-    let api = cluster.sample_metrics_api(store.clone(), Duration::from_secs(1));
+    let lease = server::storage::lease::Lease::new(
+        db.pool.clone(),
+        "metrics-api-sampling",
+        &server::storage::lease::holder_id(),
+        Duration::from_secs(3),
+    );
+    let api = cluster.sample_metrics_api(store.clone(), Duration::from_secs(1), lease);
     let resources = SqlResourceCharts::new(
         db.pool.clone(),
         store,
