@@ -34,6 +34,10 @@ impl Engine {
     }
 }
 
+/// How long a query waits for a free connection (or for the database to
+/// take one) before it fails as unavailable.
+pub const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The default database: a SQLite file in the data directory.
 pub fn default_url(data_dir: &Path) -> String {
     format!(
@@ -56,6 +60,10 @@ pub async fn connect(url: &str) -> anyhow::Result<AnyPool> {
     }
     let pool = AnyPoolOptions::new()
         .max_connections(16)
+        // A request waits this long for a connection, then gets a 503:
+        // while PostgreSQL is away, callers hear so in seconds (and the
+        // pool reconnects by itself once it is back).
+        .acquire_timeout(ACQUIRE_TIMEOUT)
         .connect(url)
         .await
         .with_context(|| format!("connecting to {}", redact(url)))?;

@@ -22,10 +22,57 @@ pub mod users;
 
 use app::error::AppError;
 
-/// Logs a database failure and hides it from the caller.
+/// Logs a database failure and hides it from the caller: a database that
+/// cannot be reached just now (down, restarting, cut the connection, no
+/// connection free in time) is a 503 the caller may retry; anything else
+/// is a 500.
 pub(crate) fn internal(context: &'static str) -> impl FnOnce(sqlx::Error) -> AppError {
     move |err| {
-        tracing::error!(error = %err, "{context}");
-        AppError::Internal
+        if unreachable(&err) {
+            tracing::warn!(error = %err, "{context}: the database is unreachable");
+            AppError::Unavailable {
+                message: "The database cannot be reached just now; please try again shortly."
+                    .into(),
+            }
+        } else {
+            tracing::error!(error = %err, "{context}");
+            AppError::Internal
+        }
+    }
+}
+
+/// Whether `err` says the database is away rather than the query wrong:
+/// no connection (refused, reset, timed out waiting for one) or PostgreSQL
+/// shutting down or not accepting connections (SQLSTATE classes 08, 57P
+/// and "too many connections").
+pub fn unreachable(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+            code.starts_with("08") || code.starts_with("57P") || code == "53300"
+        }),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_out_of_reach_is_a_503_and_a_wrong_query_a_500() {
+        let away = internal("test")(sqlx::Error::PoolTimedOut);
+        assert!(matches!(away, AppError::Unavailable { .. }), "{away:?}");
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert!(unreachable(&sqlx::Error::Io(reset)));
+        assert_eq!(
+            internal("test")(sqlx::Error::RowNotFound),
+            AppError::Internal
+        );
+        assert!(!unreachable(&sqlx::Error::ColumnNotFound("x".into())));
     }
 }
