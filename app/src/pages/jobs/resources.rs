@@ -186,8 +186,12 @@ pub fn use_chart_route() -> (
 pub fn JobResourcesPage() -> impl IntoView {
     let (name, _) = use_chart_route();
     let job = resource(name, crate::api::jobs::get_job);
+    // A fixed text, not a closure over the route's params: the server reads
+    // the title after the page's reactive owner may be gone (a closure then
+    // panicked under concurrent requests).
+    let title = format!("{} · resources", untrack(name));
     view! {
-        <leptos_meta::Title text=move || format!("{} · resources", name()) />
+        <leptos_meta::Title text=title />
         <div class="page-head">
             <h1>{move || format!("{} · resources", name())}</h1>
             <nav class="page-links">

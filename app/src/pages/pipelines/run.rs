@@ -43,8 +43,10 @@ pub fn PipelinePage() -> impl IntoView {
     );
     let stop_error = Signal::derive(last_error(stop));
     let retry_error = Signal::derive(last_error(retry));
+    // Fixed text: see the job Resources page's title.
+    let title = format!("Pipeline {}", untrack(name));
     view! {
-        <Title text=move || format!("Pipeline {}", name()) />
+        <Title text=title />
         <div id="pipeline-run">
             <Transition fallback=|| view! { <p class="loading">"Loading the run…"</p> }>
                 {move || Suspend::new(async move {
