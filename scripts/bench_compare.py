@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Benchmark TensorBoard and MLflow on the data PaddleBoard is benchmarked with.
+"""Benchmark PaddleCloud next to TensorBoard and MLflow, side by side in one run.
 
 Run (from anywhere; the first run needs PyPI to build the venv):
 
-    python3 scripts/bench_compare.py --install          # create venv, then run both parts
+    python3 scripts/bench_compare.py --install          # create venv, then run every part
+    python3 scripts/bench_compare.py --binary target/release/paddlecloud --site target/site
     python3 scripts/bench_compare.py --only tensorboard --points 200000
     python3 scripts/bench_compare.py --only mlflow --keep
+    python3 scripts/bench_compare.py --only paddlecloud --binary PATH --site PATH
 
 The script re-executes itself inside ~/.cache/paddlecloud/pyvenv-compare
 (created with --install: pip install of the pinned versions below, which are the
@@ -34,14 +36,39 @@ What is measured:
     100,000 points of A (steps 600,000..699,999, which hold the spike), 1,000 per call;
     get_metric_history p50 of 3; REST get-history; the UI chart route
     get-history-bulk-interval (max_results=320, the UI default) and whether it keeps the spike.
+    Then ingestion as PaddleCloud's is measured: REST runs/log-batch (1,000 points a call,
+    MLflow's maximum) with --writers concurrent writers and with one, each writer its own
+    run, bodies encoded before the clock starts; points count only for 2xx answers.
+  PaddleCloud (--binary, --site: the release build and its site files), `paddlecloud serve`
+    on a fresh SQLite data dir (accounts and access keys by `paddlecloud admin`):
+    a. ingestion: POST /api/v1/jobs/{name}/metrics (10,000 points a call, one transaction,
+       durable when answered) by --writers concurrent writers, each its own job (a local
+       run), and by one; points count only for 2xx answers, then read back and counted.
+    b. data set A written the same way, then the p50 of GET /paddleboard?job=..&tags=^loss$,
+       the page PaddleBoard's chart is drawn in and that its live region fetches again
+       (the series as a min/max envelope at the chart's width, plotted to SVG, with the
+       points it drew in `data-pointer`): the spike (max) and the minimum of A must be in
+       them. Also p50 of the REST envelope GET /api/v1/jobs/{name}/metrics/loss?width=640.
+    c. the job table: 10,000 jobs recorded through POST /api/v1/local-runs (+ .../end, no
+       process runs), then the server-rendered GET /jobs: p50 of one client, and pages/s
+       and p50 with --clients clients for --seconds.  (--job-list-bench PATH also runs the
+       built `cargo bench --bench job_list` executable and prints its lines.)
+    d. hydration: end2end/bench/hydration.mjs (Playwright + Debian's chromium) opens /jobs
+       of the signed-in user --hydration-runs times: load event -> data-hydrated on <html>.
+  The final "targets" table puts each PaddleCloud number next to its reference with the
+  measured ratio and PASS/FAIL.
 """
-import argparse, json, math, os, random, shutil, signal, socket, statistics, subprocess, sys
-import tempfile, time, urllib.error, urllib.parse, urllib.request
+import argparse, html, json, math, multiprocessing, os, random, re, shutil, signal
+import socket, statistics, subprocess, sys, tempfile, time, urllib.error, urllib.parse
+import urllib.request
+from http import client as httpclient  # `http` is the helper below
 
 VENV = os.path.expanduser("~/.cache/paddlecloud/pyvenv-compare")
 PINS = ["tensorboard==2.21.0", "tensorboardX==2.6.5", "mlflow==3.17.2"]
 SPIKE_STEP, SEED, WALL0 = 654321, 20240601, 1.7e9
 ROWS = []      # (section, name, value) for the final table
+RES = {}       # numbers the "targets" table compares
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVERS = []   # Popen objects still to kill
 URL_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never use a proxy
 
@@ -62,6 +89,8 @@ def ensure_venv(args, argv):
         subprocess.check_call([vpy, "-m", "pip", "install", "-q", "--upgrade", "pip"])
         subprocess.check_call([vpy, "-m", "pip", "install", "-q", *PINS])
     elif not os.path.exists(vpy):
+        if args.only == "paddlecloud":  # the PaddleCloud part needs the standard library only
+            return
         sys.exit(f"no venv at {VENV}: run once with --install")
     argv = [a for a in argv if a != "--install"]
     os.execv(vpy, [vpy, os.path.abspath(__file__), *argv])
@@ -78,6 +107,17 @@ def series_a(n):
     if n > SPIKE_STEP:
         out[SPIKE_STEP] = 100 * (0.1 + 2.0 * math.exp(-SPIKE_STEP / 200_000))
     return out
+
+
+_EXTREMES = {}
+
+
+def a_extremes(n):
+    """(min, max) of data set A with n points (computed once per n)."""
+    if n not in _EXTREMES:
+        a = series_a(n)
+        _EXTREMES[n] = (min(a), max(a))
+    return _EXTREMES[n]
 
 
 def series_b(i, n):
@@ -153,6 +193,86 @@ def load():
     return "%.2f %.2f %.2f" % os.getloadavg()
 
 
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round((len(xs) - 1) * p))] if xs else float("nan")
+
+
+# Concurrent HTTP clients: one process each (no GIL between them), one keep-alive
+# connection each.  A plan is a list of requests (method, path, body, headers, weight);
+# bodies are made before the clock starts.  Set before forking: the children read it.
+_PLANS = []
+
+
+def _client(i, port, start, duration, q):
+    conn = httpclient.HTTPConnection("127.0.0.1", port, timeout=600)
+    ok_weight = ok = 0
+    errors, lat = {}, []
+    start.wait()
+    t_end = time.perf_counter() + duration if duration else None
+    plan = _PLANS[i]
+    while True:
+        for method, path, body, headers, weight in plan:
+            t = time.perf_counter()
+            try:
+                conn.request(method, path, body=body, headers=headers)
+                r = conn.getresponse()
+                r.read()
+                status = r.status
+            except (OSError, httpclient.HTTPException) as e:
+                status = type(e).__name__
+                conn.close()
+                conn = httpclient.HTTPConnection("127.0.0.1", port, timeout=600)
+            if isinstance(status, int) and 200 <= status < 300:
+                ok_weight += weight
+                ok += 1
+                lat.append(time.perf_counter() - t)
+            else:
+                errors[str(status)] = errors.get(str(status), 0) + 1
+            if t_end and time.perf_counter() >= t_end:
+                break
+        if not t_end or time.perf_counter() >= t_end:
+            break
+    q.put((ok_weight, ok, errors, lat, time.perf_counter()))
+
+
+def load_clients(port, plans, duration=None):
+    """Run one client process per plan at once.  Without `duration` each sends its plan
+    once; with it, repeats its plan until `duration` seconds have passed.  Returns wall
+    seconds (start to the last client's end), 2xx weight and count, errors by status, and
+    the latencies of the 2xx answers."""
+    global _PLANS
+    _PLANS = plans
+    ctx = multiprocessing.get_context("fork")
+    start, q = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_client, args=(i, port, start, duration, q), daemon=True)
+             for i in range(len(plans))]
+    try:
+        for pr in procs:
+            pr.start()
+        time.sleep(0.2)
+        t0 = time.perf_counter()
+        start.set()
+        got = [q.get(timeout=3600) for _ in procs]
+        for pr in procs:
+            pr.join()
+    finally:
+        _PLANS = []
+        for pr in procs:
+            if pr.is_alive():
+                pr.kill()
+    errors = {}
+    for _, _, e, _, _ in got:
+        for k, v in e.items():
+            errors[k] = errors.get(k, 0) + v
+    return dict(wall=max(g[4] for g in got) - t0, weight=sum(g[0] for g in got),
+                ok=sum(g[1] for g in got), errors=errors, lat=[x for g in got for x in g[3]])
+
+
+def errs(r):
+    return ", ".join(f"{v} x {k}" for k, v in sorted(r["errors"].items())) or "none"
+
+
 # ----------------------------------------------------------------------------- TensorBoard
 def write_events(logdir, series):
     """series: dict tag -> list of values; written step-interleaved like a training loop."""
@@ -216,7 +336,8 @@ def tb_run(args, tmp, logdir, loader, samples, tags, n, label, settle=None):
             tag = tags[0]
             pts = json.loads(http(q(tag))[1])
             size = len(http(q(tag))[1])
-            row(sec, f"GET scalars/scalars p50 of {reqs}", ms(p50(lambda: http(q(tag))[0], reqs)))
+            scalars_p50 = p50(lambda: http(q(tag))[0], reqs)
+            row(sec, f"GET scalars/scalars p50 of {reqs}", ms(scalars_p50))
             ts_body = {"requests": json.dumps([{"plugin": "scalars", "tag": tag, "run": "."}])}
             ts = lambda: http(base + "/data/plugin/timeseries/timeSeries", ts_body)
             ts_pts = json.loads(ts()[1])[0]["runToSeries"]["."]
@@ -227,6 +348,10 @@ def tb_run(args, tmp, logdir, loader, samples, tags, n, label, settle=None):
             row(sec, f"spike step {SPIKE_STEP} in answer",
                 ("yes" if spike else "NO") + ("" if n > SPIKE_STEP else " (not in data: N too small)"))
             row(sec, "max value returned", f"{max(v for _, _, v in pts):.4g}")
+            RES.setdefault("tb_scalars", []).append(dict(
+                loader=loader, samples=samples, p50=scalars_p50, points=len(pts), n=n,
+                spike=spike,  # values come back as float32
+                min_kept=math.isclose(min(v for _, _, v in pts), a_extremes(n)[0], rel_tol=1e-6)))
         else:  # data set B subset: a dashboard with one chart per tag
             every = lambda: sum(http(q(t))[0] for t in tags)
             row(sec, f"GET scalars for all {len(tags)} tags, p50 of 5", ms(p50(every, 5)))
@@ -335,9 +460,41 @@ def bench_mlflow(args, tmp):
             uis = [f"{base}/ajax-api/2.0/mlflow/metrics/get-history-bulk-interval?" + urllib.parse.urlencode(
                 {"run_ids": run_b, "metric_key": f"s{i:03d}", "max_results": 320}) for i in range(ns)]
             row(sec, f"UI charts for all {ns} metrics, p50 of 3", ms(p50(lambda: sum(http(x)[0] for x in uis), 3)))
+        # ingestion as PaddleCloud's is measured: concurrent writers, pre-encoded bodies
+        if args.mlflow_ingest_points:
+            for writers in sorted({args.writers, 1}, reverse=True):
+                RES[f"ml_ingest_{'n' if writers == args.writers else '1'}"] = mlflow_ingest(
+                    args, client, exp, port, writers, series_a(args.mlflow_ingest_points))
     finally:
         stop_server(p)
     row("MLflow", "part wall time", f"{time.perf_counter() - t_part:.0f} s")
+
+
+def mlflow_ingest(args, client, exp, port, writers, vals):
+    """REST runs/log-batch of `vals` split over `writers` concurrent writers, each its own
+    run, 1,000 points a call (MLflow's limit); points/s of the 2xx answers."""
+    per = len(vals) // writers
+    plans, runs = [], []
+    hdr = {"Content-Type": "application/json"}
+    for w in range(writers):
+        run = client.create_run(exp, run_name=f"ingest-{writers}-{w}").info.run_id
+        runs.append(run)
+        plan = []
+        for i in range(0, per, 1000):
+            steps = range(i, min(per, i + 1000))
+            body = json.dumps({"run_id": run, "metrics": [
+                {"key": "loss", "value": vals[w * per + s], "timestamp": int((WALL0 + s * 0.01) * 1000),
+                 "step": s} for s in steps]}).encode()
+            plan.append(("POST", "/api/2.0/mlflow/runs/log-batch", body, hdr, len(steps)))
+        plans.append(plan)
+    r = load_clients(port, plans)
+    rate = r["weight"] / r["wall"]
+    sec = f"MLflow ingest, {writers} writer{'s' if writers > 1 else ''}"
+    row(sec, f"REST log-batch {writers} x {per:,} points (1,000/call), 2xx only",
+        f"{r['wall']:.1f} s, {rate:,.0f} pts/s, p50 call {ms(pct(r['lat'], 0.5))}, errors: {errs(r)}")
+    stored = sum(len(client.get_metric_history(run, "loss")) for run in runs)
+    row(sec, "points read back (get_metric_history)", f"{stored:,} of {writers * per:,}")
+    return dict(rate=rate, writers=writers, points=writers * per, ok_points=r["weight"], errors=r["errors"])
 
 
 def timed(fn, *a):
@@ -346,11 +503,367 @@ def timed(fn, *a):
     return time.perf_counter() - t
 
 
+# ----------------------------------------------------------------------------- PaddleCloud
+PC_PASSWORD = "a long bench password"
+
+
+def api(port, method, path, body=None, key=None, cookie=None, headers=None):
+    """One request on a fresh connection: (status, headers, body bytes)."""
+    h = dict(headers or {})
+    if key:
+        h["Authorization"] = f"Bearer {key}"
+    if cookie:
+        h["Cookie"] = cookie
+    if isinstance(body, (dict, list)):
+        body, h["Content-Type"] = json.dumps(body).encode(), "application/json"
+    conn = httpclient.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        conn.request(method, path, body=body, headers=h)
+        r = conn.getresponse()
+        return r.status, r.headers, r.read()
+    finally:
+        conn.close()
+
+
+def api_ok(port, method, path, body=None, key=None, cookie=None, headers=None):
+    status, hdrs, data = api(port, method, path, body, key, cookie, headers)
+    if not 200 <= status < 300:
+        raise RuntimeError(f"{method} {path} answered {status}: {data[:300]!r}")
+    return hdrs, data
+
+
+def start_local_run(port, key, name):
+    api_ok(port, "POST", "/api/v1/local-runs", {"client_id": f"bench-{name}", "name": name}, key=key)
+
+
+def metric_plan(name, key, vals, steps0=0, batch=10_000):
+    """POSTs of `vals` as tag loss of job `name`, `batch` points a call."""
+    hdr = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    plan = []
+    for i in range(0, len(vals), batch):
+        pts = [{"tag": "loss", "step": steps0 + s, "value": vals[s], "wall_time": WALL0 + (steps0 + s) * 0.01}
+               for s in range(i, min(len(vals), i + batch))]
+        plan.append(("POST", f"/api/v1/jobs/{name}/metrics", json.dumps(pts).encode(), hdr, len(pts)))
+    return plan
+
+
+def stored_points(port, key, name):
+    tags = json.loads(api_ok(port, "GET", f"/api/v1/jobs/{name}/metrics", key=key)[1])
+    return sum(t["points"] for t in tags)
+
+
+def sign_in(port, account, email):
+    body = urllib.parse.urlencode({"account": account, "email": email, "password": PC_PASSWORD}).encode()
+    status, hdrs, data = api(port, "POST", "/api/sign_in", body,
+                             headers={"Content-Type": "application/x-www-form-urlencoded"})
+    for c in hdrs.get_all("Set-Cookie") or []:
+        if c.startswith("pc_session=") and not c.startswith("pc_session=;"):
+            return c.split(";", 1)[0]
+    raise RuntimeError(f"sign-in answered {status} without a session cookie: {data[:200]!r}")
+
+
+def pc_ingest(args, port, key):
+    vals = series_a(args.pc_ingest_points)
+    for writers in sorted({args.writers, 1}, reverse=True):
+        per = len(vals) // writers
+        names = [f"ingest-{writers}-{w}" for w in range(writers)]
+        for n in names:
+            start_local_run(port, key, n)
+        plans = [metric_plan(n, key, vals[w * per:(w + 1) * per]) for w, n in enumerate(names)]
+        r = load_clients(port, plans)
+        rate = r["weight"] / r["wall"]
+        stored = sum(stored_points(port, key, n) for n in names)
+        sec = f"PaddleCloud ingest, {writers} writer{'s' if writers > 1 else ''}"
+        row(sec, f"REST metrics {writers} x {per:,} points (10,000/call), 2xx only",
+            f"{r['wall']:.1f} s, {rate:,.0f} pts/s, p50 call {ms(pct(r['lat'], 0.5))}, errors: {errs(r)}")
+        row(sec, "points read back (GET .../metrics)", f"{stored:,} of {writers * per:,}")
+        RES[f"pc_ingest_{'n' if writers == args.writers else '1'}"] = dict(
+            rate=rate, writers=writers, points=writers * per, stored=stored, errors=r["errors"])
+
+
+def pointer_series(page):
+    """The series PaddleBoard drew, from the chart's `data-pointer` (what the pointer reads)."""
+    m = re.search(r'data-pointer="([^"]*)"', page)
+    if not m:
+        raise RuntimeError("no data-pointer in the PaddleBoard page")
+    return json.loads(html.unescape(m.group(1)))["series"][0]
+
+
+def pc_series(args, port, key, cookie):
+    n = args.points
+    vals = series_a(n)
+    lo, hi = a_extremes(n)
+    job = "series-a"
+    start_local_run(port, key, job)
+    r = load_clients(port, [metric_plan(job, key, vals)])
+    sec = f"PaddleCloud A ({n:,} points)"
+    row(sec, "write A, 1 writer, REST 10,000/call",
+        f"{r['wall']:.1f} s ({r['weight'] / r['wall']:,.0f} pts/s), errors: {errs(r)}")
+    del vals
+    page = "/paddleboard?" + urllib.parse.urlencode({"job": job, "tags": "^loss$"})
+    hdr = {"Cookie": cookie, "Accept": "text/html"}
+    t = time.perf_counter()
+    body = api_ok(port, "GET", page, cookie=cookie, headers={"Accept": "text/html"})[1].decode()
+    row(sec, "first GET /paddleboard after writing", ms(time.perf_counter() - t))
+    ser = pointer_series(body)
+    values = [v for v in ser["values"] if isinstance(v, (int, float))]
+    spike = max(values) == hi and (SPIKE_STEP in ser["steps"] or n <= SPIKE_STEP)
+    kept_min = min(values) == lo
+    reqs = args.requests
+    rr = load_clients(port, [[("GET", page, None, hdr, 1)] * reqs])
+    fetch = pct(rr["lat"], 0.5)
+    row(sec, f"GET /paddleboard (the chart's page) p50 of {reqs}",
+        f"{ms(fetch)} (p90 {ms(pct(rr['lat'], 0.9))}), {len(body) / 1e3:.0f} KB HTML, errors: {errs(rr)}")
+    row(sec, "points drawn (envelope) / total",
+        f"{len(ser['values']):,} / {ser['total']:,}, full resolution: {ser['full_resolution']}")
+    row(sec, f"spike (max {hi:.4g} at step {SPIKE_STEP}) kept; min {lo:.4g} kept",
+        f"{'yes' if spike else 'NO'}; {'yes' if kept_min else 'NO'}")
+    rest = f"/api/v1/jobs/{job}/metrics/loss?width=640"
+    env = json.loads(api_ok(port, "GET", rest, key=key)[1])
+    rr = load_clients(port, [[("GET", rest, None, {"Authorization": f"Bearer {key}"}, 1)] * reqs])
+    rest_ok = env["max"] == hi and env["min"] == lo and (n <= SPIKE_STEP or any(p["step"] == SPIKE_STEP for p in env["points"]))
+    row(sec, f"REST GET {rest.split('?')[0].replace(job, '{job}')}?width=640 p50 of {reqs}",
+        f"{ms(pct(rr['lat'], 0.5))}, {len(env['points'])} points, spike and min kept: {'yes' if rest_ok else 'NO'}")
+    RES["pc_fetch"] = dict(p50=fetch, spike=spike, min=kept_min, n=n, rest_p50=pct(rr["lat"], 0.5),
+                           rest_ok=rest_ok)
+
+
+def pc_jobs(args, port, key, cookie):
+    outcomes = ["succeeded", "failed", "stopped", "succeeded", "succeeded"]
+    hdr = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    seeders = 4
+    plans = [[] for _ in range(seeders)]
+    for i in range(args.jobs):
+        name = f"resnet-{i:05d}"
+        out = outcomes[i % len(outcomes)]
+        plans[i % seeders] += [
+            ("POST", "/api/v1/local-runs", json.dumps(
+                {"client_id": f"bench-{name}", "name": name, "params": {"lr": 0.1, "epochs": i % 10}}).encode(), hdr, 1),
+            ("POST", f"/api/v1/local-runs/{name}/end", json.dumps(
+                {"outcome": out, "exit_code": 0 if out == "succeeded" else 1,
+                 "message": "" if out == "succeeded" else "exited with code 1"}).encode(), hdr, 1)]
+    r = load_clients(port, plans)
+    sec = f"PaddleCloud /jobs ({args.jobs:,} jobs)"
+    row(sec, "record jobs: POST /api/v1/local-runs + .../end, 4 clients",
+        f"{r['wall']:.1f} s, {r['ok']:,} of {2 * args.jobs:,} answered 2xx, errors: {errs(r)}")
+    total = json.loads(api_ok(port, "GET", "/api/v1/jobs?per_page=1", key=key)[1])
+    total = total["total"]
+    body = api_ok(port, "GET", "/jobs", cookie=cookie, headers={"Accept": "text/html"})[1]
+    if b"resnet-" not in body:
+        raise RuntimeError("GET /jobs shows no seeded job")
+    row(sec, "jobs in the account (GET /api/v1/jobs total); /jobs HTML", f"{total}; {len(body) / 1e3:.0f} KB")
+    get = ("GET", "/jobs", None, {"Cookie": cookie, "Accept": "text/html"}, 1)
+    load_clients(port, [[get] * 20])  # warm-up
+    one = load_clients(port, [[get] * 300])
+    row(sec, "1 client, p50 / p90 / p99 of 300",
+        f"{ms(pct(one['lat'], 0.5))} / {ms(pct(one['lat'], 0.9))} / {ms(pct(one['lat'], 0.99))}")
+    many = load_clients(port, [[get]] * args.clients, duration=args.seconds)
+    rate = many["ok"] / many["wall"]
+    row(sec, f"{args.clients} clients for {args.seconds} s: pages/s; p50 / p90",
+        f"{rate:,.0f} pages/s ({many['ok']:,} pages); {ms(pct(many['lat'], 0.5))} / "
+        f"{ms(pct(many['lat'], 0.9))}, errors: {errs(many)}")
+    RES["pc_jobs"] = dict(rate=rate, p50=pct(many["lat"], 0.5), p50_one=pct(one["lat"], 0.5),
+                          clients=args.clients, jobs=args.jobs, how="REST-seeded, real binary")
+
+
+def job_list_bench(args):
+    """(i): the `cargo bench -p server --bench job_list` executable, built elsewhere."""
+    env = dict(os.environ, JOB_LIST_BENCH_JOBS=str(args.jobs), JOB_LIST_BENCH_CLIENTS=str(args.clients),
+               JOB_LIST_BENCH_SECONDS=str(args.seconds))
+    out = subprocess.run([args.job_list_bench, "--bench"], env=env, capture_output=True, text=True,
+                         timeout=3600, cwd=REPO)
+    if out.returncode:
+        raise RuntimeError(f"{args.job_list_bench} exited {out.returncode}: {out.stderr[-500:]}")
+    sec = "job_list bench (--job-list-bench)"
+    for line in (out.stderr + out.stdout).splitlines():
+        if line.strip():
+            row(sec, "line", line.strip())
+    m = re.search(r"throughput, (\d+) clients for (\d+) s: (\d+) req/s", out.stdout)
+    m1 = re.search(r"first page.*?p50\s+([\d.]+) ms", out.stdout)
+    if m:
+        RES.setdefault("bench_jobs", dict(rate=float(m.group(3)), p50_one=float(m1.group(1)) / 1e3 if m1 else None,
+                                          clients=int(m.group(1))))
+
+
+def pc_hydration(args, port, cookie):
+    node = shutil.which("node")
+    script = os.path.join(REPO, "end2end", "bench", "hydration.mjs")
+    if not node or not os.path.isdir(os.path.join(REPO, "end2end", "node_modules", "@playwright")):
+        raise RuntimeError("needs node and end2end/node_modules (cd end2end && npm ci)")
+    argv = [node, script, "--url", f"http://127.0.0.1:{port}/jobs", "--cookie", cookie,
+            "--runs", str(args.hydration_runs), "--json"]
+    with tempfile.TemporaryFile() as out:
+        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                             start_new_session=True, cwd=os.path.join(REPO, "end2end"))
+        SERVERS.append(p)  # killed with its group (chromium) on exit or error
+        try:
+            rc = p.wait(timeout=60 + 30 * args.hydration_runs)
+        finally:
+            stop_server(p)
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    if rc:
+        raise RuntimeError(f"hydration.mjs exited {rc}: {text[-800:]}")
+    d = json.loads(text.strip().splitlines()[-1])
+    sec = f"PaddleCloud hydration /jobs (chromium, {args.hydration_runs} runs)"
+    row(sec, "load event -> data-hydrated: p50 / p90 (first, cold cache)",
+        f"{d['p50_load_to_interactive_ms']:.0f} / {d['p90_load_to_interactive_ms']:.0f} ms "
+        f"({d['cold_load_to_interactive_ms']:.0f} ms)")
+    row(sec, "navigation -> interactive p50 / p90; navigation -> load p50",
+        f"{d['p50_nav_to_interactive_ms']:.0f} / {d['p90_nav_to_interactive_ms']:.0f} ms; "
+        f"{d['p50_nav_to_load_ms']:.0f} ms; {d['islands']} island(s), marked before load {d['marked_before_load']}x")
+    if d.get("errors"):
+        row(sec, "page errors", "; ".join(d["errors"])[:300])
+    RES["pc_hydration"] = dict(p50=d["p50_load_to_interactive_ms"] / 1e3, p90=d["p90_load_to_interactive_ms"] / 1e3,
+                               runs=args.hydration_runs, errors=bool(d.get("errors")))
+
+
+def bench_paddlecloud(args, tmp):
+    binary, site = os.path.abspath(args.binary), os.path.abspath(args.site)
+    for what, path in (("--binary", binary), ("--site", os.path.join(site, "pkg"))):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{what}: {path} does not exist (make build, or pass it)")
+    row("versions", "paddlecloud", subprocess.run([binary, "--version"], capture_output=True,
+                                                 text=True).stdout.strip() + f" ({binary})")
+    t_part = time.perf_counter()
+    data = os.path.join(tmp, "pc_data")
+    # The console on its embedded defaults; nothing of the caller's configuration.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PADDLECLOUD_", "LEPTOS_", "AWS_")) and k != "DATABASE_URL"}
+    env.update(LEPTOS_SITE_ROOT=site, NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    keys = {}
+    for account in ("metrics", "jobtable"):
+        email = f"owner@{account}.example.com"
+        subprocess.run([binary, "admin", "create-account", "--name", account, "--email", email,
+                        "--password-stdin", "--data-dir", data], input=PC_PASSWORD + "\n", env=env,
+                       check=True, capture_output=True, text=True)
+        out = subprocess.run([binary, "admin", "create-key", "--account", account, "--user", email,
+                              "--data-dir", data], env=env, check=True, capture_output=True, text=True)
+        keys[account] = out.stdout.strip().splitlines()[-1].strip()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    argv = [binary, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data,
+            "--leptos-config", os.path.join(REPO, "Leptos.toml")]
+    t0 = time.perf_counter()
+    p = start_server(argv, os.path.join(tmp, "paddlecloud.log"), env)
+    status = 0
+    try:
+        wait_http(base + "/healthz", p)
+        row("PaddleCloud", "server up (SQLite, fresh data dir)", f"{time.perf_counter() - t0:.1f} s")
+        cookie_m = sign_in(port, "metrics", "owner@metrics.example.com")
+        cookie_j = sign_in(port, "jobtable", "owner@jobtable.example.com")
+        parts = (("ingest", lambda: pc_ingest(args, port, keys["metrics"])),
+                 ("series", lambda: pc_series(args, port, keys["metrics"], cookie_m)),
+                 ("jobs", lambda: pc_jobs(args, port, keys["jobtable"], cookie_j)),
+                 ("hydration", lambda: pc_hydration(args, port, cookie_j)))
+        for name, fn in parts:
+            if name not in args.pc_parts.split(","):
+                continue
+            try:
+                fn()
+            except Exception as e:  # report and go on with the next part
+                status = 1
+                row(f"PaddleCloud {name}", "FAILED", f"{type(e).__name__}: {e}")
+            if p.poll() is not None:
+                raise RuntimeError(f"paddlecloud exited with {p.returncode} (see its log)")
+    finally:
+        stop_server(p)
+    if args.job_list_bench:
+        job_list_bench(args)
+    row("PaddleCloud", "part wall time", f"{time.perf_counter() - t_part:.0f} s")
+    if status:
+        raise RuntimeError("a PaddleCloud part failed (see above)")
+
+
+# ----------------------------------------------------------------------------- targets
+def targets(args):
+    """(target, PaddleCloud, reference, ratio, goal, result) rows."""
+    out = []
+    pc, mn, m1 = RES.get("pc_ingest_n"), RES.get("ml_ingest_n"), RES.get("ml_ingest_1")
+    if pc:
+        lost = pc["stored"] != pc["points"] or pc["errors"]
+        refs = [(r, label) for r, label in ((mn, f"MLflow {args.writers} writers"), (m1, "MLflow 1 writer"))
+                if r is not None] or [(None, None)]
+        for ref, label in refs:
+            ratio = pc["rate"] / ref["rate"] if ref else None
+            out.append((f"a. ingestion, {pc['writers']} writers, durable (pts/s)",
+                        f"{pc['rate']:,.0f}" + (" (POINTS LOST)" if lost else ""),
+                        f"{label} {ref['rate']:,.0f}" if ref else "MLflow not run",
+                        f"{ratio:,.0f}x" if ratio else "-", ">= 100x",
+                        ("PASS" if ratio >= 100 and not lost else "FAIL") if ratio else "n/a"))
+    f, tbs = RES.get("pc_fetch"), RES.get("tb_scalars", [])
+    if f:
+        extremes = f["spike"] and f["min"]
+        same = [t for t in tbs if t["n"] == f["n"]]
+        tb = min(same, key=lambda t: t["p50"]) if same else None  # TensorBoard at its fastest
+        ratio = tb["p50"] / f["p50"] if tb else None
+        what = (f"TB {ms(tb['p50'])} (load_fast={tb['loader']}, "
+                f"{'default sampling' if tb['samples'] is None else 'scalars=' + str(tb['samples'])}, "
+                f"{tb['points']:,} pts, spike {'kept' if tb['spike'] else 'lost'})") if tb else "TensorBoard not run"
+        verdict = lambda r, ok: ("PASS" if r >= 10 and ok else "FAIL") if r else ("n/a" if ok else "FAIL")
+        out.append((f"b. {f['n']:,}-point series: chart fetch p50 (GET /paddleboard page)",
+                    f"{ms(f['p50'])}, spike {'kept' if f['spike'] else 'LOST'}, min {'kept' if f['min'] else 'LOST'}",
+                    what, f"{ratio:,.1f}x" if ratio else "-", ">= 10x, no extreme lost", verdict(ratio, extremes)))
+        ratio = tb["p50"] / f["rest_p50"] if tb else None
+        out.append(("b'. same, data only (REST envelope, width=640)",
+                    f"{ms(f['rest_p50'])}, spike and min {'kept' if f['rest_ok'] else 'LOST'}",
+                    "same TB fetch", f"{ratio:,.1f}x" if ratio else "-", "(for information)",
+                    f"({verdict(ratio, f['rest_ok'])})"))
+    for key, how in (("pc_jobs", "REST-seeded, paddlecloud serve"), ("bench_jobs", "cargo bench job_list")):
+        j = RES.get(key)
+        if not j:
+            continue
+        p50_load = j.get("p50")
+        ok = j["rate"] >= 2000 and (p50_load is None or p50_load <= 0.010)
+        out.append((f"c. /jobs SSR, {args.jobs:,} jobs, {j['clients']} clients ({how})",
+                    f"{j['rate']:,.0f} pages/s, p50 " + (ms(p50_load) if p50_load is not None else "-")
+                    + (f" (1 client {ms(j['p50_one'])})" if j.get("p50_one") else ""),
+                    "target 2,000 pages/s", f"{j['rate'] / 2000:.2f}x", ">= 2,000/s, p50 <= 10 ms",
+                    "PASS" if ok else "FAIL"))
+    h = RES.get("pc_hydration")
+    if h:
+        out.append(("d. hydration of /jobs, load -> interactive",
+                    f"p50 {ms(h['p50'])}, p90 {ms(h['p90'])}", "target 300 ms",
+                    f"{h['p50'] / 0.3:.2f}x of budget", "p50 <= 300 ms",
+                    "PASS" if h["p50"] <= 0.3 and not h["errors"] else "FAIL"))
+    return out
+
+
+def print_targets(rows):
+    if not rows:
+        return
+    head = ("target", "PaddleCloud", "reference", "ratio", "goal", "result")
+    w = [max(len(str(r[i])) for r in [head, *rows]) for i in range(6)]
+    line = lambda r: " | ".join(str(c).ljust(w[i]) for i, c in enumerate(r))
+    print("\nSpeed side by side (targets)")
+    print(line(head))
+    print("-+-".join("-" * x for x in w))
+    for r in rows:
+        print(line(r))
+
+
 # ----------------------------------------------------------------------------- main
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--install", action="store_true", help=f"create/refresh the venv at {VENV}")
-    ap.add_argument("--only", choices=["tensorboard", "mlflow"])
+    ap.add_argument("--only", choices=["tensorboard", "mlflow", "paddlecloud"])
+    ap.add_argument("--binary", default=os.path.join(REPO, "target", "release", "paddlecloud"),
+                    help="the paddlecloud release binary (default: target/release/paddlecloud)")
+    ap.add_argument("--site", default=os.path.join(REPO, "target", "site"),
+                    help="its site files, with pkg/ (default: target/site); LEPTOS_SITE_ROOT")
+    ap.add_argument("--writers", type=int, default=8, help="concurrent writers for ingestion")
+    ap.add_argument("--pc-ingest-points", type=int, default=2_000_000,
+                    help="PaddleCloud ingestion: points in all, split over the writers")
+    ap.add_argument("--mlflow-ingest-points", type=int, default=40_000,
+                    help="MLflow ingestion: points in all, split over the writers (0: skip)")
+    ap.add_argument("--jobs", type=int, default=10_000, help="jobs in the job table")
+    ap.add_argument("--clients", type=int, default=8, help="concurrent clients loading /jobs")
+    ap.add_argument("--seconds", type=int, default=10, help="seconds of /jobs load")
+    ap.add_argument("--hydration-runs", type=int, default=30)
+    ap.add_argument("--pc-parts", default="ingest,series,jobs,hydration",
+                    help="PaddleCloud parts to run (comma-separated)")
+    ap.add_argument("--job-list-bench", metavar="PATH",
+                    help="also run this built `cargo bench -p server --bench job_list` executable")
     ap.add_argument("--points", type=int, default=1_000_000, help="points in data set A")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (data, logs)")
     ap.add_argument("--requests", type=int, default=50, help="requests per p50 (default sampling)")
@@ -370,9 +883,12 @@ def main():
     t0, load0 = time.perf_counter(), load()
     print(f"bench_compare: python {sys.version.split()[0]}, nproc {os.cpu_count()}, "
           f"load {load0}, tmp {tmp}", flush=True)
+    if os.getloadavg()[0] > 0.5 * (os.cpu_count() or 1):
+        print(f"WARNING: the machine is busy (load {load0}): numbers will be low", flush=True)
     status = 0
     try:
-        for name, fn in (("tensorboard", bench_tensorboard), ("mlflow", bench_mlflow)):
+        for name, fn in (("tensorboard", bench_tensorboard), ("mlflow", bench_mlflow),
+                         ("paddlecloud", bench_paddlecloud)):
             if args.only in (None, name):
                 try:
                     fn(args, tmp)
@@ -392,6 +908,7 @@ def main():
     print("\n" + "=" * (w + 30))
     for s, n, v in ROWS:
         print(f"{(s + ' | ' + n).ljust(w)} | {v}")
+    print_targets(targets(args))
     return status
 
 
