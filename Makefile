@@ -2,7 +2,7 @@
 # README's Quick start; both install what they need first.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help setup build run test test-rust test-sdk test-api test-e2e lint fmt clean
+.PHONY: help setup build run test test-rust test-sdk test-api test-e2e test-load lint fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -32,6 +32,9 @@ test-api: ## Only the REST API against its OpenAPI document (schemathesis)
 
 test-e2e: ## Only the browser tests against the release build
 	scripts/test.sh e2e
+
+test-load: ## Only the short load and fault run against the release binary (SQLite + PostgreSQL)
+	scripts/test.sh load
 
 lint: ## rustfmt and clippy for the server and the browser builds
 	cargo fmt --all -- --check

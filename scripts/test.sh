@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs the tests against the release build that scripts/build.sh made.
-#   scripts/test.sh        Rust tests (SQLite + a throwaway PostgreSQL + a throwaway Kubernetes API server), the Python SDK, then Playwright
+#   scripts/test.sh        Rust tests (SQLite + a throwaway PostgreSQL + a throwaway Kubernetes API server), the Python SDK, the API contract, the short load and fault run, then Playwright
 #   scripts/test.sh rust   only the Rust tests
 #   scripts/test.sh sdk    only the Python SDK's tests (against the release binary)
 #   scripts/test.sh api    only the REST API against its OpenAPI document (schemathesis, fixed seed)
 #   scripts/test.sh e2e    only the Playwright suite
+#   scripts/test.sh load   only the short load and fault run (SQLite and a throwaway PostgreSQL: kill -9, PostgreSQL restarted)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/env.sh
@@ -35,6 +36,12 @@ api_tests() {
   scripts/api-contract.sh "${CARGO_TARGET_DIR:-target}/release/paddlecloud"
 }
 
+load_tests() {
+  echo "==> Load and faults, short (followers, metric writers, pages; kill -9; PostgreSQL restarted)"
+  python3 scripts/load_faults.py --short --binary "${CARGO_TARGET_DIR:-target}/release/paddlecloud" \
+    --site "$(leptos_conf site-root)"
+}
+
 e2e_tests() {
   echo "==> Playwright (Debian chromium; hydrated and JavaScript-off projects)"
   (cd end2end && npx playwright test)
@@ -45,6 +52,7 @@ case "${1:-all}" in
   sdk) sdk_tests ;;
   api) api_tests ;;
   e2e) e2e_tests ;;
-  all) rust_tests; sdk_tests; api_tests; e2e_tests ;;
+  load) load_tests ;;
+  all) rust_tests; sdk_tests; api_tests; load_tests; e2e_tests ;;
   *) echo "usage: $0 [rust|sdk|api|e2e|all]" >&2; exit 2 ;;
 esac
