@@ -211,21 +211,10 @@ async fn flush(inner: std::sync::Weak<Inner>, pool: AnyPool, origin: Arc<str>) {
 
 async fn insert(pool: &AnyPool, origin: &str, changes: &[Change]) -> Result<(), sqlx::Error> {
     let at = now_ms();
-    let mut sql = String::from("INSERT INTO changes (origin, kind, account_id, name, at) VALUES ");
-    for i in 0..changes.len() {
-        let n = i * 5;
-        if i > 0 {
-            sql.push_str(", ");
-        }
-        sql.push_str(&format!(
-            "(${}, ${}, ${}, ${}, ${})",
-            n + 1,
-            n + 2,
-            n + 3,
-            n + 4,
-            n + 5
-        ));
-    }
+    let sql = format!(
+        "INSERT INTO changes (origin, kind, account_id, name, at) VALUES {}",
+        super::numbered_rows(changes.len(), "(?, ?, ?, ?, ?)")
+    );
     // Only placeholders are written into the text; the values are bound.
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
     for change in changes {

@@ -22,6 +22,27 @@ pub mod users;
 
 use app::error::AppError;
 
+/// `rows` comma-separated copies of `shape` (e.g. `"(?, ?, '', ?)"`) with
+/// each `?` numbered on from `$1`, for a multi-row `INSERT … VALUES`.
+pub(crate) fn numbered_rows(rows: usize, shape: &str) -> String {
+    let mut sql = String::new();
+    let mut n = 0;
+    for row in 0..rows {
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        for c in shape.chars() {
+            if c == '?' {
+                n += 1;
+                sql.push_str(&format!("${n}"));
+            } else {
+                sql.push(c);
+            }
+        }
+    }
+    sql
+}
+
 /// Logs a database failure and hides it from the caller: a database that
 /// cannot be reached just now (down, restarting, cut the connection, no
 /// connection free in time) is a 503 the caller may retry; anything else
@@ -62,6 +83,12 @@ pub fn unreachable(err: &sqlx::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_of_placeholders_are_numbered_on_across_rows() {
+        assert_eq!(numbered_rows(2, "(?, '', ?)"), "($1, '', $2), ($3, '', $4)");
+        assert_eq!(numbered_rows(0, "(?)"), "");
+    }
 
     #[test]
     fn a_database_out_of_reach_is_a_503_and_a_wrong_query_a_500() {

@@ -145,24 +145,11 @@ impl PipelineStore {
             Err(err) => return Err(internal("insert a pipeline run")(err)),
         };
         for (chunk_no, chunk) in spec.nodes.chunks(NODE_BATCH).enumerate() {
-            let mut sql = String::from(
+            let sql = format!(
                 "INSERT INTO pipeline_nodes (run_id, idx, name, status, message, attempt, \
-                 retries_left) VALUES ",
+                 retries_left) VALUES {}",
+                super::numbered_rows(chunk.len(), "(?, ?, ?, ?, '', 0, ?)")
             );
-            for i in 0..chunk.len() {
-                let b = i * 5;
-                if i > 0 {
-                    sql.push(',');
-                }
-                sql.push_str(&format!(
-                    "(${}, ${}, ${}, ${}, '', 0, ${})",
-                    b + 1,
-                    b + 2,
-                    b + 3,
-                    b + 4,
-                    b + 5
-                ));
-            }
             let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
             for (i, node) in chunk.iter().enumerate() {
                 query = query

@@ -1,30 +1,6 @@
 //! The `paddlecloud` binary as an operator scripts it.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
-fn paddlecloud(args: &[&str], stdin: &str) -> (bool, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_paddlecloud"))
-        .args(args)
-        .env_remove("DATABASE_URL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::common::cli::paddlecloud;
 
 #[test]
 fn create_account_reads_the_password_from_stdin_and_applies_the_sign_up_rules() {

@@ -227,33 +227,16 @@ fn counting_job(name: &str) -> JobSpec {
 }
 
 fn admin(args: &[&str], db_url: &str, data: &Path, stdin: &str) -> String {
-    use std::io::Write;
-    let mut child = std::process::Command::new(BIN)
-        .arg("admin")
-        .args(args)
-        .arg("--database-url")
-        .arg(db_url)
-        .arg("--data-dir")
-        .arg(data)
-        .env_remove("DATABASE_URL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "paddlecloud admin {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let data = data.to_str().unwrap();
+    let all = [
+        &["admin"],
+        args,
+        &["--database-url", db_url, "--data-dir", data],
+    ]
+    .concat();
+    let (ok, out, err) = common::cli::paddlecloud(&all, stdin);
+    assert!(ok, "paddlecloud admin {args:?}: {err}");
+    out
 }
 
 /// The steps of `tag` as B's CSV of every point has them.

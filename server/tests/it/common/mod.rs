@@ -3,6 +3,7 @@
 //! (`scripts/with-postgres.sh` starts one; `make test` always does).
 
 pub mod assets;
+pub mod cli;
 pub mod kubelet;
 pub mod metric_logs;
 pub mod metrics_server;
