@@ -181,6 +181,9 @@ pub fn run_local(args: LocalRunArgs) -> anyhow::Result<i32> {
         // The program's own `draw_board` charts this run.
         command.env("PADDLECLOUD_JOB", name);
     }
+    // Listening before the program starts: a SIGTERM that came before the
+    // handler would end this process alone and leave the run "running".
+    let signals = listen_for_signals();
     let mut child = command
         .spawn()
         .with_context(|| format!("starting {}", args.command[0]))?;
@@ -198,7 +201,7 @@ pub fn run_local(args: LocalRunArgs) -> anyhow::Result<i32> {
         ),
     ];
     let interrupted = Arc::new(AtomicBool::new(false));
-    forward_signals(child.id(), own_group, interrupted.clone());
+    forward_signals(signals, child.id(), own_group, interrupted.clone());
 
     // `$PADDLECLOUD_HEARTBEAT_SECS`, as the SDK: for a console with a short window.
     let beat_every = std::env::var("PADDLECLOUD_HEARTBEAT_SECS")
@@ -299,20 +302,28 @@ mod libc_sig {
     pub const TERM: i32 = 15;
 }
 
-/// SIGINT and SIGTERM to this process go to the program's process group,
-/// and the run ends as stopped.
-fn forward_signals(pid: u32, group: bool, interrupted: Arc<AtomicBool>) {
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+/// SIGINT and SIGTERM to this process, caught from now on (none without a
+/// tokio runtime: then they keep their default action).
+type Signals = Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>;
+
+fn listen_for_signals() -> Signals {
+    use tokio::signal::unix::{signal, SignalKind};
+    let handle = tokio::runtime::Handle::try_current().ok()?;
+    let _runtime = handle.enter();
+    Some((
+        signal(SignalKind::interrupt()).ok()?,
+        signal(SignalKind::terminate()).ok()?,
+    ))
+}
+
+/// The caught SIGINT and SIGTERM go to the program's process group, and
+/// the run ends as stopped.
+fn forward_signals(signals: Signals, pid: u32, group: bool, interrupted: Arc<AtomicBool>) {
+    let (Some((mut int, mut term)), Ok(handle)) = (signals, tokio::runtime::Handle::try_current())
+    else {
         return;
     };
     handle.spawn(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut int), Ok(mut term)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) else {
-            return;
-        };
         loop {
             let sig = tokio::select! {
                 _ = int.recv() => nix::sys::signal::Signal::SIGINT,
