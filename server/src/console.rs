@@ -253,6 +253,13 @@ impl Console {
                 .guard(move || SqlResourceCharts::prune_forever(samples.clone(), days));
         }
         let metrics = Arc::new(SqlMetrics::new(pool.clone(), config.metrics_cache_points));
+        let moved = metrics
+            .convert_row_points()
+            .await
+            .map_err(|e| anyhow::anyhow!("moving metric points into blocks: {e}"))?;
+        if moved > 0 {
+            tracing::info!(points = moved, "metric points moved into blocks");
+        }
         let objects = match config.storage {
             Storage::Opened(objects) => objects,
             Storage::Setting { url, aws_env } => {

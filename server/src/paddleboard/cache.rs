@@ -89,14 +89,24 @@ impl SeriesCache {
     }
 
     /// Applies a batch this process wrote, if the cached copy was exactly
-    /// one revision behind; otherwise the next query reloads it.
+    /// one revision behind; otherwise the next query reloads it. A batch
+    /// that created its series starts the cached copy: a live run's first
+    /// chart then needs no load from the database.
     pub async fn apply(&self, written: &Written) {
-        let cached = {
+        let created = written.revision_before == 0;
+        let cached = if created {
+            Some(self.entry(written.series_id))
+        } else {
             let entries = self.entries.lock().expect("series cache lock");
             entries.get(&written.series_id).cloned()
         };
         let Some(cached) = cached else { return };
-        let loaded = cached.loading.lock().await;
+        let mut loaded = cached.loading.lock().await;
+        if created && !*loaded {
+            // Nothing stored before this batch: the empty copy is revision 0.
+            *loaded = true;
+            cached.revision.store(0, Ordering::Release);
+        }
         if !*loaded {
             return;
         }
@@ -111,6 +121,15 @@ impl SeriesCache {
         cached
             .revision
             .store(written.revision_after as u64, Ordering::Release);
+        drop(series);
+        drop(loaded);
+        if created {
+            cached.used.store(
+                self.clock.fetch_add(1, Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+            self.evict_beyond_budget(written.series_id).await;
+        }
     }
 
     /// Drops the least recently used series (never `keep`) while the cache

@@ -1,13 +1,15 @@
 //! PaddleBoard's metrics store: [`app::ports::Metrics`] on the console's
 //! database, with an in-memory envelope per series for charts.
 //!
-//! Points live in `metric_points` (one row per step). A chart query never
-//! scans them: each series is loaded once into a [`Series`] (a min/max
-//! pyramid) and kept in step with every batch written here. Another console
+//! Points live in `metric_blocks`, a row per batch written ([`block`]). A
+//! chart query never reads them: each series is loaded once into a [`Series`]
+//! (a min/max pyramid), or built from the first batch when this process
+//! creates it, and kept in step with every batch written here. Another console
 //! process writing to the same database bumps the series' `revision`, which a
 //! query checks before trusting its copy.
 
 pub mod batch;
+pub mod block;
 pub mod cache;
 pub mod series;
 pub mod store;
@@ -43,6 +45,12 @@ impl SqlMetrics {
             cache: cache::SeriesCache::new(cache_points),
             events,
         }
+    }
+
+    /// Moves points stored a row per point (before blocks) into blocks;
+    /// returns how many moved.
+    pub async fn convert_row_points(&self) -> Result<u64, AppError> {
+        self.store.convert_row_points().await
     }
 
     /// The series of a job's tag, loaded (or checked) in the cache.

@@ -5,14 +5,8 @@ use app::models::{BoardJob, TagSummary};
 use sqlx::AnyPool;
 
 use super::batch::{Row, TagBatch};
+use super::block;
 use crate::storage::internal;
-
-/// Rows per INSERT. A tag's points go to the database as one JSON array
-/// bound to one parameter and unpacked by the engine (`json_each`,
-/// `json_array_elements`): binding four values per row through sqlx costs
-/// far more than the insert itself (measured: 19 ms per 1,000-row VALUES
-/// statement against 1–2 ms this way).
-const ROWS_PER_INSERT: usize = 20_000;
 
 /// Where a series stands in the database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,17 +42,12 @@ pub struct Written {
 #[derive(Clone)]
 pub struct PointStore {
     pool: AnyPool,
-    /// Whether the pool is PostgreSQL (else SQLite), learnt on first write.
-    postgres: std::sync::Arc<std::sync::OnceLock<bool>>,
 }
 
 impl PointStore {
     /// Wraps a migrated pool.
     pub fn new(pool: AnyPool) -> Self {
-        Self {
-            pool,
-            postgres: Default::default(),
-        }
+        Self { pool }
     }
 
     /// A job's series by tag, if it exists.
@@ -136,29 +125,25 @@ impl PointStore {
             .begin()
             .await
             .map_err(internal("begin load series"))?;
-        let revision: i64 = sqlx::query_scalar("SELECT revision FROM metric_series WHERE id = $1")
-            .bind(series_id)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(internal("read series revision"))?;
-        let rows: Vec<(i64, f64, Option<f64>)> = sqlx::query_as(
-            "SELECT step, wall_time, value FROM metric_points WHERE series_id = $1 ORDER BY step",
+        let (revision, points): (i64, i64) =
+            sqlx::query_as("SELECT revision, points FROM metric_series WHERE id = $1")
+                .bind(series_id)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(internal("read series revision"))?;
+        let blocks: Vec<Vec<u8>> = sqlx::query_scalar(
+            "SELECT data FROM metric_blocks WHERE series_id = $1 ORDER BY first_step",
         )
         .bind(series_id)
         .fetch_all(&mut *tx)
         .await
-        .map_err(internal("load series points"))?;
+        .map_err(internal("load series blocks"))?;
         tx.commit().await.map_err(internal("end load series"))?;
-        Ok((
-            revision,
-            rows.into_iter()
-                .map(|(step, wall_time, value)| Row {
-                    step,
-                    wall_time,
-                    value: value.unwrap_or(f64::NAN),
-                })
-                .collect(),
-        ))
+        let mut rows = Vec::with_capacity(usize::try_from(points).unwrap_or(0));
+        for data in &blocks {
+            block::decode_into(data, &mut rows).map_err(unreadable)?;
+        }
+        Ok((revision, rows))
     }
 
     /// Writes a batch in one transaction: per tag, creates the series if
@@ -169,65 +154,46 @@ impl PointStore {
             .begin()
             .await
             .map_err(internal("begin metrics batch"))?;
-        let postgres = match self.postgres.get() {
-            Some(pg) => *pg,
-            None => *self
-                .postgres
-                .get_or_init(|| tx.backend_name().eq_ignore_ascii_case("postgresql")),
-        };
         let mut written = Vec::with_capacity(batch.len());
         for tag in batch {
-            sqlx::query(
-                "INSERT INTO metric_series (job_id, tag) VALUES ($1, $2) \
-                 ON CONFLICT (job_id, tag) DO NOTHING",
-            )
-            .bind(job_id)
-            .bind(&tag.tag)
-            .execute(&mut *tx)
-            .await
-            .map_err(internal("create metric series"))?;
+            // Bumping the revision first takes the series' row lock, so a
+            // concurrent writer of the same series (another replica) reads
+            // `last_step` only once this one is done: blocks never overlap.
             let (series_id, revision, last_step): (i64, i64, Option<i64>) = sqlx::query_as(
-                "SELECT id, revision, last_step FROM metric_series WHERE job_id = $1 AND tag = $2",
+                "INSERT INTO metric_series (job_id, tag, revision) VALUES ($1, $2, 1) \
+                 ON CONFLICT (job_id, tag) DO UPDATE SET revision = metric_series.revision + 1 \
+                 RETURNING id, revision, last_step",
             )
             .bind(job_id)
             .bind(&tag.tag)
             .fetch_one(&mut *tx)
             .await
-            .map_err(internal("read metric series"))?;
+            .map_err(internal("open metric series"))?;
 
             let cut = tag.cut_for(last_step);
             let deleted = match cut {
-                Some(step) => {
-                    sqlx::query("DELETE FROM metric_points WHERE series_id = $1 AND step >= $2")
-                        .bind(series_id)
-                        .bind(step)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(internal("cut metric series"))?
-                        .rows_affected() as usize
-                }
+                Some(step) => cut_blocks(&mut tx, series_id, step).await?,
                 None => 0,
             };
-            for chunk in tag.rows.chunks(ROWS_PER_INSERT) {
-                insert_rows(&mut tx, postgres, series_id, chunk).await?;
-            }
+            append_blocks(&mut tx, series_id, &tag.rows).await?;
             let inserted = tag.rows.len();
-            let last = tag.rows.last().map(|r| r.step);
+            let last = tag.rows.last();
             sqlx::query(
                 "UPDATE metric_series SET points = points - $1 + $2, last_step = $3, \
-                 revision = revision + 1 WHERE id = $4",
+                 last_value = $4 WHERE id = $5",
             )
             .bind(deleted as i64)
             .bind(inserted as i64)
-            .bind(last)
+            .bind(last.map(|r| r.step))
+            .bind(last.map(|r| r.value).filter(|v| !v.is_nan()))
             .bind(series_id)
             .execute(&mut *tx)
             .await
             .map_err(internal("update metric series"))?;
             written.push(Written {
                 series_id,
-                revision_before: revision,
-                revision_after: revision + 1,
+                revision_before: revision - 1,
+                revision_after: revision,
                 deleted,
                 inserted,
                 rows: tag.rows.clone(),
@@ -239,91 +205,173 @@ impl PointStore {
             .map_err(internal("commit metrics batch"))?;
         Ok(written)
     }
-}
 
-/// `[[step, wall_time, value], …]`, with NaN as `null` (stored as NULL) and
-/// infinities as each engine reads them from JSON: SQLite takes `9e999` as
-/// infinity, PostgreSQL casts the text `"Infinity"`.
-fn rows_json(rows: &[Row], postgres: bool) -> String {
-    let mut json = String::with_capacity(rows.len() * 40);
-    json.push('[');
-    for (i, r) in rows.iter().enumerate() {
-        if i > 0 {
-            json.push(',');
+    /// Moves the points of the old one-row-per-point table into blocks, a
+    /// series per transaction, so a console upgraded in place keeps every
+    /// point. Returns how many points moved; nothing to do is one query.
+    pub async fn convert_row_points(&self) -> Result<u64, AppError> {
+        let mut moved = 0;
+        loop {
+            let next: Option<i64> =
+                sqlx::query_scalar("SELECT series_id FROM metric_points LIMIT 1")
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(internal("find row points"))?;
+            let Some(series_id) = next else {
+                return Ok(moved);
+            };
+            let mut tx = self
+                .pool
+                .begin()
+                .await
+                .map_err(internal("begin converting points"))?;
+            let rows: Vec<(i64, f64, Option<f64>)> = sqlx::query_as(
+                "SELECT step, wall_time, value FROM metric_points WHERE series_id = $1 \
+                 ORDER BY step",
+            )
+            .bind(series_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(internal("read row points"))?;
+            let rows: Vec<Row> = rows
+                .into_iter()
+                .map(|(step, wall_time, value)| Row {
+                    step,
+                    wall_time,
+                    value: value.unwrap_or(f64::NAN),
+                })
+                .collect();
+            sqlx::query("DELETE FROM metric_blocks WHERE series_id = $1")
+                .bind(series_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(internal("clear converted blocks"))?;
+            append_blocks(&mut tx, series_id, &rows).await?;
+            let last = rows.last();
+            sqlx::query("UPDATE metric_series SET last_step = $1, last_value = $2 WHERE id = $3")
+                .bind(last.map(|r| r.step))
+                .bind(last.map(|r| r.value).filter(|v| !v.is_nan()))
+                .bind(series_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(internal("update converted series"))?;
+            sqlx::query("DELETE FROM metric_points WHERE series_id = $1")
+                .bind(series_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(internal("remove row points"))?;
+            tx.commit()
+                .await
+                .map_err(internal("commit converted points"))?;
+            moved += rows.len() as u64;
         }
-        let value = match r.value {
-            v if v.is_nan() => "null".to_owned(),
-            v if v.is_infinite() => match (postgres, v > 0.0) {
-                (true, true) => "\"Infinity\"".to_owned(),
-                (true, false) => "\"-Infinity\"".to_owned(),
-                (false, true) => "9e999".to_owned(),
-                (false, false) => "-9e999".to_owned(),
-            },
-            v => format!("{v:?}"),
-        };
-        json.push_str(&format!("[{},{:?},{value}]", r.step, r.wall_time));
     }
-    json.push(']');
-    json
 }
 
-async fn insert_rows(
-    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    postgres: bool,
-    series_id: i64,
-    rows: &[Row],
-) -> Result<(), AppError> {
-    // A concurrent writer may have stored the same step meanwhile: last wins.
-    let sql = if postgres {
-        "INSERT INTO metric_points (series_id, step, wall_time, value) \
-         SELECT $1, (e->>0)::bigint, (e->>1)::float8, (e->>2)::float8 \
-         FROM json_array_elements($2::json) AS e \
-         ON CONFLICT (series_id, step) DO UPDATE SET wall_time = excluded.wall_time, \
-         value = excluded.value"
-    } else {
-        // `WHERE true` keeps SQLite from reading ON CONFLICT as a join clause.
-        "INSERT INTO metric_points (series_id, step, wall_time, value) \
-         SELECT $1, json_extract(value, '$[0]'), json_extract(value, '$[1]'), \
-         json_extract(value, '$[2]') FROM json_each($2) WHERE true \
-         ON CONFLICT (series_id, step) DO UPDATE SET wall_time = excluded.wall_time, \
-         value = excluded.value"
-    };
-    sqlx::query(sql)
+/// Points per stored block: a bigger batch is stored as several.
+const BLOCK_POINTS: usize = 16_384;
+/// A last block smaller than this takes a small batch into itself, so a job
+/// logging a point a call does not leave a block per point behind.
+const SMALL_BLOCK: usize = 1_024;
+
+/// A block the database holds but this code cannot read.
+fn unreadable(err: block::BadBlock) -> AppError {
+    tracing::error!(error = %err, "read metric block");
+    AppError::Internal
+}
+
+type Tx<'a> = sqlx::Transaction<'a, sqlx::Any>;
+
+/// Removes a series' points from `step` on; returns how many went.
+async fn cut_blocks(tx: &mut Tx<'_>, series_id: i64, step: i64) -> Result<usize, AppError> {
+    let gone: Vec<i64> = sqlx::query_scalar(
+        "DELETE FROM metric_blocks WHERE series_id = $1 AND first_step >= $2 RETURNING points",
+    )
+    .bind(series_id)
+    .bind(step)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(internal("cut metric blocks"))?;
+    let mut deleted: usize = gone.iter().map(|n| usize::try_from(*n).unwrap_or(0)).sum();
+    // At most one block can straddle the cut: blocks never overlap.
+    let straddling: Option<(i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT first_step, data FROM metric_blocks WHERE series_id = $1 AND last_step >= $2",
+    )
+    .bind(series_id)
+    .bind(step)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(internal("read the cut block"))?;
+    if let Some((first_step, data)) = straddling {
+        let mut rows = block::decode(&data).map_err(unreadable)?;
+        let keep = rows.partition_point(|r| r.step < step);
+        deleted += rows.len() - keep;
+        rows.truncate(keep);
+        rewrite_block(tx, series_id, first_step, &rows).await?;
+    }
+    Ok(deleted)
+}
+
+/// Appends `rows` (all after the series' stored steps) as new blocks, or
+/// into the last block while that one is small.
+async fn append_blocks(tx: &mut Tx<'_>, series_id: i64, rows: &[Row]) -> Result<(), AppError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    if rows.len() < SMALL_BLOCK {
+        let last: Option<(i64, i64, Vec<u8>)> = sqlx::query_as(
+            "SELECT first_step, points, data FROM metric_blocks WHERE series_id = $1 \
+             ORDER BY first_step DESC LIMIT 1",
+        )
         .bind(series_id)
-        .bind(rows_json(rows, postgres))
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(internal("read the last metric block"))?;
+        if let Some((first_step, points, data)) = last {
+            if points < SMALL_BLOCK as i64 {
+                let mut merged = block::decode(&data).map_err(unreadable)?;
+                merged.extend_from_slice(rows);
+                return rewrite_block(tx, series_id, first_step, &merged).await;
+            }
+        }
+    }
+    for chunk in rows.chunks(BLOCK_POINTS) {
+        sqlx::query(
+            "INSERT INTO metric_blocks (series_id, first_step, last_step, points, data) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(series_id)
+        .bind(chunk[0].step)
+        .bind(chunk[chunk.len() - 1].step)
+        .bind(chunk.len() as i64)
+        .bind(block::encode(chunk))
         .execute(&mut **tx)
         .await
-        .map_err(internal("insert metric points"))?;
+        .map_err(internal("insert metric block"))?;
+    }
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn points_travel_to_the_database_as_json_each_engine_reads() {
-        let rows = [
-            Row {
-                step: 1,
-                wall_time: 1.5,
-                value: f64::NAN,
-            },
-            Row {
-                step: 2,
-                wall_time: 2.0,
-                value: f64::INFINITY,
-            },
-            Row {
-                step: 3,
-                wall_time: 3.0,
-                value: -0.25,
-            },
-        ];
-        assert_eq!(
-            rows_json(&rows, false),
-            "[[1,1.5,null],[2,2.0,9e999],[3,3.0,-0.25]]"
-        );
-        assert_eq!(rows_json(&rows[1..2], true), "[[2,2.0,\"Infinity\"]]");
-    }
+/// Replaces the block starting at `first_step` with `rows` (never empty:
+/// they start at `first_step`).
+async fn rewrite_block(
+    tx: &mut Tx<'_>,
+    series_id: i64,
+    first_step: i64,
+    rows: &[Row],
+) -> Result<(), AppError> {
+    let last_step = rows.last().map_or(first_step, |r| r.step);
+    sqlx::query(
+        "UPDATE metric_blocks SET last_step = $1, points = $2, data = $3 \
+         WHERE series_id = $4 AND first_step = $5",
+    )
+    .bind(last_step)
+    .bind(rows.len() as i64)
+    .bind(block::encode(rows))
+    .bind(series_id)
+    .bind(first_step)
+    .execute(&mut **tx)
+    .await
+    .map_err(internal("rewrite metric block"))?;
+    Ok(())
 }

@@ -515,14 +515,16 @@ impl JobStore {
     pub async fn delete(&self, job_id: i64) -> Result<(), AppError> {
         // Children first, explicitly: SQLite enforces ON DELETE CASCADE only
         // where foreign keys are switched on.
-        sqlx::query(
-            "DELETE FROM metric_points WHERE series_id IN \
-             (SELECT id FROM metric_series WHERE job_id = $1)",
-        )
-        .bind(job_id)
-        .execute(&self.pool)
-        .await
-        .map_err(internal("delete metric points"))?;
+        for table in ["metric_blocks", "metric_points"] {
+            sqlx::query(AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE series_id IN \
+                 (SELECT id FROM metric_series WHERE job_id = $1)"
+            )))
+            .bind(job_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("delete metric points"))?;
+        }
         for table in ["mlflow_params", "mlflow_run_tags"] {
             sqlx::query(AssertSqlSafe(format!(
                 "DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM mlflow_runs WHERE job_id = $1)"

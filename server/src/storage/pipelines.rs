@@ -445,10 +445,8 @@ impl PipelineStore {
         tag: &str,
     ) -> Result<Option<f64>, AppError> {
         let value: Option<Option<f64>> = sqlx::query_scalar(
-            "SELECT p.value FROM metric_points p JOIN metric_series s ON s.id = p.series_id \
-             JOIN jobs j ON j.id = s.job_id \
-             WHERE j.account_id = $1 AND j.name = $2 AND s.tag = $3 \
-             ORDER BY p.step DESC LIMIT 1",
+            "SELECT s.last_value FROM metric_series s JOIN jobs j ON j.id = s.job_id \
+             WHERE j.account_id = $1 AND j.name = $2 AND s.tag = $3",
         )
         .bind(account_id)
         .bind(job)

@@ -142,6 +142,163 @@ on_both_databases!(
     super::a_resumed_job_replaces_its_points_from_the_repeated_step_on
 );
 
+/// Steps and values of every stored point of `tag`, read by a fresh store
+/// (from the database, not from the writer's memory).
+async fn stored(db: &TestDb, who: &Account, job: &str, tag: &str) -> Vec<(i64, f64)> {
+    SqlMetrics::new(db.pool.clone(), 1_000_000)
+        .points(who, job, tag, None, None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|p| (p.step, p.value))
+        .collect()
+}
+
+async fn blocks(db: &TestDb) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM metric_blocks")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+async fn big_and_small_batches_and_a_cut_inside_one_keep_every_point_in_order(db: TestDb) {
+    let ann = with_job(&db, "ann", "blocks").await;
+    let metrics = SqlMetrics::new(db.pool.clone(), 1_000_000);
+    // Big batches: a stored block each.
+    for (from, to) in [
+        (0, 5_000),
+        (5_000, 15_000),
+        (15_000, 25_000),
+        (25_000, 35_000),
+    ] {
+        let batch = (from..to).map(|s| p("loss", s, s as f64)).collect();
+        metrics.append(&ann, "blocks", batch).await.unwrap();
+    }
+    let big = blocks(&db).await;
+    // A job logging one point a call: they join one block, not one each.
+    for s in 35_000..35_300 {
+        metrics
+            .append(&ann, "blocks", vec![p("loss", s, s as f64)])
+            .await
+            .unwrap();
+    }
+    assert_eq!(blocks(&db).await, big + 1, "single points share a block");
+    // Resumed from a checkpoint at 12,345: inside the second batch.
+    let again = (12_345..12_400).map(|s| p("loss", s, -1.0)).collect();
+    let summary = metrics.append(&ann, "blocks", again).await.unwrap();
+    assert_eq!(summary.replaced, 35_300 - 12_345);
+    let points = stored(&db, &ann, "blocks", "loss").await;
+    assert_eq!(points.len(), 12_400);
+    assert!(points.iter().enumerate().all(|(i, (s, _))| *s == i as i64));
+    assert!(points[..12_345].iter().all(|(s, v)| *v == *s as f64));
+    assert!(points[12_345..].iter().all(|(_, v)| *v == -1.0));
+    let tags = metrics.tags(&ann, "blocks").await.unwrap();
+    assert_eq!((tags[0].points, tags[0].last_step), (12_400, Some(12_399)));
+}
+on_both_databases!(
+    big_and_small_batches_and_a_cut_inside_one_keep_every_point_in_order,
+    super::big_and_small_batches_and_a_cut_inside_one_keep_every_point_in_order
+);
+
+async fn writers_of_one_series_at_once_never_leave_it_zig_zagging(db: TestDb) {
+    let ann = with_job(&db, "ann", "racing").await;
+    let metrics = Arc::new(SqlMetrics::new(db.pool.clone(), 1_000_000));
+    // Two replicas' worth of writers repeating each other's steps.
+    let writers = (0..4).map(|w| {
+        let (metrics, ann) = (metrics.clone(), ann.clone());
+        tokio::spawn(async move {
+            for b in 0..20 {
+                let batch = (b * 100..b * 100 + 100)
+                    .map(|s| p("loss", s, f64::from(w)))
+                    .collect();
+                metrics.append(&ann, "racing", batch).await.unwrap();
+            }
+        })
+    });
+    for w in writers.collect::<Vec<_>>() {
+        w.await.unwrap();
+    }
+    let points = stored(&db, &ann, "racing", "loss").await;
+    assert!(
+        points.windows(2).all(|w| w[0].0 < w[1].0),
+        "steps strictly increase"
+    );
+    let tags = metrics.tags(&ann, "racing").await.unwrap();
+    assert_eq!(tags[0].points as usize, points.len());
+    assert_eq!(tags[0].last_step, points.last().map(|p| p.0));
+}
+on_both_databases!(
+    writers_of_one_series_at_once_never_leave_it_zig_zagging,
+    super::writers_of_one_series_at_once_never_leave_it_zig_zagging
+);
+
+#[tokio::test]
+async fn the_first_chart_of_a_series_this_console_wrote_comes_from_memory() {
+    let db = common::sqlite().await;
+    let ann = with_job(&db, "ann", "live").await;
+    let metrics = SqlMetrics::new(db.pool.clone(), 1_000_000);
+    let batch = (0..1_000).map(|s| p("loss", s, 1.0)).collect();
+    metrics.append(&ann, "live", batch).await.unwrap();
+    // Were the chart loaded from the database, it would now be empty.
+    sqlx::query("DELETE FROM metric_blocks")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let e = metrics
+        .envelope(&ann, "live", "loss", all(100))
+        .await
+        .unwrap();
+    assert_eq!(e.total, 1_000);
+}
+
+async fn points_stored_a_row_each_before_blocks_are_kept_on_upgrade(db: TestDb) {
+    let ann = with_job(&db, "ann", "old").await;
+    let job_id: i64 = sqlx::query_scalar("SELECT id FROM jobs WHERE name = 'old'")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    // What a console before blocks left: a series and its rows (NaN as NULL).
+    let series: i64 = sqlx::query_scalar(
+        "INSERT INTO metric_series (job_id, tag, points, last_step, revision) \
+         VALUES ($1, 'loss', 30000, 29999, 7) RETURNING id",
+    )
+    .bind(job_id)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "WITH RECURSIVE n(s) AS (SELECT 0 UNION ALL SELECT s + 1 FROM n WHERE s < 29999) \
+         INSERT INTO metric_points (series_id, step, wall_time, value) \
+         SELECT $1, s, 1700000000.0 + s, CASE WHEN s = 7 THEN NULL ELSE s / 2.0 END FROM n",
+    )
+    .bind(series)
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let metrics = SqlMetrics::new(db.pool.clone(), 1_000_000);
+    assert_eq!(metrics.convert_row_points().await.unwrap(), 30_000);
+    assert_eq!(metrics.convert_row_points().await.unwrap(), 0, "once");
+    let points = stored(&db, &ann, "old", "loss").await;
+    assert_eq!(points.len(), 30_000);
+    assert!(points[7].1.is_nan());
+    assert_eq!(points[29_999], (29_999, 14_999.5));
+    // Writing on continues the series.
+    metrics
+        .append(&ann, "old", vec![p("loss", 30_000, 0.25)])
+        .await
+        .unwrap();
+    assert_eq!(stored(&db, &ann, "old", "loss").await.len(), 30_001);
+    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM metric_points")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+}
+on_both_databases!(
+    points_stored_a_row_each_before_blocks_are_kept_on_upgrade,
+    super::points_stored_a_row_each_before_blocks_are_kept_on_upgrade
+);
+
 async fn a_console_sees_points_that_another_console_wrote(db: TestDb) {
     let ann = with_job(&db, "ann", "shared").await;
     let one = SqlMetrics::new(db.pool.clone(), 1_000_000);
