@@ -8,7 +8,7 @@ use crate::api::jobs::cluster_health;
 use crate::api::members::{my_accounts, SwitchAccount};
 use crate::components::resource::{once_resource, OnceResource};
 use crate::error::AppError;
-use crate::models::{Me, Role};
+use crate::models::{Me, Membership, Role};
 
 /// The console's sections, in the order the navigation shows them.
 pub const SECTIONS: &[(&str, &str)] = &[
@@ -37,6 +37,9 @@ pub type CurrentUser = OnceResource<Result<Me, AppError>>;
 pub fn Layout() -> impl IntoView {
     let me: CurrentUser = once_resource(current_user());
     provide_context(me);
+    // Made here, outside the Suspense: made inside, it was made (and its
+    // query run) once per pass the server renders the Suspense in.
+    let accounts = once_resource(my_accounts());
     view! {
         <Suspense fallback=|| view! { <header class="topbar"></header> }>
             {move || Suspend::new(async move {
@@ -69,7 +72,7 @@ pub fn Layout() -> impl IntoView {
                             }
                         });
                         view! {
-                            <TopNav me />
+                            <TopNav me accounts />
                             {unconfirmed}
                             {viewer}
                             {new_password}
@@ -116,7 +119,7 @@ fn ClusterBanner() -> impl IntoView {
 }
 
 #[component]
-fn TopNav(me: Me) -> impl IntoView {
+fn TopNav(me: Me, accounts: OnceResource<Result<Vec<Membership>, AppError>>) -> impl IntoView {
     let sign_out = ServerAction::<SignOut>::new();
     view! {
         <header class="topbar">
@@ -146,7 +149,7 @@ fn TopNav(me: Me) -> impl IntoView {
                 </summary>
                 <div class="menu">
                     <p class="role">{format!("{} of {}", me.role.as_str(), me.account.name)}</p>
-                    <AccountSwitcher current=me.account.name.clone() />
+                    <AccountSwitcher current=me.account.name.clone() accounts />
                     <A href="/account">"Account settings"</A>
                     {me.site_admin.then(|| view! { <A href="/admin">"Site administration"</A> })}
                     <ActionForm action=sign_out>
@@ -166,8 +169,9 @@ fn TopNav(me: Me) -> impl IntoView {
 fn AccountSwitcher(
     /// The account this browser works in now.
     current: String,
+    /// The user's accounts.
+    accounts: OnceResource<Result<Vec<Membership>, AppError>>,
 ) -> impl IntoView {
-    let accounts = once_resource(my_accounts());
     let switch = ServerAction::<SwitchAccount>::new();
     view! {
         <Suspense fallback=|| ()>

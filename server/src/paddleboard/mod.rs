@@ -60,12 +60,15 @@ impl SqlMetrics {
         job: &str,
         tag: &str,
     ) -> Result<std::sync::Arc<cache::Cached>, AppError> {
-        let job_id = self.jobs.id_of(account.id, job).await?;
-        let head = self
-            .store
-            .head(job_id, tag)
-            .await?
-            .ok_or_else(|| AppError::not_found(format!("Tag “{tag}” of job “{job}”")))?;
+        // One query on the way to every chart; which part is missing is
+        // only worked out when something is.
+        let head = match self.store.head_of(account.id, job, tag).await? {
+            Some(head) => head,
+            None => {
+                self.jobs.id_of(account.id, job).await?;
+                return Err(AppError::not_found(format!("Tag “{tag}” of job “{job}”")));
+            }
+        };
         self.cache.get_or_load(head, &self.store).await
     }
 }

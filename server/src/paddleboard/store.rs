@@ -50,12 +50,20 @@ impl PointStore {
         Self { pool }
     }
 
-    /// A job's series by tag, if it exists.
-    pub async fn head(&self, job_id: i64, tag: &str) -> Result<Option<Head>, AppError> {
+    /// The series of tag `tag` of the account's job `job`, if both exist.
+    pub async fn head_of(
+        &self,
+        account_id: i64,
+        job: &str,
+        tag: &str,
+    ) -> Result<Option<Head>, AppError> {
         let row: Option<(i64, i64, i64)> = sqlx::query_as(
-            "SELECT id, revision, points FROM metric_series WHERE job_id = $1 AND tag = $2",
+            "SELECT s.id, s.revision, s.points FROM metric_series s \
+             JOIN jobs j ON j.id = s.job_id \
+             WHERE j.account_id = $1 AND j.name = $2 AND s.tag = $3",
         )
-        .bind(job_id)
+        .bind(account_id)
+        .bind(job)
         .bind(tag)
         .fetch_optional(&self.pool)
         .await

@@ -59,6 +59,19 @@ pub async fn connect(url: &str) -> anyhow::Result<AnyPool> {
         }
     }
     let pool = AnyPoolOptions::new()
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if engine == Engine::Sqlite {
+                    // Pages are read from the OS's cache in place instead of
+                    // copied by a read() each: each of the 16 connections
+                    // has its own page cache, and every write empties them all.
+                    sqlx::query("PRAGMA mmap_size = 268435456")
+                        .execute(&mut *conn)
+                        .await?;
+                }
+                Ok(())
+            })
+        })
         .max_connections(16)
         // A request waits this long for a connection, then gets a 503:
         // while PostgreSQL is away, callers hear so in seconds (and the

@@ -3,6 +3,7 @@
 use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
+use leptos_router::params::ParamsMap;
 
 use super::jobs_href;
 use crate::api::jobs::{DeleteJob, StopJob};
@@ -10,6 +11,7 @@ use crate::components::resource::Resource;
 use crate::error::AppError;
 use crate::models::time::{format_age, format_utc};
 use crate::models::{Job, JobPage, JobSource, JobStatus, RoleCounts};
+use leptos::server_fn::ServerFn;
 
 fn ratio(c: RoleCounts) -> String {
     format!("{}/{}", c.ready, c.total)
@@ -21,8 +23,6 @@ pub fn JobTable(
     /// The current page of jobs.
     jobs: Resource<Result<JobPage, AppError>>,
 ) -> impl IntoView {
-    let stop = ServerAction::<StopJob>::new();
-    let delete = ServerAction::<DeleteJob>::new();
     let params = use_query_map();
     view! {
         <Transition fallback=|| view! { <p class="loading">"Loading jobs…"</p> }>
@@ -58,11 +58,13 @@ pub fn JobTable(
                                     </tr>
                                 </thead>
                                 <tbody>
-                                    {page
-                                        .jobs
-                                        .into_iter()
-                                        .map(|job| view! { <JobRow job now stop delete /> })
-                                        .collect_view()}
+                                    {
+                                        let params = params.get_untracked();
+                                        page.jobs
+                                            .into_iter()
+                                            .map(|job| job_row(job, now, &params))
+                                            .collect_view()
+                                    }
                                 </tbody>
                             </table>
                             <nav class="pager" aria-label="Pages">
@@ -85,24 +87,19 @@ pub fn JobTable(
     }
 }
 
-#[component]
-fn JobRow(
-    job: Job,
-    now: i64,
-    stop: ServerAction<StopJob>,
-    delete: ServerAction<DeleteJob>,
-) -> impl IntoView {
-    let params = use_query_map();
-    let log_href = params.with_untracked(|p| {
-        jobs_href(
-            p,
-            &[
-                ("log", Some(job.name.clone())),
-                ("pod", None),
-                ("submit", None),
-            ],
-        )
-    });
+/// A row of the table: a plain function, not a component, with the page's
+/// query read once for all rows. It is never hydrated (the table is not an
+/// island), so it renders plain links and forms: `<A>` and `<ActionForm>`
+/// would set up reactive state for each row only to print the same HTML.
+fn job_row(job: Job, now: i64, params: &ParamsMap) -> impl IntoView {
+    let log_href = jobs_href(
+        params,
+        &[
+            ("log", Some(job.name.clone())),
+            ("pod", None),
+            ("submit", None),
+        ],
+    );
     let status = job.status;
     let name = job.name.clone();
     view! {
@@ -145,23 +142,23 @@ fn JobRow(
             <td data-testid="trainers">{ratio(job.trainers)}</td>
             <td>{job.cluster.clone()}</td>
             <td class="actions">
-                <A href=log_href>"Log"</A>
-                <A href=format!("/jobs/{}/resources", job.name)>"Resources"</A>
-                <A href=format!("/jobs/{}/template", job.name) attr:data-testid="save-as-template">"Save as template"</A>
+                <a href=log_href>"Log"</a>
+                <a href=format!("/jobs/{}/resources", job.name)>"Resources"</a>
+                <a href=format!("/jobs/{}/template", job.name) data-testid="save-as-template">"Save as template"</a>
                 {if status.is_active() {
                     view! {
-                        <ActionForm action=stop>
+                        <form action=StopJob::url() method="post">
                             <input type="hidden" name="name" value=name.clone() />
                             <button type="submit" class="small">"Stop"</button>
-                        </ActionForm>
+                        </form>
                     }
                         .into_any()
                 } else {
                     view! {
-                        <ActionForm action=delete>
+                        <form action=DeleteJob::url() method="post">
                             <input type="hidden" name="name" value=name.clone() />
                             <button type="submit" class="small danger">"Delete"</button>
-                        </ActionForm>
+                        </form>
                     }
                         .into_any()
                 }}
