@@ -11,7 +11,9 @@ CREATE TABLE metric_blocks (
     points     BIGINT  NOT NULL,
     data       BLOB    NOT NULL,
     PRIMARY KEY (series_id, first_step)
-) WITHOUT ROWID;
+);
+-- A rowid table, unlike metric_points: SQLite advises against WITHOUT ROWID
+-- for rows this large (a block holds up to 16,384 points, 384 KB).
 
 -- The value at last_step (NULL for NaN), what a pipeline's condition reads.
 ALTER TABLE metric_series ADD COLUMN last_value DOUBLE PRECISION;
