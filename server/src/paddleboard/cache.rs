@@ -57,6 +57,14 @@ impl SeriesCache {
             .clone()
     }
 
+    /// Marks `cached` as just used (eviction drops the least recently used).
+    fn touch(&self, cached: &Cached) {
+        cached.used.store(
+            self.clock.fetch_add(1, Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+    }
+
     /// The series at `head`'s revision, loading it when it is not in memory
     /// or is older than the database's.
     pub async fn get_or_load(
@@ -65,10 +73,7 @@ impl SeriesCache {
         store: &PointStore,
     ) -> Result<Arc<Cached>, AppError> {
         let cached = self.entry(head.id);
-        cached.used.store(
-            self.clock.fetch_add(1, Ordering::Relaxed),
-            Ordering::Relaxed,
-        );
+        self.touch(&cached);
         let reloaded = {
             let mut loaded = cached.loading.lock().await;
             let stale = !*loaded || cached.revision.load(Ordering::Acquire) != head.revision as u64;
@@ -124,10 +129,7 @@ impl SeriesCache {
         drop(series);
         drop(loaded);
         if created {
-            cached.used.store(
-                self.clock.fetch_add(1, Ordering::Relaxed),
-                Ordering::Relaxed,
-            );
+            self.touch(&cached);
             self.evict_beyond_budget(written.series_id).await;
         }
     }
