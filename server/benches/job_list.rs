@@ -17,6 +17,10 @@ use server::accounts::{AccountMail, SqlAccounts};
 use server::console::{Config, Console};
 use server::storage::jobs::JobStore;
 
+/// The allocator of the `paddlecloud` binary, so the bench measures what it runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
         .ok()
@@ -156,6 +160,8 @@ fn main() -> anyhow::Result<()> {
         Ok(html.len())
     };
 
+    // Where to look at the page by hand while the bench runs.
+    eprintln!("console on http://{addr}, {cookie}");
     println!(
         "job table SSR, {jobs} jobs in the account ({url_kind})",
         url_kind = if url.starts_with("postgres") {

@@ -2,6 +2,10 @@
 
 use clap::Parser;
 
+/// mimalloc rather than glibc's malloc: see `server/Cargo.toml`.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = server::cli::Cli::parse();
