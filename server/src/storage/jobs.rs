@@ -306,12 +306,18 @@ impl JobStore {
             }};
         }
 
-        let total: i64 = bind_filters!(sqlx::query_scalar(AssertSqlSafe(format!(
-            "SELECT COUNT(*) FROM jobs WHERE {filters}"
-        ))))
-        .fetch_one(&self.pool)
-        .await
-        .map_err(internal("count jobs"))?;
+        // Filters on status and source alone are answered from the counts
+        // the triggers of `job_counts` keep; names and dates are counted.
+        let counted = name_pattern.is_none() && query.from.is_none() && query.to.is_none();
+        let count_sql = if counted {
+            format!("SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM job_counts WHERE {filters}")
+        } else {
+            format!("SELECT COUNT(*) FROM jobs WHERE {filters}")
+        };
+        let total: i64 = bind_filters!(sqlx::query_scalar(AssertSqlSafe(count_sql)))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(internal("count jobs"))?;
         let rows = bind_filters!(sqlx::query(AssertSqlSafe(format!(
             "SELECT {JOB_COLUMNS} FROM jobs WHERE {filters} ORDER BY {order} LIMIT {per_page} OFFSET {offset}"
         ))))

@@ -19,6 +19,7 @@ mod cluster_contract;
 mod environments;
 mod fuzz_corpus;
 mod http;
+mod job_counts;
 mod job_record;
 mod kube_backend;
 mod kube_metrics_api;
