@@ -73,6 +73,11 @@ pub async fn connect(url: &str) -> anyhow::Result<AnyPool> {
             })
         })
         .max_connections(16)
+        // A pooled PostgreSQL connection may have died with its server, so
+        // it is pinged before use; a SQLite connection is a file handle
+        // behind a worker thread, and pinging it was one more trip to that
+        // thread for every query.
+        .test_before_acquire(engine == Engine::Postgres)
         // A request waits this long for a connection, then gets a 503:
         // while PostgreSQL is away, callers hear so in seconds (and the
         // pool reconnects by itself once it is back).
