@@ -151,10 +151,7 @@ fn main() -> anyhow::Result<()> {
             .create(&me, spec)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let who = Principal {
-            me: me.clone(),
-            credential: Credential::Session(0),
-        };
+        let who = Principal::new(me.clone(), Credential::Session(0));
         let started = Instant::now();
         let route = loop {
             match notebooks.route(&who, "bench", "bench").await {

@@ -84,12 +84,14 @@ impl SqlAccessKeys {
         .fetch_optional(&self.pool)
         .await
         .map_err(internal("look up job token"))?;
-        Ok(row.map(|r| Principal {
-            me: me_from(r.user),
-            credential: Credential::JobToken {
-                job_id: r.job_id,
-                job: r.job,
-            },
+        Ok(row.map(|r| {
+            Principal::new(
+                me_from(r.user),
+                Credential::JobToken {
+                    job_id: r.job_id,
+                    job: r.job,
+                },
+            )
         }))
     }
 }
@@ -121,12 +123,14 @@ impl SqlAccessKeys {
         .fetch_optional(&self.pool)
         .await
         .map_err(internal("look up serving token"))?;
-        Ok(row.map(|r| Principal {
-            me: me_from(r.user),
-            credential: Credential::ServingToken {
-                serving_id: r.serving_id,
-                model: r.model,
-            },
+        Ok(row.map(|r| {
+            Principal::new(
+                me_from(r.user),
+                Credential::ServingToken {
+                    serving_id: r.serving_id,
+                    model: r.model,
+                },
+            )
         }))
     }
 }
@@ -158,12 +162,14 @@ impl SqlAccessKeys {
         .fetch_optional(&self.pool)
         .await
         .map_err(internal("look up notebook key"))?;
-        Ok(row.map(|r| Principal {
-            me: me_from(r.user),
-            credential: Credential::NotebookKey {
-                notebook_id: r.notebook_id,
-                notebook: r.notebook,
-            },
+        Ok(row.map(|r| {
+            Principal::new(
+                me_from(r.user),
+                Credential::NotebookKey {
+                    notebook_id: r.notebook_id,
+                    notebook: r.notebook,
+                },
+            )
         }))
     }
 }
@@ -312,10 +318,10 @@ impl AccessKeys for SqlAccessKeys {
                 .await
                 .map_err(internal("touch access key"))?;
         }
-        Ok(Some(Principal {
-            me: me_from(user),
-            credential: Credential::AccessKey(key_id),
-        }))
+        Ok(Some(Principal::new(
+            me_from(user),
+            Credential::AccessKey(key_id),
+        )))
     }
 }
 

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use crate::error::AppError;
 use crate::models::{
-    AuditLog, Me, PasswordChange, ResetRequest, SessionInfo, SignInForm, SignUpForm,
+    AuditLog, Me, Membership, PasswordChange, ResetRequest, SessionInfo, SignInForm, SignUpForm,
 };
 
 /// Who is asking: resolved once per request from the session cookie (or, for
@@ -15,6 +15,10 @@ pub struct Principal {
     pub me: Me,
     /// What authenticated this request.
     pub credential: Credential,
+    /// The user's accounts, where the credential's lookup read them with
+    /// it: a browser session's does, since every page's account switcher
+    /// lists them (a query of their own was a tenth of a page's cost).
+    pub memberships: Option<Vec<Membership>>,
 }
 
 /// How a request proved who it is.
@@ -57,6 +61,15 @@ pub enum Credential {
 }
 
 impl Principal {
+    /// `me` acting through `credential`, their accounts not read yet.
+    pub fn new(me: Me, credential: Credential) -> Self {
+        Self {
+            me,
+            credential,
+            memberships: None,
+        }
+    }
+
     /// Refuses a viewer anything that changes the account. A job's or a
     /// serving instance's own token acts for work already let in, so it
     /// passes.

@@ -277,6 +277,9 @@ impl Members for SqlAccounts {
     }
 
     async fn memberships(&self, who: &Principal) -> Result<Vec<Membership>, AppError> {
+        if let Some(known) = &who.memberships {
+            return Ok(known.clone());
+        }
         let rows: Vec<(String, String)> = sqlx::query_as(
             "SELECT a.name, m.role FROM memberships m JOIN accounts a ON a.id = m.account_id \
              WHERE m.user_id = $1 ORDER BY a.name",
@@ -287,10 +290,7 @@ impl Members for SqlAccounts {
         .map_err(internal("list memberships"))?;
         Ok(rows
             .into_iter()
-            .map(|(account, role)| Membership {
-                account,
-                role: Role::parse(&role).unwrap_or(Role::Viewer),
-            })
+            .map(|(account, role)| membership(account, &role))
             .collect())
     }
 
@@ -316,5 +316,46 @@ impl Members for SqlAccounts {
             .await
             .map_err(internal("switch account"))?;
         Ok(me)
+    }
+}
+
+fn membership(account: String, role: &str) -> Membership {
+    Membership {
+        account,
+        role: Role::parse(role).unwrap_or(Role::Viewer),
+    }
+}
+
+/// The memberships a session lookup read as `name:role,name:role` (account
+/// names are DNS labels, so neither separator is in one), sorted by name
+/// like the memberships query.
+pub(super) fn parse_memberships(joined: Option<&str>) -> Vec<Membership> {
+    let mut list: Vec<Membership> = joined
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|pair| pair.rsplit_once(':'))
+        .map(|(account, role)| membership(account.to_owned(), role))
+        .collect();
+    list.sort_by(|a, b| a.account.cmp(&b.account));
+    list
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memberships_read_with_the_session_come_back_sorted_with_their_roles() {
+        let list = parse_memberships(Some("vision:viewer,nlp:owner,ads:member"));
+        let pairs: Vec<_> = list.iter().map(|m| (m.account.as_str(), m.role)).collect();
+        assert_eq!(
+            pairs,
+            [
+                ("ads", Role::Member),
+                ("nlp", Role::Owner),
+                ("vision", Role::Viewer)
+            ]
+        );
+        assert!(parse_memberships(None).is_empty());
     }
 }

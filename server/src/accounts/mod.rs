@@ -410,11 +410,16 @@ impl Accounts for SqlAccounts {
         struct SessionRow {
             session_id: i64,
             last_seen_at: i64,
+            /// Every account of the user, `name:role` joined by commas
+            /// (neither can hold either): what the account switcher lists.
+            accounts: Option<String>,
             #[sqlx(flatten)]
             user: UserRow,
         }
         let row: Option<SessionRow> = sqlx::query_as(concat!(
-            "SELECT s.id AS session_id, s.last_seen_at AS last_seen_at, ",
+            "SELECT s.id AS session_id, s.last_seen_at AS last_seen_at, \
+             (SELECT string_agg(oa.name || ':' || om.role, ',') FROM memberships om \
+              JOIN accounts oa ON oa.id = om.account_id WHERE om.user_id = u.id) AS accounts, ",
             user_columns!(),
             " FROM sessions s JOIN users u ON u.id = s.user_id \
              JOIN memberships m ON m.user_id = u.id AND m.account_id = s.account_id \
@@ -429,6 +434,7 @@ impl Accounts for SqlAccounts {
         let Some(SessionRow {
             session_id,
             last_seen_at: last_seen,
+            accounts,
             user,
         }) = row
         else {
@@ -445,8 +451,8 @@ impl Accounts for SqlAccounts {
                 .map_err(internal("touch session"))?;
         }
         Ok(Some(Principal {
-            me: me_from(user),
-            credential: Credential::Session(session_id),
+            memberships: Some(members::parse_memberships(accounts.as_deref())),
+            ..Principal::new(me_from(user), Credential::Session(session_id))
         }))
     }
 

@@ -276,12 +276,12 @@ impl Scheduler {
             Ok(outputs) => outputs,
             Err(why) => return self.store.update_node(stored.id, i, fail(why)).await,
         };
-        let who = Principal {
-            me: me.clone(),
-            credential: Credential::Pipeline {
+        let who = Principal::new(
+            me.clone(),
+            Credential::Pipeline {
                 run: run.name.clone(),
             },
-        };
+        );
         let made = async {
             let job = app::use_cases::pipelines::node_job(
                 services,

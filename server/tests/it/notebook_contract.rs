@@ -421,10 +421,7 @@ fn on_kubernetes_a_restarted_console_takes_over_a_running_notebook_and_its_kerne
         }
         let console = server::console::Console::build(config).await.unwrap();
         use app::ports::Notebooks;
-        let who = app::ports::Principal {
-            me: me.clone(),
-            credential: app::ports::Credential::Session(0),
-        };
+        let who = app::ports::Principal::new(me.clone(), app::ports::Credential::Session(0));
         let deadline = Instant::now() + Duration::from_secs(60);
         let route = loop {
             if let Ok(route) = console.notebooks().route(&who, &h.account, "keep").await {

@@ -740,10 +740,7 @@ fn a_restarted_console_starts_its_running_notebooks_again_with_their_workspace()
             .unwrap();
         assert_ne!(new_pid, old_pid);
         assert!(!common::alive(old_pid), "the old server is gone");
-        let who = app::ports::Principal {
-            me: me.clone(),
-            credential: app::ports::Credential::Session(0),
-        };
+        let who = app::ports::Principal::new(me.clone(), app::ports::Credential::Session(0));
         let route = console
             .notebooks()
             .route(&who, "ann", "keep")

@@ -435,10 +435,7 @@ fn a_restarted_console_carries_a_run_on_from_where_it_was() {
             ]}}),
         )
         .unwrap();
-        let who = app::ports::Principal {
-            me: me.clone(),
-            credential: app::ports::Credential::AccessKey(0),
-        };
+        let who = app::ports::Principal::new(me.clone(), app::ports::Credential::AccessKey(0));
         app::use_cases::pipelines::submit_pipeline(&console.services, &who, submit)
             .await
             .unwrap();
