@@ -32,50 +32,28 @@ pub type CurrentUser = OnceResource<Result<Me, AppError>>;
 ///
 /// The page (`Outlet`) is rendered beside, not inside, the Suspense that
 /// waits for the user: inside it, the server rendered every page twice and
-/// fetched each of its resources twice.
+/// fetched each of its resources twice. The header, its account switcher
+/// and the banners wait in that one Suspense: a boundary each cost every
+/// page a pass of its own.
 #[component]
 pub fn Layout() -> impl IntoView {
     let me: CurrentUser = once_resource(current_user());
     provide_context(me);
-    // Made here, outside the Suspense: made inside, it was made (and its
-    // query run) once per pass the server renders the Suspense in.
+    // Made here, outside the Suspense: made inside, they were made (and
+    // their queries run) once per pass the server renders the Suspense in.
     let accounts = once_resource(my_accounts());
+    let health = once_resource(cluster_health());
     view! {
         <Suspense fallback=|| view! { <header class="topbar"></header> }>
             {move || Suspend::new(async move {
                 match me.await {
                     Ok(me) => {
-                        // Until the mailed link is followed, every page says so.
-                        let unconfirmed = (!me.email_confirmed).then(|| {
-                            view! {
-                                <p class="banner" data-testid="confirm-email">
-                                    {format!("Confirm your email address: we sent a link to {}. ", me.email)}
-                                    <a href="/account#email">"Send it again"</a>
-                                </p>
-                            }
-                        });
-                        let viewer = (me.role == Role::Viewer).then(|| {
-                            view! {
-                                <p class="banner" data-testid="viewer-banner">
-                                    {format!(
-                                        "You are a viewer of {}: you see everything and change nothing. Ask an owner for the member role to run work.",
-                                        me.account.name,
-                                    )}
-                                </p>
-                            }
-                        });
-                        let new_password = me.must_change_password.then(|| {
-                            view! {
-                                <p class="banner error" data-testid="change-password-banner">
-                                    "Your password was generated for you: choose your own below before going on."
-                                </p>
-                            }
-                        });
+                        let accounts = accounts.await.unwrap_or_default();
+                        let unreachable = health.await.ok().flatten();
                         view! {
-                            <TopNav me accounts />
-                            {unconfirmed}
-                            {viewer}
-                            {new_password}
+                            <TopNav me=me.clone() accounts />
+                            {banners(&me)}
+                            {unreachable.map(cluster_banner)}
                         }
                             .into_any()
                     }
@@ -91,35 +69,57 @@ pub fn Layout() -> impl IntoView {
                 }
             })}
         </Suspense>
-        <ClusterBanner />
         <main class="page">
             <Outlet />
         </main>
     }
 }
 
-/// "Cluster unreachable", when it is: pages still show what the console
+/// What every page says of the user until they act on it: an address to
+/// confirm, a viewer's role, a generated password to replace.
+fn banners(me: &Me) -> impl IntoView {
+    let unconfirmed = (!me.email_confirmed).then(|| {
+        view! {
+            <p class="banner" data-testid="confirm-email">
+                {format!("Confirm your email address: we sent a link to {}. ", me.email)}
+                <a href="/account#email">"Send it again"</a>
+            </p>
+        }
+    });
+    let viewer = (me.role == Role::Viewer).then(|| {
+        view! {
+            <p class="banner" data-testid="viewer-banner">
+                {format!(
+                    "You are a viewer of {}: you see everything and change nothing. Ask an owner for the member role to run work.",
+                    me.account.name,
+                )}
+            </p>
+        }
+    });
+    let new_password = me.must_change_password.then(|| {
+        view! {
+            <p class="banner error" data-testid="change-password-banner">
+                "Your password was generated for you: choose your own below before going on."
+            </p>
+        }
+    });
+    (unconfirmed, viewer, new_password)
+}
+
+/// "Cluster unreachable" (and why): pages still show what the console
 /// knows, and say why actions on the cluster fail.
-#[component]
-fn ClusterBanner() -> impl IntoView {
-    let health = once_resource(cluster_health());
+fn cluster_banner(why: String) -> impl IntoView {
     view! {
-        <Suspense fallback=|| ()>
-            {move || Suspend::new(async move {
-                health.await.ok().flatten().map(|why| view! {
-                    <p class="banner error cluster-banner" role="alert" data-testid="cluster-banner">
-                        <strong>"Cluster unreachable. "</strong>
-                        {why}
-                        " Jobs shown are as last seen; submitting, stopping and logs of running pods wait for it."
-                    </p>
-                })
-            })}
-        </Suspense>
+        <p class="banner error cluster-banner" role="alert" data-testid="cluster-banner">
+            <strong>"Cluster unreachable. "</strong>
+            {why}
+            " Jobs shown are as last seen; submitting, stopping and logs of running pods wait for it."
+        </p>
     }
 }
 
 #[component]
-fn TopNav(me: Me, accounts: OnceResource<Result<Vec<Membership>, AppError>>) -> impl IntoView {
+fn TopNav(me: Me, accounts: Vec<Membership>) -> impl IntoView {
     let sign_out = ServerAction::<SignOut>::new();
     view! {
         <header class="topbar">
@@ -170,43 +170,31 @@ fn AccountSwitcher(
     /// The account this browser works in now.
     current: String,
     /// The user's accounts.
-    accounts: OnceResource<Result<Vec<Membership>, AppError>>,
+    accounts: Vec<Membership>,
 ) -> impl IntoView {
     let switch = ServerAction::<SwitchAccount>::new();
-    view! {
-        <Suspense fallback=|| ()>
-            {move || {
-                let current = current.clone();
-                Suspend::new(async move {
-                    let others: Vec<_> = accounts
-                        .await
-                        .unwrap_or_default()
-                        .into_iter()
-                        .filter(|m| m.account != current)
-                        .collect();
-                    (!others.is_empty())
-                        .then(|| {
-                            view! {
-                                <div class="switcher" data-testid="account-switcher">
-                                    <p class="hint">"Switch to"</p>
-                                    {others
-                                        .into_iter()
-                                        .map(|m| {
-                                            view! {
-                                                <ActionForm action=switch>
-                                                    <input type="hidden" name="account" value=m.account.clone() />
-                                                    <button type="submit" class="link">
-                                                        {format!("{} ({})", m.account, m.role.as_str())}
-                                                    </button>
-                                                </ActionForm>
-                                            }
-                                        })
-                                        .collect_view()}
-                                </div>
-                            }
-                        })
-                })
-            }}
-        </Suspense>
-    }
+    let others: Vec<_> = accounts
+        .into_iter()
+        .filter(|m| m.account != current)
+        .collect();
+    (!others.is_empty()).then(|| {
+        view! {
+            <div class="switcher" data-testid="account-switcher">
+                <p class="hint">"Switch to"</p>
+                {others
+                    .into_iter()
+                    .map(|m| {
+                        view! {
+                            <ActionForm action=switch>
+                                <input type="hidden" name="account" value=m.account.clone() />
+                                <button type="submit" class="link">
+                                    {format!("{} ({})", m.account, m.role.as_str())}
+                                </button>
+                            </ActionForm>
+                        }
+                    })
+                    .collect_view()}
+            </div>
+        }
+    })
 }
