@@ -1,7 +1,9 @@
 //! The signed-in frame: top navigation, the user menu, and the page below.
 
 use leptos::prelude::*;
-use leptos_router::components::{Outlet, Redirect, A};
+use leptos::server_fn::ServerFn;
+use leptos_router::components::{Outlet, Redirect};
+use leptos_router::hooks::use_location;
 
 use crate::api::accounts::{current_user, SignOut};
 use crate::api::jobs::cluster_health;
@@ -51,7 +53,7 @@ pub fn Layout() -> impl IntoView {
                         let accounts = accounts.await.unwrap_or_default();
                         let unreachable = health.await.ok().flatten();
                         view! {
-                            <TopNav me=me.clone() accounts />
+                            {top_nav(me.clone(), accounts)}
                             {banners(&me)}
                             {unreachable.map(cluster_banner)}
                         }
@@ -118,9 +120,18 @@ fn cluster_banner(why: String) -> impl IntoView {
     }
 }
 
-#[component]
-fn TopNav(me: Me, accounts: Vec<Membership>) -> impl IntoView {
-    let sign_out = ServerAction::<SignOut>::new();
+/// Whether the page at `here` is in the section at `href` (the section's
+/// own page or one below it), as its link's `aria-current` says.
+fn in_section(href: &str, here: &str) -> bool {
+    here.strip_prefix(href)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// The header: sections, the account menu. Plain links and forms: the frame
+/// is never hydrated, and the router's `<A>` and `<ActionForm>` set up
+/// reactive state for each of them only to print the same HTML.
+fn top_nav(me: Me, accounts: Vec<Membership>) -> impl IntoView {
+    let here = use_location().pathname.get_untracked();
     view! {
         <header class="topbar">
             <a class="brand" href="/jobs">
@@ -132,9 +143,10 @@ fn TopNav(me: Me, accounts: Vec<Membership>) -> impl IntoView {
                     {SECTIONS
                         .iter()
                         .map(|(href, label)| {
+                            let current = in_section(href, &here).then_some("page");
                             view! {
                                 <li>
-                                    <A href=*href>{*label}</A>
+                                    <a href=*href aria-current=current>{*label}</a>
                                 </li>
                             }
                         })
@@ -149,14 +161,14 @@ fn TopNav(me: Me, accounts: Vec<Membership>) -> impl IntoView {
                 </summary>
                 <div class="menu">
                     <p class="role">{format!("{} of {}", me.role.as_str(), me.account.name)}</p>
-                    <AccountSwitcher current=me.account.name.clone() accounts />
-                    <A href="/account">"Account settings"</A>
-                    {me.site_admin.then(|| view! { <A href="/admin">"Site administration"</A> })}
-                    <ActionForm action=sign_out>
+                    {account_switcher(&me.account.name, accounts)}
+                    <a href="/account">"Account settings"</a>
+                    {me.site_admin.then(|| view! { <a href="/admin">"Site administration"</a> })}
+                    <form action=SignOut::url() method="post">
                         <button type="submit" class="link">
                             "Sign out"
                         </button>
-                    </ActionForm>
+                    </form>
                 </div>
             </details>
         </header>
@@ -164,15 +176,8 @@ fn TopNav(me: Me, accounts: Vec<Membership>) -> impl IntoView {
 }
 
 /// The user's other accounts, one button each: a user may belong to
-/// several, and this browser works in one at a time.
-#[component]
-fn AccountSwitcher(
-    /// The account this browser works in now.
-    current: String,
-    /// The user's accounts.
-    accounts: Vec<Membership>,
-) -> impl IntoView {
-    let switch = ServerAction::<SwitchAccount>::new();
+/// several, and this browser works in one at a time (`current`).
+fn account_switcher(current: &str, accounts: Vec<Membership>) -> impl IntoView {
     let others: Vec<_> = accounts
         .into_iter()
         .filter(|m| m.account != current)
@@ -185,16 +190,29 @@ fn AccountSwitcher(
                     .into_iter()
                     .map(|m| {
                         view! {
-                            <ActionForm action=switch>
+                            <form action=SwitchAccount::url() method="post">
                                 <input type="hidden" name="account" value=m.account.clone() />
                                 <button type="submit" class="link">
                                     {format!("{} ({})", m.account, m.role.as_str())}
                                 </button>
-                            </ActionForm>
+                            </form>
                         }
                     })
                     .collect_view()}
             </div>
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_section;
+
+    #[test]
+    fn a_section_is_current_on_its_page_and_the_pages_below_it() {
+        assert!(in_section("/jobs", "/jobs"));
+        assert!(in_section("/jobs", "/jobs/train/resources"));
+        assert!(!in_section("/jobs", "/jobsx"));
+        assert!(!in_section("/account", "/quota"));
+    }
 }

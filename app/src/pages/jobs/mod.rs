@@ -10,7 +10,6 @@ mod table;
 
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 use leptos_router::params::ParamsMap;
 
@@ -36,9 +35,9 @@ pub fn JobsPage() -> impl IntoView {
         <Title text="Jobs" />
         <div class="page-head">
             <h1>"Jobs"</h1>
-            <A href=move || params.with(|p| jobs_href(p, &[("submit", Some("1".into()))])) attr:class="button primary">
+            <a href=params.with_untracked(|p| jobs_href(p, &[("submit", Some("1".into()))])) class="button primary">
                 "Submit job"
-            </A>
+            </a>
         </div>
         <Filters query />
         <div id="jobs-table">

@@ -1,7 +1,6 @@
 //! The job table and its pager.
 
 use leptos::prelude::*;
-use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 use leptos_router::params::ParamsMap;
 
@@ -71,11 +70,11 @@ pub fn JobTable(
                                 <span>{format!("{} jobs · page {current} of {pages}", page.total)}</span>
                                 {(current > 1).then(|| {
                                     let href = params.with_untracked(|p| jobs_href(p, &[("page", Some((current - 1).to_string()))]));
-                                    view! { <A href=href>"← Newer"</A> }
+                                    view! { <a href=href>"← Newer"</a> }
                                 })}
                                 {(current < pages).then(|| {
                                     let href = params.with_untracked(|p| jobs_href(p, &[("page", Some((current + 1).to_string()))]));
-                                    view! { <A href=href>"Older →"</A> }
+                                    view! { <a href=href>"Older →"</a> }
                                 })}
                             </nav>
                         }
