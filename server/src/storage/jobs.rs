@@ -314,16 +314,23 @@ impl JobStore {
         } else {
             format!("SELECT COUNT(*) FROM jobs WHERE {filters}")
         };
-        let total: i64 = bind_filters!(sqlx::query_scalar(AssertSqlSafe(count_sql)))
-            .fetch_one(&self.pool)
-            .await
-            .map_err(internal("count jobs"))?;
+        // The total rides along with the rows (computed once, it does not
+        // depend on them): one query a page, not two.
         let rows = bind_filters!(sqlx::query(AssertSqlSafe(format!(
-            "SELECT {JOB_COLUMNS} FROM jobs WHERE {filters} ORDER BY {order} LIMIT {per_page} OFFSET {offset}"
+            "SELECT {JOB_COLUMNS}, ({count_sql}) AS total FROM jobs WHERE {filters} \
+             ORDER BY {order} LIMIT {per_page} OFFSET {offset}"
         ))))
         .fetch_all(&self.pool)
         .await
         .map_err(internal("list jobs"))?;
+        let total: i64 = match rows.first() {
+            Some(row) => row.try_get("total").map_err(internal("decode job total"))?,
+            // No row to carry it: past the last page, or nothing matches.
+            None => bind_filters!(sqlx::query_scalar(AssertSqlSafe(count_sql)))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(internal("count jobs"))?,
+        };
         let jobs = rows
             .iter()
             .map(|r| job_from(r).map(|s| s.job))

@@ -151,6 +151,14 @@ async fn the_job_table_totals_follow_every_change_to_jobs(db: TestDb) {
             .total,
         1
     );
+    // Past the last page there is no row to carry the total: it is still told.
+    let past = JobQuery {
+        page: Some(99),
+        ..Default::default()
+    };
+    let page = store.list(ann.id, &past).await.unwrap();
+    assert!(page.jobs.is_empty());
+    assert_eq!(page.total, 10);
 }
 on_both_databases!(
     the_job_table_totals_follow_every_change_to_jobs,
