@@ -136,30 +136,43 @@ class _Spool:
     def __init__(self, path: str) -> None:
         self.path = path
         self.state_path = path[: -len(".jsonl")] + ".state"
+        self.lock_path = path[: -len(".jsonl")] + ".lock"
         self.lock = threading.Lock()
-        self.state = {"sent": 0, "name": None}
-        if os.path.exists(self.state_path):
-            with open(self.state_path, encoding="utf-8") as f:
-                self.state.update(json.load(f))
+        self.state: Dict[str, Any] = {"sent": 0, "name": None}
         self._lock_file = None
         self.count = 0
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                self.count = sum(1 for line in f if line.endswith("\n"))
 
-    def claim(self) -> bool:
+    def claim(self, *, existing: bool = False) -> bool:
         """Holds ``<id>.lock`` while this process sends the run's reports; False
-        when another process (the run itself, or another sync) holds it. The
-        lock goes with its process, however that ends."""
+        when another process (the run itself, or another sync) holds it, or,
+        with ``existing``, when the run ended and removed its spool between
+        the folder's listing and this claim. The lock goes with its process,
+        however that ends. What was sent is read only once the lock is held:
+        read earlier, it may be a run's count from before it sent the rest."""
         import fcntl
 
-        self._lock_file = open(self.path[: -len(".jsonl")] + ".lock", "a")
+        self._lock_file = open(self.lock_path, "a")
         try:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            self._lock_file.close()
-            self._lock_file = None
+            self.release()
             return False
+        if existing and not os.path.exists(self.path):
+            # Opening the lock made a new file where the run had removed its
+            # own: take it away again, unless another claim already did.
+            try:
+                if os.stat(self.lock_path).st_ino == os.fstat(self._lock_file.fileno()).st_ino:
+                    os.remove(self.lock_path)
+            except FileNotFoundError:
+                pass
+            self.release()
+            return False
+        if os.path.exists(self.state_path):
+            with open(self.state_path, encoding="utf-8") as f:
+                self.state.update(json.load(f))
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as f:
+                self.count = sum(1 for line in f if line.endswith("\n"))
         return True
 
     def append(self, report: Dict[str, Any]) -> None:
@@ -203,8 +216,7 @@ class _Spool:
             self._lock_file = None
 
     def remove(self) -> None:
-        lock = self.path[: -len(".jsonl")] + ".lock"
-        for p in (self.path, self.state_path, lock):
+        for p in (self.path, self.state_path, self.lock_path):
             try:
                 os.remove(p)
             except FileNotFoundError:
@@ -694,8 +706,8 @@ def sync(timeout: float = 60.0, *, client: Optional[Client] = None,
         if not entry.endswith(".jsonl") or entry == f"{skip}.jsonl":
             continue
         spool = _Spool(os.path.join(folder, entry))
-        if not spool.claim():
-            continue  # a run still going, or another sync, sends these
+        if not spool.claim(existing=True):
+            continue  # a run still going, or another sync, sends these (or sent them)
         while not _deliver(client, spool):
             if time.time() > deadline:
                 break

@@ -297,5 +297,41 @@ class LocalRunTest(unittest.TestCase):
         self.assertEqual(probe.stdout.split(), ["1", "False"], probe.stderr)
 
 
+class SpoolClaimTest(unittest.TestCase):
+    """The race a sync runs into when another run ends between the spool
+    folder's listing and the claim: what it lists is gone when it claims."""
+
+    def test_a_sync_claiming_a_spool_its_run_already_removed_leaves_nothing_behind(self):
+        from paddlecloud.runs import _Spool
+
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "run.jsonl")
+            owner = _Spool(path)
+            self.assertTrue(owner.claim())
+            owner.append({"kind": "start", "body": {}})
+            listed = _Spool(path)  # a sync listed the folder here
+            self.assertFalse(listed.claim(existing=True), "the run still holds it")
+            owner.acknowledge(0, "run")
+            owner.remove()  # the run delivered everything and ended
+            self.assertFalse(listed.claim(existing=True))
+            self.assertEqual(os.listdir(folder), [])
+
+    def test_a_sync_claiming_a_released_spool_reads_what_was_sent_after_it_listed(self):
+        from paddlecloud.runs import _Spool
+
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "run.jsonl")
+            owner = _Spool(path)
+            owner.claim()
+            for i in range(3):
+                owner.append({"kind": "log", "body": {"i": i}})
+            listed = _Spool(path)
+            owner.acknowledge(1, "run")  # two of three reached the console
+            owner.release()
+            self.assertTrue(listed.claim(existing=True))
+            self.assertEqual([r["seq"] for r in listed.pending()], [2])
+            self.assertFalse(listed.done())
+
+
 if __name__ == "__main__":
     unittest.main()
