@@ -6,6 +6,7 @@ pub mod form_watch;
 pub mod layout;
 pub mod links;
 pub mod live;
+pub mod markup;
 pub mod quota_line;
 pub mod resource;
 pub mod sse;

@@ -6,6 +6,7 @@ use leptos_router::params::ParamsMap;
 
 use super::jobs_href;
 use crate::api::jobs::{DeleteJob, StopJob};
+use crate::components::markup::Markup;
 use crate::components::resource::Resource;
 use crate::error::AppError;
 use crate::models::time::{format_age, format_utc};
@@ -56,15 +57,7 @@ pub fn JobTable(
                                         <th>"Actions"</th>
                                     </tr>
                                 </thead>
-                                <tbody>
-                                    {
-                                        let params = params.get_untracked();
-                                        page.jobs
-                                            .into_iter()
-                                            .map(|job| job_row(job, now, &params))
-                                            .collect_view()
-                                    }
-                                </tbody>
+                                <tbody inner_html=params.with_untracked(|p| rows_html(&page.jobs, now, p)) />
                             </table>
                             <nav class="pager" aria-label="Pages">
                                 <span>{format!("{} jobs · page {current} of {pages}", page.total)}</span>
@@ -86,12 +79,120 @@ pub fn JobTable(
     }
 }
 
-/// A row of the table: a plain function, not a component, with the page's
-/// query read once for all rows. It is never hydrated (the table is not an
-/// island), so it renders plain links and forms: `<A>` and `<ActionForm>`
-/// would set up reactive state for each row only to print the same HTML.
-fn job_row(job: Job, now: i64, params: &ParamsMap) -> impl IntoView {
-    let log_href = jobs_href(
+/// The table's rows, written straight to HTML (see `components::markup`
+/// for why), with the page's query read once for all rows. The table is not
+/// an island and is never hydrated, so its links and forms are plain ones.
+fn rows_html(jobs: &[Job], now: i64, params: &ParamsMap) -> String {
+    let stop = StopJob::url();
+    let delete = DeleteJob::url();
+    let mut m = Markup::with_capacity(jobs.len() * 1100);
+    for job in jobs {
+        job_row(&mut m, job, now, params, (stop, delete));
+    }
+    m.into_string()
+}
+
+/// One job's `<tr>`; `(stop, delete)` are the two forms' actions.
+fn job_row(m: &mut Markup, job: &Job, now: i64, params: &ParamsMap, (stop, delete): (&str, &str)) {
+    let name = job.name.as_str();
+    m.open("tr", &[("data-job", name)]);
+    m.open("td", &[("class", "name")]).text(name);
+    if let Some(notebook) = &job.spec.notebook {
+        m.open("small", &[("class", "origin"), ("data-testid", "origin")])
+            .text("from notebook ")
+            .text(notebook)
+            .close("small");
+    }
+    if job.source == JobSource::Local {
+        let host = job
+            .ran_on
+            .as_deref()
+            .filter(|h| !h.is_empty())
+            .unwrap_or("a machine of its own");
+        m.open("small", &[("class", "origin"), ("data-testid", "ran-on")])
+            .text("local run on ")
+            .text(host)
+            .close("small");
+    }
+    if let Some(p) = &job.spec.pipeline {
+        let href = format!("/pipelines/{}#node-{}", p.run, p.node);
+        m.open(
+            "a",
+            &[
+                ("class", "origin"),
+                ("href", &href),
+                ("data-testid", "pipeline"),
+            ],
+        )
+        .text("pipeline ")
+        .text(&p.run)
+        .text(" · ")
+        .text(&p.node);
+        if p.attempt > 1 {
+            m.text(" (try ").display(p.attempt).text(")");
+        }
+        m.close("a");
+    }
+    if let Some(t) = &job.spec.template {
+        let again = format!("/templates/{}?owner={}&from={}", t.name, t.owner, job.name);
+        m.open(
+            "small",
+            &[
+                ("class", "origin"),
+                ("data-testid", "template"),
+                ("title", &t.values_text()),
+            ],
+        )
+        .text("from template ")
+        .text(&t.name)
+        .text(" v")
+        .display(t.version)
+        .close("small");
+        m.element(
+            "a",
+            &[
+                ("class", "origin"),
+                ("href", &again),
+                ("data-testid", "run-again"),
+            ],
+            "Run again with changes",
+        );
+    }
+    m.close("td");
+    m.element(
+        "td",
+        &[],
+        &format_utc(job.started_at.unwrap_or(job.created_at)),
+    );
+    m.element("td", &[], &format_age(now - job.created_at));
+    let status = job.status;
+    let class = format!("status {}", status.as_str());
+    m.open("td", &[]);
+    m.element(
+        "span",
+        &[
+            ("class", &class),
+            ("data-testid", "status"),
+            ("title", &job.message),
+        ],
+        status.label(),
+    );
+    // Why a job waits is what its user asks first: shown, not hidden in a tooltip.
+    if status == JobStatus::Pending && !job.message.is_empty() {
+        m.element(
+            "small",
+            &[("class", "reason"), ("data-testid", "reason")],
+            &job.message,
+        );
+    }
+    m.close("td");
+    m.open("td", &[]).display(job.succeeded()).close("td");
+    m.open("td", &[]).display(job.failed()).close("td");
+    m.element("td", &[("data-testid", "ps")], &ratio(job.ps));
+    m.element("td", &[("data-testid", "trainers")], &ratio(job.trainers));
+    m.element("td", &[], &job.cluster);
+    m.open("td", &[("class", "actions")]);
+    let log = jobs_href(
         params,
         &[
             ("log", Some(job.name.clone())),
@@ -99,69 +200,109 @@ fn job_row(job: Job, now: i64, params: &ParamsMap) -> impl IntoView {
             ("submit", None),
         ],
     );
-    let status = job.status;
-    let name = job.name.clone();
-    view! {
-        <tr data-job=job.name.clone()>
-            <td class="name">
-                {job.name.clone()}
-                {job.spec.notebook.clone().map(|n| view! { <small class="origin" data-testid="origin">{format!("from notebook {n}")}</small> })}
-                {(job.source == JobSource::Local).then(|| {
-                    let host = job.ran_on.clone().filter(|h| !h.is_empty()).unwrap_or_else(|| "a machine of its own".to_owned());
-                    view! { <small class="origin" data-testid="ran-on">{format!("local run on {host}")}</small> }
-                })}
-                {job.spec.pipeline.clone().map(|p| view! {
-                    <a class="origin" href=format!("/pipelines/{}#node-{}", p.run, p.node) data-testid="pipeline">
-                        {format!("pipeline {} · {}{}", p.run, p.node, if p.attempt > 1 { format!(" (try {})", p.attempt) } else { String::new() })}
-                    </a>
-                })}
-                {job.spec.template.clone().map(|t| {
-                    let again = format!("/templates/{}?owner={}&from={}", t.name, t.owner, job.name);
-                    view! {
-                        <small class="origin" data-testid="template" title=t.values_text()>
-                            {format!("from template {} v{}", t.name, t.version)}
-                        </small>
-                        <a class="origin" href=again data-testid="run-again">"Run again with changes"</a>
-                    }
-                })}
-            </td>
-            <td>{format_utc(job.started_at.unwrap_or(job.created_at))}</td>
-            <td>{format_age(now - job.created_at)}</td>
-            <td>
-                <span class=format!("status {}", status.as_str()) data-testid="status" title=job.message.clone()>
-                    {status.label()}
-                </span>
-                // Why a job waits is what its user asks first: shown, not hidden in a tooltip.
-                {(status == JobStatus::Pending && !job.message.is_empty())
-                    .then(|| view! { <small class="reason" data-testid="reason">{job.message.clone()}</small> })}
-            </td>
-            <td>{job.succeeded()}</td>
-            <td>{job.failed()}</td>
-            <td data-testid="ps">{ratio(job.ps)}</td>
-            <td data-testid="trainers">{ratio(job.trainers)}</td>
-            <td>{job.cluster.clone()}</td>
-            <td class="actions">
-                <a href=log_href>"Log"</a>
-                <a href=format!("/jobs/{}/resources", job.name)>"Resources"</a>
-                <a href=format!("/jobs/{}/template", job.name) data-testid="save-as-template">"Save as template"</a>
-                {if status.is_active() {
-                    view! {
-                        <form action=StopJob::url() method="post">
-                            <input type="hidden" name="name" value=name.clone() />
-                            <button type="submit" class="small">"Stop"</button>
-                        </form>
-                    }
-                        .into_any()
-                } else {
-                    view! {
-                        <form action=DeleteJob::url() method="post">
-                            <input type="hidden" name="name" value=name.clone() />
-                            <button type="submit" class="small danger">"Delete"</button>
-                        </form>
-                    }
-                        .into_any()
-                }}
-            </td>
-        </tr>
+    m.element("a", &[("href", &log)], "Log");
+    m.element(
+        "a",
+        &[("href", &format!("/jobs/{name}/resources"))],
+        "Resources",
+    );
+    m.element(
+        "a",
+        &[
+            ("href", &format!("/jobs/{name}/template")),
+            ("data-testid", "save-as-template"),
+        ],
+        "Save as template",
+    );
+    let (action, class, label) = if status.is_active() {
+        (stop, "small", "Stop")
+    } else {
+        (delete, "small danger", "Delete")
+    };
+    m.open("form", &[("action", action), ("method", "post")]);
+    m.open(
+        "input",
+        &[("type", "hidden"), ("name", "name"), ("value", name)],
+    );
+    m.element("button", &[("type", "submit"), ("class", class)], label);
+    m.close("form");
+    m.close("td");
+    m.close("tr");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(extra: serde_json::Value) -> Job {
+        let mut v = serde_json::json!({
+            "name": "mnist-1",
+            "spec": {
+                "name": "mnist-1", "command": ["python", "train.py"], "num_trainers": 2,
+                "ps": {"cpu": "1", "memory": "1Gi"}, "trainer": {"cpu": "1", "memory": "1Gi"}
+            },
+            "status": "running", "cluster": "local", "created_at": 0,
+            "started_at": 60_000, "finished_at": null,
+            "ps": {"total": 0, "ready": 0, "succeeded": 0, "failed": 0},
+            "trainers": {"total": 2, "ready": 1, "succeeded": 0, "failed": 1},
+            "message": ""
+        });
+        for (k, x) in extra.as_object().unwrap() {
+            match (k.as_str(), x) {
+                ("spec", serde_json::Value::Object(s)) => {
+                    v["spec"].as_object_mut().unwrap().extend(s.clone())
+                }
+                _ => v[k] = x.clone(),
+            }
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_running_job_row_shows_its_counts_links_and_a_stop_form() {
+        let params = ParamsMap::new();
+        let html = rows_html(&[job(serde_json::json!({}))], 3_600_000, &params);
+        assert!(
+            html.starts_with("<tr data-job=\"mnist-1\"><td class=\"name\">mnist-1</td>"),
+            "{html}"
+        );
+        for part in [
+            "<td data-testid=\"trainers\">1/2</td>",
+            "<td>0</td><td>1</td>",
+            "<span class=\"status running\" data-testid=\"status\" title=\"\">Running</span>",
+            "<a href=\"/jobs?log=mnist-1\">Log</a>",
+            "<a href=\"/jobs/mnist-1/resources\">Resources</a>",
+            "<form action=\"/api/stop_job\" method=\"post\"><input type=\"hidden\" name=\"name\" value=\"mnist-1\"><button type=\"submit\" class=\"small\">Stop</button></form>",
+        ] {
+            assert!(html.contains(part), "{part} not in {html}");
+        }
+        assert!(html.ends_with("</td></tr>"), "{html}");
+    }
+
+    #[test]
+    fn a_rows_origins_and_a_pending_jobs_reason_are_shown_and_escaped() {
+        let pending = job(serde_json::json!({
+            "status": "pending", "source": "local", "ran_on": "gpu<box>",
+            "message": "waiting for 2 GPUs & \"quota\"",
+            "spec": {
+                "notebook": "alice-lab",
+                "pipeline": {"run": "nightly", "node": "train", "attempt": 2},
+                "template": {"owner": "team", "name": "resnet", "version": 3, "values": {"lr": 0.5}}
+            }
+        }));
+        let params = ParamsMap::new();
+        let html = rows_html(&[pending], 0, &params);
+        for part in [
+            "<small class=\"origin\" data-testid=\"origin\">from notebook alice-lab</small>",
+            "<small class=\"origin\" data-testid=\"ran-on\">local run on gpu&lt;box&gt;</small>",
+            "<a class=\"origin\" href=\"/pipelines/nightly#node-train\" data-testid=\"pipeline\">pipeline nightly · train (try 2)</a>",
+            "<small class=\"origin\" data-testid=\"template\" title=\"lr=0.5\">from template resnet v3</small>",
+            "<a class=\"origin\" href=\"/templates/resnet?owner=team&amp;from=mnist-1\" data-testid=\"run-again\">",
+            "<small class=\"reason\" data-testid=\"reason\">waiting for 2 GPUs &amp; \"quota\"</small>",
+            "title=\"waiting for 2 GPUs &amp; &quot;quota&quot;\"",
+            "<button type=\"submit\" class=\"small\">Stop</button>",
+        ] {
+            assert!(html.contains(part), "{part} not in {html}");
+        }
     }
 }
