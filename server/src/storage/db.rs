@@ -51,6 +51,9 @@ pub async fn connect(url: &str) -> anyhow::Result<AnyPool> {
     sqlx::any::install_default_drivers();
     let engine = Engine::of_url(url)?;
     if engine == Engine::Sqlite {
+        if !super::sqlite_memory::configure() {
+            tracing::debug!("SQLite was initialised before its allocator could be set");
+        }
         if let Some(dir) = sqlite_path(url).and_then(|p| p.parent().map(Path::to_path_buf)) {
             if !dir.as_os_str().is_empty() {
                 std::fs::create_dir_all(&dir)

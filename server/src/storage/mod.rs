@@ -16,6 +16,7 @@ pub mod notebooks;
 pub mod pipelines;
 pub mod samples;
 pub mod serving;
+pub mod sqlite_memory;
 pub mod throttle;
 pub mod tokens;
 pub mod users;
