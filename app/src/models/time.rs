@@ -22,9 +22,19 @@ fn clock(t: time::OffsetDateTime, seconds: bool) -> String {
 /// Formats Unix milliseconds as `2026-11-22 06:30 UTC`; the same string on
 /// server and browser, so hydration never disagrees about a time.
 pub fn format_utc(ms: i64) -> String {
+    // One format! (the job table writes one per row).
     utc(ms).map_or_else(
         || "—".to_owned(),
-        |t| format!("{} {} UTC", ymd(t), clock(t, false)),
+        |t| {
+            format!(
+                "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+                t.year(),
+                u8::from(t.month()),
+                t.day(),
+                t.hour(),
+                t.minute()
+            )
+        },
     )
 }
 

@@ -10,6 +10,7 @@ use crate::components::markup::Markup;
 use crate::components::resource::Resource;
 use crate::error::AppError;
 use crate::models::time::{format_age, format_utc};
+use crate::models::url::encode;
 use crate::models::{Job, JobPage, JobSource, JobStatus, RoleCounts};
 use leptos::server_fn::ServerFn;
 
@@ -83,17 +84,38 @@ pub fn JobTable(
 /// for why), with the page's query read once for all rows. The table is not
 /// an island and is never hydrated, so its links and forms are plain ones.
 fn rows_html(jobs: &[Job], now: i64, params: &ParamsMap) -> String {
-    let stop = StopJob::url();
-    let delete = DeleteJob::url();
+    let actions = RowActions {
+        log: jobs_href(params, &[("log", None), ("pod", None), ("submit", None)]),
+        stop: StopJob::url(),
+        delete: DeleteJob::url(),
+    };
     let mut m = Markup::with_capacity(jobs.len() * 1100);
     for job in jobs {
-        job_row(&mut m, job, now, params, (stop, delete));
+        job_row(&mut m, job, now, &actions);
     }
     m.into_string()
 }
 
-/// One job's `<tr>`; `(stop, delete)` are the two forms' actions.
-fn job_row(m: &mut Markup, job: &Job, now: i64, params: &ParamsMap, (stop, delete): (&str, &str)) {
+/// What every row's links and forms start from, made once a page.
+struct RowActions {
+    /// This page's URL without a log console: a row's "Log" adds `log=<job>`.
+    log: String,
+    /// The Stop form's action.
+    stop: &'static str,
+    /// The Delete form's action.
+    delete: &'static str,
+}
+
+impl RowActions {
+    /// The page with `job`'s log console open.
+    fn log_href(&self, job: &str) -> String {
+        let sep = if self.log.contains('?') { '&' } else { '?' };
+        format!("{}{sep}log={}", self.log, encode(job))
+    }
+}
+
+/// One job's `<tr>`.
+fn job_row(m: &mut Markup, job: &Job, now: i64, actions: &RowActions) {
     let name = job.name.as_str();
     m.open("tr", &[("data-job", name)]);
     m.open("td", &[("class", "name")]).text(name);
@@ -192,15 +214,7 @@ fn job_row(m: &mut Markup, job: &Job, now: i64, params: &ParamsMap, (stop, delet
     m.element("td", &[("data-testid", "trainers")], &ratio(job.trainers));
     m.element("td", &[], &job.cluster);
     m.open("td", &[("class", "actions")]);
-    let log = jobs_href(
-        params,
-        &[
-            ("log", Some(job.name.clone())),
-            ("pod", None),
-            ("submit", None),
-        ],
-    );
-    m.element("a", &[("href", &log)], "Log");
+    m.element("a", &[("href", &actions.log_href(name))], "Log");
     m.element(
         "a",
         &[("href", &format!("/jobs/{name}/resources"))],
@@ -215,9 +229,9 @@ fn job_row(m: &mut Markup, job: &Job, now: i64, params: &ParamsMap, (stop, delet
         "Save as template",
     );
     let (action, class, label) = if status.is_active() {
-        (stop, "small", "Stop")
+        (actions.stop, "small", "Stop")
     } else {
-        (delete, "small danger", "Delete")
+        (actions.delete, "small danger", "Delete")
     };
     m.open("form", &[("action", action), ("method", "post")]);
     m.open(
@@ -277,6 +291,24 @@ mod tests {
             assert!(html.contains(part), "{part} not in {html}");
         }
         assert!(html.ends_with("</td></tr>"), "{html}");
+    }
+
+    #[test]
+    fn a_rows_log_link_keeps_the_pages_filters_and_replaces_its_console() {
+        let mut params = ParamsMap::new();
+        for (k, v) in [
+            ("status", "failed"),
+            ("log", "other"),
+            ("pod", "other-ps-0"),
+            ("page", "3"),
+        ] {
+            params.insert(k, v.to_owned());
+        }
+        let mut named = job(serde_json::json!({}));
+        named.name = "a b".into();
+        let html = rows_html(&[named], 0, &params);
+        let want = "<a href=\"/jobs?status=failed&amp;page=3&amp;log=a%20b\">Log</a>";
+        assert!(html.contains(want), "{want} not in {html}");
     }
 
     #[test]
