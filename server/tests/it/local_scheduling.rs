@@ -176,7 +176,7 @@ async fn jobs_that_together_exceed_the_machine_run_one_after_the_other_in_order_
         .await
         .replace("<!>", "");
     assert!(
-        page.contains("class=\"reason\">waiting for 2 CPUs: 0 free<"),
+        page.contains("data-testid=\"reason\">waiting for 2 CPUs: 0 free<"),
         "{page}"
     );
 
