@@ -16,6 +16,9 @@ shift || true
 st="$TOOLS/schemathesis/bin/st"
 [ -x "$st" ] || { echo "schemathesis is not installed: run scripts/setup.sh test" >&2; exit 1; }
 [ -x "$binary" ] || { echo "no console binary at $binary: run scripts/build.sh" >&2; exit 1; }
+# Absolute, so it still names the binary from inside $out (CARGO_TARGET_DIR
+# may be relative or absolute).
+binary=$(cd "$(dirname "$binary")" && pwd)/$(basename "$binary")
 
 out="${CARGO_TARGET_DIR:-target}/api-contract"
 rm -rf "$out"
@@ -31,7 +34,7 @@ key=$("$binary" admin create-key --account contract --user owner@example.com --d
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # Jobs the fuzzer submits run as real processes; they run in a scratch
 # directory and the console stops them within a second when it ends.
-(cd "$out" && exec env -u DATABASE_URL RUST_LOG=warn "$OLDPWD/$binary" serve \
+(cd "$out" && exec env -u DATABASE_URL RUST_LOG=warn "$binary" serve \
   --addr "127.0.0.1:$port" --data-dir "$data" --leptos-config "$OLDPWD/Leptos.toml" \
   --stop-grace 1 --local-cpus 64 --local-memory 256Gi) >"$out/console.log" 2>&1 &
 console=$!
