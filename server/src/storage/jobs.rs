@@ -63,17 +63,17 @@ fn count(row: &AnyRow, col: &str) -> Result<u32, sqlx::Error> {
 }
 
 fn job_from(row: &AnyRow) -> Result<StoredJob, sqlx::Error> {
-    let spec: String = row.try_get("spec")?;
-    let status: String = row.try_get("status")?;
-    let spec: JobSpec =
-        serde_json::from_str(&spec).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    // Text read in place (`&str`): a page lists many jobs.
+    let spec: &str = row.try_get("spec")?;
+    let status: &str = row.try_get("status")?;
+    let spec: JobSpec = serde_json::from_str(spec).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
     Ok(StoredJob {
         id: row.try_get("id")?,
         account_id: row.try_get("account_id")?,
         job: Job {
             name: row.try_get("name")?,
             spec,
-            status: JobStatus::parse(&status).unwrap_or(JobStatus::Failed),
+            status: JobStatus::parse(status).unwrap_or(JobStatus::Failed),
             cluster: row.try_get("cluster")?,
             created_at: row.try_get("created_at")?,
             started_at: row.try_get("started_at")?,
@@ -91,7 +91,7 @@ fn job_from(row: &AnyRow) -> Result<StoredJob, sqlx::Error> {
                 succeeded: count(row, "tr_succeeded")?,
                 failed: count(row, "tr_failed")?,
             },
-            source: JobSource::parse(&row.try_get::<String, _>("source")?),
+            source: JobSource::parse(row.try_get::<&str, _>("source")?),
             ran_on: row.try_get("ran_on")?,
         },
     })

@@ -28,7 +28,10 @@ pub fn JobTable(
     view! {
         <Transition fallback=|| view! { <p class="loading">"Loading jobs…"</p> }>
             {move || Suspend::new(async move {
-                match jobs.await {
+                // Read in place: awaiting the resource itself clones the page,
+                // every job's spec included, only to drop it once rendered.
+                let page = jobs.by_ref().await;
+                match &*page {
                     Err(err) => view! { <p class="banner error" role="alert">{err.to_string()}</p> }.into_any(),
                     Ok(page) if page.jobs.is_empty() => {
                         view! {
@@ -39,9 +42,9 @@ pub fn JobTable(
                             .into_any()
                     }
                     Ok(page) => {
-                        let now = page.now;
                         let pages = page.pages();
-                        let current = page.page;
+                        let (current, total) = (page.page, page.total);
+                        let rows = params.with_untracked(|p| rows_html(&page.jobs, page.now, p));
                         view! {
                             <table class="grid jobs" data-testid="jobs">
                                 <thead>
@@ -58,10 +61,10 @@ pub fn JobTable(
                                         <th>"Actions"</th>
                                     </tr>
                                 </thead>
-                                <tbody inner_html=params.with_untracked(|p| rows_html(&page.jobs, now, p)) />
+                                <tbody inner_html=rows />
                             </table>
                             <nav class="pager" aria-label="Pages">
-                                <span>{format!("{} jobs · page {current} of {pages}", page.total)}</span>
+                                <span>{format!("{total} jobs · page {current} of {pages}")}</span>
                                 {(current > 1).then(|| {
                                     let href = params.with_untracked(|p| jobs_href(p, &[("page", Some((current - 1).to_string()))]));
                                     view! { <a href=href>"← Newer"</a> }
