@@ -51,8 +51,10 @@ What is measured:
        that its live region fetches again (the envelope plotted to SVG on the server, with
        the points it drew in `data-pointer`, where the spike and minimum are checked too).
     c. the job table: 10,000 jobs recorded through POST /api/v1/local-runs (+ .../end, no
-       process runs), then the server-rendered GET /jobs: p50 of one client, and pages/s
-       and p50 with --clients clients for --seconds.  (--job-list-bench PATH also runs the
+       process runs), then the server-rendered GET /jobs: p50 of one client, and --rounds
+       rounds of --clients clients for --seconds, each with pages/s, p50 and the CPU a page
+       of the server (/proc) and of the clients; the table takes the median round.
+       (--job-list-bench PATH also runs the
        built `cargo bench --bench job_list` executable and prints its lines.)
     d. hydration: end2end/bench/hydration.mjs (Playwright + Debian's chromium) opens /jobs
        of the signed-in user --hydration-runs times: load event -> data-hydrated on <html>.
@@ -201,29 +203,104 @@ def pct(xs, p):
 
 # Concurrent HTTP clients: one process each (no GIL between them), one keep-alive
 # connection each.  A plan is a list of requests (method, path, body, headers, weight);
-# bodies are made before the clock starts.  Set before forking: the children read it.
+# requests are encoded before the clock starts.  Set before forking: the children read it.
+#
+# The clients share the machine with the server they measure, so they are kept lean:
+# each request is sent as prepared bytes and its answer read with a minimal HTTP/1.1
+# reader.  http.client took ~300 us of CPU a request (its header parsing), which on 2
+# cores was a third of the machine at 2,000 pages/s; this reader takes about a third of that.
 _PLANS = []
 
 
+def _encode_request(port, method, path, body, headers):
+    head = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{port}"]
+    head += [f"{k}: {v}" for k, v in headers.items()]
+    if body is not None or method in ("POST", "PUT", "PATCH"):
+        head.append(f"Content-Length: {len(body or b'')}")
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + (body or b"")
+
+
+class _Conn:
+    """One keep-alive HTTP/1.1 connection: `exchange(request bytes)` -> (status, body)."""
+
+    def __init__(self, port):
+        self.port, self.sock, self.buf = port, None, b""
+
+    def close(self):
+        if self.sock:
+            self.sock.close()
+        self.sock, self.buf = None, b""
+
+    def _fill(self):
+        data = self.sock.recv(262144)
+        if not data:
+            raise ConnectionError("connection closed mid-answer")
+        self.buf += data
+
+    def _take(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def _line(self):
+        while (i := self.buf.find(b"\r\n")) < 0:
+            self._fill()
+        out, self.buf = self.buf[:i], self.buf[i + 2:]
+        return out
+
+    def exchange(self, request, head_only=False):
+        if self.sock is None:
+            self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=600)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.sendall(request)
+        while True:
+            status = int(self._line().split(b" ", 2)[1])
+            headers = {}
+            while line := self._line():
+                k, _, v = line.partition(b":")
+                headers[k.strip().lower()] = v.strip().lower()
+            if status >= 200 or status == 101:
+                break  # 1xx interim answers carry no body; the real one follows
+        close = headers.get(b"connection") == b"close"
+        if head_only or status in (204, 304):
+            body = b""
+        elif b"content-length" in headers:
+            body = self._take(int(headers[b"content-length"]))
+        elif b"chunked" in headers.get(b"transfer-encoding", b""):
+            parts = []
+            while size := int(self._line().split(b";")[0], 16):
+                parts.append(self._take(size))
+                self._take(2)
+            while self._line():  # trailers, then the empty line
+                pass
+            body = b"".join(parts)
+        else:  # delimited by the end of the connection
+            try:
+                while True:
+                    self._fill()
+            except ConnectionError:
+                body, self.buf, close = self.buf, b"", True
+        if close:
+            self.close()
+        return status, body
+
+
 def _client(i, port, start, duration, q):
-    conn = httpclient.HTTPConnection("127.0.0.1", port, timeout=600)
+    conn = _Conn(port)
     ok_weight = ok = 0
     errors, lat = {}, []
+    plan = [(_encode_request(port, m, p, b, h), m == "HEAD", w) for m, p, b, h, w in _PLANS[i]]
     start.wait()
     t_end = time.perf_counter() + duration if duration else None
-    plan = _PLANS[i]
     while True:
-        for method, path, body, headers, weight in plan:
+        for request, head_only, weight in plan:
             t = time.perf_counter()
             try:
-                conn.request(method, path, body=body, headers=headers)
-                r = conn.getresponse()
-                r.read()
-                status = r.status
-            except (OSError, httpclient.HTTPException) as e:
+                status, _ = conn.exchange(request, head_only)
+            except (OSError, ValueError, IndexError) as e:
                 status = type(e).__name__
                 conn.close()
-                conn = httpclient.HTTPConnection("127.0.0.1", port, timeout=600)
             if isinstance(status, int) and 200 <= status < 300:
                 ok_weight += weight
                 ok += 1
@@ -240,12 +317,13 @@ def _client(i, port, start, duration, q):
 def load_clients(port, plans, duration=None):
     """Run one client process per plan at once.  Without `duration` each sends its plan
     once; with it, repeats its plan until `duration` seconds have passed.  Returns wall
-    seconds (start to the last client's end), 2xx weight and count, errors by status, and
-    the latencies of the 2xx answers."""
+    seconds (start to the last client's end), 2xx weight and count, errors by status, the
+    latencies of the 2xx answers and the CPU seconds the clients used."""
     global _PLANS
     _PLANS = plans
     ctx = multiprocessing.get_context("fork")
     start, q = ctx.Event(), ctx.Queue()
+    t_cpu = os.times()
     procs = [ctx.Process(target=_client, args=(i, port, start, duration, q), daemon=True)
              for i in range(len(plans))]
     try:
@@ -266,8 +344,19 @@ def load_clients(port, plans, duration=None):
     for _, _, e, _, _ in got:
         for k, v in e.items():
             errors[k] = errors.get(k, 0) + v
+    t_end = os.times()  # the clients are joined: their CPU time is counted
+    client_cpu = (t_end.children_user + t_end.children_system
+                  - t_cpu.children_user - t_cpu.children_system)
     return dict(wall=max(g[4] for g in got) - t0, weight=sum(g[0] for g in got),
-                ok=sum(g[1] for g in got), errors=errors, lat=[x for g in got for x in g[3]])
+                ok=sum(g[1] for g in got), errors=errors, lat=[x for g in got for x in g[3]],
+                client_cpu=client_cpu)
+
+
+def process_cpu(pid):
+    """CPU seconds (user + system) process `pid` has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(") ", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def errs(r):
@@ -629,7 +718,7 @@ def pc_series(args, port, key, cookie):
                            rest_ok=rest_ok)
 
 
-def pc_jobs(args, port, key, cookie):
+def pc_jobs(args, port, key, cookie, server_pid):
     outcomes = ["succeeded", "failed", "stopped", "succeeded", "succeeded"]
     hdr = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     seeders = 4
@@ -658,13 +747,31 @@ def pc_jobs(args, port, key, cookie):
     one = load_clients(port, [[get] * 300])
     row(sec, "1 client, p50 / p90 / p99 of 300",
         f"{ms(pct(one['lat'], 0.5))} / {ms(pct(one['lat'], 0.9))} / {ms(pct(one['lat'], 0.99))}")
-    many = load_clients(port, [[get]] * args.clients, duration=args.seconds)
-    rate = many["ok"] / many["wall"]
-    row(sec, f"{args.clients} clients for {args.seconds} s: pages/s; p50 / p90",
-        f"{rate:,.0f} pages/s ({many['ok']:,} pages); {ms(pct(many['lat'], 0.5))} / "
-        f"{ms(pct(many['lat'], 0.9))}, errors: {errs(many)}")
-    RES["pc_jobs"] = dict(rate=rate, p50=pct(many["lat"], 0.5), p50_one=pct(one["lat"], 0.5),
-                          clients=args.clients, jobs=args.jobs, how="REST-seeded, real binary")
+    # Runs of one build differ by 10-20% on a shared 2-core VM: several rounds, each
+    # printed, and the median round is the one the table reports.
+    rounds = []
+    for r in range(1, args.rounds + 1):
+        cpu0 = process_cpu(server_pid)
+        many = load_clients(port, [[get]] * args.clients, duration=args.seconds)
+        ok = max(many["ok"], 1)
+        many.update(rate=many["ok"] / many["wall"], p50=pct(many["lat"], 0.5),
+                    server_us=(process_cpu(server_pid) - cpu0) / ok * 1e6, client_us=many["client_cpu"] / ok * 1e6)
+        # Clients and server share the cores: what each took a page says how far apart they are.
+        row(sec, f"round {r}: {args.clients} clients for {args.seconds} s: pages/s; p50 / p90; "
+                 "CPU a page: server / clients",
+            f"{many['rate']:,.0f} pages/s ({many['ok']:,} pages); {ms(many['p50'])} / "
+            f"{ms(pct(many['lat'], 0.9))}; {many['server_us']:,.0f} us / {many['client_us']:,.0f} us, "
+            f"errors: {errs(many)}")
+        rounds.append(many)
+    mid = sorted(rounds, key=lambda m: m["rate"])[len(rounds) // 2]
+    if len(rounds) > 1:
+        row(sec, f"median of {len(rounds)} rounds: pages/s; p50",
+            f"{mid['rate']:,.0f} pages/s; {ms(mid['p50'])} (rounds: "
+            + ", ".join(f"{m['rate']:,.0f}" for m in rounds) + ")")
+    RES["pc_jobs"] = dict(rate=mid["rate"], p50=mid["p50"], p50_one=pct(one["lat"], 0.5),
+                          clients=args.clients, jobs=args.jobs, rounds=len(rounds),
+                          errors=sum(sum(m["errors"].values()) for m in rounds),
+                          how="REST-seeded, paddlecloud serve", server_us=mid["server_us"])
 
 
 def job_list_bench(args):
@@ -755,7 +862,7 @@ def bench_paddlecloud(args, tmp):
         cookie_j = sign_in(port, "jobtable", "owner@jobtable.example.com")
         parts = (("ingest", lambda: pc_ingest(args, port, keys["metrics"])),
                  ("series", lambda: pc_series(args, port, keys["metrics"], cookie_m)),
-                 ("jobs", lambda: pc_jobs(args, port, keys["jobtable"], cookie_j)),
+                 ("jobs", lambda: pc_jobs(args, port, keys["jobtable"], cookie_j, p.pid)),
                  ("hydration", lambda: pc_hydration(args, port, cookie_j)))
         for name, fn in parts:
             if name not in args.pc_parts.split(","):
@@ -815,13 +922,14 @@ def targets(args):
                     f"{ms(f['p50'])}, spike {'kept' if f['spike'] else 'LOST'}, min {'kept' if f['min'] else 'LOST'}",
                     "same TB fetch", f"{ratio:,.1f}x" if ratio else "-", "(for information)",
                     f"({verdict(ratio, extremes)})"))
-    for key, how in (("pc_jobs", "REST-seeded, paddlecloud serve"), ("bench_jobs", "cargo bench job_list")):
+    for key, how in (("pc_jobs", "REST-seeded, paddlecloud serve, median of {rounds} rounds"),
+                     ("bench_jobs", "cargo bench job_list")):
         j = RES.get(key)
         if not j:
             continue
         p50_load = j.get("p50")
-        ok = j["rate"] >= 2000 and (p50_load is None or p50_load <= 0.010)
-        out.append((f"c. /jobs SSR, {args.jobs:,} jobs, {j['clients']} clients ({how})",
+        ok = j["rate"] >= 2000 and (p50_load is None or p50_load <= 0.010) and not j.get("errors")
+        out.append((f"c. /jobs SSR, {args.jobs:,} jobs, {j['clients']} clients ({how.format(**j)})",
                     f"{j['rate']:,.0f} pages/s, p50 " + (ms(p50_load) if p50_load is not None else "-")
                     + (f" (1 client {ms(j['p50_one'])})" if j.get("p50_one") else ""),
                     "target 2,000 pages/s", f"{j['rate'] / 2000:.2f}x", ">= 2,000/s, p50 <= 10 ms",
@@ -864,7 +972,9 @@ def main():
                     help="MLflow ingestion: points in all, split over the writers (0: skip)")
     ap.add_argument("--jobs", type=int, default=10_000, help="jobs in the job table")
     ap.add_argument("--clients", type=int, default=8, help="concurrent clients loading /jobs")
-    ap.add_argument("--seconds", type=int, default=10, help="seconds of /jobs load")
+    ap.add_argument("--seconds", type=int, default=10, help="seconds of /jobs load, per round")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds of /jobs load; the table reports the median round")
     ap.add_argument("--hydration-runs", type=int, default=30)
     ap.add_argument("--pc-parts", default="ingest,series,jobs,hydration",
                     help="PaddleCloud parts to run (comma-separated)")
