@@ -28,10 +28,14 @@ pub fn request_parts() -> Result<Parts, AppError> {
 
 /// The signed-in caller, resolved by the session layer before the handler ran.
 pub fn principal() -> Result<Principal, AppError> {
-    request_parts()?
-        .extensions
-        .get::<Principal>()
-        .cloned()
+    // Read in place: a page asks several times (the header, its account
+    // switcher, the page's own data), and a copy of the request's parts is
+    // a copy of all its headers and extensions.
+    with_context::<Parts, _>(|parts| parts.extensions.get::<Principal>().cloned())
+        .ok_or_else(|| {
+            tracing::error!("request parts missing from the server function context");
+            AppError::Internal
+        })?
         .ok_or(AppError::Unauthenticated)
 }
 
