@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, createWriteStream } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync, createWriteStream } from "node:fs";
 import { createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -34,6 +34,33 @@ async function waitHealthy(url: string, deadline: number) {
     }
     if (Date.now() > deadline) throw new Error(`server at ${url} did not become healthy`);
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Kills the process groups of whatever still runs inside `dir`: the local
+ * jobs, notebooks and serving replicas of a console that was just killed.
+ * They run in process groups of their own, so they outlive it (its next
+ * start would stop them, and a test run has none), and one left spinning
+ * slows everything after the suite.
+ */
+function killLeftovers(dir: string) {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let cwd: string;
+    try {
+      cwd = readlinkSync(`/proc/${entry}/cwd`);
+    } catch {
+      continue; // gone, or not ours to read
+    }
+    if (cwd !== dir && !cwd.startsWith(`${dir}/`)) continue;
+    for (const target of [-Number(entry), Number(entry)]) {
+      try {
+        process.kill(target, "SIGKILL");
+      } catch {
+        // not a group leader, or already gone
+      }
+    }
   }
 }
 
@@ -99,6 +126,7 @@ export default async function globalSetup() {
     server.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 200));
     if (!exited) server.kill("SIGKILL");
+    killLeftovers(dataDir);
     rmSync(dataDir, { recursive: true, force: true });
   };
 }
