@@ -207,8 +207,8 @@ def pct(xs, p):
 #
 # The clients share the machine with the server they measure, so they are kept lean:
 # each request is sent as prepared bytes and its answer read with a minimal HTTP/1.1
-# reader.  http.client took ~300 us of CPU a request (its header parsing), which on 2
-# cores was a third of the machine at 2,000 pages/s; this reader takes about a third of that.
+# reader.  http.client took ~270 us of CPU a request (its header parsing), which on 2
+# cores was a quarter of the machine at 2,000 pages/s; this reader takes 70-180 us.
 _PLANS = []
 
 
@@ -249,7 +249,7 @@ class _Conn:
         out, self.buf = self.buf[:i], self.buf[i + 2:]
         return out
 
-    def exchange(self, request, head_only=False):
+    def exchange(self, request):
         if self.sock is None:
             self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=600)
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -263,7 +263,7 @@ class _Conn:
             if status >= 200 or status == 101:
                 break  # 1xx interim answers carry no body; the real one follows
         close = headers.get(b"connection") == b"close"
-        if head_only or status in (204, 304):
+        if status in (204, 304):
             body = b""
         elif b"content-length" in headers:
             body = self._take(int(headers[b"content-length"]))
@@ -290,14 +290,14 @@ def _client(i, port, start, duration, q):
     conn = _Conn(port)
     ok_weight = ok = 0
     errors, lat = {}, []
-    plan = [(_encode_request(port, m, p, b, h), m == "HEAD", w) for m, p, b, h, w in _PLANS[i]]
+    plan = [(_encode_request(port, m, p, b, h), w) for m, p, b, h, w in _PLANS[i]]
     start.wait()
     t_end = time.perf_counter() + duration if duration else None
     while True:
-        for request, head_only, weight in plan:
+        for request, weight in plan:
             t = time.perf_counter()
             try:
-                status, _ = conn.exchange(request, head_only)
+                status, _ = conn.exchange(request)
             except (OSError, ValueError, IndexError) as e:
                 status = type(e).__name__
                 conn.close()
@@ -771,7 +771,7 @@ def pc_jobs(args, port, key, cookie, server_pid):
     RES["pc_jobs"] = dict(rate=mid["rate"], p50=mid["p50"], p50_one=pct(one["lat"], 0.5),
                           clients=args.clients, jobs=args.jobs, rounds=len(rounds),
                           errors=sum(sum(m["errors"].values()) for m in rounds),
-                          how="REST-seeded, paddlecloud serve", server_us=mid["server_us"])
+                          how="REST-seeded, paddlecloud serve")
 
 
 def job_list_bench(args):

@@ -18,24 +18,25 @@ pub fn services() -> Result<Services, AppError> {
     })
 }
 
-/// The request being answered.
-pub fn request_parts() -> Result<Parts, AppError> {
-    use_context::<Parts>().ok_or_else(|| {
+/// `read` of the request being answered, in place: a copy of the parts is
+/// a copy of all their headers and extensions.
+fn with_request_parts<R>(read: impl FnOnce(&Parts) -> R) -> Result<R, AppError> {
+    with_context::<Parts, _>(read).ok_or_else(|| {
         tracing::error!("request parts missing from the server function context");
         AppError::Internal
     })
 }
 
+/// The request being answered.
+pub fn request_parts() -> Result<Parts, AppError> {
+    with_request_parts(Parts::clone)
+}
+
 /// The signed-in caller, resolved by the session layer before the handler ran.
+/// Read in place: a page asks several times (the header, its account
+/// switcher, the page's own data).
 pub fn principal() -> Result<Principal, AppError> {
-    // Read in place: a page asks several times (the header, its account
-    // switcher, the page's own data), and a copy of the request's parts is
-    // a copy of all its headers and extensions.
-    with_context::<Parts, _>(|parts| parts.extensions.get::<Principal>().cloned())
-        .ok_or_else(|| {
-            tracing::error!("request parts missing from the server function context");
-            AppError::Internal
-        })?
+    with_request_parts(|parts| parts.extensions.get::<Principal>().cloned())?
         .ok_or(AppError::Unauthenticated)
 }
 
