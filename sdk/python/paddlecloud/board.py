@@ -153,10 +153,11 @@ class Board:
                     time.sleep(backoff)
                     backoff = min(backoff * 2, 30.0)
                     break
-            if self._dropped:
+            with self._lock:  # draw() counts under the lock: read and reset under it
+                dropped, self._dropped = self._dropped, 0
+            if dropped:
                 log.warning("PaddleBoard dropped %d old points: more than %d were waiting",
-                            self._dropped, self.max_queued)
-                self._dropped = 0
+                            dropped, self.max_queued)
             if self._closed:
                 return
 

@@ -380,17 +380,32 @@ class Run:
         self.client_kind = client_kind
         self.client_id = uuid.uuid4().hex
         self._spool: Optional[_Spool] = None
+        # Guards what the program hands over (output, points) as it comes.
         self._lock = threading.Lock()
         self._output: List[str] = []
-        self._offset = 0
         self._points: List[Dict[str, Any]] = []
         self._next_step: Dict[str, int] = {}
+        # Held while output and points become spooled reports: the sender
+        # and finish() both do it, and a log report's offset is only right
+        # when the text before it was spooled first.
+        self._take_lock = threading.Lock()
+        self._offset = 0
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._sent = threading.Event()
+        # flush(): tickets asked, and the highest whose reports a delivery
+        # pass that began after it has sent (a pass already under way when
+        # flush() was called does not count).
+        self._flushes = threading.Condition()
+        self._asked = 0
+        self._served = 0
+        self._give_up_at = 0.0
         self._threads: List[threading.Thread] = []
         self._saved: Dict[str, Any] = {}
         self._ended = False
+        # Set once the run is ending: a signal then waits until the end is
+        # delivered, and is raised again after (see _on_signal).
+        self._ending = False
+        self._deferred: List[int] = []
         self._stop_asked = False
 
     # ------------------------------------------------------------ properties
@@ -444,13 +459,41 @@ class Run:
 
     def flush(self, timeout: Optional[float] = 30.0) -> bool:
         """Sends everything reported so far; whether the console has it all."""
-        self._sent.clear()
+        with self._flushes:
+            self._asked += 1
+            ticket = self._asked
         self._wake.set()
-        return self._sent.wait(timeout)
+        with self._flushes:
+            return self._flushes.wait_for(lambda: self._served >= ticket, timeout)
 
     # ------------------------------------------------------------- lifecycle
 
     def start(self) -> "Run":
+        """Starts the run: its start report, output capture, the sender and
+        the heartbeat. A signal that comes while it starts ends the run as
+        stopped (the console is told) before it goes on."""
+        if threading.current_thread() is threading.main_thread():
+            # First: a SIGTERM from here on ends the run as stopped, never
+            # the process alone with the run left "running".
+            self._saved["sigterm"] = signal.signal(signal.SIGTERM, self._on_signal)
+            self._saved["sigint"] = signal.signal(signal.SIGINT, self._on_signal)
+        try:
+            self._start()
+        except BaseException as exc:
+            if self._spool is None or self._spool.count == 0:
+                # Before its start was spooled: as if no run had begun. A
+                # SIGTERM then does what it would have done without one.
+                if self._spool is not None:
+                    self._spool.remove()
+                self._restore_signals()
+                if isinstance(exc, Terminated):
+                    signal.raise_signal(signal.SIGTERM)
+                raise
+            self.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return self
+
+    def _start(self) -> None:
         os.makedirs(spool_dir(), exist_ok=True)
         self._spool = _Spool(os.path.join(spool_dir(), f"{self.client_id}.jsonl"))
         self._spool.claim()
@@ -470,8 +513,6 @@ class Run:
             self._saved["stdout"], self._saved["stderr"] = sys.stdout, sys.stderr
             sys.stdout = _Tee(sys.stdout, self._write)  # type: ignore[assignment]
             sys.stderr = _Tee(sys.stderr, self._write)  # type: ignore[assignment]
-        if threading.current_thread() is threading.main_thread():
-            self._saved["sigterm"] = signal.signal(signal.SIGTERM, _raise_terminated)
         from . import board
 
         self._saved["board"] = board._default
@@ -483,39 +524,57 @@ class Run:
         # Reports an earlier run could not deliver go out too.
         threading.Thread(target=sync, kwargs={"client": self.client, "skip": self.client_id},
                          name="paddlecloud-sync", daemon=True).start()
-        return self
 
     def finish(self, outcome: str = "succeeded", *, exit_code: Optional[int] = None,
                message: str = "", timeout: float = 10.0) -> None:
         """Ends the run (``succeeded``, ``failed`` or ``stopped``) and sends
         what is left, waiting at most ``timeout`` s; what the console did not
-        get stays spooled."""
+        get stays spooled. SIGTERM or Ctrl-C meanwhile waits until the end is
+        sent, then takes effect."""
+        self._ending = True
         if self._ended:
             return
         self._ended = True
-        self._restore()
-        self._take_output(final=True)
-        self._take_points()
-        self._spool.append({"kind": "end", "body": {
-            "outcome": outcome, "exit_code": exit_code, "message": message,
-            "finished_at": int(time.time() * 1000)}})
-        self._stop.set()
-        self._wake.set()
-        for t in self._threads:
-            t.join(timeout)
-        if self._spool.done():
-            self._spool.remove()
-        else:
-            self._spool.release()
-            left = self._spool.count - self._spool.state["sent"]
-            print(f"paddlecloud: the console at {self.client.server} could not be reached; "
-                  f"{left} reports of run {self.name or self.client_id} wait in {self._spool.path} "
-                  "and are sent by the next run or paddlecloud.sync().", file=sys.__stderr__)
+        try:
+            self._restore_capture()
+            if self._spool.count == 0:
+                # Interrupted before its start was spooled: the console never
+                # heard of it, and there is nothing to tell it.
+                self._spool.remove()
+                return
+            self._take_output(final=True)
+            self._take_points()
+            self._spool.append({"kind": "end", "body": {
+                "outcome": outcome, "exit_code": exit_code, "message": message,
+                "finished_at": int(time.time() * 1000)}})
+            self._give_up_at = time.monotonic() + timeout
+            self._stop.set()
+            self._wake.set()
+            if self._threads:
+                # The sender alone: the heartbeat thread ends at the stop
+                # unless a beat is under way, and nothing waits for that.
+                self._threads[0].join(max(0.0, self._give_up_at - time.monotonic()) + 1.0)
+            else:
+                self._send_loop()  # it never started: deliver from here
+            if self._spool.done():
+                self._spool.remove()
+            else:
+                self._spool.release()
+                left = self._spool.count - self._spool.state["sent"]
+                print(f"paddlecloud: the console at {self.client.server} could not be reached; "
+                      f"{left} reports of run {self.name or self.client_id} wait in {self._spool.path} "
+                      "and are sent by the next run or paddlecloud.sync().", file=sys.__stderr__)
+        finally:
+            self._restore_signals()
+            for signum in self._deferred:
+                signal.raise_signal(signum)  # what came while it ended: now
+            self._deferred.clear()
 
     def __enter__(self) -> "Run":
         return self.start()
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        self._ending = True
         if exc_type is None:
             self.finish("succeeded")
         elif issubclass(exc_type, KeyboardInterrupt):
@@ -543,59 +602,104 @@ class Run:
         with self._lock:
             self._output.append(text)
 
-    def _restore(self) -> None:
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        """SIGTERM and SIGINT while the run is on. While it ends, a signal
+        waits for the end to be sent (then it is raised again, with the
+        program's own handler back). "Stop" on the console interrupts the
+        program even where SIGINT was ignored when it started (a job started
+        in the background of a script); a real Ctrl-C does what it did
+        before the run."""
+        if self._ending:
+            self._deferred.append(signum)
+            return
+        if signum == signal.SIGTERM:
+            raise Terminated()
+        previous = self._saved.get("sigint", signal.default_int_handler)
+        if self._stop_asked or previous in (signal.SIG_DFL, None):
+            raise KeyboardInterrupt()
+        if previous == signal.SIG_IGN:
+            return
+        previous(signum, frame)
+
+    def _restore_capture(self) -> None:
         from . import board
 
         if "fds" in self._saved:
             self._saved.pop("fds").stop()
         if "stdout" in self._saved:
             sys.stdout, sys.stderr = self._saved.pop("stdout"), self._saved.pop("stderr")
-        if "sigterm" in self._saved:
-            signal.signal(signal.SIGTERM, self._saved.pop("sigterm"))
         if "board" in self._saved:
             board._default = self._saved.pop("board")
 
+    def _restore_signals(self) -> None:
+        for name, signum in (("sigterm", signal.SIGTERM), ("sigint", signal.SIGINT)):
+            if name in self._saved:
+                previous = self._saved.pop(name)
+                signal.signal(signum, signal.SIG_DFL if previous is None else previous)
+
     def _take_output(self, final: bool = False) -> None:
-        with self._lock:
-            text = "".join(self._output)
-            cut = len(text) if final else text.rfind("\n") + 1
-            ready, rest = text[:cut], text[cut:]
-            self._output = [rest] if rest else []
-        while ready:
-            piece = ready[:MAX_LOG]
-            if len(piece) < len(ready):
-                cut = piece.rfind("\n") + 1 or len(piece)
-                piece = piece[:cut]
-            ready = ready[len(piece):]
-            size = len(piece.encode("utf-8"))
-            self._spool.append({"kind": "log", "body": {
-                "offset": self._offset, "text": piece, "at": int(time.time() * 1000)}})
-            self._offset += size
+        with self._take_lock:
+            with self._lock:
+                text = "".join(self._output)
+                cut = len(text) if final else text.rfind("\n") + 1
+                ready, rest = text[:cut], text[cut:]
+                self._output = [rest] if rest else []
+            while ready:
+                piece = ready[:MAX_LOG]
+                if len(piece) < len(ready):
+                    cut = piece.rfind("\n") + 1 or len(piece)
+                    piece = piece[:cut]
+                ready = ready[len(piece):]
+                self._spool.append({"kind": "log", "body": {
+                    "offset": self._offset, "text": piece, "at": int(time.time() * 1000)}})
+                self._offset += len(piece.encode("utf-8"))
 
     def _take_points(self) -> None:
-        with self._lock:
-            points, self._points = self._points, []
-        for i in range(0, len(points), MAX_POINTS):
-            self._spool.append({"kind": "points", "body": points[i:i + MAX_POINTS]})
+        with self._take_lock:
+            with self._lock:
+                points, self._points = self._points, []
+            for i in range(0, len(points), MAX_POINTS):
+                self._spool.append({"kind": "points", "body": points[i:i + MAX_POINTS]})
 
     def _send_loop(self) -> None:
+        """Spools what the program handed over and delivers the spool, each
+        flush interval or when woken. Once the run ends it goes on until the
+        console has every report, the end included, or the end's time is up.
+        Whether it may return is decided by what was true *before* a pass
+        began: finish() spools the end before it sets the stop, so a pass
+        that saw the stop also read the end; one that began earlier may not
+        have, and another pass follows."""
         backoff = 0.5
         while True:
             self._wake.wait(self.flush_interval)
             self._wake.clear()
-            if not self._stop.is_set():
-                self._take_output()
-                self._take_points()
-            if _deliver(self.client, self._spool):
+            with self._flushes:
+                ticket = self._asked
+            ending = self._stop.is_set()
+            try:
+                if not ending:
+                    self._take_output()
+                    self._take_points()
+                delivered = _deliver(self.client, self._spool)
+            except Exception as err:  # never let the sender die silently
+                print(f"paddlecloud: sending run reports failed ({err!r}); retrying",
+                      file=sys.__stderr__)
+                delivered = False
+            if delivered:
                 backoff = 0.5
-                self._sent.set()
-                if self._stop.is_set():
+                with self._flushes:
+                    self._served = max(self._served, ticket)
+                    self._flushes.notify_all()
+                if ending:
                     return
-            else:
-                if self._stop.is_set() and backoff > 4:
+                continue
+            if ending:
+                if time.monotonic() + backoff > self._give_up_at:
                     return  # the end waited long enough; the spool keeps the rest
                 time.sleep(backoff)
-                backoff = min(backoff * 2, 30.0)
+            else:
+                self._stop.wait(backoff)  # the end wakes it: no backoff then
+            backoff = min(backoff * 2, 30.0)
 
     def _beat_loop(self) -> None:
         while not self._stop.wait(self.heartbeat_secs):
@@ -604,13 +708,17 @@ class Run:
                 continue
             try:
                 beat = self.client._json("POST", f"/local-runs/{urllib_quote(name)}/heartbeat")
-            except PaddleCloudError:
-                continue  # offline: the spool catches up later
+            except Exception:
+                continue  # offline (or a garbled answer): the next beat tries again
             if isinstance(beat, dict) and beat.get("stop") and not self._stop_asked:
                 # "Stop" on the console: the program is interrupted as by
-                # Ctrl-C (a real SIGINT, which also wakes a sleep).
+                # Ctrl-C (a real SIGINT, which also wakes a sleep; the run's
+                # own handler turns it into KeyboardInterrupt even where
+                # SIGINT was ignored).
+                # To the main thread itself: a signal the kernel hands to
+                # another thread would leave the main thread's sleep asleep.
                 self._stop_asked = True
-                os.kill(os.getpid(), signal.SIGINT)
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
 
 class _RunBoard:
@@ -627,10 +735,6 @@ class _RunBoard:
 
     def close(self, timeout: Optional[float] = 30.0) -> bool:
         return self.run.flush(timeout)
-
-
-def _raise_terminated(signum, frame) -> None:
-    raise Terminated()
 
 
 def _exit_code(exc: BaseException) -> int:
@@ -679,6 +783,7 @@ def init(name: Optional[str] = None, params: Optional[Dict[str, Any]] = None, **
         real_hook(exc_type, exc, tb)
 
     def at_exit() -> None:
+        current._ending = True  # a signal from here on waits for the end
         sys.exit, sys.excepthook = real_exit, real_hook
         if "exc" in outcome:
             current.__exit__(*outcome["exc"])

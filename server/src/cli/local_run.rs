@@ -137,6 +137,10 @@ fn tee(
 
 /// Runs `paddlecloud run`; the process's exit status is the program's.
 pub fn run_local(args: LocalRunArgs) -> anyhow::Result<i32> {
+    // Listening before anything is sent: a SIGTERM that came before the
+    // handler would end this process alone and leave the run "running". One
+    // that comes before the program starts reaches it as soon as it does.
+    let signals = listen_for_signals();
     let client = args.remote.client()?;
     let mut params = serde_json::Map::new();
     for pair in &args.params {
@@ -181,9 +185,6 @@ pub fn run_local(args: LocalRunArgs) -> anyhow::Result<i32> {
         // The program's own `draw_board` charts this run.
         command.env("PADDLECLOUD_JOB", name);
     }
-    // Listening before the program starts: a SIGTERM that came before the
-    // handler would end this process alone and leave the run "running".
-    let signals = listen_for_signals();
     let mut child = command
         .spawn()
         .with_context(|| format!("starting {}", args.command[0]))?;
