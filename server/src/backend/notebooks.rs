@@ -31,6 +31,8 @@ pub fn jupyter_args(base_url: &str, root_dir: &str, ip: &str, port: u16) -> Vec<
         "--ServerApp.port_retries=0".to_owned(),
         format!("--ServerApp.base_url={base_url}"),
         format!("--ServerApp.root_dir={root_dir}"),
+        // Only the console's proxy gets in, and no page carries a token.
+        "--ServerApp.identity_provider_class=paddlecloud.lab.ConsoleIdentityProvider".to_owned(),
         "--LabApp.news_url=None".to_owned(),
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate".to_owned(),
     ]
@@ -57,7 +59,8 @@ pub struct NotebookRun {
     /// The spec.
     pub spec: NotebookSpec,
     /// What the console's proxy will send (`Authorization: token …`); the
-    /// server takes it from its environment (`JUPYTER_TOKEN`), not argv.
+    /// server's identity provider (`paddlecloud/lab.py`) reads it from a
+    /// pipe (local) or the pod's Secret, never from argv or a page.
     pub jupyter_token: String,
     /// The path the server runs under (`/notebooks/<account>/<name>/`).
     pub base_url: String,
@@ -167,6 +170,10 @@ pub const SDK_FILES: &[(&str, &str)] = &[
     (
         "files.py",
         include_str!("../../../sdk/python/paddlecloud/files.py"),
+    ),
+    (
+        "lab.py",
+        include_str!("../../../sdk/python/paddlecloud/lab.py"),
     ),
     (
         "runs.py",

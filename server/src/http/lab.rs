@@ -1,11 +1,15 @@
 //! `/notebooks/<account>/<name>/…`: the console as JupyterLab's reverse
 //! proxy, for HTTP and WebSockets (kernels, terminals, events). The caller
-//! must be signed in and own the notebook (anyone else, another account's
+//! must own the notebook, signed in (the session cookie) or with their
+//! access key, sent as Jupyter's clients send a token (`Authorization:
+//! Bearer|token <key>`, or `?token=<key>`); anyone else, another account's
 //! members included, gets the same 404 as for a notebook that does not
-//! exist); the request goes to the notebook's server with the same path
+//! exist. The request goes to the notebook's server with the same path
 //! (the server runs under that base URL) and the notebook's Jupyter token
-//! added, so the browser never holds it. Bodies stream both ways; an
-//! upgraded connection is copied both ways until either side closes.
+//! added: the server's identity provider (`paddlecloud.lab`) lets in that
+//! token alone and puts no token in its pages, so neither the browser nor
+//! a client ever holds it. Bodies stream both ways; an upgraded connection
+//! is copied both ways until either side closes.
 
 use std::sync::OnceLock;
 
@@ -18,6 +22,8 @@ use http::{Method, StatusCode};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+
+use app::ports::Credential;
 
 use super::api_error::ApiError;
 use super::caller::Caller;
@@ -82,7 +88,10 @@ pub async fn forward(
         return signed_out(&request, &name);
     };
     let upgrade = wants_upgrade(request.headers());
-    if (upgrade || !is_safe(request.method())) && !same_origin(request.headers()) {
+    // A browser's cookie goes with any page's request; a key only with a
+    // program's that holds it, which no other site can make it send.
+    let browser = matches!(who.credential, Credential::Session(_));
+    if browser && (upgrade || !is_safe(request.method())) && !same_origin(request.headers()) {
         return ApiError(AppError::forbidden(
             "This request came from another site; open the notebook from the console.",
         ))
@@ -173,7 +182,7 @@ async fn send(
     upgrade: bool,
 ) -> Result<Response, String> {
     let (mut parts, body) = request.into_parts();
-    let path = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
+    let path = without_token(&parts.uri);
     let uri: http::Uri = format!("{upstream}{path}")
         .parse()
         .map_err(|e| format!("bad address: {e}"))?;
@@ -227,6 +236,27 @@ async fn send(
     Ok(Response::from_parts(head, Body::new(incoming)))
 }
 
+/// The path and query to send on: without a `token` parameter, which is
+/// the caller's console key (Jupyter's clients put it there for
+/// WebSockets), never the server's business.
+fn without_token(uri: &http::Uri) -> String {
+    let path = uri.path();
+    let Some(query) = uri.query() else {
+        return path.to_owned();
+    };
+    if !form_urlencoded::parse(query.as_bytes()).any(|(name, _)| name == "token") {
+        return format!("{path}?{query}");
+    }
+    let kept: String = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(form_urlencoded::parse(query.as_bytes()).filter(|(name, _)| name != "token"))
+        .finish();
+    if kept.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{kept}")
+    }
+}
+
 fn strip(headers: &mut HeaderMap<HeaderValue>, names: &[&'static str]) {
     for name in names {
         headers.remove(HeaderName::from_static(name));
@@ -261,6 +291,21 @@ mod tests {
             ("x-forwarded-host", "paddle.example.com"),
             ("origin", "https://paddle.example.com")
         ])));
+    }
+
+    #[test]
+    fn the_callers_key_in_the_query_is_not_sent_on() {
+        let sent = |uri: &str| without_token(&uri.parse().unwrap());
+        assert_eq!(
+            sent("/notebooks/a/n/api/kernels/k/channels?session_id=s&token=pck_x"),
+            "/notebooks/a/n/api/kernels/k/channels?session_id=s"
+        );
+        assert_eq!(sent("/notebooks/a/n/lab?token=pck_x"), "/notebooks/a/n/lab");
+        assert_eq!(
+            sent("/notebooks/a/n/api/contents?type=file&x=%2F"),
+            "/notebooks/a/n/api/contents?type=file&x=%2F"
+        );
+        assert_eq!(sent("/notebooks/a/n/lab"), "/notebooks/a/n/lab");
     }
 
     #[test]

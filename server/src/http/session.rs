@@ -39,42 +39,52 @@ pub async fn resolve_session(
     }
     let path = parts.uri.path();
     // `/serve/`: the endpoints of serving instances, called by programs.
-    if path.starts_with("/api/v1/") || path.starts_with(MLFLOW_API) || path.starts_with("/serve/") {
-        if let Some(key) = bearer_key(&parts) {
-            return match services.access_keys.resolve_key(key).await {
-                Ok(Some(principal)) => {
-                    if let Some(job) = principal.job_scope() {
-                        if !job_token_may(job, &parts.method, parts.uri.path()) {
-                            return refuse(
-                                parts.uri.path(),
-                                AppError::forbidden(format!(
-                                    "A job's token may only write and read the metrics of job \
-                                     “{job}”, read datasets and register models; use an \
-                                     access key for anything else."
-                                )),
-                            );
-                        }
+    // `/notebooks/`: Jupyter clients (kernels over WebSockets) with the
+    // owner's key, as Jupyter's own clients send a token.
+    let key = if path.starts_with("/api/v1/")
+        || path.starts_with(MLFLOW_API)
+        || path.starts_with("/serve/")
+    {
+        bearer_key(&parts).map(str::to_owned)
+    } else if path.starts_with(NOTEBOOKS) {
+        notebook_key(&parts)
+    } else {
+        None
+    };
+    if let Some(key) = key {
+        return match services.access_keys.resolve_key(&key).await {
+            Ok(Some(principal)) => {
+                if let Some(job) = principal.job_scope() {
+                    if !job_token_may(job, &parts.method, parts.uri.path()) {
+                        return refuse(
+                            parts.uri.path(),
+                            AppError::forbidden(format!(
+                                "A job's token may only write and read the metrics of job \
+                                 “{job}”, read datasets and register models; use an \
+                                 access key for anything else."
+                            )),
+                        );
                     }
-                    if let Some(model) = principal.serving_scope() {
-                        if !serving_token_may(model, &parts.method, parts.uri.path()) {
-                            return refuse(
-                                parts.uri.path(),
-                                AppError::forbidden(format!(
-                                    "A serving instance's token may only read the model it \
-                                     serves (“{model}”)."
-                                )),
-                            );
-                        }
-                    }
-                    parts.extensions.insert(principal);
-                    next.run(Request::from_parts(parts, body)).await
                 }
-                // A wrong key is an error even where no key is needed: the
-                // script would otherwise learn of it only later, and puzzlingly.
-                Ok(None) => refuse(parts.uri.path(), AppError::Unauthenticated),
-                Err(err) => refuse(parts.uri.path(), err),
-            };
-        }
+                if let Some(model) = principal.serving_scope() {
+                    if !serving_token_may(model, &parts.method, parts.uri.path()) {
+                        return refuse(
+                            parts.uri.path(),
+                            AppError::forbidden(format!(
+                                "A serving instance's token may only read the model it \
+                                 serves (“{model}”)."
+                            )),
+                        );
+                    }
+                }
+                parts.extensions.insert(principal);
+                next.run(Request::from_parts(parts, body)).await
+            }
+            // A wrong key is an error even where no key is needed: the
+            // script would otherwise learn of it only later, and puzzlingly.
+            Ok(None) => refuse(parts.uri.path(), AppError::Unauthenticated),
+            Err(err) => refuse(parts.uri.path(), err),
+        };
     }
     if let Some(token) = session_token(&parts) {
         match services.accounts.resolve_session(&token).await {
@@ -132,6 +142,29 @@ pub(super) fn refuse(path: &str, err: AppError) -> Response {
     } else {
         ApiError(err).into_response()
     }
+}
+
+/// Where notebooks are proxied (see `lab.rs`).
+pub const NOTEBOOKS: &str = "/notebooks/";
+
+/// The console key a Jupyter client sends to a notebook, the ways Jupyter's
+/// own clients send a server's token: `Authorization: Bearer <key>` or
+/// `token <key>`, or `?token=<key>` (WebSockets, whose browser API sets no
+/// headers). The proxy never passes the query's token on.
+fn notebook_key(parts: &http::request::Parts) -> Option<String> {
+    if let Some(value) = parts
+        .headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
+        let (scheme, key) = value.split_once(' ')?;
+        let known = scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("token");
+        return known.then(|| key.trim().to_owned());
+    }
+    form_urlencoded::parse(parts.uri.query()?.as_bytes())
+        .find(|(name, _)| name == "token")
+        .map(|(_, key)| key.into_owned())
+        .filter(|key| !key.is_empty())
 }
 
 /// The key in `Authorization: Bearer <key>`, if the header is there.

@@ -1,8 +1,8 @@
 //! Notebooks on this machine: each is a real `jupyter lab` process of the
 //! configured Python, bound to a free port of 127.0.0.1, under the base URL
 //! the console proxies (`/notebooks/<account>/<name>/`), in its own process
-//! group, with the token in its environment (never in argv, which every
-//! local user can read). Its workspace, `<data>/notebooks/<account>/<name>/work`,
+//! group, with its token handed down a pipe (never in argv or its
+//! environment, which other processes can read). Its workspace, `<data>/notebooks/<account>/<name>/work`,
 //! is its home and root folder, kept across stops and console restarts.
 
 use std::collections::HashMap;
@@ -15,6 +15,7 @@ use app::error::AppError;
 use app::models::{Account, NotebookSpec, NotebookStatus};
 use async_trait::async_trait;
 use nix::sys::signal::Signal;
+use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 
 use super::machine::{gpu_env, Machine};
@@ -174,7 +175,8 @@ impl NotebookBackend for LocalNotebooks {
         let mut env = run.env.clone();
         env.extend(
             [
-                ("JUPYTER_TOKEN", run.jupyter_token.clone()),
+                // The token comes down the server's stdin (see `spawn`).
+                ("PADDLECLOUD_LAB_TOKEN_FD", "0".to_owned()),
                 ("HOME", work.display().to_string()),
                 (
                     "JUPYTER_RUNTIME_DIR",
@@ -329,7 +331,7 @@ async fn supervise(server: &Server, mut launch: Launch, reporter: &NotebookRepor
     report(NotebookStatus::Pending, "Starting JupyterLab…".to_owned()).await;
     let log = launch.dir.join("jupyter.log");
     let gpus = grant.gpus.first().cloned().unwrap_or_default();
-    let (mut child, port) = match spawn(&launch, &log, &gpus) {
+    let (mut child, port) = match spawn(&launch, &log, &gpus).await {
         Ok(started) => started,
         Err(why) => return report(NotebookStatus::Failed, why).await,
     };
@@ -387,8 +389,10 @@ async fn supervise(server: &Server, mut launch: Launch, reporter: &NotebookRepor
 }
 
 /// Starts `jupyter lab` on a free port with GPUs `gpus`, its output
-/// appended to `log`.
-fn spawn(
+/// appended to `log`, and hands it the notebook's token down a pipe: in
+/// its argv or environment, every process of this user could read it
+/// (`/proc/<pid>/environ`), and with it open the server around the proxy.
+async fn spawn(
     launch: &Launch,
     log: &Path,
     gpus: &[u32],
@@ -417,12 +421,18 @@ fn spawn(
     let work = launch.dir.join("work");
     let mut cmd = command(&argv, &work, &launch.inherited_env, &launch.env);
     cmd.envs(gpu_env(gpus))
+        .stdin(Stdio::piped())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err))
         .kill_on_drop(true);
-    let child = cmd
+    let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", launch.python))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let line = format!("{}\n", launch.run.jupyter_token);
+        // A server that died at once closed the pipe: its exit says why.
+        let _ = stdin.write_all(line.as_bytes()).await;
+    }
     Ok((child, port))
 }
 

@@ -38,6 +38,7 @@ mod metric_logs_python_writers;
 mod metrics;
 mod metrics_api;
 mod mlflow;
+mod notebook_access;
 mod notebook_contract;
 mod notebook_environment;
 mod notebooks;

@@ -10,8 +10,10 @@ use super::{NotebookPods, NOTEBOOK, NOTEBOOK_CONTAINER, NOTEBOOK_ID, SDK_DIR, WO
 use crate::backend::notebooks::{jupyter_args, NotebookRun, SDK_FILES};
 use crate::kubernetes::objects::{from_json, CONSOLE, MANAGED_BY};
 
-/// The Secret keys its container reads its credentials from.
-const TOKEN_KEY: &str = "JUPYTER_TOKEN";
+/// The Secret keys its container reads its credentials from: the token
+/// for the server's identity provider (`paddlecloud/lab.py`, which takes it
+/// out of the environment before kernels inherit it) and the SDK's key.
+const TOKEN_KEY: &str = "PADDLECLOUD_LAB_TOKEN";
 const KEY_KEY: &str = "PADDLECLOUD_KEY";
 /// The group the workspace is writable by (`users`, Jupyter images' `jovyan`'s).
 const WORKSPACE_GROUP: i64 = 100;
@@ -261,10 +263,10 @@ mod tests {
         assert!(!spec_text.contains("jt-secret"), "{spec_text}");
         assert!(!spec_text.contains("pcn_secret"), "{spec_text}");
         let secret = serde_json::to_value(&objects.secret).unwrap();
-        assert_eq!(secret["stringData"]["JUPYTER_TOKEN"], "jt-secret");
+        assert_eq!(secret["stringData"]["PADDLECLOUD_LAB_TOKEN"], "jt-secret");
         assert_eq!(secret["stringData"]["PADDLECLOUD_KEY"], "pcn_secret");
         let c = container(&objects);
-        for key in ["JUPYTER_TOKEN", "PADDLECLOUD_KEY"] {
+        for key in ["PADDLECLOUD_LAB_TOKEN", "PADDLECLOUD_KEY"] {
             assert_eq!(
                 env_of(&c, key)["valueFrom"]["secretKeyRef"]["name"],
                 "scratch-notebook"
