@@ -186,23 +186,52 @@ impl SqlLocalRuns {
         self.jobs.by_id(stored.id).await
     }
 
-    /// Moves a run's job to `status` (an end keeps its time; running
-    /// again clears it).
+    /// Moves a run's job from `from` to `status` (an end keeps its time;
+    /// running again clears it); whether it was still in `from`. The
+    /// condition is in the same statement: a heartbeat, an end and the
+    /// lost sweep each read the status first, and one that read it before
+    /// another's write must not undo it (a late beat turning an ended run
+    /// running again, the sweep marking lost a run that just ended).
     async fn set_status(
         &self,
         stored: &StoredJob,
+        from: Transition,
         status: JobStatus,
         message: &str,
         at: Option<i64>,
-    ) -> Result<(), AppError> {
-        sqlx::query("UPDATE jobs SET status = $1, message = $2, finished_at = $3 WHERE id = $4")
+    ) -> Result<bool, AppError> {
+        // Whole statements, one per transition: sqlx takes literal SQL only.
+        let query = match from {
+            Transition::Ends => sqlx::query(
+                "UPDATE jobs SET status = $1, message = $2, finished_at = $3 \
+                 WHERE id = $4 AND status IN ('running', 'lost')",
+            ),
+            Transition::ComesBack => sqlx::query(
+                "UPDATE jobs SET status = $1, message = $2, finished_at = $3 \
+                 WHERE id = $4 AND status = 'lost'",
+            ),
+            Transition::IsLostBefore(_) => sqlx::query(
+                "UPDATE jobs SET status = $1, message = $2, finished_at = $3 \
+                 WHERE id = $4 AND status = 'running' AND id IN \
+                 (SELECT job_id FROM local_runs WHERE heartbeat_at < $5)",
+            ),
+        };
+        let mut query = query
             .bind(status.as_str())
             .bind(message)
             .bind(at)
-            .bind(stored.id)
+            .bind(stored.id);
+        if let Transition::IsLostBefore(before) = from {
+            query = query.bind(before);
+        }
+        let changed = query
             .execute(&self.pool)
             .await
-            .map_err(internal("set a local run's status"))?;
+            .map_err(internal("set a local run's status"))?
+            .rows_affected();
+        if changed == 0 {
+            return Ok(false);
+        }
         let phase = match status {
             JobStatus::Succeeded => PodPhase::Succeeded,
             JobStatus::Stopped => PodPhase::Stopped,
@@ -214,7 +243,8 @@ impl SqlLocalRuns {
             message: Some(message.to_owned()),
             ..Default::default()
         };
-        self.jobs.update_pod(stored.id, POD, update).await
+        self.jobs.update_pod(stored.id, POD, update).await?;
+        Ok(true)
     }
 
     /// Marks running local runs whose last heartbeat is older than
@@ -229,18 +259,25 @@ impl SqlLocalRuns {
         .fetch_all(&self.pool)
         .await
         .map_err(internal("find lost local runs"))?;
+        let mut swept = 0;
         for (id, account_id, last) in &stale {
             let stored = self.jobs.by_id(*id).await?;
             let when = app::models::time::format_utc(*last);
             let why = format!(
                 "No heartbeat since {when}: its machine may have crashed, slept or lost the network. A late report brings it back."
             );
-            self.set_status(&stored, JobStatus::Lost, &why, Some(now_ms()))
-                .await?;
+            let lost = Transition::IsLostBefore(before);
+            if !self
+                .set_status(&stored, lost, JobStatus::Lost, &why, Some(now_ms()))
+                .await?
+            {
+                continue; // it ended or beat since the list was read
+            }
             tracing::info!(job = %stored.job.name, account_id, "local run lost");
             self.emit(*account_id, &stored.job.name);
+            swept += 1;
         }
-        Ok(stale.len())
+        Ok(swept)
     }
 
     /// Sweeps every `window / 4` until the process ends.
@@ -253,6 +290,17 @@ impl SqlLocalRuns {
             }
         }
     }
+}
+
+/// Which states a run's status may move from (see `set_status`).
+#[derive(Clone, Copy)]
+enum Transition {
+    /// Its end: from running or lost.
+    Ends,
+    /// A late report of a lost run: from lost only.
+    ComesBack,
+    /// The sweep: from running, if its last beat is still before this time.
+    IsLostBefore(i64),
 }
 
 #[async_trait]
@@ -369,9 +417,11 @@ impl LocalRuns for SqlLocalRuns {
             .await
             .map_err(internal("read a stop request"))?;
         let mut status = stored.job.status;
-        if status == JobStatus::Lost {
-            self.set_status(&stored, JobStatus::Running, "", None)
-                .await?;
+        if status == JobStatus::Lost
+            && self
+                .set_status(&stored, Transition::ComesBack, JobStatus::Running, "", None)
+                .await?
+        {
             tracing::info!(job = %name, "local run back from lost");
             self.emit(account.id, name);
             status = JobStatus::Running;
@@ -424,7 +474,13 @@ impl LocalRuns for SqlLocalRuns {
             (m, _) => m.chars().take(2000).collect(),
         };
         let at = end.finished_at.unwrap_or_else(now_ms);
-        self.set_status(&stored, status, &message, Some(at)).await?;
+        if !self
+            .set_status(&stored, Transition::Ends, status, &message, Some(at))
+            .await?
+        {
+            // Another delivery of the same end got there first.
+            return Ok(self.jobs.by_id(stored.id).await?.job);
+        }
         if let Some(code) = end.exit_code {
             let update = PodUpdate {
                 exit_code: Some(code),
@@ -445,6 +501,8 @@ impl LocalRuns for SqlLocalRuns {
         params: BTreeMap<String, Value>,
     ) -> Result<LocalRun, AppError> {
         let stored = self.run_of(account, name).await?;
+        // Read, merged and written whole: two at once would lose one's.
+        let _one = self.appending.lock().await;
         let mut all = self.get(account, name).await?.params;
         all.extend(params);
         if all.len() > MAX_RUN_PARAMS {

@@ -29,9 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use app::error::AppError;
-use app::models::{
-    Account, ClusterCapacity, Job, JobPage, JobQuery, JobSource, JobSpec, LogRequest, Me, Pod,
-};
+use app::models::{Account, ClusterCapacity, Job, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod};
 use app::ports::{Assets, Cluster, JobEvent, LogStream, Metrics};
 use async_trait::async_trait;
 use tokio::sync::{broadcast, watch};
@@ -305,11 +303,13 @@ struct Control {
 }
 
 impl Inner {
-    /// When the log of a job this executor does not supervise is complete:
-    /// a local run's once its client reports the end (or it is lost),
-    /// anything else's now.
+    /// When the log of a pod with no supervisor here (yet) is complete:
+    /// once its job is no longer active. A local run's ends when its client
+    /// reports the end (or it is lost); a job still waiting for room or its
+    /// environment has no supervisor for its pods yet, and a follower waits
+    /// for what they will write, as it would on a running job's.
     fn log_end_of_other(&self, stored: &StoredJob) -> watch::Receiver<bool> {
-        let reported = stored.job.source == JobSource::Local && stored.job.status.is_active();
+        let reported = stored.job.status.is_active();
         let (tx, rx) = watch::channel(!reported);
         if reported {
             let (store, id) = (self.store.clone(), stored.id);

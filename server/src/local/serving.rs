@@ -70,13 +70,17 @@ struct Instance {
     next: AtomicUsize,
 }
 
-/// What a replica tells its instance's supervisor.
+/// What a replica tells its instance's supervisor, sent with its index and
+/// the serial it was started with.
 enum News {
     /// Waits for room on the machine, and why.
-    Waiting(usize, String),
-    Ready(usize, u16),
-    Down(usize, String),
-    Fatal(usize, String),
+    Waiting(String),
+    /// Answers on this port.
+    Ready(u16),
+    /// Its process ended; it restarts.
+    Down(String),
+    /// It cannot start.
+    Fatal(String),
 }
 
 impl LocalServing {
@@ -342,8 +346,11 @@ async fn supervise(
     launch: Launch,
     probe: &reqwest::Client,
 ) {
-    let (tx, mut rx) = mpsc::channel::<News>(64);
-    let mut replicas: Vec<(watch::Sender<bool>, tokio::task::JoinHandle<()>)> = Vec::new();
+    let (tx, mut rx) = mpsc::channel::<(usize, u64, News)>(64);
+    // Each replica with the serial it was started with: news from one
+    // that was scaled away can still be queued when another takes its index.
+    let mut replicas: Vec<(watch::Sender<bool>, tokio::task::JoinHandle<()>, u64)> = Vec::new();
+    let mut serials = 0u64;
     let mut desired = instance.desired.subscribe();
     let mut stop = instance.stop.subscribe();
     let mut message = String::new();
@@ -357,17 +364,18 @@ async fn supervise(
         }
         while replicas.len() < want {
             let (stop_tx, stop_rx) = watch::channel(false);
+            serials += 1;
             let task = tokio::spawn(replica(
-                replicas.len(),
+                (replicas.len(), serials),
                 launch.clone(),
                 stop_rx,
                 tx.clone(),
                 probe.clone(),
             ));
-            replicas.push((stop_tx, task));
+            replicas.push((stop_tx, task, serials));
         }
         while replicas.len() > want {
-            let (stop_tx, task) = replicas.pop().expect("a replica");
+            let (stop_tx, task, _) = replicas.pop().expect("a replica");
             instance
                 .ready
                 .lock()
@@ -391,27 +399,30 @@ async fn supervise(
             _ = desired.changed() => {}
             _ = stop.changed() => break None,
             news = rx.recv() => match news {
-                Some(News::Waiting(i, why)) => {
+                Some((i, _, News::Waiting(why))) => {
                     message = format!("Replica {i} {why}");
                 }
-                Some(News::Ready(i, port)) => {
+                // From a replica scaled away after it said so (its port
+                // gone, its end no one's business): another may have its index.
+                Some((i, serial, _)) if replicas.get(i).is_none_or(|r| r.2 != serial) => {}
+                Some((i, _, News::Ready(port))) => {
                     instance.ready.lock().expect("ready lock").insert(i, port);
                     message.clear();
                 }
-                Some(News::Down(i, why)) => {
+                Some((i, _, News::Down(why))) => {
                     instance.ready.lock().expect("ready lock").remove(&i);
                     message = format!("Replica {i} restarting: {why}");
                 }
-                Some(News::Fatal(i, why)) => break Some(format!("Replica {i} failed to start: {why}")),
+                Some((i, _, News::Fatal(why))) => break Some(format!("Replica {i} failed to start: {why}")),
                 None => break None,
             },
         }
     };
     instance.ready.lock().expect("ready lock").clear();
-    for (stop_tx, _) in &replicas {
+    for (stop_tx, _, _) in &replicas {
         stop_tx.send_replace(true);
     }
-    for (_, task) in replicas {
+    for (_, task, _) in replicas {
         let _ = task.await;
     }
     if let Some(why) = outcome {
@@ -431,10 +442,10 @@ async fn supervise(
 
 /// Runs replica `index` (restarting it after a crash) until told to stop.
 async fn replica(
-    index: usize,
+    (index, serial): (usize, u64),
     launch: Launch,
     mut stop: watch::Receiver<bool>,
-    news: mpsc::Sender<News>,
+    news: mpsc::Sender<(usize, u64, News)>,
     probe: reqwest::Client,
 ) {
     let log = launch.dir.join("logs").join(format!("replica-{index}.log"));
@@ -458,7 +469,7 @@ async fn replica(
                     reasons_open = changed.is_ok();
                     let why = reason.borrow().clone();
                     if reasons_open && why != "starting" {
-                        let _ = news.send(News::Waiting(index, why)).await;
+                        let _ = news.send((index, serial, News::Waiting(why))).await;
                     }
                 }
                 _ = stop.changed() => return,
@@ -469,7 +480,7 @@ async fn replica(
         let (mut child, port, mut limit) = match started {
             Ok(c) => c,
             Err(why) => {
-                let _ = news.send(News::Fatal(index, why)).await;
+                let _ = news.send((index, serial, News::Fatal(why))).await;
                 return;
             }
         };
@@ -490,7 +501,7 @@ async fn replica(
                         ready = true;
                         failed_starts = 0;
                         backoff = Duration::from_millis(500);
-                        let _ = news.send(News::Ready(index, port)).await;
+                        let _ = news.send((index, serial, News::Ready(port))).await;
                     }
                 }
             }
@@ -520,11 +531,11 @@ async fn replica(
         if !ready {
             failed_starts += 1;
             if failed_starts >= MAX_FAILED_STARTS {
-                let _ = news.send(News::Fatal(index, why)).await;
+                let _ = news.send((index, serial, News::Fatal(why))).await;
                 return;
             }
         }
-        let _ = news.send(News::Down(index, why)).await;
+        let _ = news.send((index, serial, News::Down(why))).await;
         tokio::select! {
             _ = tokio::time::sleep(backoff) => {}
             _ = stop.changed() => return,

@@ -552,6 +552,9 @@ async fn drive(
         }
     }
     sampling.abort();
+    // Gone before the flush: a sample it was still storing would otherwise
+    // land after it (kept in memory, never flushed) or roll back with it.
+    let _ = sampling.await;
     if let Err(err) = samples.flush(run.job_id).await {
         tracing::warn!(job = %run.spec.name, error = %err, "storing resource samples");
     }

@@ -303,7 +303,19 @@ impl Scheduler {
                     started_at: Some(job.created_at),
                     ..Default::default()
                 };
-                self.store.update_node(stored.id, i, update).await
+                self.store.update_node(stored.id, i, update).await?;
+                // Stopped while the job was being submitted: the stop found
+                // no job to stop yet, so this one is stopped here. (A stop
+                // after this read finds the job and stops it itself.)
+                let now = self.store.get(me.account.id, &run.name).await?.run.status;
+                if now != RunStatus::Running {
+                    match services.cluster.stop(&me.account, &job.name).await {
+                        Ok(_) | Err(AppError::NotFound { .. }) | Err(AppError::Conflict { .. }) => {
+                        }
+                        Err(err) => return Err(err),
+                    }
+                }
+                Ok(())
             }
             // The quota is full: the same try is made again later.
             Err(AppError::Forbidden { message }) if message.starts_with("Over") => {

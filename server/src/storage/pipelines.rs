@@ -285,7 +285,8 @@ impl PipelineStore {
     ) -> Result<bool, AppError> {
         let done = sqlx::query(
             "UPDATE pipeline_nodes SET attempt = $1, job = $2, not_before = NULL, message = $3, \
-             started_at = $8 WHERE run_id = $4 AND idx = $5 AND attempt = $6 AND status = $7",
+             started_at = $8 WHERE run_id = $4 AND idx = $5 AND attempt = $6 AND status = $7 \
+             AND EXISTS (SELECT 1 FROM pipeline_runs r WHERE r.id = $4 AND r.status = $9)",
         )
         .bind(i64::from(attempt))
         .bind(job)
@@ -295,6 +296,7 @@ impl PipelineStore {
         .bind(i64::from(attempt.saturating_sub(1)))
         .bind(NodeStatus::Pending.as_str())
         .bind(now_ms())
+        .bind(RunStatus::Running.as_str())
         .execute(&self.pool)
         .await
         .map_err(internal("claim a pipeline node"))?;

@@ -445,3 +445,46 @@ fn jobs_waiting_when_the_console_stops_are_queued_again_and_run_in_order() {
         assert!(last_start >= later_end, "{last_start} < {later_end}");
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn following_the_log_of_a_job_that_waits_for_room_shows_its_lines_once_it_runs() {
+    let site = machine(1, 8, 0).await;
+    let key = key_for(&site, "follower").await;
+    submit(
+        &site,
+        &key,
+        trainers("holder", 1, "1", "256Mi", 0, "sleep 2"),
+    )
+    .await;
+    until(&site, &key, "holder", "ran", |j| j["status"] == "running").await;
+    let script = "echo from the waiter; sleep 0.5; echo its last line";
+    submit(&site, &key, trainers("waiter", 1, "1", "256Mi", 0, script)).await;
+    until(&site, &key, "waiter", "waited", |j| {
+        j["status"] == "pending"
+    })
+    .await;
+    // `paddlecloud logs -f` on a job that has not started: the follow
+    // waits for what it will write (it used to end at once, empty).
+    let follow = site
+        .send(
+            http::Request::get("/api/v1/jobs/waiter/pods/trainer-0/log?follow=true")
+                .header(http::header::AUTHORIZATION, format!("Bearer {key}"))
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(follow.status(), StatusCode::OK);
+    let body = tokio::time::timeout(
+        Duration::from_secs(60),
+        axum::body::to_bytes(follow.into_body(), usize::MAX),
+    )
+    .await
+    .expect("the follow ends when the job does")
+    .unwrap();
+    let text = String::from_utf8_lossy(&body);
+    assert!(
+        text.contains("from the waiter") && text.contains("its last line"),
+        "{text:?}"
+    );
+    assert_eq!(job(&site, &key, "waiter").await["status"], "succeeded");
+}
