@@ -2,7 +2,7 @@
 # README's Quick start; both install what they need first.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help setup build run test test-rust test-sdk test-api test-e2e test-load lint fmt clean
+.PHONY: help setup build run test test-rust test-sdk test-api test-e2e test-load test-kube-node lint fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -35,6 +35,9 @@ test-e2e: ## Only the browser tests against the release build
 
 test-load: ## Only the short load and fault run against the release binary (SQLite + PostgreSQL)
 	scripts/test.sh load
+
+test-kube-node: ## As root: a real single-node Kubernetes (containerd, CNI, kube-proxy, DNS) and its smoke checks
+	scripts/kube-node.sh smoke
 
 lint: ## rustfmt and clippy for the server and the browser builds
 	cargo fmt --all -- --check

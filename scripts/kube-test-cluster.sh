@@ -4,6 +4,7 @@
 # kube-controller-manager and kube-scheduler 1.20.2 built once from Debian
 # bookworm's `kubernetes` source package with bullseye's Go 1.15.
 #   scripts/kube-test-cluster.sh build              build the binaries into $TOOLS (once, ~8 min, 2 cores)
+#   scripts/kube-test-cluster.sh build-node         the same for kubelet and kube-proxy (scripts/kube-node.sh: ~5 min)
 #   scripts/kube-test-cluster.sh run COMMAND [ARGS...]
 #       starts the cluster on free loopback ports in a temp dir, exports
 #       KUBECONFIG and PADDLECLOUD_TEST_KUBECONFIG (token user in system:masters),
@@ -28,6 +29,8 @@ GO_PACKAGES=(golang-1.15-go golang-1.15-src)    # from bullseye: Kubernetes 1.20
 KUBE_DIR="$TOOLS/kubernetes-$K8S_VERSION"
 BIN="$KUBE_DIR/bin"
 BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+# A real node's (scripts/kube-node.sh), from the same source.
+NODE_BINARIES=(kubelet kube-proxy)
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
@@ -38,22 +41,26 @@ tock() {
   printf '    %s: %d.%01d s\n' "$1" $((us / 1000000)) $((us % 1000000 / 100000)) >&2
 }
 
-have_binaries() {
-  for b in "${BINARIES[@]}"; do [ -x "$BIN/$b" ] || return 1; done
+have_binaries() {   # [BINARY...]: all there (default: the control plane's)
+  local b
+  [ $# -gt 0 ] || set -- "${BINARIES[@]}"
+  for b in "$@"; do [ -x "$BIN/$b" ] || return 1; done
 }
 
 # Needed by `run` whatever cluster it uses; openssl makes the certs, python3 finds free ports.
 runtime_packages() { apt_install etcd-server openssl curl python3 procps; }
 
-build() {
+build() {   # [BINARY...] (default: the control plane's), into $BIN beside any already there
+  [ $# -gt 0 ] || set -- "${BINARIES[@]}"
+  local wanted=("$@")
   runtime_packages
   apt_install make rsync dpkg-dev
   mkdir -p "$TOOLS"
   # Two test runs starting at once must not both build.
   exec 9>"$TOOLS/.kubernetes-build.lock"
   flock 9
-  if have_binaries; then
-    say "Kubernetes $K8S_VERSION binaries already in $BIN"
+  if have_binaries "${wanted[@]}"; then
+    say "Kubernetes $K8S_VERSION ${wanted[*]} already in $BIN"
     exec 9>&-   # or the cluster's processes would inherit the lock
     return 0
   fi
@@ -61,7 +68,7 @@ build() {
   # while building, removed after, whether the build worked or not.
   local total=${EPOCHREALTIME//[.,]/}
   work="$TOOLS/kubernetes-build.tmp"   # global: the EXIT trap reads it
-  rm -rf "$work" "$KUBE_DIR" "$KUBE_DIR.tmp"
+  rm -rf "$work" "$KUBE_DIR.tmp"
   trap 'rm -rf "$work"' EXIT
   mkdir -p "$work/apt/lists/partial" "$work/dl"
 
@@ -92,23 +99,28 @@ build() {
   (cd "$work" && dpkg-source -x dl/kubernetes_*.dsc src >unpack.log 2>&1) || { cat "$work/unpack.log" >&2; exit 1; }
   tock "unpack"
 
-  say "building ${BINARIES[*]} (about 8 minutes on 2 cores)"
+  say "building ${wanted[*]} (about 8 minutes on 2 cores for the control plane, 5 for a node)"
   tick
   local goroot="$work/go/usr/lib/go-1.15"
   # Offline: everything is in vendor/. CGO off: static binaries, no C toolchain needed.
   # The tarball carries its version (export-subst), so no git is needed either.
   if ! (cd "$work/src" && env PATH="$goroot/bin:$PATH" GOROOT="$goroot" GOPATH="$work/gopath" \
     GOPROXY=off GOFLAGS=-mod=vendor CGO_ENABLED=0 HOME="$work" \
-    make WHAT="${BINARIES[*]/#/cmd/}" >"$work/make.log" 2>&1); then
+    make WHAT="${wanted[*]/#/cmd/}" >"$work/make.log" 2>&1); then
     tail -n 40 "$work/make.log" >&2
     exit 1
   fi
   tock "make"
-  mkdir -p "$KUBE_DIR.tmp/bin"
-  for b in "${BINARIES[@]}"; do cp "$work/src/_output/bin/$b" "$KUBE_DIR.tmp/bin/"; done
-  "$KUBE_DIR.tmp/bin/kube-apiserver" --version | grep -qx "Kubernetes v$K8S_VERSION" \
-    || { echo "built $("$KUBE_DIR.tmp/bin/kube-apiserver" --version), wanted v$K8S_VERSION" >&2; exit 1; }
-  mv "$KUBE_DIR.tmp" "$KUBE_DIR"
+  local built="$work/src/_output/bin" b
+  "$built/${wanted[0]}" --version | grep -qx "Kubernetes v$K8S_VERSION" \
+    || { echo "built $("$built/${wanted[0]}" --version), wanted v$K8S_VERSION" >&2; exit 1; }
+  # Each binary in place whole (copied beside, then renamed): a `run` reading
+  # $BIN meanwhile never sees half a file.
+  mkdir -p "$BIN"
+  for b in "${wanted[@]}"; do
+    cp "$built/$b" "$BIN/.$b.tmp"
+    mv "$BIN/.$b.tmp" "$BIN/$b"
+  done
   rm -rf "$work"
   t0=$total tock "build total"
   say "installed into $BIN ($(du -sh "$KUBE_DIR" | cut -f1)); build tree removed"
@@ -420,6 +432,7 @@ EOF
 
 case "${1:-}" in
   build) build ;;
+  build-node) build "${NODE_BINARIES[@]}" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: $0 build | run COMMAND [ARGS...]" >&2; exit 2 ;;
+  *) echo "usage: $0 build | build-node | run COMMAND [ARGS...]" >&2; exit 2 ;;
 esac
