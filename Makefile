@@ -36,8 +36,8 @@ test-e2e: ## Only the browser tests against the release build
 test-load: ## Only the short load and fault run against the release binary (SQLite + PostgreSQL)
 	scripts/test.sh load
 
-test-kube-node: ## As root: a real single-node Kubernetes (containerd, CNI, kube-proxy, DNS) and its smoke checks
-	scripts/kube-node.sh smoke
+test-kube-node: ## As root: a real single-node Kubernetes (containerd, CNI, kube-proxy, DNS) and its checks
+	scripts/test.sh kube-node
 
 lint: ## rustfmt and clippy for the server and the browser builds
 	cargo fmt --all -- --check

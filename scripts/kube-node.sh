@@ -95,7 +95,6 @@ images() {
 build() {
   need_root
   packages
-  "$HERE/kube-test-cluster.sh" build
   "$HERE/kube-test-cluster.sh" build-node
   images
 }

@@ -4,7 +4,7 @@
 # kube-controller-manager and kube-scheduler 1.20.2 built once from Debian
 # bookworm's `kubernetes` source package with bullseye's Go 1.15.
 #   scripts/kube-test-cluster.sh build              build the binaries into $TOOLS (once, ~8 min, 2 cores)
-#   scripts/kube-test-cluster.sh build-node         the same for kubelet and kube-proxy (scripts/kube-node.sh: ~5 min)
+#   scripts/kube-test-cluster.sh build-node         the same plus kubelet and kube-proxy (scripts/kube-node.sh: ~5 min more)
 #   scripts/kube-test-cluster.sh run COMMAND [ARGS...]
 #       starts the cluster on free loopback ports in a temp dir, exports
 #       KUBECONFIG and PADDLECLOUD_TEST_KUBECONFIG (token user in system:masters),
@@ -50,17 +50,18 @@ have_binaries() {   # [BINARY...]: all there (default: the control plane's)
 # Needed by `run` whatever cluster it uses; openssl makes the certs, python3 finds free ports.
 runtime_packages() { apt_install etcd-server openssl curl python3 procps; }
 
-build() {   # [BINARY...] (default: the control plane's), into $BIN beside any already there
+build() {   # [BINARY...] (default: the control plane's): those missing from $BIN, in one make
   [ $# -gt 0 ] || set -- "${BINARIES[@]}"
-  local wanted=("$@")
+  local asked=("$@") wanted=() b
   runtime_packages
   apt_install make rsync dpkg-dev
   mkdir -p "$TOOLS"
   # Two test runs starting at once must not both build.
   exec 9>"$TOOLS/.kubernetes-build.lock"
   flock 9
-  if have_binaries "${wanted[@]}"; then
-    say "Kubernetes $K8S_VERSION ${wanted[*]} already in $BIN"
+  for b in "${asked[@]}"; do [ -x "$BIN/$b" ] || wanted+=("$b"); done
+  if [ ${#wanted[@]} -eq 0 ]; then
+    say "Kubernetes $K8S_VERSION ${asked[*]} already in $BIN"
     exec 9>&-   # or the cluster's processes would inherit the lock
     return 0
   fi
@@ -111,7 +112,7 @@ build() {   # [BINARY...] (default: the control plane's), into $BIN beside any a
     exit 1
   fi
   tock "make"
-  local built="$work/src/_output/bin" b
+  local built="$work/src/_output/bin"
   "$built/${wanted[0]}" --version | grep -qx "Kubernetes v$K8S_VERSION" \
     || { echo "built $("$built/${wanted[0]}" --version), wanted v$K8S_VERSION" >&2; exit 1; }
   # Each binary in place whole (copied beside, then renamed): a `run` reading
@@ -432,7 +433,9 @@ EOF
 
 case "${1:-}" in
   build) build ;;
-  build-node) build "${NODE_BINARIES[@]}" ;;
+  # The control plane too where it is missing: one make builds both (a cold
+  # cache saves the second download, unpack and the packages they share).
+  build-node) build "${BINARIES[@]}" "${NODE_BINARIES[@]}" ;;
   run) shift; run "$@" ;;
   *) echo "usage: $0 build | build-node | run COMMAND [ARGS...]" >&2; exit 2 ;;
 esac

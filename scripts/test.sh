@@ -2,6 +2,7 @@
 # Runs the tests against the release build that scripts/build.sh made.
 #   scripts/test.sh        Rust tests (SQLite + a throwaway PostgreSQL + a throwaway Kubernetes API server), the Python SDK, the API contract, the short load and fault run, then Playwright
 #   scripts/test.sh rust   only the Rust tests
+#   scripts/test.sh kube-node  only the real node's checks (root: containerd, CNI, kube-proxy, DNS)
 #   scripts/test.sh sdk    only the Python SDK's tests (against the release binary)
 #   scripts/test.sh api    only the REST API against its OpenAPI document (schemathesis, fixed seed)
 #   scripts/test.sh e2e    only the Playwright suite
@@ -23,6 +24,11 @@ rust_tests() {
   env -u KUBECONFIG PADDLECLOUD_REQUIRE_POSTGRES=1 PADDLECLOUD_REQUIRE_PYTHON_WRITERS=1 PADDLECLOUD_REQUIRE_PROMETHEUS=1 \
     PADDLECLOUD_REQUIRE_KUBE=1 PADDLECLOUD_REQUIRE_JUPYTER=1 scripts/kube-test-cluster.sh run scripts/with-postgres.sh \
     cargo test --locked --release --no-fail-fast -p app -p server --features app/ssr
+}
+
+kube_node_tests() {
+  echo "==> A real Kubernetes node (containerd, CNI, kube-proxy, DNS): pods in containers, checked with kubectl"
+  scripts/kube-node.sh smoke
 }
 
 sdk_tests() {
@@ -53,6 +59,7 @@ case "${1:-all}" in
   api) api_tests ;;
   e2e) e2e_tests ;;
   load) load_tests ;;
-  all) rust_tests; sdk_tests; api_tests; load_tests; e2e_tests ;;
-  *) echo "usage: $0 [rust|sdk|api|e2e|all]" >&2; exit 2 ;;
+  kube-node) kube_node_tests ;;
+  all) rust_tests; kube_node_tests; sdk_tests; api_tests; load_tests; e2e_tests ;;
+  *) echo "usage: $0 [rust|kube-node|sdk|api|load|e2e|all]" >&2; exit 2 ;;
 esac
