@@ -9,7 +9,17 @@ Records (cluster.local):
                                             (pod spec.hostname + spec.subdomain = a headless svc)
   <a-b-c-d>.<ns>.pod.cluster.local        -> a.b.c.d, for endpoint IPs
 dnsmasq is run with --local=/cluster.local/ so other cluster.local names get NXDOMAIN."""
-import base64, json, os, signal, ssl, subprocess, sys, tempfile, time, urllib.request, re
+import base64
+import json
+import os
+import re
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
 
 kubeconfig, hosts = sys.argv[1], sys.argv[2]
 dnsmasq_args = sys.argv[sys.argv.index("--") + 1:]
@@ -50,9 +60,16 @@ def records():
 
 open(hosts, "w").close()
 child = subprocess.Popen(["dnsmasq", "--keep-in-foreground", f"--addn-hosts={hosts}"] + dnsmasq_args)
+
+
 def stop(*_):
-    child.terminate(); child.wait(); sys.exit(0)
-signal.signal(signal.SIGTERM, stop); signal.signal(signal.SIGINT, stop)
+    child.terminate()
+    child.wait()
+    sys.exit(0)
+
+
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGINT, stop)
 last = None
 while True:
     if child.poll() is not None:
@@ -60,12 +77,15 @@ while True:
     try:
         cur = records()
     except Exception as e:  # apiserver not up yet / restarting
-        print("list failed:", e, file=sys.stderr, flush=True); time.sleep(1); continue
+        print("list failed:", e, file=sys.stderr, flush=True)
+        time.sleep(1)
+        continue
     if cur != last:
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(hosts))
         with os.fdopen(fd, "w") as f:
             f.writelines(f"{ip} {name}\n" for ip, name in sorted(cur))
-        os.chmod(tmp, 0o644); os.replace(tmp, hosts)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, hosts)
         child.send_signal(signal.SIGHUP)
         print(time.strftime("%H:%M:%S"), "records:", len(cur), flush=True)
         last = cur

@@ -609,7 +609,9 @@ class Run:
         program even where SIGINT was ignored when it started (a job started
         in the background of a script); a real Ctrl-C does what it did
         before the run."""
-        if self._ending:
+        # The frame check closes the window between entering the end and
+        # setting the flag (a signal handled at __exit__'s first instruction).
+        if self._ending or (frame is not None and frame.f_code in _ENDING_CODE):
             self._deferred.append(signum)
             return
         if signum == signal.SIGTERM:
@@ -719,6 +721,10 @@ class Run:
                 # another thread would leave the main thread's sleep asleep.
                 self._stop_asked = True
                 signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+
+#: The code of the methods that end a run: a signal handled in them waits.
+_ENDING_CODE = (Run.__exit__.__code__, Run.finish.__code__)
 
 
 class _RunBoard:
