@@ -152,14 +152,9 @@ pub const NOTEBOOKS: &str = "/notebooks/";
 /// `token <key>`, or `?token=<key>` (WebSockets, whose browser API sets no
 /// headers). The proxy never passes the query's token on.
 fn notebook_key(parts: &http::request::Parts) -> Option<String> {
-    if let Some(value) = parts
-        .headers
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    {
-        let (scheme, key) = value.split_once(' ')?;
-        let known = scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("token");
-        return known.then(|| key.trim().to_owned());
+    let header = parts.headers.get(http::header::AUTHORIZATION);
+    if header.and_then(|v| v.to_str().ok()).is_some() {
+        return authorization_key(parts, &["bearer", "token"]).map(str::to_owned);
     }
     form_urlencoded::parse(parts.uri.query()?.as_bytes())
         .find(|(name, _)| name == "token")
@@ -169,13 +164,21 @@ fn notebook_key(parts: &http::request::Parts) -> Option<String> {
 
 /// The key in `Authorization: Bearer <key>`, if the header is there.
 fn bearer_key(parts: &http::request::Parts) -> Option<&str> {
+    authorization_key(parts, &["bearer"])
+}
+
+/// The key in `Authorization: <scheme> <key>`, for one of `schemes`.
+fn authorization_key<'a>(parts: &'a http::request::Parts, schemes: &[&str]) -> Option<&'a str> {
     let value = parts
         .headers
         .get(http::header::AUTHORIZATION)?
         .to_str()
         .ok()?;
     let (scheme, key) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| key.trim())
+    schemes
+        .iter()
+        .any(|s| scheme.eq_ignore_ascii_case(s))
+        .then(|| key.trim())
 }
 
 /// The app's page paths, split into those that need a session and those that do not.
