@@ -81,15 +81,18 @@ images() {
     --extract-hook='for a in $("$1"/bin/busybox --list); do [ -e "$1/bin/$a" ] || [ -e "$1/usr/bin/$a" ] || ln -s busybox "$1/bin/$a"; done' \
     --extract-hook='printf "passwd: files\ngroup: files\nhosts: files dns\n" >"$1/etc/nsswitch.conf"; printf "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n" >"$1/etc/passwd"; printf "root:x:0:\nnogroup:x:65534:\n" >"$1/etc/group"; mkdir -p "$1/tmp" "$1/root"; chmod 1777 "$1/tmp"; rm -rf "$1"/usr/share/doc "$1"/usr/share/man "$1"/usr/share/locale "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
     bookworm "$work/busybox.tar"
-  mkdir -p "$IMAGES.tmp"
-  python3 "$NODE_FILES/mkimage.py" "$PAUSE_IMAGE" "$work/pause.tar" "$IMAGES.tmp/pause.tar" \
+  # Each archive in place whole, the stamp last; the other images in
+  # $IMAGES (the console's, PaddlePaddle's) are not these inputs' to remove.
+  mkdir -p "$IMAGES"
+  python3 "$NODE_FILES/mkimage.py" "$PAUSE_IMAGE" "$work/pause.tar" "$work/pause.oci.tar" \
     --entrypoint '["/pause"]' >/dev/null
-  python3 "$NODE_FILES/mkimage.py" "$BASE_IMAGE" "$work/busybox.tar" "$IMAGES.tmp/busybox.tar" \
+  python3 "$NODE_FILES/mkimage.py" "$BASE_IMAGE" "$work/busybox.tar" "$work/busybox.oci.tar" \
     --cmd '["/bin/sh"]' >/dev/null
-  echo "$stamp" >"$IMAGES.tmp/.stamp"
-  rm -rf "$IMAGES" "$work"
-  mv "$IMAGES.tmp" "$IMAGES"
-  tock "images ($(du -sh "$IMAGES" | cut -f1))"
+  mv "$work/pause.oci.tar" "$IMAGES/pause.tar"
+  mv "$work/busybox.oci.tar" "$IMAGES/busybox.tar"
+  echo "$stamp" >"$IMAGES/.stamp"
+  rm -rf "$work"
+  tock "images pause, busybox ($(du -ch "$IMAGES/pause.tar" "$IMAGES/busybox.tar" | tail -n 1 | cut -f1))"
 }
 
 build() {
@@ -330,7 +333,7 @@ up() {
     --controllers '*' --use-service-account-credentials=false --leader-elect=false \
     --service-account-private-key-file "$D/sa.key" --root-ca-file "$D/ca.crt" \
     --feature-gates TTLAfterFinished=true --port 0 --secure-port 0 \
-    --enable-hostpath-provisioner --pvclaimbinder-sync-period 1s
+    --enable-hostpath-provisioner --pvclaimbinder-sync-period 1s --resource-quota-sync-period 2s
   wait_for containerd ctr -a "$S/containerd/containerd.sock" version
   for image in "$IMAGES"/*.tar; do
     ctr -a "$S/containerd/containerd.sock" -n k8s.io images import "$image" >/dev/null
@@ -495,7 +498,7 @@ run() {
   trap 'exit 143' TERM
   up
   env KUBECONFIG="$D/kubeconfig" PADDLECLOUD_TEST_KUBECONFIG="$D/kubeconfig" \
-    PADDLECLOUD_TEST_KUBE_NODE="$NODE" PADDLECLOUD_TEST_NODE_IMAGE="$BASE_IMAGE" \
+    PADDLECLOUD_TEST_KUBE_NODE="$NODE" PADDLECLOUD_TEST_NODE_IMAGE="$BASE_IMAGE" PADDLECLOUD_TEST_NODE_IP="$NODE_IP" \
     PATH="$BIN:$PATH" "$@" || status=$?
   exit "$status"
 }

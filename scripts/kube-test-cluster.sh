@@ -383,7 +383,11 @@ EOF
   # nodelifecycle, which would mark the tests' kubelet-less Nodes NotReady
   # after 40 s without heartbeats and then evict their pods. The hostPath
   # provisioner on (the default StorageClass's); claims bound within a second
-  # of a missed event rather than the default 15 s.
+  # of a missed event rather than the default 15 s. Quotas recounted every
+  # 2 s rather than 5 min: in the first seconds after start the apiserver's
+  # quota admission can miss a pod (seen: a pod created 0.1 s after its
+  # namespace's ResourceQuota, used stayed 0), and the controller recounts
+  # on a pod's end or deletion, never on its creation.
   # Ports 0: no 0.0.0.0:10252/10257 (or 10251/10259) listeners to collide on.
   tick
   start kube-scheduler "$BIN/kube-scheduler" --kubeconfig "$dir/kubeconfig" --leader-elect=false \
@@ -392,7 +396,7 @@ EOF
     --controllers '*,-nodelifecycle' --use-service-account-credentials=false --leader-elect=false \
     --service-account-private-key-file "$dir/sa.key" --root-ca-file "$dir/ca.crt" \
     --feature-gates TTLAfterFinished=true --port 0 --secure-port 0 \
-    --enable-hostpath-provisioner --pvclaimbinder-sync-period 1s
+    --enable-hostpath-provisioner --pvclaimbinder-sync-period 1s --resource-quota-sync-period 2s
   # The serviceaccount controller creating default/default (in the default
   # namespace the apiserver made) shows the controllers run; the garbage
   # collector, last to be ready, says so in its log.

@@ -2,7 +2,7 @@
 # Runs the tests against the release build that scripts/build.sh made.
 #   scripts/test.sh        Rust tests (SQLite + a throwaway PostgreSQL + a throwaway Kubernetes API server), the Python SDK, the API contract, the short load and fault run, then Playwright
 #   scripts/test.sh rust   only the Rust tests
-#   scripts/test.sh kube-node  only the real node's checks (root: containerd, CNI, kube-proxy, DNS)
+#   scripts/test.sh kube-node  only the real node's checks and the tests named on_a_real_node (root: containerd, CNI, kube-proxy, DNS)
 #   scripts/test.sh sdk    only the Python SDK's tests (against the release binary)
 #   scripts/test.sh api    only the REST API against its OpenAPI document (schemathesis, fixed seed)
 #   scripts/test.sh e2e    only the Playwright suite
@@ -23,12 +23,17 @@ rust_tests() {
   # the throwaway cluster, never a real one this shell happens to point at.
   env -u KUBECONFIG PADDLECLOUD_REQUIRE_POSTGRES=1 PADDLECLOUD_REQUIRE_PYTHON_WRITERS=1 PADDLECLOUD_REQUIRE_PROMETHEUS=1 \
     PADDLECLOUD_REQUIRE_KUBE=1 PADDLECLOUD_REQUIRE_JUPYTER=1 scripts/kube-test-cluster.sh run scripts/with-postgres.sh \
-    cargo test --locked --release --no-fail-fast -p app -p server --features app/ssr
+    cargo test --locked --release --no-fail-fast -p app -p server --features app/ssr -- --skip on_a_real_node
 }
 
+# The same cargo arguments as rust_tests (nothing rebuilds), only the tests
+# named on_a_real_node, required to run: they skip only outside the node.
+# One at a time: requests are what the scheduler counts, and the node has
+# the machine's cores to give (fit-a-line's two trainers ask for 1 CPU each).
 kube_node_tests() {
-  echo "==> A real Kubernetes node (containerd, CNI, kube-proxy, DNS): pods in containers, checked with kubectl"
-  scripts/kube-node.sh smoke
+  echo "==> A real Kubernetes node (containerd, CNI, kube-proxy, DNS): its checks with kubectl, then the console's tests on it"
+  scripts/kube-node.sh run sh -c 'scripts/kube-node/smoke.sh && env PADDLECLOUD_REQUIRE_KUBE_NODE=1 \
+    cargo test --locked --release --no-fail-fast -p app -p server --features app/ssr --test it on_a_real_node -- --test-threads 1'
 }
 
 sdk_tests() {

@@ -17,6 +17,8 @@ use k8s_openapi::api::batch::v1::Job as KubeJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use serde_json::json;
 
+use super::notebooks::SDK_DIR;
+use crate::backend::notebooks::SDK_FILES;
 use crate::storage::jobs::pod_names;
 
 /// `app.kubernetes.io/managed-by` on everything the console creates.
@@ -111,14 +113,26 @@ fn labels(spec: &JobSpec, job_id: i64) -> serde_json::Value {
     labels
 }
 
-/// The parent: holds the spec; owns everything else.
+/// The key of an SDK file in the parent ConfigMap (keys hold no `/`).
+fn sdk_key(file: &str) -> String {
+    format!("sdk.{file}")
+}
+
+/// The parent: holds the spec and the Python SDK its replicas import
+/// (`import paddlecloud`: register a model, log metrics), as notebooks'
+/// kernels do; owns everything else.
 pub fn parent(spec: &JobSpec, job_id: i64) -> Result<ConfigMap, AppError> {
     let spec_json = serde_json::to_string(spec).map_err(|_| AppError::Internal)?;
+    let mut data = serde_json::Map::new();
+    data.insert("spec.json".into(), json!(spec_json));
+    for (file, text) in SDK_FILES {
+        data.insert(sdk_key(file), json!(text));
+    }
     from_json(json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": { "name": spec.name, "labels": labels(spec, job_id) },
-        "data": { "spec.json": spec_json },
+        "data": data,
     }))
 }
 
@@ -239,6 +253,15 @@ pub fn replica_jobs(
             if let Some(url) = ctx.console_url {
                 set("PADDLECLOUD_SERVER", url.to_owned());
             }
+            // The SDK after the job's own PYTHONPATH: a program's own
+            // `paddlecloud` module, if it ships one, wins.
+            match env.iter_mut().find(|e| e["name"] == "PYTHONPATH") {
+                Some(theirs) => {
+                    let value = theirs["value"].as_str().unwrap_or_default().to_owned();
+                    theirs["value"] = json!(format!("{value}:{SDK_DIR}"));
+                }
+                None => env.push(json!({ "name": "PYTHONPATH", "value": SDK_DIR })),
+            }
             env.push(json!({ "name": "POD_IP", "valueFrom": { "fieldRef": { "fieldPath": "status.podIP" } } }));
             env.push(json!({
                 "name": "PADDLECLOUD_JOB_TOKEN",
@@ -263,6 +286,9 @@ pub fn replica_jobs(
                 "env": env,
                 "ports": [{ "containerPort": port.parse::<u16>().unwrap_or(PS_PORT) }],
                 "resources": { "requests": amounts, "limits": amounts },
+                "volumeMounts": [
+                    { "name": "sdk", "mountPath": format!("{SDK_DIR}/paddlecloud"), "readOnly": true },
+                ],
             });
             if spec.working_dir.starts_with('/') {
                 container["workingDir"] = json!(spec.working_dir);
@@ -274,6 +300,7 @@ pub fn replica_jobs(
                 "terminationGracePeriodSeconds": ctx.grace_seconds,
                 "enableServiceLinks": false,
                 "containers": [container],
+                "volumes": [{ "name": "sdk", "configMap": { "name": spec.name, "items": sdk_items() } }],
             });
             let environment = spec.environment_use.as_ref();
             super::environment::apply(environment, &[], job_image(spec), &mut pod);
@@ -296,6 +323,14 @@ pub fn replica_jobs(
                 },
             }))
         })
+        .collect()
+}
+
+/// The SDK's files of the parent ConfigMap, by their names in the package.
+fn sdk_items() -> Vec<serde_json::Value> {
+    SDK_FILES
+        .iter()
+        .map(|(file, _)| json!({ "key": sdk_key(file), "path": file }))
         .collect()
 }
 
@@ -417,6 +452,48 @@ mod tests {
     }
 
     #[test]
+    fn replicas_import_the_sdk_from_their_parent_after_their_own_pythonpath() {
+        let mut s = spec();
+        let parent_map = parent(&s, 7).unwrap();
+        let data = parent_map.data.clone().unwrap();
+        assert!(data["sdk.client.py"].contains("class"));
+        assert!(data.contains_key("spec.json"));
+        let ctx = JobContext {
+            job_id: 7,
+            account: "vision",
+            console_url: None,
+            grace_seconds: 5,
+        };
+        let pod_of = |s: &JobSpec| {
+            let jobs = replica_jobs(s, &ctx, &parent_map).unwrap();
+            serde_json::to_value(&jobs[1]).unwrap()["spec"]["template"]["spec"].clone()
+        };
+        let pythonpath = |pod: &serde_json::Value| {
+            let env = pod["containers"][0]["env"].as_array().unwrap().clone();
+            let found: Vec<_> = env.iter().filter(|e| e["name"] == "PYTHONPATH").collect();
+            assert_eq!(found.len(), 1, "{env:?}");
+            found[0]["value"].as_str().unwrap().to_owned()
+        };
+        let pod = pod_of(&s);
+        assert_eq!(pythonpath(&pod), SDK_DIR);
+        let volume = &pod["volumes"][0];
+        assert_eq!(volume["configMap"]["name"], "mnist");
+        let items = volume["configMap"]["items"].as_array().unwrap();
+        assert_eq!(items.len(), SDK_FILES.len());
+        assert!(items
+            .iter()
+            .any(|i| i["key"] == "sdk.__init__.py" && i["path"] == "__init__.py"));
+        let mount = &pod["containers"][0]["volumeMounts"][0];
+        assert_eq!(mount["mountPath"], format!("{SDK_DIR}/paddlecloud"));
+        assert_eq!(mount["readOnly"], true);
+        s.env.push(EnvVar {
+            name: "PYTHONPATH".into(),
+            value: "/workspace/lib".into(),
+        });
+        assert_eq!(pythonpath(&pod_of(&s)), format!("/workspace/lib:{SDK_DIR}"));
+    }
+
+    #[test]
     fn kubernetes_needs_an_image_and_names_that_fit_a_dns_label() {
         let mut s = spec();
         s.image = " ".into();
@@ -474,17 +551,20 @@ mod tests {
             args[2..],
             ["/opt/paddlecloud/env", "visualdl==2.5.3", "tomli-w>=1"]
         );
-        assert_eq!(pod["volumes"][0]["emptyDir"], serde_json::json!({}));
+        assert_eq!(pod["volumes"][1]["emptyDir"], serde_json::json!({}));
         let c = &pod["containers"][0];
         assert_eq!(c["image"], "paddlepaddle/paddle:3.3.1");
-        assert_eq!(c["volumeMounts"][0]["mountPath"], "/opt/paddlecloud/env");
+        assert_eq!(c["volumeMounts"][1]["mountPath"], "/opt/paddlecloud/env");
         let path = c["env"]
             .as_array()
             .unwrap()
             .iter()
             .find(|e| e["name"] == "PYTHONPATH")
             .unwrap();
-        assert_eq!(path["value"], "/opt/paddlecloud/env:/workspace/lib");
+        assert_eq!(
+            path["value"],
+            format!("/opt/paddlecloud/env:/workspace/lib:{SDK_DIR}")
+        );
         // Without requirements: the image alone, no init step.
         s.environment_use.as_mut().unwrap().requirements.clear();
         let jobs = replica_jobs(&s, &ctx, &parent(&s, 7).unwrap()).unwrap();

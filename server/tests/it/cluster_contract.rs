@@ -1,8 +1,8 @@
 //! The `Cluster` contract: what any backend must do, checked with real
 //! processes. The local executor runs it here on SQLite and PostgreSQL; the
-//! Kubernetes backend runs the same functions against a real API server
-//! (`scripts/kube-test-cluster.sh`), whose pods the test kubelet
-//! (`common/kubelet/`) runs as local processes.
+//! Kubernetes backend runs the same functions on a real node
+//! (`scripts/kube-node.sh`: kubelet, containerd and runc, cluster DNS), its
+//! replicas in containers of a busybox image built there.
 //!
 //! The "training program" is a small shell script: it prints its PaddlePaddle
 //! environment and exits with the code a test chooses.
@@ -22,8 +22,8 @@ struct Harness {
     /// Whether this is the Kubernetes backend (replicas reach each other by
     /// DNS name there, by loopback port locally).
     kube: bool,
-    /// Plays the node while the Kubernetes backend's tests run.
-    _kubelet: Option<common::kubelet::TestKubelet>,
+    /// The image replicas run (the real node's has a shell).
+    image: String,
     ann: Account,
     eve: Account,
     /// The owners of `ann` and `eve`, who submit their jobs.
@@ -47,7 +47,7 @@ async fn local(db: common::TestDb) -> Harness {
     Harness {
         cluster,
         kube: false,
-        _kubelet: None,
+        image: "paddlepaddle/paddle:2.6.1".into(),
         ann_user: common::user_in(&db.pool, &ann).await,
         eve_user: common::user_in(&db.pool, &eve).await,
         ann,
@@ -56,11 +56,9 @@ async fn local(db: common::TestDb) -> Harness {
     }
 }
 
-/// The Kubernetes backend on the test cluster, or `None` (skipped) without one.
+/// The Kubernetes backend on the real node, or `None` (skipped) without one.
 async fn kube(db: common::TestDb) -> Option<Harness> {
-    let client = common::kubelet::test_client().await?;
-    let kubelet =
-        common::kubelet::TestKubelet::start(client.clone(), &db.dir().join("kubelet")).await;
+    let (node, client) = common::node::client().await?;
     let cluster = common::kubelet::kube_cluster(&client, &db, None);
     // Tests share the cluster: namespaces of their own.
     let tag = format!("{:08x}", getrandom::u32().unwrap());
@@ -69,7 +67,7 @@ async fn kube(db: common::TestDb) -> Option<Harness> {
     Some(Harness {
         cluster: Arc::new(cluster),
         kube: true,
-        _kubelet: Some(kubelet),
+        image: node.shell_image,
         ann_user: common::user_in(&db.pool, &ann).await,
         eve_user: common::user_in(&db.pool, &eve).await,
         ann,
@@ -78,33 +76,41 @@ async fn kube(db: common::TestDb) -> Option<Harness> {
     })
 }
 
-/// A job running `script` in `sh -c` for every replica.
-fn job(name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
-    JobSpec {
-        notebook: None,
-        template: None,
-        pipeline: None,
-        environment: None,
-        environment_use: None,
-        name: name.into(),
-        image: "paddlepaddle/paddle:2.6.1".into(),
-        command: vec!["sh".into(), "-c".into(), script.into()],
-        args: vec![],
-        working_dir: String::new(),
-        env: vec![app::models::EnvVar {
-            name: "GREETING".into(),
-            value: "hello".into(),
-        }],
-        num_ps: ps,
-        num_trainers: trainers,
-        ps: ReplicaResources {
-            cpu: "500m".into(),
-            memory: "256Mi".into(),
-            gpu: 0,
-        },
-        trainer: ReplicaResources::default(),
-        datasets: vec![],
-        models: vec![],
+impl Harness {
+    /// A job running `script` in `sh -c` for every replica.
+    fn job(&self, name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
+        JobSpec {
+            notebook: None,
+            template: None,
+            pipeline: None,
+            environment: None,
+            environment_use: None,
+            name: name.into(),
+            image: self.image.clone(),
+            command: vec!["sh".into(), "-c".into(), script.into()],
+            args: vec![],
+            working_dir: String::new(),
+            env: vec![app::models::EnvVar {
+                name: "GREETING".into(),
+                value: "hello".into(),
+            }],
+            num_ps: ps,
+            num_trainers: trainers,
+            // Small: the real node has the machine's 2 cores to give, and
+            // requests are what the scheduler counts.
+            ps: ReplicaResources {
+                cpu: "100m".into(),
+                memory: "128Mi".into(),
+                gpu: 0,
+            },
+            trainer: ReplicaResources {
+                cpu: "100m".into(),
+                memory: "128Mi".into(),
+                gpu: 0,
+            },
+            datasets: vec![],
+            models: vec![],
+        }
     }
 }
 
@@ -170,7 +176,7 @@ macro_rules! contract {
                 }
 
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn on_kubernetes() {
+                async fn on_a_real_node() {
                     if let Some(h) = super::kube(super::common::sqlite().await).await {
                         super::$name(h).await;
                     }
@@ -198,7 +204,7 @@ contract!(
 async fn a_job_succeeds_when_every_trainer_exits_zero(h: Harness) {
     let submitted = h
         .cluster
-        .submit(&h.ann_user, job("mnist", 1, 2, PS_AND_TRAINERS))
+        .submit(&h.ann_user, h.job("mnist", 1, 2, PS_AND_TRAINERS))
         .await
         .unwrap();
     assert_eq!(submitted.cluster, h.cluster.name());
@@ -229,7 +235,7 @@ async fn a_job_succeeds_when_every_trainer_exits_zero(h: Harness) {
 
 async fn replicas_get_the_environment_paddle_expects(h: Harness) {
     h.cluster
-        .submit(&h.ann_user, job("env", 2, 2, PS_AND_TRAINERS))
+        .submit(&h.ann_user, h.job("env", 2, 2, PS_AND_TRAINERS))
         .await
         .unwrap();
     wait_for(&h, &h.ann, "env", JobStatus::Succeeded).await;
@@ -285,7 +291,7 @@ async fn replicas_get_the_environment_paddle_expects(h: Harness) {
 }
 
 async fn a_failing_trainer_fails_the_job_and_stops_the_rest(h: Harness) {
-    let mut spec = job("bad", 1, 3, PS_AND_TRAINERS);
+    let mut spec = h.job("bad", 1, 3, PS_AND_TRAINERS);
     spec.env.push(app::models::EnvVar {
         name: "EXIT_1".into(),
         value: "3".into(),
@@ -309,20 +315,26 @@ async fn a_failing_trainer_fails_the_job_and_stops_the_rest(h: Harness) {
 }
 
 async fn stopping_a_job_ends_every_process_it_started(h: Harness) {
-    // Each replica leaves a grandchild behind, as launchers and data loaders do.
-    let script = "sleep 300 & echo \"child $!\"; wait";
+    // Each replica leaves a grandchild behind, as launchers and data loaders
+    // do: a sleep this test alone runs, found by its command line among the
+    // host's processes (a container's are the host's too).
+    let seconds = (300_000 + getrandom::u32().unwrap() % 100_000).to_string();
+    let script = format!("sleep {seconds} & echo \"child $!\"; wait");
     h.cluster
-        .submit(&h.ann_user, job("long", 1, 2, script))
+        .submit(&h.ann_user, h.job("long", 1, 2, &script))
         .await
         .unwrap();
     let running = wait_for(&h, &h.ann, "long", JobStatus::Running).await;
     assert_eq!((running.ps.ready, running.trainers.ready), (1, 2));
-    let mut children = Vec::new();
     for pod in ["ps-0", "trainer-0", "trainer-1"] {
-        let pid = common::printed_child(h.cluster.as_ref(), &h.ann, "long", pod).await;
-        assert!(common::alive(pid));
-        children.push(pid);
+        common::printed_child(h.cluster.as_ref(), &h.ann, "long", pod).await;
     }
+    let children = common::node::processes_running(&["sleep", &seconds]);
+    assert_eq!(
+        children.len(),
+        3,
+        "one grandchild per replica: {children:?}"
+    );
 
     let stopped = h.cluster.stop(&h.ann, "long").await.unwrap();
     assert_eq!(stopped.status, JobStatus::Stopped);
@@ -333,9 +345,8 @@ async fn stopping_a_job_ends_every_process_it_started(h: Harness) {
         "{pods:?}"
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
-    for pid in children {
-        assert!(!common::alive(pid), "grandchild {pid} outlived the stop");
-    }
+    let left = common::node::processes_running(&["sleep", &seconds]);
+    assert!(left.is_empty(), "grandchildren {left:?} outlived the stop");
     // Stopping again changes nothing.
     assert_eq!(
         h.cluster.stop(&h.ann, "long").await.unwrap().status,
@@ -346,7 +357,7 @@ async fn stopping_a_job_ends_every_process_it_started(h: Harness) {
 async fn a_replica_that_ignores_sigterm_is_killed_after_the_grace_period(h: Harness) {
     let script = "trap '' TERM; echo stubborn; while true; do sleep 0.1; done";
     h.cluster
-        .submit(&h.ann_user, job("stubborn", 0, 1, script))
+        .submit(&h.ann_user, h.job("stubborn", 0, 1, script))
         .await
         .unwrap();
     wait_for(&h, &h.ann, "stubborn", JobStatus::Running).await;
@@ -363,22 +374,22 @@ async fn a_replica_that_ignores_sigterm_is_killed_after_the_grace_period(h: Harn
 
 async fn names_are_unique_per_account_and_bad_specs_name_their_field(h: Harness) {
     h.cluster
-        .submit(&h.ann_user, job("same", 0, 1, "exit 0"))
+        .submit(&h.ann_user, h.job("same", 0, 1, "exit 0"))
         .await
         .unwrap();
     let err = h
         .cluster
-        .submit(&h.ann_user, job("same", 0, 1, "exit 0"))
+        .submit(&h.ann_user, h.job("same", 0, 1, "exit 0"))
         .await
         .unwrap_err();
     assert_eq!((err.status(), err.field()), (409, Some("name")));
     // Another account may use the name.
     h.cluster
-        .submit(&h.eve_user, job("same", 0, 1, "exit 0"))
+        .submit(&h.eve_user, h.job("same", 0, 1, "exit 0"))
         .await
         .unwrap();
 
-    let mut bad = job("Bad_Name", 0, 1, "exit 0");
+    let mut bad = h.job("Bad_Name", 0, 1, "exit 0");
     assert_eq!(
         h.cluster
             .submit(&h.ann_user, bad.clone())
@@ -409,7 +420,7 @@ async fn names_are_unique_per_account_and_bad_specs_name_their_field(h: Harness)
 
 async fn another_accounts_job_is_not_found(h: Harness) {
     h.cluster
-        .submit(&h.ann_user, job("private", 0, 1, "sleep 30"))
+        .submit(&h.ann_user, h.job("private", 0, 1, "sleep 30"))
         .await
         .unwrap();
     let eve = &h.eve;
@@ -461,13 +472,13 @@ async fn another_accounts_job_is_not_found(h: Harness) {
 async fn the_job_list_filters_sorts_and_pages(h: Harness) {
     for name in ["alpha", "beta", "gamma-one"] {
         h.cluster
-            .submit(&h.ann_user, job(name, 0, 1, "exit 0"))
+            .submit(&h.ann_user, h.job(name, 0, 1, "exit 0"))
             .await
             .unwrap();
         wait_for(&h, &h.ann, name, JobStatus::Succeeded).await;
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let mut failing = job("delta", 0, 1, "exit 1");
+    let mut failing = h.job("delta", 0, 1, "exit 1");
     failing.env.clear();
     h.cluster.submit(&h.ann_user, failing).await.unwrap();
     wait_for(&h, &h.ann, "delta", JobStatus::Failed).await;
@@ -536,7 +547,7 @@ async fn the_job_list_filters_sorts_and_pages(h: Harness) {
 async fn logs_can_be_tailed_followed_and_read_without_timestamps(h: Harness) {
     let script = "for i in 1 2 3 4 5; do echo line $i; sleep 0.2; done; echo oops >&2";
     h.cluster
-        .submit(&h.ann_user, job("chatty", 0, 1, script))
+        .submit(&h.ann_user, h.job("chatty", 0, 1, script))
         .await
         .unwrap();
     wait_for(&h, &h.ann, "chatty", JobStatus::Running).await;
@@ -584,7 +595,7 @@ async fn logs_can_be_tailed_followed_and_read_without_timestamps(h: Harness) {
 
 async fn deleting_a_job_removes_its_record_and_logs(h: Harness) {
     h.cluster
-        .submit(&h.ann_user, job("gone", 0, 1, "echo bye; sleep 30"))
+        .submit(&h.ann_user, h.job("gone", 0, 1, "echo bye; sleep 30"))
         .await
         .unwrap();
     wait_for(&h, &h.ann, "gone", JobStatus::Running).await;
@@ -595,7 +606,7 @@ async fn deleting_a_job_removes_its_record_and_logs(h: Harness) {
     );
     // The name is free again, and the new job starts with an empty log.
     h.cluster
-        .submit(&h.ann_user, job("gone", 0, 1, "echo again"))
+        .submit(&h.ann_user, h.job("gone", 0, 1, "echo again"))
         .await
         .unwrap();
     wait_for(&h, &h.ann, "gone", JobStatus::Succeeded).await;
@@ -606,7 +617,7 @@ async fn deleting_a_job_removes_its_record_and_logs(h: Harness) {
 }
 
 async fn a_program_that_cannot_start_fails_the_job_with_the_reason(h: Harness) {
-    let mut spec = job("missing", 1, 1, "");
+    let mut spec = h.job("missing", 1, 1, "");
     spec.command = vec!["/nonexistent/python3".into(), "train.py".into()];
     h.cluster.submit(&h.ann_user, spec).await.unwrap();
     let failed = wait_for(&h, &h.ann, "missing", JobStatus::Failed).await;
@@ -631,13 +642,13 @@ async fn a_program_that_cannot_start_fails_the_job_with_the_reason(h: Harness) {
 /// the job table shows it (locally: the executor's queue; on Kubernetes: the
 /// scheduler's words), and a stop ends it without a replica having run.
 async fn a_job_waiting_for_room_is_pending_says_why_and_stops_without_running(h: Harness) {
-    let mut waiter = job("waiter", 0, 1, "echo ran; sleep 30");
+    let mut waiter = h.job("waiter", 0, 1, "echo ran; sleep 30");
     if h.kube {
         // More GPUs than the test node has: the scheduler cannot place it.
         waiter.trainer.gpu = 9;
     } else {
         // The test console's 8 (simulated) GPUs are all held by another job.
-        let mut holder = job("holder", 0, 1, "sleep 30");
+        let mut holder = h.job("holder", 0, 1, "sleep 30");
         holder.trainer.gpu = 8;
         h.cluster.submit(&h.ann_user, holder).await.unwrap();
         wait_for(&h, &h.ann, "holder", JobStatus::Running).await;

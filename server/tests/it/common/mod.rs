@@ -7,6 +7,7 @@ pub mod cli;
 pub mod kubelet;
 pub mod metric_logs;
 pub mod metrics_server;
+pub mod node;
 pub mod rest;
 pub mod site;
 pub mod smtp;
