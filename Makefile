@@ -36,7 +36,7 @@ test-e2e: ## Only the browser tests against the release build
 test-load: ## Only the short load and fault run against the release binary (SQLite + PostgreSQL)
 	scripts/test.sh load
 
-test-kube-node: ## As root: a real single-node Kubernetes (containerd, CNI, kube-proxy, DNS) and its checks
+test-kube-node: ## As root: a real single-node Kubernetes (containerd, CNI, kube-proxy, DNS), its checks, the console deployed and tested on it
 	scripts/test.sh kube-node
 
 lint: ## rustfmt and clippy for the server and the browser builds

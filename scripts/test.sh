@@ -30,10 +30,18 @@ rust_tests() {
 # named on_a_real_node, required to run: they skip only outside the node.
 # One at a time: requests are what the scheduler counts, and the node has
 # the machine's cores to give (fit-a-line's two trainers ask for 1 CPU each).
+# Their output shown: they print what they measure (README, "On a real node").
+# The console's own image first (deploy/Dockerfile's runtime stage from this
+# build's binary and site; cached), which the node imports; PostgreSQL beside
+# the node, on its address too, for the console deployed in it.
 kube_node_tests() {
   echo "==> A real Kubernetes node (containerd, CNI, kube-proxy, DNS): its checks with kubectl, then the console's tests on it"
-  scripts/kube-node.sh run sh -c 'scripts/kube-node/smoke.sh && env PADDLECLOUD_REQUIRE_KUBE_NODE=1 \
-    cargo test --locked --release --no-fail-fast -p app -p server --features app/ssr --test it on_a_real_node -- --test-threads 1'
+  scripts/console-image.sh build
+  # shellcheck disable=SC2016 # expanded by the inner shell, inside the node
+  scripts/kube-node.sh run sh -c 'scripts/kube-node/smoke.sh && \
+    PADDLECLOUD_PG_ALSO_ON=$PADDLECLOUD_TEST_NODE_IP/24 PADDLECLOUD_REQUIRE_KUBE_NODE=1 PADDLECLOUD_REQUIRE_POSTGRES=1 \
+    scripts/with-postgres.sh cargo test --locked --release --no-fail-fast -p app -p server --features app/ssr \
+    --test it on_a_real_node -- --test-threads 1 --nocapture'
 }
 
 sdk_tests() {

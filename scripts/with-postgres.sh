@@ -3,6 +3,8 @@
 # free loopback port, in a temp dir, as the unprivileged `postgres` user when
 # run as root. Exports PADDLECLOUD_TEST_DATABASE_URL; stops the server after.
 #   scripts/with-postgres.sh COMMAND [ARGS...]
+# PADDLECLOUD_PG_ALSO_ON=ADDRESS/PREFIX (e.g. the real node's 10.244.0.1/24):
+# listens on ADDRESS too and trusts that network, so that pods reach it.
 set -euo pipefail
 
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
@@ -24,9 +26,15 @@ trap stop EXIT
 
 "${run[@]}" "$PGBIN/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1 \
   || { cat "$dir/initdb.log" >&2; exit 1; }
+listen=127.0.0.1
+if [ -n "${PADDLECLOUD_PG_ALSO_ON:-}" ]; then
+  listen+=",${PADDLECLOUD_PG_ALSO_ON%/*}"
+  network=$(python3 -c 'import ipaddress, sys; print(ipaddress.ip_interface(sys.argv[1]).network)' "$PADDLECLOUD_PG_ALSO_ON")
+  echo "host all all $network trust" >>"$dir/data/pg_hba.conf"
+fi
 # fsync off: a test database that is thrown away need not survive a crash.
 "${run[@]}" "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null \
+  -o "-p $port -k $dir -c listen_addresses=$listen -c fsync=off -c max_connections=200" start >/dev/null \
   || { cat "$dir/server.log" >&2; exit 1; }
 
 export PADDLECLOUD_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres"

@@ -228,9 +228,14 @@ async fn a_job_succeeds_when_every_trainer_exits_zero(h: Harness) {
     assert!(log_text(&h, &h.ann, "mnist", "trainer-1", whole_log())
         .await
         .contains("trainer 1 done with 0"));
-    assert!(log_text(&h, &h.ann, "mnist", "ps-0", whole_log())
-        .await
-        .contains("ps up on"));
+    // The trainers may be done before the parameter server's container has
+    // started (a real node takes a second or two to start one): a stopped
+    // replica that ran kept what it printed.
+    if pods[0].started_at.is_some() {
+        assert!(log_text(&h, &h.ann, "mnist", "ps-0", whole_log())
+            .await
+            .contains("ps up on"));
+    }
 }
 
 async fn replicas_get_the_environment_paddle_expects(h: Harness) {

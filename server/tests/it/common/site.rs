@@ -110,7 +110,15 @@ pub async fn site_configured(change: impl FnOnce(Config, &TestDb) -> Config) -> 
 /// config and the console's URL (its `public_url` is that URL already);
 /// the site and its URL.
 pub async fn on_socket(change: impl FnOnce(Config, &TestDb, &str) -> Config) -> (Site, String) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    on_socket_at("127.0.0.1", change).await
+}
+
+/// [`on_socket`] on `address` (a real node's, where its pods reach it).
+pub async fn on_socket_at(
+    address: &str,
+    change: impl FnOnce(Config, &TestDb, &str) -> Config,
+) -> (Site, String) {
+    let listener = std::net::TcpListener::bind((address, 0)).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let site = site_configured(|config, db| {
         let config = Config {

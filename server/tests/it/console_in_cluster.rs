@@ -1,0 +1,312 @@
+//! The console deployed in the cluster as a user deploys it: its own image
+//! (`scripts/console-image.sh`, the runtime stage of `deploy/Dockerfile`),
+//! `deploy/paddlecloud.yaml` applied as it is (2 replicas, in-cluster
+//! credentials), PostgreSQL beside the node. Driven through its Service.
+
+use crate::common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const NAMESPACE: &str = "paddlecloud";
+const DEPLOYMENT: &str = "deployment/paddlecloud-console";
+
+/// kubectl (1.20.2, first in `PATH` under `scripts/kube-node.sh run`) with
+/// `args`; its output, or a panic with it.
+fn kubectl(args: &[&str]) -> String {
+    let out = Command::new("kubectl").args(args).output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "kubectl {args:?}: {text}");
+    text
+}
+
+/// Deletes what the manifest made when the test ends, passed or not: the
+/// node's CPUs are few, and later tests count on them.
+struct Deployed(&'static str);
+
+impl Drop for Deployed {
+    fn drop(&mut self) {
+        let _ = Command::new("kubectl")
+            .args([
+                "delete",
+                "--ignore-not-found",
+                "--wait=true",
+                "--timeout=60s",
+                "-f",
+                self.0,
+            ])
+            .output();
+    }
+}
+
+/// The console's pods, by name.
+fn console_pods() -> Vec<String> {
+    kubectl(&[
+        "-n",
+        NAMESPACE,
+        "get",
+        "pods",
+        "-l",
+        "app.kubernetes.io/name=paddlecloud-console",
+        "--field-selector",
+        "status.phase=Running",
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+    ])
+    .split_whitespace()
+    .map(str::to_owned)
+    .collect()
+}
+
+/// A GET through the Service with `key`: its status and JSON body, or
+/// `None` while no replica answers (a Service whose endpoint just went).
+async fn get(http: &reqwest::Client, url: &str, key: &str) -> Option<(u16, Value)> {
+    let res = http
+        .get(url)
+        .bearer_auth(key)
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await
+        .ok()?;
+    let status = res.status().as_u16();
+    let body = res.text().await.ok()?;
+    Some((status, serde_json::from_str(&body).unwrap_or(Value::Null)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_deployed_from_its_manifest_runs_jobs_through_its_service_and_loses_nothing_with_a_replica_on_a_real_node(
+) {
+    let Some((node, _client)) = common::node::client().await else {
+        return;
+    };
+    let db = common::postgres()
+        .await
+        .expect("the deployed console needs PostgreSQL beside the node (scripts/with-postgres.sh)");
+    // Its first user and key, made in the database it will use.
+    let account = format!("dep{:08x}", getrandom::u32().unwrap());
+    common::accounts(&db)
+        .create_confirmed(
+            app::models::SignUpForm {
+                account: account.clone(),
+                email: "ann@example.com".into(),
+                password: "a long password".into(),
+            },
+            false,
+            false,
+        )
+        .await
+        .unwrap();
+    let key = server::access_keys::SqlAccessKeys::new(db.pool.clone())
+        .create_for(&account, "ann@example.com", "tests")
+        .await
+        .unwrap()
+        .key;
+    // Pods reach the server at the node's address, not loopback.
+    let url = db.url.replacen("@127.0.0.1:", &format!("@{}:", node.ip), 1);
+    assert_ne!(url, db.url, "a PostgreSQL URL on 127.0.0.1: {}", db.url);
+
+    // As the manifest's header says: the secret, then the file as it is.
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/paddlecloud.yaml");
+    let started = Instant::now();
+    let _deployed = Deployed(manifest);
+    kubectl(&["apply", "-f", manifest]);
+    kubectl(&[
+        "-n",
+        NAMESPACE,
+        "create",
+        "secret",
+        "generic",
+        "paddlecloud-db",
+        &format!("--from-literal=DATABASE_URL={url}"),
+    ]);
+    let rollout = [
+        "-n",
+        NAMESPACE,
+        "rollout",
+        "status",
+        DEPLOYMENT,
+        "--timeout=180s",
+    ];
+    kubectl(&rollout);
+    eprintln!(
+        "deployed: 2 replicas ready {:?} after apply",
+        started.elapsed()
+    );
+    let pods = console_pods();
+    assert_eq!(pods.len(), 2, "{pods:?}");
+    let ip = kubectl(&[
+        "-n",
+        NAMESPACE,
+        "get",
+        "service",
+        "paddlecloud-console",
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+    ]);
+    let base = format!("http://{}:3000", ip.trim());
+
+    let http = reqwest::Client::new();
+    let health = http.get(format!("{base}/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    let (status, me) = get(&http, &format!("{base}/api/v1/me"), &key)
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(me["account"]["name"], account.as_str(), "{me}");
+
+    // A job through the Service: two trainers in containers, long enough
+    // to lose a console replica while it runs.
+    let spec = json!({
+        "name": "steady", "image": node.shell_image,
+        "command": ["sh", "-c", "echo started $PADDLE_TRAINER_ID; sleep 15; echo done $PADDLE_TRAINER_ID"],
+        "num_trainers": 2, "trainer": {"cpu": "100m", "memory": "64Mi"}
+    });
+    let created = http
+        .post(format!("{base}/api/v1/jobs"))
+        .bearer_auth(&key)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(spec.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201, "{}", created.text().await.unwrap());
+    let job_url = format!("{base}/api/v1/jobs/steady");
+    let wait = |want: &'static str, limit: Duration| {
+        let (http, job_url, key) = (http.clone(), job_url.clone(), key.clone());
+        async move {
+            let start = Instant::now();
+            loop {
+                if let Some((200, job)) = get(&http, &job_url, &key).await {
+                    if job["status"] == want {
+                        return job;
+                    }
+                    assert!(
+                        !["failed", "stopped"].contains(&job["status"].as_str().unwrap_or("")),
+                        "{job}"
+                    );
+                }
+                assert!(start.elapsed() < limit, "steady never became {want}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    wait("running", Duration::from_secs(60)).await;
+
+    // One console replica goes mid-job; the other carries on, and the
+    // Deployment brings a new one.
+    kubectl(&["-n", NAMESPACE, "delete", "pod", &pods[0], "--wait=false"]);
+    let done = wait("succeeded", Duration::from_secs(90)).await;
+    assert_eq!(done["trainers"]["succeeded"], 2, "{done}");
+    // Either replica serves the logs (kube-proxy picks one per connection),
+    // from the data volume they share once the pods are cleaned up.
+    for trainer in ["trainer-0", "trainer-1", "trainer-0", "trainer-1"] {
+        let log = http
+            .get(format!("{job_url}/pods/{trainer}/log"))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let id = &trainer[trainer.len() - 1..];
+        assert!(
+            log.contains(&format!("started {id}")) && log.contains(&format!("done {id}")),
+            "{log}"
+        );
+    }
+    kubectl(&rollout);
+    let now = console_pods();
+    assert_eq!(now.len(), 2, "{now:?}");
+    assert!(!now.contains(&pods[0]), "{now:?}");
+    // The job's record and the account are where they were, for either replica.
+    for _ in 0..4 {
+        let (status, job) = get(&http, &job_url, &key).await.unwrap();
+        assert_eq!(
+            (status, job["status"].as_str()),
+            (200, Some("succeeded")),
+            "{job}"
+        );
+    }
+    measure(&http, &base, &account).await;
+}
+
+/// The console's own figures in the cluster (README, "On a real node"): its
+/// job table as a signed-in browser gets it through the Service, pages a
+/// second with 4 at a time for 5 s; and each replica's resident memory,
+/// read from the host (a container's processes are the host's).
+async fn measure(http: &reqwest::Client, base: &str, account: &str) {
+    let signed_in = http
+        .post(format!("{base}/api/sign_in"))
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .header(reqwest::header::ACCEPT, "application/json")
+        .body(format!(
+            "account={account}&email=ann%40example.com&password=a+long+password"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), 200);
+    let cookie = signed_in.headers()[reqwest::header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let page = |http: reqwest::Client, cookie: String, url: String| async move {
+        let res = http
+            .get(url)
+            .header(reqwest::header::COOKIE, cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let body = res.text().await.unwrap();
+        assert!(body.contains("steady"), "the job table lists the job");
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (http, cookie, url) = (http.clone(), cookie.clone(), format!("{base}/jobs"));
+            tokio::spawn(async move {
+                let mut n = 0u32;
+                while Instant::now() < deadline {
+                    page(http.clone(), cookie.clone(), url.clone()).await;
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let mut pages = 0;
+    for w in workers {
+        pages += w.await.unwrap();
+    }
+    println!(
+        "job table through the Service (2 replicas, 4 at a time): {:.0} pages/s",
+        f64::from(pages) / 5.0
+    );
+    let argv = [
+        "paddlecloud",
+        "serve",
+        "--cluster",
+        "kube",
+        "--addr",
+        "0.0.0.0:3000",
+    ];
+    for pid in common::node::processes_running(&argv) {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let rss = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .unwrap_or("VmRSS: ?");
+        println!("console replica (pid {pid} on the host): {rss}");
+    }
+}

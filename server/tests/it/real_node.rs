@@ -1,0 +1,227 @@
+//! The console on a real node (`scripts/kube-node.sh`): the shipped
+//! fit-a-line template trains with two data-parallel trainers over gloo, in
+//! containers of the PaddlePaddle CPU image built there, reaching each other
+//! by cluster DNS and the console (its SDK) over the pod network.
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use http::{Method, StatusCode};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, ListParams};
+use serde_json::{json, Value};
+
+use common::rest::call;
+use common::site::Site;
+
+/// The console served on the node's address, where pods reach it; its URL.
+async fn console_on(node: &common::node::RealNode, client: &kube::Client) -> (Site, String) {
+    common::site::on_socket_at(&node.ip, |config, _, _| server::console::Config {
+        cluster: common::kubelet::kube_choice(client, None),
+        ..config
+    })
+    .await
+}
+
+async fn job(site: &Site, key: &str, name: &str) -> Value {
+    let got = call(
+        site,
+        Method::GET,
+        &format!("/api/v1/jobs/{name}"),
+        Some(key),
+        None,
+    )
+    .await;
+    assert_eq!(got.status, StatusCode::OK, "{}", got.body);
+    got.json()
+}
+
+async fn log(site: &Site, key: &str, name: &str, pod: &str) -> String {
+    let path = format!("/api/v1/jobs/{name}/pods/{pod}/log");
+    let got = call(site, Method::GET, &path, Some(key), None).await;
+    assert_eq!(got.status, StatusCode::OK, "{}", got.body);
+    got.body
+}
+
+/// Polls until the job has `status`, failing at once (with both trainers'
+/// logs) if it ends otherwise.
+async fn wait_for(site: &Site, key: &str, name: &str, status: &str, limit: Duration) -> Value {
+    let start = Instant::now();
+    loop {
+        let j = job(site, key, name).await;
+        if j["status"] == status {
+            return j;
+        }
+        let ended =
+            ["succeeded", "failed", "stopped"].contains(&j["status"].as_str().unwrap_or(""));
+        if ended || start.elapsed() > limit {
+            let mut logs = String::new();
+            for pod in ["trainer-0", "trainer-1"] {
+                logs += &format!("\n--- {pod} ---\n{}", log(site, key, name, pod).await);
+            }
+            panic!(
+                "{name} is {} ({}), wanted {status}{logs}",
+                j["status"], j["message"]
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fit_a_line_template_trains_over_gloo_in_containers_and_registers_its_model_on_a_real_node(
+) {
+    let Some((node, client)) = common::node::client().await else {
+        return;
+    };
+    let (site, _url) = console_on(&node, &client).await;
+    let account = format!("fit{:08x}", getrandom::u32().unwrap());
+    let key = common::rest::key_for(&site, &account).await;
+
+    let submitted = Instant::now();
+    let run = json!({"owner": "paddlecloud", "name": "fit", "values": {"epochs": 5}});
+    let created = call(
+        &site,
+        Method::POST,
+        "/api/v1/templates/fit-a-line/jobs",
+        Some(&key),
+        Some(run),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let running = wait_for(&site, &key, "fit", "running", Duration::from_secs(120)).await;
+    eprintln!("fit-a-line: submit -> Running {:?}", submitted.elapsed());
+    assert_eq!(running["trainers"]["total"], 2, "{running}");
+    // They run in containers on the node (containerd's ids, the node's
+    // name); the console deletes the pods once it has their logs.
+    let namespace: String = sqlx::query_scalar("SELECT namespace FROM accounts WHERE name = $1")
+        .bind(&account)
+        .fetch_one(&site.db.pool)
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let listed = pods
+        .list(&ListParams::default().labels("paddlecloud.org/job=fit"))
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 2);
+    for pod in &listed.items {
+        let spec = pod.spec.as_ref().unwrap();
+        assert_eq!(spec.node_name.as_deref(), Some(node.name.as_str()));
+        let status = pod.status.as_ref().unwrap();
+        let id = status.container_statuses.as_ref().unwrap()[0]
+            .container_id
+            .clone()
+            .unwrap();
+        assert!(id.starts_with("containerd://"), "{id}");
+    }
+
+    let done = wait_for(&site, &key, "fit", "succeeded", Duration::from_secs(300)).await;
+    eprintln!("fit-a-line: submit -> Succeeded {:?}", submitted.elapsed());
+    assert_eq!(done["trainers"]["succeeded"], 2, "{done}");
+
+    // Both trainers trained together (world size 2), the loss went down to
+    // the noise, and trainer 0 registered the line with the console's SDK.
+    let first = log(&site, &key, "fit", "trainer-0").await;
+    let second = log(&site, &key, "fit", "trainer-1").await;
+    assert!(second.contains("trainer 1/2 epoch 5 loss"), "{second}");
+    let last_loss: f64 = first
+        .lines()
+        .filter_map(|l| l.strip_prefix("trainer 0/2 epoch 5 loss "))
+        .next()
+        .unwrap_or_else(|| panic!("no last epoch in {first}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(last_loss < 0.05, "loss {last_loss}: {first}");
+    assert!(first.contains("registered fit-a-line version 1"), "{first}");
+    let model = call(
+        &site,
+        Method::GET,
+        &format!("/api/v1/models/{account}/fit-a-line"),
+        Some(&key),
+        None,
+    )
+    .await;
+    assert_eq!(model.status, StatusCode::OK, "{}", model.body);
+    // The weights for evaluate-a-line and the exported program for serving.
+    let files = call(
+        &site,
+        Method::GET,
+        &format!("/api/v1/models/{account}/fit-a-line/files?version=1"),
+        Some(&key),
+        None,
+    )
+    .await;
+    assert_eq!(files.status, StatusCode::OK, "{}", files.body);
+    for file in ["line.pdparams", "inference.pdiparams"] {
+        assert!(files.body.contains(file), "{file} not in {}", files.body);
+    }
+
+    // The logs outlive the pods.
+    pods.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels("paddlecloud.org/job=fit"),
+    )
+    .await
+    .unwrap();
+    let start = Instant::now();
+    while !pods
+        .list(&ListParams::default().labels("paddlecloud.org/job=fit"))
+        .await
+        .unwrap()
+        .items
+        .is_empty()
+    {
+        assert!(start.elapsed() < Duration::from_secs(30), "the pods stayed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(log(&site, &key, "fit", "trainer-0").await, first);
+    assert_eq!(log(&site, &key, "fit", "trainer-1").await, second);
+}
+
+/// Submit → every replica Running, for 2-replica jobs of the cached shell
+/// image, one after another: each must start, and the figures are printed
+/// (README: "On a real node").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_two_replica_jobs_in_a_row_each_start_and_their_start_times_are_printed_on_a_real_node(
+) {
+    let Some((node, client)) = common::node::client().await else {
+        return;
+    };
+    let (site, _url) = console_on(&node, &client).await;
+    let account = format!("start{:08x}", getrandom::u32().unwrap());
+    let key = common::rest::key_for(&site, &account).await;
+    let mut took = Vec::new();
+    for i in 0..20 {
+        let name = format!("start-{i}");
+        let spec = json!({
+            "name": name, "image": node.shell_image, "command": ["sh", "-c", "exec sleep 600"],
+            "num_trainers": 2, "trainer": {"cpu": "100m", "memory": "64Mi"}
+        });
+        let submitted = Instant::now();
+        let created = call(&site, Method::POST, "/api/v1/jobs", Some(&key), Some(spec)).await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+        let running = wait_for(&site, &key, &name, "running", Duration::from_secs(60)).await;
+        took.push(submitted.elapsed());
+        assert_eq!(running["trainers"]["ready"], 2, "{running}");
+        let stopped = call(
+            &site,
+            Method::POST,
+            &format!("/api/v1/jobs/{name}/stop"),
+            Some(&key),
+            None,
+        )
+        .await;
+        assert_eq!(stopped.status, StatusCode::OK, "{}", stopped.body);
+    }
+    took.sort();
+    let ms = |d: Duration| d.as_millis();
+    println!(
+        "submit -> all replicas Running, 20 jobs of 2 replicas on the real node: p50 {} ms, p90 {} ms, max {} ms",
+        ms(took[9]),
+        ms(took[17]),
+        ms(took[19])
+    );
+}
