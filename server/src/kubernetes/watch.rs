@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 
 use app::error::AppError;
+use app::models::quantity::{memory_quantity, parse_memory_bytes};
 use app::models::{JobRole, JobStatus, Pod, PodPhase};
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Pod as KubePod;
@@ -117,6 +118,18 @@ pub(super) fn update_of(pod: &KubePod) -> PodUpdate {
                             .and_then(|c| c.first().cloned())
                             .unwrap_or_default();
                         format!("Could not start {program}: {detail}")
+                    } else if t.reason.as_deref() == Some("OOMKilled") {
+                        // As the local executor says it: the limit, in the
+                        // units the job was asked with.
+                        let limit = pod
+                            .spec
+                            .as_ref()
+                            .and_then(|s| s.containers.first())
+                            .and_then(|c| c.resources.as_ref()?.limits.as_ref()?.get("memory"))
+                            .and_then(|q| parse_memory_bytes("memory", &q.0).ok())
+                            .map(|bytes| format!(" {}", memory_quantity(bytes)))
+                            .unwrap_or_default();
+                        format!("OOMKilled: exceeded its memory limit{limit}")
                     } else {
                         format!("exited with code {code}")
                     }
@@ -381,6 +394,25 @@ mod tests {
         assert_eq!(
             update.message.as_deref(),
             Some("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+        );
+    }
+
+    #[test]
+    fn a_container_killed_for_its_memory_says_so_with_its_limit() {
+        let pod: KubePod = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "big-trainer-0-x" },
+            "spec": { "containers": [{ "name": "paddle",
+                "resources": { "limits": { "memory": "33554432" } } }] },
+            "status": { "phase": "Failed", "containerStatuses": [{
+                "name": "paddle", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                "state": { "terminated": { "exitCode": 137, "reason": "OOMKilled" } } }] }
+        }))
+        .unwrap();
+        let update = update_of(&pod);
+        assert_eq!(update.exit_code, Some(137));
+        assert_eq!(
+            update.message.as_deref(),
+            Some("OOMKilled: exceeded its memory limit 32Mi")
         );
     }
 

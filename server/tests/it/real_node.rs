@@ -225,3 +225,70 @@ async fn twenty_two_replica_jobs_in_a_row_each_start_and_their_start_times_are_p
         ms(took[19])
     );
 }
+
+/// What the kubelet says of a replica reaches the job table in the console's
+/// words: a container over its memory limit is OOMKilled (the job fails
+/// naming the limit); an image that is not there fails the job with the
+/// pull error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oomkilled_replica_and_a_missing_image_are_named_in_the_job_table_on_a_real_node() {
+    let Some((node, client)) = common::node::client().await else {
+        return;
+    };
+    let (site, _url) = console_on(&node, &client).await;
+    let account = format!("why{:08x}", getrandom::u32().unwrap());
+    let key = common::rest::key_for(&site, &account).await;
+    let submit = |spec: Value| {
+        let (site, key) = (&site, &key);
+        async move {
+            let created = call(site, Method::POST, "/api/v1/jobs", Some(key), Some(spec)).await;
+            assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+        }
+    };
+    // A string that doubles until the shell is past 64Mi.
+    submit(json!({
+        "name": "greedy", "image": node.shell_image,
+        "command": ["sh", "-c", "echo growing; a=x; while :; do a=\"$a$a\"; done"],
+        "num_trainers": 1, "trainer": {"cpu": "100m", "memory": "64Mi"}
+    }))
+    .await;
+    submit(json!({
+        "name": "absent", "image": "localhost/paddlecloud/no-such-image:1",
+        "command": ["sh", "-c", "echo never"],
+        "num_trainers": 1, "trainer": {"cpu": "100m", "memory": "64Mi"}
+    }))
+    .await;
+
+    let start = Instant::now();
+    let greedy = loop {
+        let j = job(&site, &key, "greedy").await;
+        if j["status"] == "failed" {
+            break j;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{j}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        greedy["message"], "trainer-0 OOMKilled: exceeded its memory limit 64Mi.",
+        "{greedy}"
+    );
+    assert!(log(&site, &key, "greedy", "trainer-0")
+        .await
+        .contains("growing"));
+
+    let absent = loop {
+        let j = job(&site, &key, "absent").await;
+        if j["status"] != "pending" {
+            break j;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{j}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // Failed at once, not left pending: no retry brings an image that is not there.
+    assert_eq!(absent["status"], "failed", "{absent}");
+    let why = absent["message"].as_str().unwrap();
+    assert!(
+        why.starts_with("trainer-0 ") && why.contains("ImagePull") && why.contains("no-such-image"),
+        "{absent}"
+    );
+}
