@@ -88,12 +88,23 @@ pub fn apply(environment: Option<&EnvironmentUse>, extra: &[&str], image: &str, 
     let env = container["env"]
         .as_array_mut()
         .expect("a container has env");
+    add_to_pythonpath(env, TARGET, true);
+}
+
+/// Puts `dir` on the `PYTHONPATH` of a container's `env` list, ahead of
+/// what is there (`first`) or after it, or as the whole of it if unset.
+pub fn add_to_pythonpath(env: &mut Vec<Value>, dir: &str, first: bool) {
     match env.iter_mut().find(|e| e["name"] == "PYTHONPATH") {
         Some(theirs) => {
-            let value = theirs["value"].as_str().unwrap_or_default().to_owned();
-            theirs["value"] = json!(format!("{TARGET}:{value}"));
+            let value = theirs["value"].as_str().unwrap_or_default();
+            let joined = if first {
+                format!("{dir}:{value}")
+            } else {
+                format!("{value}:{dir}")
+            };
+            theirs["value"] = json!(joined);
         }
-        None => env.push(json!({ "name": "PYTHONPATH", "value": TARGET })),
+        None => env.push(json!({ "name": "PYTHONPATH", "value": dir })),
     }
 }
 

@@ -255,13 +255,7 @@ pub fn replica_jobs(
             }
             // The SDK after the job's own PYTHONPATH: a program's own
             // `paddlecloud` module, if it ships one, wins.
-            match env.iter_mut().find(|e| e["name"] == "PYTHONPATH") {
-                Some(theirs) => {
-                    let value = theirs["value"].as_str().unwrap_or_default().to_owned();
-                    theirs["value"] = json!(format!("{value}:{SDK_DIR}"));
-                }
-                None => env.push(json!({ "name": "PYTHONPATH", "value": SDK_DIR })),
-            }
+            super::environment::add_to_pythonpath(&mut env, SDK_DIR, false);
             env.push(json!({ "name": "POD_IP", "valueFrom": { "fieldRef": { "fieldPath": "status.podIP" } } }));
             env.push(json!({
                 "name": "PADDLECLOUD_JOB_TOKEN",
