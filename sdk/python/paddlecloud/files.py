@@ -99,7 +99,13 @@ class FilesMixin:
             if err.status != 404:
                 raise
             body = {"name": name, "description": description, "tags": list(tags)}
-            self._json("POST", f"/{plural}", body=body)
+            try:
+                self._json("POST", f"/{plural}", body=body)
+            except PaddleCloudError as made:
+                # Another process (a second replica, a parallel run) made it between
+                # our GET and POST: it exists, which is all "made if missing" means.
+                if made.status != 409:
+                    raise
 
     def _put(self, plural: str, owner: str, name: str, local: str, path: str,
              version: Optional[int]) -> Dict[str, Any]:

@@ -982,6 +982,33 @@ class FilesTest(ClientTestCase):
         self.assertIn("refused 403", self.client.logs(job["name"]))
         self.assertIn(name, [d["name"] for d in self.client.list_datasets()])
 
+    def test_parallel_runs_registering_a_new_model_all_get_a_version(self):
+        # Each run finds the model missing and makes it; all but one of the
+        # makers are told it exists, which must not fail the run (a CI run of the
+        # 50-run endings test lost 3 versions to that).
+        name = job_name("par")
+        weights = Path(tempfile.mkdtemp(dir=_tmp)) / "w.bin"
+        weights.write_bytes(b"w")
+        runs = 12
+        start = threading.Barrier(runs)
+        got, errors = [], []
+
+        def register():
+            client = Client(server=SERVER, key=KEY, timeout=30)
+            start.wait()
+            try:
+                got.append(client.register_model(name, weights)["version"])
+            except PaddleCloudError as err:
+                errors.append(str(err))
+
+        threads = [threading.Thread(target=register) for _ in range(runs)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(sorted(got), list(range(1, runs + 1)))
+
     def test_a_missing_path_and_a_bad_name_are_refused_with_a_reason(self):
         with self.assertRaises(PaddleCloudError) as err:
             self.client.upload_dataset("fine", "/nonexistent/folder")
