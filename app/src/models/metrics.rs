@@ -158,29 +158,35 @@ pub fn validate_batch(points: &[MetricPoint]) -> Result<(), AppError> {
         });
     }
     for (i, p) in points.iter().enumerate() {
-        if let Err(why) = validate_tag(&p.tag) {
+        if let Err((key, why)) = validate_point(p) {
             return Err(AppError::invalid(
-                format!("[{i}].tag"),
-                format!("Point {i}: {why}."),
+                format!("[{i}].{key}"),
+                format!("Point {i}: {why}"),
             ));
         }
-        if let Some(t) = p.wall_time {
-            if !t.is_finite() || t < 0.0 {
-                return Err(AppError::invalid(
-                    format!("[{i}].wall_time"),
-                    format!("Point {i}: wall_time must be seconds since the Unix epoch."),
-                ));
-            }
-            // Year 2286 in seconds is 1e10; anything larger is milliseconds.
-            if t > 1.0e10 {
-                return Err(AppError::invalid(
-                    format!("[{i}].wall_time"),
-                    format!(
-                        "Point {i}: wall_time {t} looks like milliseconds; send seconds since \
-                         the Unix epoch."
-                    ),
-                ));
-            }
+    }
+    Ok(())
+}
+
+/// Checks one point: its tag, and a wall time in seconds. On failure, the
+/// key at fault (`tag`, `wall_time`) and why.
+pub fn validate_point(p: &MetricPoint) -> Result<(), (&'static str, String)> {
+    validate_tag(&p.tag).map_err(|why| ("tag", format!("{why}.")))?;
+    if let Some(t) = p.wall_time {
+        if !t.is_finite() || t < 0.0 {
+            return Err((
+                "wall_time",
+                "wall_time must be seconds since the Unix epoch.".into(),
+            ));
+        }
+        // Year 2286 in seconds is 1e10; anything larger is milliseconds.
+        if t > 1.0e10 {
+            return Err((
+                "wall_time",
+                format!(
+                    "wall_time {t} looks like milliseconds; send seconds since the Unix epoch."
+                ),
+            ));
         }
     }
     Ok(())
@@ -196,6 +202,38 @@ pub struct AppendSummary {
     pub tags: usize,
     /// Earlier points replaced because a step repeated (a resumed job).
     pub replaced: usize,
+}
+
+/// A TensorBoard tag whose plugin a metric file has named, and whether that
+/// is the scalars plugin: the state a file's reader needs to go on from an
+/// offset (see `POST /api/v1/jobs/{name}/metric-files/{file}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct PluginTag {
+    /// The tag.
+    pub tag: String,
+    /// Whether its plugin is `scalars`.
+    pub scalar: bool,
+}
+
+/// What the console made of a piece of a metric file shipped from a pod.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct MetricFileAck {
+    /// Where the file's next piece starts: past the last complete record
+    /// (a record cut off at the piece's end is sent again with the rest).
+    pub offset: u64,
+    /// Points stored from this piece.
+    pub points: usize,
+    /// Send these back with the next piece of this file.
+    pub plugin_tags: Vec<PluginTag>,
+    /// The size of the record at `offset` when the piece ended inside it:
+    /// send at least this much next time (or skip a record too large to send).
+    pub next_record: Option<u64>,
+    /// Why reading cannot go past `offset` (damaged framing), if it cannot.
+    pub stalled: Option<String>,
+    /// Damaged records skipped and points refused, each saying why.
+    pub warnings: Vec<String>,
 }
 
 /// A job's series as the tag list shows it.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import http.client
+import io
 import json
 import math
 import os
@@ -263,6 +264,7 @@ class Client(FilesMixin):
         timeout: Any = _UNSET,
         accept: str = "application/json",
         stream: Optional[tuple] = None,
+        headers: Optional[Mapping[str, str]] = None,
     ):
         url = f"{self.server}/api/v1{path}"
         if query:
@@ -270,6 +272,7 @@ class Client(FilesMixin):
             if pairs:
                 url += "?" + urllib.parse.urlencode(pairs)
         headers = {
+            **(headers or {}),
             "Authorization": f"Bearer {self._key}",
             "Accept": accept,
             "User-Agent": _USER_AGENT,
@@ -923,6 +926,29 @@ class Client(FilesMixin):
             for p in points
         ]
         return self._json("POST", f"/jobs/{_quote(name)}/metrics", body=body)
+
+    def ship_metric_file(
+        self,
+        name: str,
+        path: str,
+        offset: int,
+        data: bytes,
+        plugin_tags: Sequence[Mapping[str, Any]] = (),
+    ) -> Dict[str, Any]:
+        """Sends the bytes of a TensorBoard or VisualDL file (``path``, relative
+        to the replica's directory) from ``offset`` for the console to read as
+        job ``name``'s metrics. Returns ``{"offset", "points", "plugin_tags",
+        "stalled", "warnings"}``: send the file's next piece from ``offset``
+        with these ``plugin_tags``. `paddlecloud.ship` does this for a pod."""
+        url = f"/jobs/{_quote(name)}/metric-files/" + urllib.parse.quote(path, safe="/")
+        extra = {"PaddleCloud-Plugin-Tags": json.dumps(list(plugin_tags))} if plugin_tags else None
+        return self._json(
+            "POST",
+            url,
+            query=[("offset", int(offset))],
+            stream=(io.BytesIO(data), len(data)),
+            headers=extra,
+        )
 
     def metric_tags(self, name: str) -> List[Dict[str, Any]]:
         """Job ``name``'s series: ``[{"tag", "points", "last_step"}]``."""

@@ -183,6 +183,10 @@ pub const SDK_FILES: &[(&str, &str)] = &[
         "serving.py",
         include_str!("../../../sdk/python/paddlecloud/serving.py"),
     ),
+    (
+        "ship.py",
+        include_str!("../../../sdk/python/paddlecloud/ship.py"),
+    ),
 ];
 
 #[cfg(test)]

@@ -59,8 +59,8 @@ pub async fn resolve_session(
                         return refuse(
                             parts.uri.path(),
                             AppError::forbidden(format!(
-                                "A job's token may only write and read the metrics of job \
-                                 “{job}”, read datasets and register models; use an \
+                                "A job's token may only write and read the metrics (and metric \
+                                 files) of job “{job}”, read datasets and register models; use an \
                                  access key for anything else."
                             )),
                         );
@@ -109,7 +109,9 @@ pub async fn resolve_session(
 /// whose it is, make models and register versions of them (recorded as the
 /// job's output), read datasets and models. Never delete anything.
 fn job_token_may(job: &str, method: &Method, path: &str) -> bool {
-    if path.starts_with(&format!("/api/v1/jobs/{job}/metrics")) {
+    if path.starts_with(&format!("/api/v1/jobs/{job}/metrics"))
+        || path.starts_with(&format!("/api/v1/jobs/{job}/metric-files/"))
+    {
         return true;
     }
     if method == Method::DELETE {

@@ -272,11 +272,12 @@ pub fn replica_jobs(
             pod_labels[ROLE] = json!(role.as_str());
             pod_labels[INDEX] = json!(index.to_string());
             pod_labels[REPLICA] = json!(replica);
+            let (command, args) = shipping_metric_files(spec);
             let mut container = json!({
                 "name": CONTAINER,
                 "image": job_image(spec),
-                "command": spec.command,
-                "args": spec.args,
+                "command": command,
+                "args": args,
                 "env": env,
                 "ports": [{ "containerPort": port.parse::<u16>().unwrap_or(PS_PORT) }],
                 "resources": { "requests": amounts, "limits": amounts },
@@ -318,6 +319,39 @@ pub fn replica_jobs(
             }))
         })
         .collect()
+}
+
+/// Runs `paddlecloud.ship` (from the mounted SDK) with the replica's command
+/// as its child, where the image has `python3`: it sends the TensorBoard and
+/// VisualDL files the command writes to PaddleBoard, as the console reads a
+/// local job's directory. Elsewhere the command runs as it is. A program
+/// that is not there is named in the container's termination message
+/// ("Could not start …", which [`super::watch`] shows as the job's reason),
+/// as the runtime names it when it starts the program itself.
+const SHIP: &str = concat!(
+    "if command -v python3 >/dev/null 2>&1; then exec python3 -c '",
+    "import sys; sys.path.insert(0, \"/opt/paddlecloud/python\"); ",
+    "from paddlecloud.ship import main; main()' -- \"$@\"; fi; ",
+    "if ! command -v \"$1\" >/dev/null 2>&1; then ",
+    "m=\"Could not start $1: no such program in the image\"; echo \"$m\" >&2; ",
+    "{ echo \"$m\" >/dev/termination-log; } 2>/dev/null; exit 127; fi; exec \"$@\"",
+);
+
+/// The container's command and args: the spec's behind [`SHIP`], or the
+/// image's entrypoint (no command given), which is left alone.
+fn shipping_metric_files(spec: &JobSpec) -> (Vec<String>, Vec<String>) {
+    if spec.command.is_empty() {
+        return (Vec::new(), spec.args.clone());
+    }
+    let mut command = vec![
+        "/bin/sh".to_owned(),
+        "-c".to_owned(),
+        SHIP.to_owned(),
+        "paddlecloud-ship".to_owned(),
+    ];
+    command.extend(spec.command.iter().cloned());
+    command.extend(spec.args.iter().cloned());
+    (command, Vec::new())
 }
 
 /// The SDK's files of the parent ConfigMap, by their names in the package.
@@ -442,6 +476,22 @@ mod tests {
         assert_eq!(
             env("PADDLECLOUD_JOB_TOKEN")["valueFrom"]["secretKeyRef"]["name"],
             "mnist-token"
+        );
+    }
+
+    #[test]
+    fn a_replicas_command_runs_behind_the_metric_file_shipper_and_an_entrypoint_is_left_alone() {
+        let mut s = spec();
+        s.args = vec!["--epochs".into(), "3".into()];
+        let (command, args) = shipping_metric_files(&s);
+        assert_eq!(command[..2], ["/bin/sh", "-c"]);
+        assert!(command[2].contains(SDK_DIR), "{}", command[2]);
+        assert_eq!(command[4..], ["python", "train.py", "--epochs", "3"]);
+        assert!(args.is_empty());
+        s.command.clear();
+        assert_eq!(
+            shipping_metric_files(&s),
+            (vec![], vec!["--epochs".to_owned(), "3".to_owned()])
         );
     }
 

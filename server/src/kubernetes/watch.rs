@@ -107,7 +107,11 @@ pub(super) fn update_of(pod: &KubePod) -> PodUpdate {
                 (Some(t), Some(code)) => {
                     let detail = t.message.clone().or(t.reason.clone()).unwrap_or_default();
                     let detail = detail.trim().lines().last().unwrap_or("").to_owned();
-                    if t.reason.as_deref() == Some("StartError")
+                    if detail.starts_with("Could not start ") {
+                        // The metric-file shipper's wrapper said so itself
+                        // (`objects::SHIP`): it started, the program did not.
+                        detail
+                    } else if t.reason.as_deref() == Some("StartError")
                         || t.reason.as_deref() == Some("ContainerCannotRun")
                     {
                         let program = pod

@@ -117,6 +117,23 @@ pub(crate) fn next_vdl_record(data: &[u8]) -> Frame<'_> {
     }
 }
 
+/// The bytes the record at the start of `data` occupies in all, once its
+/// header is there and sound: how much a reader that stopped at an
+/// incomplete record needs before it can go on.
+pub(crate) fn record_len(format: super::LogFormat, data: &[u8]) -> Option<usize> {
+    let len = read_u64_le(data)?;
+    let (header, footer) = match format {
+        super::LogFormat::TensorBoard => {
+            if masked_crc32c(&data[..8]) != read_u32_le(data.get(8..)?)? {
+                return None;
+            }
+            (TF_HEADER_LEN, TF_FOOTER_LEN)
+        }
+        super::LogFormat::VisualDl => (VDL_HEADER_LEN, 0),
+    };
+    Some(header + checked_len(len).ok()? + footer)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,5 +223,19 @@ mod tests {
     fn a_huge_visualdl_length_loses_the_framing() {
         let rec = u64::MAX.to_le_bytes();
         assert!(matches!(next_vdl_record(&rec), Frame::Lost(_)));
+    }
+
+    #[test]
+    fn an_incomplete_records_length_is_known_from_its_header() {
+        use super::super::LogFormat;
+        let record = tfrecord(&[7; 100]);
+        assert_eq!(record_len(LogFormat::TensorBoard, &record[..12]), Some(116));
+        assert_eq!(record_len(LogFormat::TensorBoard, &record[..11]), None);
+        let mut damaged = record.clone();
+        damaged[9] ^= 1;
+        assert_eq!(record_len(LogFormat::TensorBoard, &damaged), None);
+        let mut vdl = 100u64.to_le_bytes().to_vec();
+        vdl.extend([1, 2, 3]);
+        assert_eq!(record_len(LogFormat::VisualDl, &vdl), Some(108));
     }
 }

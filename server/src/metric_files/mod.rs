@@ -38,6 +38,7 @@
 //! Nothing here panics on any input.
 
 pub(crate) mod framing;
+pub mod shipped;
 mod tensorboard;
 mod visualdl;
 pub mod watch;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::models::{Account, MetricPoint, MAX_BATCH_POINTS};
+use app::models::{validate_point, Account, MetricPoint, MAX_BATCH_POINTS};
 use app::ports::Metrics;
 use tokio::sync::watch;
 
@@ -90,17 +90,10 @@ async fn pass(
         for warning in &batch.warnings {
             tracing::warn!(job, file = %path.display(), "{warning}");
         }
-        let prefix = run_prefix(dir, &path);
-        let points: Vec<MetricPoint> = batch
-            .points
-            .into_iter()
-            .map(|p| MetricPoint {
-                tag: format!("{prefix}{}", p.tag),
-                step: p.step,
-                value: p.value,
-                wall_time: Some(p.wall_time),
-            })
-            .collect();
+        let (points, refused) = metric_points(&run_prefix(dir, &path), batch.points);
+        for why in &refused {
+            tracing::warn!(job, file = %path.display(), "{why}");
+        }
         let mut stored = true;
         for chunk in points.chunks(MAX_BATCH_POINTS) {
             if let Err(err) = metrics.append(account, job, chunk.to_vec()).await {
@@ -116,8 +109,36 @@ async fn pass(
     }
 }
 
+/// The points of a file as PaddleBoard stores them: tags with the file's run
+/// `prefix` in front. Points PaddleBoard would refuse (a control character
+/// in a tag, a wall time in milliseconds) are left out, each with why, so one
+/// bad point does not hold back the rest of the file.
+pub(crate) fn metric_points(
+    prefix: &str,
+    points: Vec<super::ScalarPoint>,
+) -> (Vec<MetricPoint>, Vec<String>) {
+    let mut refused = Vec::new();
+    let points = points
+        .into_iter()
+        .map(|p| MetricPoint {
+            tag: format!("{prefix}{}", p.tag),
+            step: p.step,
+            value: p.value,
+            wall_time: Some(p.wall_time),
+        })
+        .filter(|p| match validate_point(p) {
+            Ok(()) => true,
+            Err((_, why)) => {
+                refused.push(format!("point {:?} step {} left out: {why}", p.tag, p.step));
+                false
+            }
+        })
+        .collect();
+    (points, refused)
+}
+
 /// `runs/train/` for `<dir>/runs/train/events.out…`, empty at the top.
-fn run_prefix(dir: &Path, file: &Path) -> String {
+pub(crate) fn run_prefix(dir: &Path, file: &Path) -> String {
     file.parent()
         .and_then(|parent| parent.strip_prefix(dir).ok())
         .map(|rel| rel.to_string_lossy().replace('\\', "/"))

@@ -33,6 +33,7 @@ mod local_scheduling;
 mod mail_contract;
 mod members;
 mod metric_envelope;
+mod metric_files_shipped;
 mod metric_logs_handmade;
 mod metric_logs_python_damage;
 mod metric_logs_python_writers;

@@ -48,11 +48,18 @@ async fn log(site: &Site, key: &str, name: &str, pod: &str) -> String {
 /// logs) if it ends otherwise.
 async fn wait_for(site: &Site, key: &str, name: &str, status: &str, limit: Duration) -> Value {
     let start = Instant::now();
+    let mut said = String::new();
     loop {
         let j = job(site, key, name).await;
         if j["status"] == status {
             return j;
         }
+        // What it waits for, each time that changes (a slow start says why).
+        let now = format!("{} {}", j["status"], j["message"]);
+        if now != said && j["message"].as_str().is_some_and(|m| !m.is_empty()) {
+            eprintln!("{name} at {:?}: {now}", start.elapsed());
+        }
+        said = now;
         let ended =
             ["succeeded", "failed", "stopped"].contains(&j["status"].as_str().unwrap_or(""));
         if ended || start.elapsed() > limit {
@@ -70,7 +77,7 @@ async fn wait_for(site: &Site, key: &str, name: &str, status: &str, limit: Durat
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_fit_a_line_template_trains_over_gloo_in_containers_and_registers_its_model_on_a_real_node(
+async fn the_fit_a_line_template_trains_over_gloo_in_containers_charts_its_loss_and_its_model_is_served_on_a_real_node(
 ) {
     let Some((node, client)) = common::node::client().await else {
         return;
@@ -79,6 +86,23 @@ async fn the_fit_a_line_template_trains_over_gloo_in_containers_and_registers_it
     let account = format!("fit{:08x}", getrandom::u32().unwrap());
     let key = common::rest::key_for(&site, &account).await;
 
+    // What the node still runs (its two CPUs are what fit-a-line's two
+    // trainers ask for): anything here delays the start below.
+    let everywhere: Api<Pod> = Api::all(client.clone());
+    for pod in everywhere.list(&ListParams::default()).await.unwrap() {
+        let status = pod.status.as_ref();
+        eprintln!(
+            "before fit-a-line: {}/{} {} {}",
+            pod.metadata.namespace.as_deref().unwrap_or(""),
+            pod.metadata.name.as_deref().unwrap_or(""),
+            status.and_then(|s| s.phase.as_deref()).unwrap_or(""),
+            if pod.metadata.deletion_timestamp.is_some() {
+                "terminating"
+            } else {
+                ""
+            },
+        );
+    }
     let submitted = Instant::now();
     let run = json!({"owner": "paddlecloud", "name": "fit", "values": {"epochs": 5}});
     let created = call(
@@ -136,6 +160,31 @@ async fn the_fit_a_line_template_trains_over_gloo_in_containers_and_registers_it
         .unwrap();
     assert!(last_loss < 0.05, "loss {last_loss}: {first}");
     assert!(first.contains("registered fit-a-line version 1"), "{first}");
+    // Trainer 0's VisualDL file, written inside its container, is charted on
+    // PaddleBoard (sent by the SDK's shipper the pod runs the command under):
+    // one point per epoch, the last the loss the log printed.
+    let curve = call(
+        &site,
+        Method::GET,
+        "/api/v1/jobs/fit/metrics/vdl/train/loss?format=csv",
+        Some(&key),
+        None,
+    )
+    .await;
+    assert_eq!(curve.status, StatusCode::OK, "{}", curve.body);
+    let values: Vec<f64> = curve
+        .body
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(values.len(), 5, "{}", curve.body);
+    assert!(
+        (values[4] - last_loss).abs() < 1e-4,
+        "{} vs {last_loss}",
+        curve.body
+    );
+    assert!(values[4] < values[0], "the loss went down: {}", curve.body);
     let model = call(
         &site,
         Method::GET,
@@ -158,6 +207,60 @@ async fn the_fit_a_line_template_trains_over_gloo_in_containers_and_registers_it
     for file in ["line.pdparams", "inference.pdiparams"] {
         assert!(files.body.contains(file), "{file} not in {}", files.body);
     }
+
+    // The registered version, served by the default predict server in a
+    // container of the same image, answers through the console's /serve/.
+    let launched_at = Instant::now();
+    let launched = call(
+        &site,
+        Method::POST,
+        "/api/v1/serving",
+        Some(&key),
+        Some(json!({
+            "name": "line", "model": "fit-a-line", "version": 1, "replicas": 1,
+            "resources": {"cpu": "500m", "memory": "1Gi"},
+            "image": "paddlepaddle/paddle:3.3.1",
+        })),
+    )
+    .await;
+    assert_eq!(launched.status, StatusCode::CREATED, "{}", launched.body);
+    loop {
+        let instance = call(&site, Method::GET, "/api/v1/serving/line", Some(&key), None)
+            .await
+            .json();
+        if instance["status"] == "ready" {
+            break;
+        }
+        assert!(
+            launched_at.elapsed() < Duration::from_secs(180) && instance["status"] != "failed",
+            "{instance}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    eprintln!(
+        "fit-a-line served: launch -> Ready {:?}",
+        launched_at.elapsed()
+    );
+    let answer = call(
+        &site,
+        Method::POST,
+        &format!("/serve/{account}/line/predict"),
+        Some(&key),
+        Some(json!({"inputs": {"x": [[1.0, 1.0]]}})),
+    )
+    .await;
+    let y = answer.first_prediction();
+    // 2·1 − 3.4·1 + 4.2
+    assert!((y - 2.8).abs() < 0.3, "{}", answer.body);
+    let gone = call(
+        &site,
+        Method::DELETE,
+        "/api/v1/serving/line",
+        Some(&key),
+        None,
+    )
+    .await;
+    assert!(gone.status.is_success(), "{}", gone.body);
 
     // The logs outlive the pods.
     pods.delete_collection(

@@ -430,6 +430,7 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         "GET /api/v1/jobs/{name}/pods/{pod}/log",
         "GET /api/v1/jobs/{name}/metrics",
         "POST /api/v1/jobs/{name}/metrics",
+        "POST /api/v1/jobs/{name}/metric-files/{file}",
         "GET /api/v1/jobs/{name}/metrics/{tag}",
         "GET /api/v1/jobs/{name}/resources",
         "GET /api/v1/quota",
@@ -514,6 +515,7 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
             .replace("{kind}", "datasets")
             .replace("{owner}", "vision")
             .replace("{path}", "a/b.txt")
+            .replace("{file}", "vdl/vdlrecords.1.log")
             .replace("{id}", "1")
             .replace("{version}", "1")
             .replace("{token}", "pcs_nope");

@@ -197,6 +197,7 @@ fn concrete(template: &str, team: &Team) -> String {
         .replace("{pod}", &team.pod)
         .replace("{path}", "a.txt")
         .replace("{tag}", "loss")
+        .replace("{file}", "vdl/vdlrecords.1.log")
         .replace("{version}", "1")
         .replace("{token}", "0123456789abcdef")
         .replace("{user_id}", &team.owner_id.to_string())

@@ -3,20 +3,22 @@
 
 use app::error::AppError;
 use app::models::{
-    AppendSummary, ChartRange, MetricPoint, RangeQuery, SeriesEnvelope, TagSummary, MAX_WIDTH,
+    AppendSummary, ChartRange, MetricFileAck, MetricPoint, PluginTag, RangeQuery, SeriesEnvelope,
+    TagSummary, MAX_WIDTH,
 };
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use http::{header, HeaderValue, StatusCode};
+use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::{Caller, Writer};
 use crate::http::AppState;
+use crate::metric_files::shipped::{self, PLUGIN_TAGS_HEADER};
 
 /// Largest request body the batch route reads (10,000 points with long tags).
 pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
@@ -121,6 +123,78 @@ pub async fn append(
         .append(&who.me.account, &name, points)
         .await?;
     Ok(Json(summary))
+}
+
+/// Query of the metric-file route.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PieceParams {
+    /// Where in the file the body starts (default 0): the `offset` of the
+    /// file's last answer.
+    offset: Option<u64>,
+}
+
+/// Stores the scalars of a piece of a TensorBoard (`*tfevents*`) or VisualDL
+/// (`vdlrecords*`) file a replica writes where the console cannot read it
+/// (inside a pod): the file's bytes from `offset`, decoded as the console
+/// decodes a local job's files. The answer says where the next piece starts;
+/// a record cut off at the end is sent again with the rest. The SDK's
+/// `paddlecloud.ship` does this for every replica on Kubernetes.
+#[utoipa::path(
+    post,
+    path = "/api/v1/jobs/{name}/metric-files/{file}",
+    tag = "metrics",
+    params(
+        ("name" = String, Path, description = "The job's name"),
+        ("file" = String, Path, description = "The file's path below the replica's directory; \
+            may contain `/`, whose folders become the tags' run (`runs/train/loss`)"),
+        PieceParams,
+        ("paddlecloud-plugin-tags" = Option<String>, Header, description = "`plugin_tags` of \
+            the file's last answer, as JSON"),
+    ),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream"),
+    responses(
+        (status = 200, description = "Stored", body = MetricFileAck),
+        (status = 400, description = "Not a metric file's path, a piece over 4 MiB, or bad plugin tags", body = ErrorBody),
+        (status = 401, description = "No or a wrong key", body = ErrorBody),
+        (status = 404, description = "No such job in this account", body = ErrorBody),
+    )
+)]
+pub async fn ship_file(
+    State(state): State<AppState>,
+    Writer(who): Writer,
+    Path((name, file)): Path<(String, String)>,
+    query: Result<Query<PieceParams>, QueryRejection>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<MetricFileAck>, ApiError> {
+    let Query(query) = query?;
+    let plugin_tags: Vec<PluginTag> = match headers.get(PLUGIN_TAGS_HEADER) {
+        None => Vec::new(),
+        Some(value) => value
+            .to_str()
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .map(serde_json::from_str)
+            .unwrap_or(Ok(Vec::new()))
+            .map_err(|err| {
+                ApiError(AppError::invalid(
+                    PLUGIN_TAGS_HEADER,
+                    format!("Send back the plugin_tags of the file's last answer, as JSON: {err}"),
+                ))
+            })?,
+    };
+    let ack = shipped::receive(
+        &*state.services.metrics,
+        &who.me.account,
+        &name,
+        &file,
+        query.offset.unwrap_or(0),
+        plugin_tags,
+        &body,
+    )
+    .await?;
+    Ok(Json(ack))
 }
 
 /// The job's series: tag, number of points, last step.

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use app::error::AppError;
 use app::models::Me;
 use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
@@ -51,7 +51,7 @@ use crate::http::caller::Caller;
     // A tag or a file path may contain `/`, which the router matches with a
     // wildcard that OpenAPI cannot spell: these paths are listed here and
     // routed by hand.
-    paths(metrics::series, assets::put_file, assets::get_file, assets::delete_file,
+    paths(metrics::series, metrics::ship_file, assets::put_file, assets::get_file, assets::delete_file,
           assets::shared_file),
     // Schemas only parameters name are not collected from the routes.
     components(schemas(ErrorBody, app::models::JobSort, metrics::SeriesFormat)),
@@ -172,6 +172,12 @@ pub fn router() -> Router<AppState> {
     let doc = Arc::new(doc);
     routes
         .route("/api/v1/jobs/{name}/metrics/{*tag}", get(metrics::series))
+        .route(
+            "/api/v1/jobs/{name}/metric-files/{*file}",
+            post(metrics::ship_file).layer(axum::extract::DefaultBodyLimit::max(
+                crate::metric_files::shipped::MAX_PIECE + 1,
+            )),
+        )
         // Uploads stream: no body limit here; the store enforces
         // --max-upload-bytes as the bytes arrive.
         .route(

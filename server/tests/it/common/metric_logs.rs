@@ -97,18 +97,28 @@ fn write_fixture() -> Option<Fixture> {
         module_path!().replace("::", "-")
     ));
     let _ = fs::remove_dir_all(&dir);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/write_metric_logs.py");
     let out = Command::new(&python)
-        .arg(&script)
+        .arg(writer_script())
         .arg(&dir)
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
     assert!(
         out.status.success(),
         "{} failed:\n{}",
-        script.display(),
+        writer_script().display(),
         String::from_utf8_lossy(&out.stderr)
     );
+    Some(load_fixture(&dir))
+}
+
+/// tests/fixtures/write_metric_logs.py: `python write_metric_logs.py DIR`
+/// writes runs of the real writers into `DIR` and their manifest beside them.
+pub fn writer_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/write_metric_logs.py")
+}
+
+/// The fixture the writer script left in `dir`, from its manifest.
+pub fn load_fixture(dir: &Path) -> Fixture {
     let manifest = fs::read_to_string(dir.join("manifest.tsv")).expect("manifest written");
     let (mut started, mut finished) = (f64::NAN, f64::NAN);
     let mut expected = Vec::new();
@@ -128,12 +138,12 @@ fn write_fixture() -> Option<Fixture> {
             _ => panic!("bad manifest line {line:?}"),
         }
     }
-    Some(Fixture {
-        dir,
+    Fixture {
+        dir: dir.to_owned(),
         expected,
         started,
         finished,
-    })
+    }
 }
 
 /// Reads a whole file in one call, asserting it is undamaged.

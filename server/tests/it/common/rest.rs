@@ -34,6 +34,17 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// The first output of a predict call's answer (`{"outputs": {name: [[y]]}}`),
+    /// asserting the call succeeded.
+    pub fn first_prediction(&self) -> f64 {
+        assert_eq!(self.status, StatusCode::OK, "{}", self.body);
+        self.json()["outputs"]
+            .as_object()
+            .and_then(|o| o.values().next())
+            .and_then(|v| v[0][0].as_f64())
+            .unwrap_or_else(|| panic!("{}", self.body))
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
