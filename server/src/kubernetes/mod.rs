@@ -375,15 +375,18 @@ impl Inner {
         }
     }
 
-    /// Waits (at most the grace period and a margin) until the job has no
-    /// pods left: a stop returns once its processes have ended.
-    async fn wait_pods_gone(&self, namespace: &str, job_id: i64) {
+    /// Waits (at most the grace period and a margin) until none of the job's
+    /// pods runs a container: a stop returns once its processes have ended.
+    async fn wait_pods_ended(&self, namespace: &str, job_id: i64) {
         let id = job_id.to_string();
         let lp = ListParams::default().labels(&selector(&[(MANAGED_BY, CONSOLE), (JOB_ID, &id)]));
         let deadline = tokio::time::Instant::now() + self.grace + Duration::from_secs(15);
         while tokio::time::Instant::now() < deadline {
             match self.api::<KubePod>(namespace).list(&lp).await {
-                Ok(list) if list.items.is_empty() => return,
+                // A pod whose containers all ended holds no process: the
+                // object itself may linger (a kubelet reclaims its volumes
+                // and sandbox on a 10 s status sync) without anyone waiting.
+                Ok(list) if list.items.iter().all(|p| !pods::any_container_running(p)) => return,
                 Ok(_) => {}
                 Err(err) => {
                     tracing::warn!(error = %err, job_id, "waiting for a job's pods to end");
@@ -457,7 +460,7 @@ impl Inner {
             self.store.set_status(job_id, status, message).await?;
             self.emit(account.id, &stored.job.name);
             if removed.is_ok() {
-                self.wait_pods_gone(&account.namespace, job_id).await;
+                self.wait_pods_ended(&account.namespace, job_id).await;
             }
             removed
         }

@@ -69,6 +69,27 @@ pub(crate) fn waiting_reason(pod: &Pod) -> Option<String> {
 }
 
 /// Variable `name` of a container, as JSON (`Null` when it has none).
+/// Whether a pod may still run a process: a container reported running (or
+/// not reported at all in a Running pod). A waiting container (being made,
+/// or never started) runs nothing, and a deleted pod starts nothing new.
+pub(crate) fn any_container_running(pod: &Pod) -> bool {
+    let Some(status) = &pod.status else {
+        return false;
+    };
+    let phase = status.phase.as_deref();
+    if matches!(phase, Some("Succeeded" | "Failed")) {
+        return false;
+    }
+    match status.container_statuses.as_deref() {
+        Some(containers) if !containers.is_empty() => containers.iter().any(|c| {
+            c.state
+                .as_ref()
+                .is_none_or(|s| s.terminated.is_none() && s.waiting.is_none())
+        }),
+        _ => phase == Some("Running"),
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn env_of(container: &serde_json::Value, name: &str) -> serde_json::Value {
     container["env"]
@@ -131,5 +152,28 @@ mod tests {
             failure(&p).as_deref(),
             Some("Traceback\nNo module named jupyterlab")
         );
+    }
+
+    #[test]
+    fn a_pod_runs_a_process_until_its_containers_have_ended() {
+        let container = |state: serde_json::Value| {
+            json!({ "name": "c", "ready": false, "restartCount": 0, "image": "x", "imageID": "",
+                    "state": state })
+        };
+        let running = pod(json!({ "phase": "Running",
+            "containerStatuses": [container(json!({ "running": {} }))] }));
+        assert!(any_container_running(&running));
+        // Deleted, its container killed, the object still there.
+        let ended = pod(json!({ "phase": "Running",
+            "containerStatuses": [container(json!({ "terminated": { "exitCode": 137 } }))] }));
+        assert!(!any_container_running(&ended));
+        let making = pod(json!({ "phase": "Pending",
+            "containerStatuses": [container(json!({ "waiting": { "reason": "ContainerCreating" } }))] }));
+        assert!(!any_container_running(&making));
+        // Running with nothing said about its containers: assume they run.
+        assert!(any_container_running(&pod(json!({ "phase": "Running" }))));
+        assert!(!any_container_running(&pod(
+            json!({ "phase": "Succeeded" })
+        )));
     }
 }
