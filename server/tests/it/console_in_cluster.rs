@@ -23,22 +23,30 @@ fn kubectl(args: &[&str]) -> String {
     text
 }
 
-/// Deletes what the manifest made when the test ends, passed or not: the
-/// node's CPUs are few, and later tests count on them.
-struct Deployed(&'static str);
+/// Deletes what the manifest made, and the account's namespace with what the
+/// console made in it (a notebook, jobs), when the test ends, passed or not:
+/// the node's CPUs are few, and later tests count on them.
+struct Deployed {
+    manifest: &'static str,
+    namespace: String,
+}
 
 impl Drop for Deployed {
     fn drop(&mut self) {
-        let _ = Command::new("kubectl")
-            .args([
-                "delete",
-                "--ignore-not-found",
-                "--wait=true",
-                "--timeout=60s",
-                "-f",
-                self.0,
-            ])
-            .output();
+        for what in [
+            ["-f", self.manifest],
+            ["namespace", self.namespace.as_str()],
+        ] {
+            let _ = Command::new("kubectl")
+                .args([
+                    "delete",
+                    "--ignore-not-found",
+                    "--wait=true",
+                    "--timeout=60s",
+                ])
+                .args(what)
+                .output();
+        }
     }
 }
 
@@ -111,7 +119,11 @@ async fn the_console_deployed_from_its_manifest_runs_jobs_through_its_service_an
     // As the manifest's header says: the secret, then the file as it is.
     let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/paddlecloud.yaml");
     let started = Instant::now();
-    let _deployed = Deployed(manifest);
+    // The namespace the console gives the account.
+    let _deployed = Deployed {
+        manifest,
+        namespace: app::models::namespace_for(&account),
+    };
     kubectl(&["apply", "-f", manifest]);
     kubectl(&[
         "-n",
@@ -231,7 +243,109 @@ async fn the_console_deployed_from_its_manifest_runs_jobs_through_its_service_an
             "{job}"
         );
     }
+    notebook_through_the_service(&http, &base, &account, &key, &node.shell_image).await;
     measure(&http, &base, &account).await;
+}
+
+/// A notebook made through the deployed console: JupyterLab in a container
+/// opens through either replica (each request on a fresh connection, so
+/// kube-proxy spreads them; only one replica started it), and its kernel
+/// submits a job with the SDK, which reaches the console by its Service's
+/// name (the manifest's `PADDLECLOUD_PUBLIC_URL`).
+async fn notebook_through_the_service(
+    http: &reqwest::Client,
+    base: &str,
+    account: &str,
+    key: &str,
+    shell_image: &str,
+) {
+    let made = http
+        .post(format!("{base}/api/v1/notebooks"))
+        .bearer_auth(key)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(
+            json!({
+                "name": "lab", "image": "paddlepaddle/paddle:3.3.1",
+                "resources": {"cpu": "250m", "memory": "1Gi"},
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), 201, "{}", made.text().await.unwrap());
+    let started = Instant::now();
+    loop {
+        let (_, nb) = get(http, &format!("{base}/api/v1/notebooks/lab"), key)
+            .await
+            .unwrap();
+        if nb["status"] == "running" {
+            break;
+        }
+        assert!(
+            nb["status"] != "failed" && started.elapsed() < Duration::from_secs(180),
+            "{nb}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    eprintln!(
+        "deployed: a notebook Running {:?} after it was made",
+        started.elapsed()
+    );
+    let signed_in = http
+        .post(format!("{base}/api/sign_in"))
+        .header("accept", "application/json")
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(format!(
+            "account={account}&email=ann%40example.com&password=a+long+password"
+        ))
+        .send()
+        .await
+        .unwrap();
+    let cookie = signed_in
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .unwrap_or_else(|| panic!("no session cookie: {signed_in:?}"))
+        .to_owned();
+    let lab = format!("/notebooks/{account}/lab/");
+    for _ in 0..8 {
+        let status = reqwest::Client::new()
+            .get(format!("{base}{lab}api/status"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(status.status(), 200, "{}", status.text().await.unwrap());
+    }
+    let kernel = crate::notebooks::start_kernel(base, &lab, &cookie).await;
+    let code = format!(
+        "import paddlecloud\n\
+         job = paddlecloud.create_cloud_job('from-lab', 1, '64Mi', 0, '100m', command=['true'],\n\
+                                            image='{shell_image}')\n\
+         print('JOB', job['name'])\n"
+    );
+    let printed = crate::notebooks::run_cell(base, &lab, &kernel, &cookie, &code).await;
+    assert_eq!(crate::notebooks::printed_value(&printed, "JOB"), "from-lab");
+    let (status, job) = get(http, &format!("{base}/api/v1/jobs/from-lab"), key)
+        .await
+        .unwrap();
+    assert_eq!(
+        (status, &job["spec"]["notebook"]),
+        (200, &json!("lab")),
+        "{job}"
+    );
+    let gone = http
+        .delete(format!("{base}/api/v1/notebooks/lab"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 204, "{}", gone.text().await.unwrap());
 }
 
 /// The console's own figures in the cluster (README, "On a real node"): its

@@ -1,14 +1,13 @@
 //! The notebook contract: what any notebook backend must do, checked with a
 //! real JupyterLab behind the console on a real socket. The local executor
 //! runs it with processes of the test venv's Python; the Kubernetes backend
-//! runs the same functions against a real API server
-//! (`scripts/kube-test-cluster.sh`), whose pods the test kubelet runs as
-//! local processes with their workspace claim (provisioned by the cluster's
-//! default StorageClass) mounted. Kubernetes-only behaviours (what the
-//! notebook is made of, why a pod waits, a console restart that keeps the
-//! kernels) follow.
+//! runs the same functions on the real node (`scripts/kube-node.sh`): the
+//! notebook's JupyterLab runs in a container of the PaddlePaddle image built
+//! here, its workspace a claim the node's hostPath provisioner binds, and
+//! the kernel's jobs run in containers beside it. Kubernetes-only behaviours
+//! (what the notebook is made of, why a pod waits, a console restart that
+//! keeps the kernels) follow.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use app::models::NotebookStatus;
@@ -40,16 +39,31 @@ struct Harness {
     account: String,
     /// What the console was built from.
     config: Config,
-    /// On Kubernetes: what reads the cluster, and the node's kubelet.
+    /// On Kubernetes: what reads the cluster.
     kube: Option<Kube>,
+    /// Holds the local backend's broken Python.
+    _dir: Option<tempfile::TempDir>,
 }
 
 struct Kube {
     client: kube::Client,
     /// The account's namespace.
     namespace: String,
-    _kubelet: common::kubelet::TestKubelet,
 }
+
+/// Where a harness's notebooks run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    /// Processes of the test venv's Python.
+    Local,
+    /// Containers on the real node.
+    RealNode,
+}
+
+/// The image notebooks run on the real node: JupyterLab and PaddlePaddle.
+const NOTEBOOK_IMAGE: &str = "paddlepaddle/paddle:3.3.1";
+/// An image on the node whose Python has no JupyterLab.
+const NO_JUPYTER_IMAGE: &str = "python:3.11-slim";
 
 impl Kube {
     fn api<K>(&self) -> Api<K>
@@ -74,38 +88,57 @@ impl Kube {
     }
 }
 
-/// The console with notebooks run by `python`, on Kubernetes if `on_kube`
-/// (`None`: skipped, no test cluster), and a new account's owner.
-async fn harness(python: &Path, on_kube: bool) -> Option<Harness> {
-    let client = if on_kube {
-        Some(common::kubelet::test_client().await?)
-    } else {
-        None
+/// The console with notebooks on `backend` (`None`: skipped, no Python with
+/// JupyterLab or no real node), their servers unable to start if `broken`,
+/// and a new account's owner.
+async fn harness(backend: Backend, broken: bool) -> Option<Harness> {
+    let mut dir = None;
+    let (address, python, client, image) = match backend {
+        Backend::Local => {
+            let python = if broken {
+                let made = tempfile::tempdir().unwrap();
+                let python = broken_python(made.path());
+                dir = Some(made);
+                python
+            } else {
+                jupyter_python()?.clone()
+            };
+            (
+                "127.0.0.1".to_owned(),
+                python.display().to_string(),
+                None,
+                None,
+            )
+        }
+        Backend::RealNode => {
+            let (node, client) = common::node::client().await?;
+            let image = if broken {
+                NO_JUPYTER_IMAGE
+            } else {
+                NOTEBOOK_IMAGE
+            };
+            (node.ip, "python3".to_owned(), Some(client), Some(image))
+        }
     };
-    let mut kubelet_dir = None;
     let mut built = None;
-    let (site, url) = common::site::on_socket(|config, db, _| {
+    let (site, url) = common::site::on_socket_at(&address, |config, _, _| {
         let cluster = match &client {
             None => config.cluster.clone(),
-            Some(client) => {
-                kubelet_dir = Some(db.dir().join("kubelet"));
-                ClusterChoice::Kube {
-                    access: KubeAccess::Client {
-                        client: client.clone(),
-                        name: "test-kube".into(),
-                    },
-                    serving_model_root: None,
-                    notebook_pods: Box::new(NotebookPods {
-                        // The test kubelet's pods share the host's network.
-                        port: common::free_port(),
-                        grace_seconds: 1,
-                        ..NotebookPods::default()
-                    }),
-                }
-            }
+            Some(client) => ClusterChoice::Kube {
+                access: KubeAccess::Client {
+                    client: client.clone(),
+                    name: "real-node".into(),
+                },
+                serving_model_root: None,
+                notebook_pods: Box::new(NotebookPods {
+                    image: image.unwrap().to_owned(),
+                    grace_seconds: 1,
+                    ..NotebookPods::default()
+                }),
+            },
         };
         let config = Config {
-            notebook_python: python.display().to_string(),
+            notebook_python: python,
             notebook_probe_secs: 3600,
             cluster,
             ..config
@@ -114,12 +147,6 @@ async fn harness(python: &Path, on_kube: bool) -> Option<Harness> {
         config
     })
     .await;
-    let kubelet = match (&client, kubelet_dir) {
-        (Some(client), Some(dir)) => {
-            Some(common::kubelet::TestKubelet::start(client.clone(), &dir).await)
-        }
-        _ => None,
-    };
     // Tests share the cluster: an account (and namespace) of their own.
     let account = format!("nb{:08x}", getrandom::u32().unwrap());
     let (key, cookie) = key_and_cookie(&site, &account).await;
@@ -128,11 +155,7 @@ async fn harness(python: &Path, on_kube: bool) -> Option<Harness> {
         .fetch_one(&site.db.pool)
         .await
         .unwrap();
-    let kube = client.zip(kubelet).map(|(client, kubelet)| Kube {
-        client,
-        namespace,
-        _kubelet: kubelet,
-    });
+    let kube = client.map(|client| Kube { client, namespace });
     Some(Harness {
         site,
         url,
@@ -141,6 +164,7 @@ async fn harness(python: &Path, on_kube: bool) -> Option<Harness> {
         account,
         config: built.unwrap(),
         kube,
+        _dir: dir,
     })
 }
 
@@ -177,12 +201,12 @@ macro_rules! contract {
             mod $name {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn on_local() {
-                    super::$name(false).await;
+                    super::$name(super::Backend::Local).await;
                 }
 
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn on_kubernetes() {
-                    super::$name(true).await;
+                async fn on_a_real_node() {
+                    super::$name(super::Backend::RealNode).await;
                 }
             }
         )*
@@ -195,12 +219,9 @@ contract!(
 );
 
 async fn a_notebook_submits_jobs_with_its_own_key_and_keeps_its_workspace_until_deleted(
-    on_kube: bool,
+    backend: Backend,
 ) {
-    let Some(python) = jupyter_python() else {
-        return;
-    };
-    let Some(h) = harness(python, on_kube).await else {
+    let Some(h) = harness(backend, false).await else {
         return;
     };
     let name = "scratch";
@@ -308,10 +329,8 @@ async fn a_notebook_submits_jobs_with_its_own_key_and_keeps_its_workspace_until_
     h.delete(name).await;
 }
 
-async fn a_server_that_cannot_start_fails_with_its_own_words(on_kube: bool) {
-    let dir = tempfile::tempdir().unwrap();
-    let broken = broken_python(dir.path());
-    let Some(h) = harness(&broken, on_kube).await else {
+async fn a_server_that_cannot_start_fails_with_its_own_words(backend: Backend) {
+    let Some(h) = harness(backend, true).await else {
         return;
     };
     let made = h
@@ -335,14 +354,11 @@ async fn a_server_that_cannot_start_fails_with_its_own_words(on_kube: bool) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_kubernetes_a_notebook_too_big_for_any_node_waits_and_says_why() {
-    let Some(python) = jupyter_python() else {
+async fn a_notebook_too_big_for_any_node_waits_and_says_why_on_a_real_node() {
+    let Some(h) = harness(Backend::RealNode, false).await else {
         return;
     };
-    let Some(h) = harness(python, true).await else {
-        return;
-    };
-    // The test node offers 64 CPUs.
+    // The node has a few CPUs, not a hundred.
     let made = h
         .post(
             "/api/v1/notebooks",
@@ -386,15 +402,12 @@ async fn on_kubernetes_a_notebook_too_big_for_any_node_waits_and_says_why() {
 }
 
 #[test]
-fn on_kubernetes_a_restarted_console_takes_over_a_running_notebook_and_its_kernels() {
-    let Some(python) = jupyter_python() else {
-        return;
-    };
+fn a_restarted_console_takes_over_a_running_notebook_and_its_kernels_on_a_real_node() {
     // The first console process: its runtime is torn down with the notebook
     // running, as a crash would; the second is built on the same database.
     let first = tokio::runtime::Runtime::new().unwrap();
     let Some((h, me, kernel, pod_uid)) = first.block_on(async {
-        let h = harness(python, true).await?;
+        let h = harness(Backend::RealNode, false).await?;
         running_notebook(&h.site, &h.key, "keep", json!({})).await;
         let lab = format!("/notebooks/{}/keep/", h.account);
         let kernel = start_kernel(&h.url, &lab, &h.cookie).await;
@@ -416,7 +429,7 @@ fn on_kubernetes_a_restarted_console_takes_over_a_running_notebook_and_its_kerne
         if let ClusterChoice::Kube { access, .. } = &mut config.cluster {
             *access = KubeAccess::Client {
                 client: client.clone(),
-                name: "test-kube".into(),
+                name: "real-node".into(),
             };
         }
         let console = server::console::Console::build(config).await.unwrap();

@@ -51,6 +51,8 @@ pub const DEFAULT_IMAGE: &str = "quay.io/jupyter/base-notebook:latest";
 pub const DEFAULT_PORT: u16 = 8888;
 /// How long a stop or delete waits for what it removed to go.
 const STOP_WAIT: Duration = Duration::from_secs(90);
+/// How long a server read off another replica's notebook pod is trusted.
+const SEEN_FOR: Duration = Duration::from_secs(5);
 /// The size of a workspace claim by default.
 pub const DEFAULT_WORKSPACE_SIZE: &str = "10Gi";
 
@@ -90,6 +92,9 @@ pub struct KubeNotebooks {
     python: String,
     /// Per notebook id: its status task and, once it answers, its server.
     followed: Arc<Mutex<HashMap<i64, Followed>>>,
+    /// Servers of notebooks another replica follows, read off their pods,
+    /// and when.
+    seen: Mutex<HashMap<i64, (String, std::time::Instant)>>,
     /// Asks a starting server whether it answers.
     probe: reqwest::Client,
 }
@@ -111,6 +116,7 @@ impl KubeNotebooks {
             pods,
             python,
             followed: Arc::new(Mutex::new(HashMap::new())),
+            seen: Mutex::new(HashMap::new()),
             probe: http_client(Duration::from_secs(2)).unwrap_or_default(),
         }
     }
@@ -316,13 +322,36 @@ impl NotebookBackend for KubeNotebooks {
         .await
     }
 
-    async fn upstream(&self, _account: &Account, id: i64, _name: &str) -> Option<String> {
-        self.followed
+    async fn upstream(&self, account: &Account, id: i64, name: &str) -> Option<String> {
+        let followed = self
+            .followed
             .lock()
             .expect("followed lock")
-            .get(&id)?
-            .upstream
-            .clone()
+            .get(&id)
+            .and_then(|f| f.upstream.clone());
+        if followed.is_some() {
+            return followed;
+        }
+        // Another replica of the console started it and follows it (the
+        // record says Running, or the proxy would not ask): its pod says
+        // where it is. Kept a few seconds, as a page loads many files.
+        if let Some((upstream, at)) = self.seen.lock().expect("seen lock").get(&id) {
+            if at.elapsed() < SEEN_FOR {
+                return Some(upstream.clone());
+            }
+        }
+        let pods: Api<Pod> = self.inner.api(&account.namespace);
+        let pod = pods.get_opt(&pod_name(name)).await.ok()??;
+        let status = pod.status?;
+        if status.phase.as_deref() != Some("Running") {
+            return None;
+        }
+        let upstream = format!("http://{}:{}", status.pod_ip?, self.pods.port);
+        self.seen
+            .lock()
+            .expect("seen lock")
+            .insert(id, (upstream.clone(), std::time::Instant::now()));
+        Some(upstream)
     }
 
     async fn adopt(&self, run: NotebookRun, reporter: NotebookReporter) -> Result<bool, AppError> {
