@@ -60,6 +60,11 @@ def records():
 
 open(hosts, "w").close()
 child = subprocess.Popen(["dnsmasq", "--keep-in-foreground", f"--addn-hosts={hosts}"] + dnsmasq_args)
+started = time.monotonic()
+# A SIGHUP that reaches dnsmasq before it has set up its handler ends it
+# (the node's start once failed so: "dnsmasq exited with -1"), so the first
+# reload waits this long after the start.
+SETTLE = 1.0
 
 
 def stop(*_):
@@ -80,7 +85,7 @@ while True:
         print("list failed:", e, file=sys.stderr, flush=True)
         time.sleep(1)
         continue
-    if cur != last:
+    if cur != last and time.monotonic() - started >= SETTLE:
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(hosts))
         with os.fdopen(fd, "w") as f:
             f.writelines(f"{ip} {name}\n" for ip, name in sorted(cur))

@@ -76,6 +76,52 @@ async fn wait_for(site: &Site, key: &str, name: &str, status: &str, limit: Durat
     }
 }
 
+/// Waits until no pod of an earlier test runs or is going on the node, so
+/// that what a test measures is the start, not the wait (a pod whose image
+/// could not be pulled took about 70 s to go after its deletion), and says
+/// how long it waited for what.
+async fn wait_until_the_node_is_free(client: &kube::Client, who: &str) {
+    let everywhere: Api<Pod> = Api::all(client.clone());
+    let waiting = Instant::now();
+    let mut seen = Vec::new();
+    loop {
+        let busy: Vec<String> = everywhere
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|p| {
+                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                !matches!(phase, Some("Succeeded" | "Failed"))
+            })
+            .map(|p| {
+                format!(
+                    "{}/{}{}",
+                    p.metadata.namespace.as_deref().unwrap_or(""),
+                    p.metadata.name.as_deref().unwrap_or(""),
+                    if p.metadata.deletion_timestamp.is_some() {
+                        " (terminating)"
+                    } else {
+                        ""
+                    },
+                )
+            })
+            .collect();
+        if busy.is_empty() {
+            break;
+        }
+        assert!(
+            waiting.elapsed() < Duration::from_secs(180),
+            "the node stays busy: {busy:?}"
+        );
+        seen = busy;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    if !seen.is_empty() {
+        eprintln!("{who}: waited {:?} for {seen:?} to go", waiting.elapsed());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fit_a_line_template_trains_over_gloo_in_containers_charts_its_loss_and_its_model_is_served_on_a_real_node(
 ) {
@@ -86,23 +132,8 @@ async fn the_fit_a_line_template_trains_over_gloo_in_containers_charts_its_loss_
     let account = format!("fit{:08x}", getrandom::u32().unwrap());
     let key = common::rest::key_for(&site, &account).await;
 
-    // What the node still runs (its two CPUs are what fit-a-line's two
-    // trainers ask for): anything here delays the start below.
-    let everywhere: Api<Pod> = Api::all(client.clone());
-    for pod in everywhere.list(&ListParams::default()).await.unwrap() {
-        let status = pod.status.as_ref();
-        eprintln!(
-            "before fit-a-line: {}/{} {} {}",
-            pod.metadata.namespace.as_deref().unwrap_or(""),
-            pod.metadata.name.as_deref().unwrap_or(""),
-            status.and_then(|s| s.phase.as_deref()).unwrap_or(""),
-            if pod.metadata.deletion_timestamp.is_some() {
-                "terminating"
-            } else {
-                ""
-            },
-        );
-    }
+    // Its two trainers ask for the node's two CPUs.
+    wait_until_the_node_is_free(&client, "fit-a-line").await;
     let submitted = Instant::now();
     let run = json!({"owner": "paddlecloud", "name": "fit", "values": {"epochs": 5}});
     let created = call(
@@ -296,6 +327,7 @@ async fn twenty_two_replica_jobs_in_a_row_each_start_and_their_start_times_are_p
     let (site, _url) = console_on(&node, &client).await;
     let account = format!("start{:08x}", getrandom::u32().unwrap());
     let key = common::rest::key_for(&site, &account).await;
+    wait_until_the_node_is_free(&client, "20 jobs").await;
     let mut took = Vec::new();
     for i in 0..20 {
         let name = format!("start-{i}");
