@@ -295,10 +295,30 @@ impl Inner {
             .map_err(|e| from_kube("stop the job's replicas", e))?;
         // The pods too, at once: the garbage collector would get to them,
         // but a stop should not wait for it.
-        self.api::<KubePod>(namespace)
-            .delete_collection(&DeleteParams::default(), &lp)
+        let api = self.api::<KubePod>(namespace);
+        api.delete_collection(&DeleteParams::default(), &lp)
             .await
             .map_err(|e| from_kube("stop the job's pods", e))?;
+        // A pod that never started a container has no process to give a
+        // grace period to, yet a kubelet stuck retrying its image pull took
+        // over a minute to let it go, its CPU request held all the while
+        // (measured on the real node): such pods go now.
+        let waiting = api
+            .list(&lp)
+            .await
+            .map_err(|e| from_kube("stop the job's pods", e))?;
+        for pod in waiting.items.iter().filter(|p| pods::never_started(p)) {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let now = DeleteParams {
+                grace_period_seconds: Some(0),
+                ..DeleteParams::default()
+            };
+            if let Err(err) = api.delete(&name, &now).await {
+                if !is_not_found(&err) {
+                    return Err(from_kube("stop the job's pods", err));
+                }
+            }
+        }
         Ok(())
     }
 

@@ -90,6 +90,22 @@ pub(crate) fn any_container_running(pod: &Pod) -> bool {
     }
 }
 
+/// Whether a pod is Pending with no container that ever ran (waiting for
+/// its image, or not yet placed): nothing of it runs, so nothing is lost by
+/// removing it without a grace period.
+pub(crate) fn never_started(pod: &Pod) -> bool {
+    let Some(status) = &pod.status else {
+        return true;
+    };
+    status.phase.as_deref().is_none_or(|p| p == "Pending")
+        && status.container_statuses.iter().flatten().all(|c| {
+            c.state
+                .as_ref()
+                .is_none_or(|s| s.running.is_none() && s.terminated.is_none())
+                && c.last_state.as_ref().is_none_or(|s| s.terminated.is_none())
+        })
+}
+
 #[cfg(test)]
 pub(crate) fn env_of(container: &serde_json::Value, name: &str) -> serde_json::Value {
     container["env"]
@@ -174,6 +190,26 @@ mod tests {
         assert!(any_container_running(&pod(json!({ "phase": "Running" }))));
         assert!(!any_container_running(&pod(
             json!({ "phase": "Succeeded" })
+        )));
+    }
+
+    #[test]
+    fn only_a_pending_pod_whose_containers_never_ran_counts_as_never_started() {
+        let with = |phase: &str, state: serde_json::Value| {
+            pod(
+                json!({ "phase": phase, "containerStatuses": [{ "name": "c", "ready": false,
+                "restartCount": 0, "image": "x", "imageID": "", "state": state }] }),
+            )
+        };
+        assert!(never_started(&with(
+            "Pending",
+            json!({ "waiting": { "reason": "ErrImagePull" } })
+        )));
+        assert!(never_started(&pod(json!({ "phase": "Pending" }))));
+        assert!(!never_started(&with("Running", json!({ "running": {} }))));
+        assert!(!never_started(&with(
+            "Pending",
+            json!({ "terminated": { "exitCode": 1 } })
         )));
     }
 }

@@ -426,4 +426,26 @@ async fn an_oomkilled_replica_and_a_missing_image_are_named_in_the_job_table_on_
         why.starts_with("trainer-0 ") && why.contains("ImagePull") && why.contains("no-such-image"),
         "{absent}"
     );
+    // Its pod, which never ran, goes at once and gives its CPU back (a
+    // kubelet retrying the pull let it go only after about a minute).
+    let namespace: String = sqlx::query_scalar("SELECT namespace FROM accounts WHERE name = $1")
+        .bind(&account)
+        .fetch_one(&site.db.pool)
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let failed_at = Instant::now();
+    while !pods
+        .list(&ListParams::default().labels("paddlecloud.org/job=absent"))
+        .await
+        .unwrap()
+        .items
+        .is_empty()
+    {
+        assert!(
+            failed_at.elapsed() < Duration::from_secs(10),
+            "the pod that never ran is still there"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
