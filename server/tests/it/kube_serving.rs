@@ -410,11 +410,7 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
     let key = common::rest::key_for(&site, &account).await;
     let me = site.owner(&account).await;
     // The namespace the console gave the account (read back, not assumed).
-    let ns: String = sqlx::query_scalar("SELECT namespace FROM accounts WHERE name = $1")
-        .bind(&account)
-        .fetch_one(&site.db.pool)
-        .await
-        .unwrap();
+    let ns = site.namespace_of(&account).await;
     // Pods that report the host's IP get Endpoints, which the API server's
     // service proxy (the /serve/… endpoint on Kubernetes) forwards to.
     let routable = common::kubelet::routable_pod_ips(&ns);

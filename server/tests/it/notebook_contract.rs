@@ -150,11 +150,7 @@ async fn harness(backend: Backend, broken: bool) -> Option<Harness> {
     // Tests share the cluster: an account (and namespace) of their own.
     let account = format!("nb{:08x}", getrandom::u32().unwrap());
     let (key, cookie) = key_and_cookie(&site, &account).await;
-    let namespace: String = sqlx::query_scalar("SELECT namespace FROM accounts WHERE name = $1")
-        .bind(&account)
-        .fetch_one(&site.db.pool)
-        .await
-        .unwrap();
+    let namespace = site.namespace_of(&account).await;
     let kube = client.map(|client| Kube { client, namespace });
     Some(Harness {
         site,

@@ -150,11 +150,7 @@ async fn the_fit_a_line_template_trains_over_gloo_in_containers_charts_its_loss_
     assert_eq!(running["trainers"]["total"], 2, "{running}");
     // They run in containers on the node (containerd's ids, the node's
     // name); the console deletes the pods once it has their logs.
-    let namespace: String = sqlx::query_scalar("SELECT namespace FROM accounts WHERE name = $1")
-        .bind(&account)
-        .fetch_one(&site.db.pool)
-        .await
-        .unwrap();
+    let namespace = site.namespace_of(&account).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
     let listed = pods
         .list(&ListParams::default().labels("paddlecloud.org/job=fit"))
@@ -428,11 +424,7 @@ async fn an_oomkilled_replica_and_a_missing_image_are_named_in_the_job_table_on_
     );
     // Its pod, which never ran, goes at once and gives its CPU back (a
     // kubelet retrying the pull let it go only after about a minute).
-    let namespace: String = sqlx::query_scalar("SELECT namespace FROM accounts WHERE name = $1")
-        .bind(&account)
-        .fetch_one(&site.db.pool)
-        .await
-        .unwrap();
+    let namespace = site.namespace_of(&account).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
     let failed_at = Instant::now();
     while !pods

@@ -177,6 +177,16 @@ impl Site {
     }
 
     /// A new access key of the site admin.
+    /// The Kubernetes namespace the console gave account `account` (read
+    /// back from its record, not assumed).
+    pub async fn namespace_of(&self, account: &str) -> String {
+        sqlx::query_scalar("SELECT namespace FROM accounts WHERE name = $1")
+            .bind(account)
+            .fetch_one(&self.db.pool)
+            .await
+            .unwrap()
+    }
+
     pub async fn admin_key(&self) -> String {
         server::access_keys::SqlAccessKeys::new(self.db.pool.clone())
             .create_for(ADMIN_ACCOUNT, ADMIN_EMAIL, "tests")
