@@ -16,7 +16,7 @@ WASM_IN="$TARGET/wasm32-unknown-unknown/wasm-release/frontend.wasm"
 WASM_OPT_FLAGS=(-Oz --enable-bulk-memory --enable-nontrapping-float-to-int
   --strip-target-features --strip-producers)
 
-echo "==> wasm bundle"
+say "wasm bundle"
 cargo build --locked --profile wasm-release -p frontend --lib --target wasm32-unknown-unknown
 
 mkdir -p "$PKG"
@@ -32,7 +32,7 @@ for f in "$PKG"/*.wasm "$PKG"/*.js "$PKG/$NAME.css"; do
   [ -f "$f.gz" ] && [ "$f.gz" -nt "$f" ] || gzip -9 -k -f "$f"
 done
 
-echo "==> server"
+say "server"
 cargo build --locked --release -p server
 
 scripts/bundle-size.sh "$PKG" "$NAME"

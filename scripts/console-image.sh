@@ -42,12 +42,6 @@ BASE="$CACHE/base.tar"
 BASE_IMAGE=docker.io/library/debian:bookworm-slim
 DEFAULT_OUT="$TOOLS/kube-node-images/console.tar"
 
-say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
-tick() { t0=${EPOCHREALTIME//[.,]/}; }
-tock() {
-  local us=$((${EPOCHREALTIME//[.,]/} - t0))
-  printf '    %s: %d.%01d s\n' "$1" $((us / 1000000)) $((us % 1000000 / 100000)) >&2
-}
 
 # The name the Deployment's pods ask for, normalized as containerd's CRI
 # looks it up: an image imported under the short name would not be found.

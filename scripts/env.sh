@@ -15,7 +15,22 @@ leptos_conf() {
   sed -n "s/^$1 *= *\"\(.*\)\"/\1/p" Leptos.toml | head -n 1
 }
 
-say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+# A milestone, on stderr (scripts that print results on stdout keep them
+# clean); its time also goes to $PADDLECLOUD_STAGES when that names a file,
+# from which .ci/run prints where the time went (scripts/stage-times.sh).
+say() {
+  printf '\033[1m==> %s\033[0m\n' "$*" >&2
+  if [ -n "${PADDLECLOUD_STAGES:-}" ]; then
+    printf '%s\t%s\n' "$(date +%s)" "$*" >>"$PADDLECLOUD_STAGES"
+  fi
+}
+
+# Phase timings: `tick` starts a clock, `tock WHAT` prints the time since.
+tick() { t0=${EPOCHREALTIME//[.,]/}; }
+tock() {
+  local us=$((${EPOCHREALTIME//[.,]/} - t0))
+  printf '    %s: %d.%01d s\n' "$1" $((us / 1000000)) $((us % 1000000 / 100000)) >&2
+}
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi

@@ -41,12 +41,6 @@ SYSCTLS=(net.ipv4.ip_forward net.ipv4.conf.all.route_localnet net.bridge.bridge-
   vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
   kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
 
-say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
-tick() { t0=${EPOCHREALTIME//[.,]/}; }
-tock() {
-  local us=$((${EPOCHREALTIME//[.,]/} - t0))
-  printf '    %s: %d.%01d s\n' "$1" $((us / 1000000)) $((us % 1000000 / 100000)) >&2
-}
 
 need_root() {
   if [ "$(id -u)" != 0 ]; then

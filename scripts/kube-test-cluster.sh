@@ -32,14 +32,7 @@ BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 # A real node's (scripts/kube-node.sh), from the same source.
 NODE_BINARIES=(kubelet kube-proxy)
 
-say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
-# Phase timings: `tick` starts a clock, `tock WHAT` prints the time since.
-tick() { t0=${EPOCHREALTIME//[.,]/}; }
-tock() {
-  local us=$((${EPOCHREALTIME//[.,]/} - t0))
-  printf '    %s: %d.%01d s\n' "$1" $((us / 1000000)) $((us % 1000000 / 100000)) >&2
-}
 
 have_binaries() {   # [BINARY...]: all there (default: the control plane's)
   local b

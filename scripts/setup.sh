@@ -74,6 +74,7 @@ test_tools() {
   fi
 }
 
+say "setup for ${1:-build}: what is missing is installed (tools kept under $TOOLS)"
 case "${1:-build}" in
   build) build_tools ;;
   test) test_tools ;;

@@ -17,16 +17,20 @@ export PADDLECLOUD_SERVING_PYTHON="${PADDLECLOUD_SERVING_PYTHON:-$TOOLS/pyvenv/b
 export PADDLECLOUD_REQUIRE_PADDLE=1
 
 rust_tests() {
-  echo "==> Rust tests (release profile: reuses the server build's dependencies)"
+  say "Rust tests: building them (scripts/rust-tests.sh: the release build's libraries, the test code at opt-level 0)"
+  scripts/shared-features.sh
+  scripts/rust-tests.sh build
+  say "Rust tests: running them"
   # With PostgreSQL and a Kubernetes API server started here, their tests must
   # run: a skip would be a silent pass. KUBECONFIG is dropped so the tests get
   # the throwaway cluster, never a real one this shell happens to point at.
+  # The watchdog ends a test that hangs, naming it (and what it waits on).
   env -u KUBECONFIG PADDLECLOUD_REQUIRE_POSTGRES=1 PADDLECLOUD_REQUIRE_PYTHON_WRITERS=1 PADDLECLOUD_REQUIRE_PROMETHEUS=1 \
     PADDLECLOUD_REQUIRE_KUBE=1 PADDLECLOUD_REQUIRE_JUPYTER=1 scripts/kube-test-cluster.sh run scripts/with-postgres.sh \
-    cargo test --locked --release --no-fail-fast -p app -p server --features app/ssr -- --skip on_a_real_node
+    scripts/test-watchdog.py -- scripts/rust-tests.sh run --skip on_a_real_node
 }
 
-# The same cargo arguments as rust_tests (nothing rebuilds), only the tests
+# The `it` binary of scripts/rust-tests.sh (as rust_tests built it), only the tests
 # named on_a_real_node, required to run: they skip only outside the node.
 # One at a time: requests are what the scheduler counts, and the node has
 # the machine's cores to give (fit-a-line's two trainers ask for 1 CPU each).
@@ -35,34 +39,34 @@ rust_tests() {
 # build's binary and site; cached), which the node imports; PostgreSQL beside
 # the node, on its address too, for the console deployed in it.
 kube_node_tests() {
-  echo "==> A real Kubernetes node (containerd, CNI, kube-proxy, DNS): its checks with kubectl, then the console's tests on it"
+  say "A real Kubernetes node (containerd, CNI, kube-proxy, DNS): its checks with kubectl, then the console's tests on it"
+  scripts/rust-tests.sh build   # up to date after the rust stage: cargo says Fresh
   scripts/console-image.sh build
   # shellcheck disable=SC2016 # expanded by the inner shell, inside the node
   scripts/kube-node.sh run sh -c 'scripts/kube-node/smoke.sh && \
     PADDLECLOUD_PG_ALSO_ON=$PADDLECLOUD_TEST_NODE_IP/24 PADDLECLOUD_REQUIRE_KUBE_NODE=1 PADDLECLOUD_REQUIRE_POSTGRES=1 \
-    scripts/with-postgres.sh cargo test --locked --release --no-fail-fast -p app -p server --features app/ssr \
-    --test it on_a_real_node -- --test-threads 1 --nocapture'
+    scripts/with-postgres.sh scripts/test-watchdog.py -- scripts/rust-tests.sh it on_a_real_node --test-threads 1 --nocapture'
 }
 
 sdk_tests() {
-  echo "==> Python SDK (standard library only; against the release binary)"
+  say "Python SDK (standard library only; against the release binary)"
   PADDLECLOUD_BIN="${CARGO_TARGET_DIR:-target}/release/paddlecloud" PADDLECLOUD_REQUIRE_PYTHON_WRITERS=1 \
     python3 -m unittest discover -s sdk/python/tests
 }
 
 api_tests() {
-  echo "==> The REST API against its OpenAPI document (schemathesis, seed 1)"
+  say "The REST API against its OpenAPI document (schemathesis, seed 1)"
   scripts/api-contract.sh "${CARGO_TARGET_DIR:-target}/release/paddlecloud"
 }
 
 load_tests() {
-  echo "==> Load and faults, short (followers, metric writers, pages; kill -9; PostgreSQL restarted)"
+  say "Load and faults, short (followers, metric writers, pages; kill -9; PostgreSQL restarted)"
   python3 scripts/load_faults.py --short --binary "${CARGO_TARGET_DIR:-target}/release/paddlecloud" \
     --site "$(leptos_conf site-root)"
 }
 
 e2e_tests() {
-  echo "==> Playwright (Debian chromium; hydrated and JavaScript-off projects)"
+  say "Playwright (Debian chromium; hydrated and JavaScript-off projects)"
   (cd end2end && npx playwright test)
 }
 

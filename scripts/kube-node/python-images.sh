@@ -46,11 +46,6 @@ HOST_PYTHON=/usr/bin/python3
 # mkimage.py's default PATH, for the chroot.
 IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
-tick() { t0=${EPOCHREALTIME//[.,]/}; }
-tock() {
-  local us=$((${EPOCHREALTIME//[.,]/} - t0))
-  printf '    %s: %d.%01d s\n' "$1" $((us / 1000000)) $((us % 1000000 / 100000)) >&2
-}
 
 usage() {
   echo "usage: $0 OUTDIR [paddle] [python]   (both by default)" >&2
