@@ -130,3 +130,128 @@ fn parse_value(text: &str) -> f64 {
         other => other.parse().unwrap_or_else(|_| panic!("value {other:?}")),
     }
 }
+
+/// One piece POSTed to `path` (a metric-files route) with `key`, and `tags`
+/// as the plugin tags header if given.
+async fn piece(
+    site: &crate::common::site::Site,
+    key: &str,
+    path: &str,
+    tags: Option<http::HeaderValue>,
+    body: Vec<u8>,
+) -> crate::common::rest::Answer {
+    let mut req =
+        http::Request::post(path).header(http::header::AUTHORIZATION, format!("Bearer {key}"));
+    if let Some(tags) = tags {
+        req = req.header("paddlecloud-plugin-tags", tags);
+    }
+    let res = site
+        .send(req.body(axum::body::Body::from(body)).unwrap())
+        .await;
+    let status = res.status();
+    let headers = res.headers().clone();
+    crate::common::rest::Answer {
+        status,
+        headers,
+        body: crate::common::site::text(res).await,
+    }
+}
+
+#[tokio::test]
+async fn bad_pieces_are_refused_naming_what_is_wrong_and_store_nothing() {
+    let site = crate::common::site::site().await;
+    let (key, _) = key_and_cookie(&site, "shipbad").await;
+    let (stranger, _) = key_and_cookie(&site, "shipother").await;
+    let submitted = call(
+        &site,
+        Method::POST,
+        "/api/v1/jobs",
+        Some(&key),
+        Some(spec("target", "sleep 300")),
+    )
+    .await;
+    assert_eq!(submitted.status, StatusCode::CREATED, "{}", submitted.body);
+    let file = "/api/v1/jobs/target/metric-files/runs/events.out.tfevents.1.host";
+
+    // What is wrong, named: the field at fault and a sentence.
+    let refused = [
+        (
+            "/api/v1/jobs/target/metric-files/notes.txt",
+            None,
+            "file",
+            "not a metric file",
+        ),
+        (
+            "/api/v1/jobs/target/metric-files/runs/../../etc/events.out.tfevents.1",
+            None,
+            "file",
+            "no `..`",
+        ),
+        (
+            file,
+            Some(http::HeaderValue::from_static("[{\"tag\": 3}]")),
+            "paddlecloud-plugin-tags",
+            "as JSON",
+        ),
+        (
+            file,
+            Some(http::HeaderValue::from_bytes(b"[\xff]").unwrap()),
+            "paddlecloud-plugin-tags",
+            "as JSON",
+        ),
+    ];
+    for (path, tags, field, words) in refused {
+        let answer = piece(&site, &key, path, tags, b"\x01\x02".to_vec()).await;
+        assert_eq!(
+            answer.status,
+            StatusCode::BAD_REQUEST,
+            "{path}: {}",
+            answer.body
+        );
+        assert_eq!(
+            answer.error().1.as_deref(),
+            Some(field),
+            "{path}: {}",
+            answer.body
+        );
+        assert!(answer.body.contains(words), "{path}: {}", answer.body);
+    }
+    let bad_offset = format!("{file}?offset=-1");
+    let answer = piece(&site, &key, &bad_offset, None, Vec::new()).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+    let too_big = piece(&site, &key, file, None, vec![0; (4 << 20) + 1]).await;
+    assert!(too_big.status.is_client_error(), "{}", too_big.status);
+    let far_too_big = piece(&site, &key, file, None, vec![0; 5 << 20]).await;
+    assert_eq!(far_too_big.status, StatusCode::PAYLOAD_TOO_LARGE);
+
+    // Another account's job is not there for this key; no key is no entry.
+    let answer = piece(&site, &stranger, file, None, Vec::new()).await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND, "{}", answer.body);
+    let res = site
+        .send(
+            http::Request::post(file)
+                .body(axum::body::Body::from(Vec::new()))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+
+    // An empty first piece is fine: nothing yet, the next piece from 0.
+    let answer = piece(&site, &key, file, None, Vec::new()).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.json()["offset"], 0, "{}", answer.body);
+    let tags = call(
+        &site,
+        Method::GET,
+        "/api/v1/jobs/target/metrics",
+        Some(&key),
+        None,
+    )
+    .await;
+    assert_eq!(
+        tags.json(),
+        serde_json::json!([]),
+        "nothing stored: {}",
+        tags.body
+    );
+}

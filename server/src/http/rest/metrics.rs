@@ -169,21 +169,7 @@ pub async fn ship_file(
     body: Bytes,
 ) -> Result<Json<MetricFileAck>, ApiError> {
     let Query(query) = query?;
-    let plugin_tags: Vec<PluginTag> = match headers.get(PLUGIN_TAGS_HEADER) {
-        None => Vec::new(),
-        Some(value) => value
-            .to_str()
-            .ok()
-            .filter(|v| !v.trim().is_empty())
-            .map(serde_json::from_str)
-            .unwrap_or(Ok(Vec::new()))
-            .map_err(|err| {
-                ApiError(AppError::invalid(
-                    PLUGIN_TAGS_HEADER,
-                    format!("Send back the plugin_tags of the file's last answer, as JSON: {err}"),
-                ))
-            })?,
-    };
+    let plugin_tags = plugin_tags(&headers)?;
     let ack = shipped::receive(
         &*state.services.metrics,
         &who.me.account,
@@ -195,6 +181,25 @@ pub async fn ship_file(
     )
     .await?;
     Ok(Json(ack))
+}
+
+/// The `plugin_tags` a piece carries back from the file's last answer (none
+/// on a file's first piece); a value that is not that JSON is refused.
+fn plugin_tags(headers: &HeaderMap) -> Result<Vec<PluginTag>, AppError> {
+    let Some(value) = headers.get(PLUGIN_TAGS_HEADER) else {
+        return Ok(Vec::new());
+    };
+    let bad = |why: &dyn std::fmt::Display| {
+        AppError::invalid(
+            PLUGIN_TAGS_HEADER,
+            format!("Send back the plugin_tags of the file's last answer, as JSON: {why}"),
+        )
+    };
+    match value.to_str() {
+        Err(err) => Err(bad(&err)),
+        Ok(text) if text.trim().is_empty() => Ok(Vec::new()),
+        Ok(text) => serde_json::from_str(text).map_err(|err| bad(&err)),
+    }
 }
 
 /// The job's series: tag, number of points, last step.
