@@ -124,7 +124,7 @@ mod web {
 
     use super::common::site::{location, site, text};
 
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread")]
     async fn the_account_pages_form_without_javascript_downloads_a_working_credentials_file() {
         let site = site().await;
         let cookie = site.sign_up("vision").await;
@@ -166,7 +166,7 @@ mod web {
         assert!(!page.contains(&credentials.key));
     }
 
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread")]
     async fn a_refused_key_name_goes_back_to_the_form_with_the_reason() {
         let site = site().await;
         let cookie = site.sign_up("vision").await;
@@ -189,7 +189,7 @@ mod web {
         assert!(page.contains("Give the key a name"), "{page}");
     }
 
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread")]
     async fn signed_out_browsers_get_no_key() {
         let site = site().await;
         let res = site
@@ -209,7 +209,7 @@ mod web {
         assert_eq!(stored, 0);
     }
 
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread")]
     async fn the_hydrated_page_gets_the_credentials_from_a_server_function_and_can_revoke() {
         let site = site().await;
         let cookie = site.sign_up("vision").await;

@@ -76,7 +76,7 @@ async fn complete_reset(site: &Site, token: &str, password: &str) -> crate::comm
     .await
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_sign_up_mails_a_link_that_confirms_the_address_once() {
     let smtp = SmtpServer::start().await;
     let site = site_mailing(&smtp, false).await;
@@ -132,7 +132,7 @@ async fn a_sign_up_mails_a_link_that_confirms_the_address_once() {
     assert_eq!(again.error().1.as_deref(), Some("token"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn with_confirmation_required_sign_in_waits_for_the_mailed_link() {
     let smtp = SmtpServer::start().await;
     let site = site_mailing(&smtp, true).await;
@@ -178,7 +178,7 @@ async fn with_confirmation_required_sign_in_waits_for_the_mailed_link() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn resending_the_confirmation_is_limited_to_once_a_minute() {
     let smtp = SmtpServer::start().await;
     let site = site_mailing(&smtp, false).await;
@@ -215,7 +215,7 @@ async fn resending_the_confirmation_is_limited_to_once_a_minute() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_reset_link_sets_a_new_password_once_and_ends_every_session() {
     let smtp = SmtpServer::start().await;
     let site = site_mailing(&smtp, false).await;
@@ -270,7 +270,7 @@ async fn a_reset_link_sets_a_new_password_once_and_ends_every_session() {
     assert_eq!(reused.error().1.as_deref(), Some("token"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn an_expired_reset_link_and_one_from_before_a_password_change_are_refused() {
     let smtp = SmtpServer::start().await;
     let site = site_mailing(&smtp, false).await;
@@ -316,7 +316,7 @@ async fn an_expired_reset_link_and_one_from_before_a_password_change_are_refused
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_reset_for_an_unknown_address_answers_the_same_and_repeated_ones_are_limited() {
     let smtp = SmtpServer::start().await;
     let site = site_mailing(&smtp, false).await;
@@ -357,7 +357,7 @@ async fn a_reset_for_an_unknown_address_answers_the_same_and_repeated_ones_are_l
         .is_some());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_password_change_needs_the_current_one_and_ends_the_other_sessions_and_if_asked_the_keys()
 {
     let smtp = SmtpServer::start().await;
@@ -420,7 +420,7 @@ async fn a_password_change_needs_the_current_one_and_ends_the_other_sessions_and
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_site_admin_mails_anyone_a_reset_link_and_the_audit_log_records_who_did_what() {
     let smtp = SmtpServer::start().await;
     let site = site_mailing(&smtp, false).await;
@@ -542,7 +542,7 @@ async fn a_site_admin_mails_anyone_a_reset_link_and_the_audit_log_records_who_di
     assert_eq!(other.status, StatusCode::NOT_FOUND);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_first_sign_up_on_an_empty_database_is_a_site_admin_and_the_next_is_not() {
     let db = crate::common::sqlite().await;
     let accounts = crate::common::accounts(&db);

@@ -63,7 +63,7 @@ async fn upload_form(
     location(&res)
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_dataset_made_uploaded_and_browsed_without_javascript_shows_its_files_and_previews() {
     let site = site().await;
     let cookie = site.sign_up("vision").await;
@@ -198,7 +198,7 @@ async fn a_dataset_made_uploaded_and_browsed_without_javascript_shows_its_files_
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_share_link_page_opens_signed_out_and_for_another_account_until_revoked() {
     let site = site().await;
     let owner = site.sign_up("vision").await;
@@ -313,7 +313,7 @@ async fn a_share_link_page_opens_signed_out_and_for_another_account_until_revoke
     assert_eq!(file.status(), StatusCode::NOT_FOUND);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_model_page_lists_versions_and_takes_files_only_while_a_version_is_uploading() {
     let site = site().await;
     let cookie = site.sign_up("vision").await;
@@ -390,7 +390,7 @@ async fn a_model_page_lists_versions_and_takes_files_only_while_a_version_is_upl
     assert!(page.contains("/api/v1/models/vision/resnet/archive.zip?version=1"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_dataset_asked_for_with_a_version_is_refused_alike_by_its_page_its_upload_form_and_rest()
 {
     let site = site().await;

@@ -163,12 +163,12 @@ macro_rules! contract {
     ($($name:ident),* $(,)?) => {
         $(
             mod $name {
-                #[tokio::test]
+                #[tokio::test(flavor = "multi_thread")]
                 async fn on_local_with_sqlite() {
                     super::$name(super::local(super::common::sqlite().await).await).await;
                 }
 
-                #[tokio::test]
+                #[tokio::test(flavor = "multi_thread")]
                 async fn on_local_with_postgres() {
                     if let Some(db) = super::common::postgres().await {
                         super::$name(super::local(db).await).await;

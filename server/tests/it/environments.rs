@@ -190,7 +190,7 @@ async fn a_build_that_fails_says_why_and_so_does_a_job_that_needed_it() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn versions_are_immutable_and_a_job_records_the_exact_one() {
     let site = common::site::site().await;
     let (key, _) = key_and_cookie(&site, "versions").await;
@@ -262,7 +262,7 @@ async fn versions_are_immutable_and_a_job_records_the_exact_one() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn bad_environments_are_refused_naming_the_field() {
     let site = common::site::site().await;
     let (key, _) = key_and_cookie(&site, "badenv").await;
@@ -303,7 +303,7 @@ async fn bad_environments_are_refused_naming_the_field() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn another_accounts_environment_is_not_found_until_a_site_admin_publishes_it() {
     let site = common::site::site().await;
     let (owner, _) = key_and_cookie(&site, "maker").await;
@@ -459,7 +459,7 @@ async fn another_accounts_environment_is_not_found_until_a_site_admin_publishes_
     assert!(log.to_string().contains(common::site::ADMIN_EMAIL), "{log}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_console_ships_paddle_cpu_and_minimal_for_everyone() {
     let site = common::site::site().await;
     let (key, _) = key_and_cookie(&site, "newcomer").await;
@@ -645,7 +645,7 @@ async fn the_shipped_fit_a_line_template_trains_with_two_trainers_and_evaluate_a
     assert!((y - 2.8).abs() < 0.3, "{}", answer.body);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_environments_pages_list_them_show_a_version_and_save_one_from_the_form() {
     let site = common::site::site().await;
     let (key, cookie) = key_and_cookie(&site, "pager").await;

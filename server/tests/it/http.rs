@@ -5,7 +5,7 @@ use crate::common::site::{cookie_pair, location, set_cookie, site, site_with, te
 use axum::body::Body;
 use http::{header, Request, StatusCode};
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn healthz_answers_ok_with_the_version() {
     let site = site().await;
     let res = site.get("/healthz", None).await;
@@ -15,7 +15,7 @@ async fn healthz_answers_ok_with_the_version() {
     assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_signed_out_visitor_is_sent_to_login_with_the_page_they_wanted() {
     let site = site().await;
     for (path, next) in [
@@ -33,7 +33,7 @@ async fn a_signed_out_visitor_is_sent_to_login_with_the_page_they_wanted() {
     assert!(text(login).await.contains("Sign in to PaddleCloud"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn signing_up_without_javascript_sets_a_protected_cookie_and_opens_jobs() {
     let site = site().await;
     let res = site
@@ -76,7 +76,7 @@ async fn signing_up_without_javascript_sets_a_protected_cookie_and_opens_jobs() 
     assert!(html.contains("vision") && html.contains("ann@example.com"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_session_cookie_is_secure_behind_https() {
     let site = site().await;
     let res = site
@@ -103,7 +103,7 @@ async fn the_session_cookie_is_secure_behind_https() {
     assert!(set_cookie(&res).contains("; Secure"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn form_errors_without_javascript_return_to_the_form_and_are_shown_there() {
     let site = site().await;
     site.sign_up("vision").await;
@@ -130,7 +130,7 @@ async fn form_errors_without_javascript_return_to_the_form_and_are_shown_there()
     assert!(html.contains(r#"id="account-error""#));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn server_function_errors_carry_their_http_status() {
     let site = site().await;
     let cookie = site.sign_up("vision").await;
@@ -180,7 +180,7 @@ async fn server_function_errors_carry_their_http_status() {
     assert_eq!(garbage.status(), StatusCode::BAD_REQUEST);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn signing_out_ends_the_session_on_the_server() {
     let site = site().await;
     let cookie = site.sign_up("vision").await;
@@ -208,7 +208,7 @@ async fn signing_out_ends_the_session_on_the_server() {
     assert_eq!(after.status(), StatusCode::SEE_OTHER);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn signed_in_users_skip_the_sign_in_page_and_unknown_pages_are_404() {
     let site = site().await;
     let cookie = site.sign_up("vision").await;
@@ -221,7 +221,7 @@ async fn signed_in_users_skip_the_sign_in_page_and_unknown_pages_are_404() {
     assert!(text(missing).await.contains("Page not found"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn sign_in_goes_back_to_the_page_asked_for_and_never_off_site() {
     let site = site().await;
     site.sign_up("vision").await;
@@ -244,7 +244,7 @@ async fn sign_in_goes_back_to_the_page_asked_for_and_never_off_site() {
     assert_eq!(location(&res), "/jobs");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_signed_in_page_sends_its_data_as_html_and_not_again_for_hydration() {
     let site = site().await;
     let cookie = site.sign_up("vision").await;

@@ -328,7 +328,7 @@ fn nowhere() -> Client {
     Client::try_from(config).unwrap()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn pages_render_with_a_cluster_unreachable_banner_within_two_seconds() {
     let site = common::site::site_configured(|config, _| server::console::Config {
         cluster: common::kubelet::kube_choice(&nowhere(), None),
@@ -351,7 +351,7 @@ async fn pages_render_with_a_cluster_unreachable_banner_within_two_seconds() {
     assert!(page.contains("Cluster unreachable"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn an_unreachable_cluster_is_reported_within_two_seconds_and_refuses_submits_clearly() {
     let client = nowhere();
     let db = common::sqlite().await;
@@ -413,7 +413,7 @@ fn kubectl(args: &[&str], stdin: &str) -> (bool, String) {
     (out.status.success(), text)
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_deployment_manifests_apply_and_grant_the_console_what_it_does_and_no_more() {
     if common::kubelet::test_client().await.is_none() {
         return;
@@ -512,7 +512,7 @@ async fn the_deployment_manifests_apply_and_grant_the_console_what_it_does_and_n
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_job_that_ran_locally_is_still_stopped_and_read_where_it_ran_after_a_switch() {
     let db = common::sqlite().await;
     let local = std::sync::Arc::new(common::local_cluster(&db).await);

@@ -546,7 +546,7 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_console_bringing_an_instance_back_keeps_its_token_unless_its_secret_lost_it() {
     // Nothing answers there: the replicas keep retrying their fetch, and
     // the instance stays active for the console to bring back.

@@ -166,7 +166,7 @@ fn pid_of(pod: &Pod) -> i32 {
         .unwrap()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_failing_pod_ends_failed_with_its_exit_code_and_both_output_streams_in_its_log() {
     let Some(env) = env("failing").await else {
         return;
@@ -192,7 +192,7 @@ async fn a_failing_pod_ends_failed_with_its_exit_code_and_both_output_streams_in
     env.done().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn tail_lines_timestamps_and_limit_bytes_work_through_the_apiserver() {
     let Some(env) = env("logparams").await else {
         return;
@@ -237,7 +237,7 @@ async fn tail_lines_timestamps_and_limit_bytes_work_through_the_apiserver() {
     env.done().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_followed_log_delivers_lines_live_and_ends_when_the_pod_ends() {
     let Some(env) = env("follow").await else {
         return;
@@ -283,7 +283,7 @@ async fn a_followed_log_delivers_lines_live_and_ends_when_the_pod_ends() {
     env.done().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn env_from_field_refs_secrets_config_maps_and_references_arrives() {
     let Some(env) = env("envs").await else { return };
     let secrets: Api<Secret> = Api::namespaced(env.client.clone(), &env.ns);
@@ -359,7 +359,7 @@ async fn env_from_field_refs_secrets_config_maps_and_references_arrives() {
     env.done().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn init_containers_run_in_order_and_a_failing_one_fails_the_pod() {
     let Some(env) = env("init").await else { return };
     let pod = |name: &str, second_init: &str| {
@@ -407,7 +407,7 @@ async fn init_containers_run_in_order_and_a_failing_one_fails_the_pod() {
     env.done().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_command_that_cannot_start_fails_the_pod_with_start_error() {
     let Some(env) = env("starterror").await else {
         return;
@@ -466,7 +466,7 @@ async fn delete_and_watch(env: &Env, name: &str) -> (Pod, Duration) {
     )
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn deleting_a_running_pod_ends_its_process_group_and_the_pod_disappears() {
     let Some(env) = env("delete").await else {
         return;
@@ -507,7 +507,7 @@ async fn deleting_a_running_pod_ends_its_process_group_and_the_pod_disappears() 
     env.done().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_job_with_backoff_limit_0_gets_its_pod_run_and_reports_succeeded() {
     let Some(env) = env("job").await else { return };
     let jobs: Api<Job> = Api::namespaced(env.client.clone(), &env.ns);
@@ -547,7 +547,7 @@ async fn a_job_with_backoff_limit_0_gets_its_pod_run_and_reports_succeeded() {
     env.done().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn pods_owned_by_a_config_map_are_garbage_collected_with_it() {
     let Some(env) = env("gc").await else { return };
     let maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
@@ -590,7 +590,7 @@ async fn pods_owned_by_a_config_map_are_garbage_collected_with_it() {
     env.done().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn status_follows_the_process_promptly() {
     let Some(env) = env("timing").await else {
         return;
@@ -634,7 +634,7 @@ async fn claim(env: &Env, name: &str) -> Api<PersistentVolumeClaim> {
     claims
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_claim_of_the_default_class_is_provisioned_and_mounted_and_outlives_its_pod() {
     let Some(env) = env("volumes").await else {
         return;
@@ -780,7 +780,7 @@ async fn a_claim_of_the_default_class_is_provisioned_and_mounted_and_outlives_it
     env.done().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_claim_bound_to_a_volume_that_is_not_host_path_fails_its_container_to_start() {
     let Some(env) = env("nfsclaim").await else {
         return;
@@ -838,7 +838,7 @@ async fn a_claim_bound_to_a_volume_that_is_not_host_path_fails_its_container_to_
     let _ = volumes.delete(&pv_name, &DeleteParams::default()).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_sub_path_mounts_one_file_and_a_mount_that_cannot_be_made_fails_the_container_naming_it()
 {
     let Some(env) = env("mountedge").await else {

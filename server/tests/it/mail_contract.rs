@@ -45,7 +45,7 @@ async fn contract(mailer: Arc<dyn Mailer>, delivered: impl AsyncFn() -> Vec<Rece
     assert_eq!(bad.field(), Some("email"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_outbox_writes_each_message_as_an_eml_file() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("outbox");
@@ -65,7 +65,7 @@ async fn the_outbox_writes_each_message_as_an_eml_file() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn smtp_hands_each_message_to_the_server() {
     let server = SmtpServer::start().await;
     let from = sender(server::mail::DEFAULT_FROM).unwrap();

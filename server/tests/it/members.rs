@@ -560,7 +560,7 @@ on_both_databases!(
     super::signing_up_again_with_ones_address_adds_an_account_to_the_same_user
 );
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_generated_password_must_be_changed_before_anything_else() {
     let site = crate::common::site::site().await;
     let accounts = crate::common::accounts(&site.db);

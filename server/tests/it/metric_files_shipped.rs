@@ -157,7 +157,7 @@ async fn piece(
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn bad_pieces_are_refused_naming_what_is_wrong_and_store_nothing() {
     let site = crate::common::site::site().await;
     let (key, _) = key_and_cookie(&site, "shipbad").await;

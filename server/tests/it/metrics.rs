@@ -232,7 +232,7 @@ on_both_databases!(
     super::writers_of_one_series_at_once_never_leave_it_zig_zagging
 );
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_first_chart_of_a_series_this_console_wrote_comes_from_memory() {
     let db = common::sqlite().await;
     let ann = with_job(&db, "ann", "live").await;
@@ -327,7 +327,7 @@ on_both_databases!(
     super::a_console_sees_points_that_another_console_wrote
 );
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_single_spike_among_200000_points_is_in_a_1000_pixel_chart() {
     let db = common::sqlite().await;
     let ann = with_job(&db, "ann", "long").await;
@@ -373,7 +373,7 @@ async fn a_single_spike_among_200000_points_is_in_a_1000_pixel_chart() {
     assert_eq!(e.points.len(), 1000);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn another_accounts_job_and_unknown_tags_are_not_found() {
     let db = common::sqlite().await;
     let ann = with_job(&db, "ann", "mine").await;
@@ -416,7 +416,7 @@ async fn another_accounts_job_and_unknown_tags_are_not_found() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn scalars_from_tensorboard_and_visualdl_files_a_job_writes_reach_its_board() {
     let Some(python) = common::metric_logs::python() else {
         assert!(
@@ -506,7 +506,7 @@ async fn scalars_from_tensorboard_and_visualdl_files_a_job_writes_reach_its_boar
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_chart_against_time_gets_the_points_logged_in_that_time() {
     let db = common::sqlite().await;
     let ann = with_job(&db, "ann", "timed").await;

@@ -44,7 +44,7 @@ async fn submit(site: &Site, key: &str, name: &str, script: &str) {
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_batch_posted_with_a_key_is_charted_and_exported() {
     let site = site().await;
     let key = key_for(&site, "vision").await;
@@ -140,7 +140,7 @@ async fn a_batch_posted_with_a_key_is_charted_and_exported() {
     assert!(lines[3].ends_with(",-Infinity"), "{csv}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn bad_batches_are_refused_whole_with_the_point_at_fault() {
     let site = site().await;
     let key = key_for(&site, "vision").await;
@@ -195,7 +195,7 @@ async fn bad_batches_are_refused_whole_with_the_point_at_fault() {
     assert_eq!(tags, "[]", "nothing of a refused batch is kept");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_jobs_own_token_writes_that_jobs_metrics_and_nothing_else() {
     let site = site().await;
     let key = key_for(&site, "vision").await;

@@ -36,7 +36,7 @@ async fn mlflow(
     )
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn runs_belong_to_their_account_and_errors_are_in_mlflows_shape() {
     let site = site().await;
     let ann = key_for(&site, "vision").await;
@@ -171,7 +171,7 @@ async fn runs_belong_to_their_account_and_errors_are_in_mlflows_shape() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_run_tagged_with_a_job_logs_that_jobs_metrics_and_leaves_its_status_alone() {
     let site = site().await;
     let ann = key_for(&site, "vision").await;

@@ -113,7 +113,7 @@ async fn a_notebooks_kernel_runs_in_the_environment_it_names() {
 /// The dialogs take an environment (jobs, notebooks, serving) and the
 /// model versions a job reads; what is not there comes back naming the
 /// field, and nothing is made.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_dialogs_refuse_an_environment_or_a_model_that_is_not_there_naming_the_field() {
     let site = common::site::site().await;
     let (key, cookie) = key_and_cookie(&site, "dialogs").await;

@@ -267,7 +267,7 @@ on_both_databases!(
     super::a_node_is_retried_after_its_backoff_and_retry_from_failed_reuses_what_succeeded
 );
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn bad_pipelines_are_refused_naming_what_is_wrong_and_nothing_runs() {
     let site = common::site::site().await;
     let key = key_for(&site, "badflows").await;

@@ -480,7 +480,7 @@ fn assert_gauge(series: &[PodSeries], pod: &str, expected: f64, what: &str) {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_real_prometheus_gives_each_job_pods_usage_and_its_refusals_in_its_own_words() {
     let Some(binary) = prometheus_binary() else {
         return;
@@ -655,7 +655,7 @@ async fn a_real_prometheus_gives_each_job_pods_usage_and_its_refusals_in_its_own
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_prometheus_that_is_not_running_is_reported_unreachable_within_three_seconds() {
     let url = format!("http://127.0.0.1:{}", common::free_port());
     let prom = Prometheus::new(&url).unwrap();
@@ -692,7 +692,7 @@ async fn a_prometheus_that_is_not_running_is_reported_unreachable_within_three_s
     eprintln!("{err}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_server_that_is_not_prometheus_is_a_bad_answer_not_a_panic() {
     // The exporter answers 404 with no body to the API's paths.
     let (addr, _state) = start_exporter().await;

@@ -8,7 +8,7 @@ use http::{header, Method, Request, StatusCode};
 use serde_json::{json, Value};
 use server::access_keys::SqlAccessKeys;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_job_submitted_with_a_key_runs_and_its_pods_and_logs_can_be_read() {
     let site = site().await;
     let key = key_for(&site, "vision").await;
@@ -121,7 +121,7 @@ async fn a_job_submitted_with_a_key_runs_and_its_pods_and_logs_can_be_read() {
     assert_eq!(again.error().0, "not_found");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn stopping_a_running_job_ends_it_as_stopped() {
     let site = site().await;
     let key = key_for(&site, "vision").await;
@@ -147,7 +147,7 @@ async fn stopping_a_running_job_ends_it_as_stopped() {
     assert_eq!(stopped.json()["status"], "stopped");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn every_route_refuses_callers_without_a_valid_key() {
     let site = site().await;
     let key = key_for(&site, "vision").await;
@@ -197,7 +197,7 @@ async fn every_route_refuses_callers_without_a_valid_key() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_browser_session_may_use_the_api_too() {
     let site = site().await;
     let cookie = site.sign_up("vision").await;
@@ -212,7 +212,7 @@ async fn a_browser_session_may_use_the_api_too() {
     assert_eq!(res.status(), StatusCode::OK);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn bad_input_gets_a_400_naming_the_field() {
     let site = site().await;
     let key = key_for(&site, "vision").await;
@@ -330,7 +330,7 @@ async fn bad_input_gets_a_400_naming_the_field() {
     assert_eq!(unknown.error().0, "not_found");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn another_accounts_job_is_not_found_on_every_route() {
     let site = site().await;
     let ann = key_for(&site, "vision").await;
@@ -389,7 +389,7 @@ async fn another_accounts_job_is_not_found_on_every_route() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
     let site = site().await;
     let key = key_for(&site, "vision").await;

@@ -516,7 +516,7 @@ async fn every_server_function_checks_the_callers_role(team: &Team) {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn every_route_and_server_function_checks_the_callers_role() {
     let (team, _smtp) = team().await;
     every_rest_route_checks_the_callers_role(&team).await;

@@ -608,12 +608,12 @@ async fn traffic_buckets_add_up_and_are_pruned(db: common::TestDb) {
     assert!(store.traffic(id, 0.0, 2000.0).await.unwrap().is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn traffic_buckets_add_up_and_are_pruned_on_sqlite() {
     traffic_buckets_add_up_and_are_pruned(common::sqlite().await).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn traffic_buckets_add_up_and_are_pruned_on_postgres() {
     let Some(db) = common::postgres().await else {
         return;

@@ -57,7 +57,7 @@ async fn get(site: &Site, key: &str, path: &str) -> Answer {
     call(site, Method::GET, path, Some(key), None).await
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_template_saved_again_is_a_new_version_and_a_run_records_the_one_it_used() {
     let site = common::site::site().await;
     let (key, cookie) = key_and_cookie(&site, "tmpl").await;
@@ -146,7 +146,7 @@ async fn a_template_saved_again_is_a_new_version_and_a_run_records_the_one_it_us
     assert!(plain.json()["spec"]["template"].is_null(), "{}", plain.body);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn bad_values_and_bad_templates_are_refused_naming_what_is_wrong_and_make_nothing() {
     let site = common::site::site().await;
     let (key, _) = key_and_cookie(&site, "strict").await;

@@ -50,7 +50,7 @@ async fn stop_all<S: AsRef<str>>(site: &Site, key: &str, names: impl IntoIterato
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_job_that_fits_the_quota_exactly_runs_and_one_more_core_is_refused_with_what_is_over() {
     let site = site().await;
     let key = key_for(&site, "quota-edge").await;
@@ -131,7 +131,7 @@ async fn a_job_that_fits_the_quota_exactly_runs_and_one_more_core_is_refused_wit
     assert_eq!(again.status, StatusCode::CREATED, "{}", again.body);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_job_count_limit_refuses_a_job_beyond_it() {
     let site = site().await;
     let key = key_for(&site, "quota-count").await;
@@ -165,7 +165,7 @@ async fn the_job_count_limit_refuses_a_job_beyond_it() {
     stop_all(&site, &key, ["one"]).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn jobs_submitted_at_the_same_moment_get_no_more_than_the_quota_between_them() {
     let site = site().await;
     let key = key_for(&site, "quota-race").await;
@@ -253,7 +253,7 @@ async fn admissions_take_turns(db: common::TestDb) {
         .unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn bad_quota_fields_are_named_and_change_nothing() {
     let site = site().await;
     let key = key_for(&site, "quota-bad").await;
@@ -268,7 +268,7 @@ async fn bad_quota_fields_are_named_and_change_nothing() {
     assert_eq!(q["quota"]["gpu"], Value::Null);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn only_a_site_admin_sets_a_quota_and_other_accounts_stay_invisible() {
     let site = site().await;
     let ann = key_for(&site, "team-a").await;
@@ -356,7 +356,7 @@ async fn only_a_site_admin_sets_a_quota_and_other_accounts_stay_invisible() {
     assert_eq!(seen["updated"][0], "ann@example.com");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn cpu_hours_are_what_finished_jobs_requested_times_how_long_they_ran() {
     let site = site().await;
     let key = key_for(&site, "hours").await;
@@ -411,7 +411,7 @@ async fn cpu_hours_are_what_finished_jobs_requested_times_how_long_they_ran() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_busy_replica_shows_far_more_cpu_than_an_idle_one_on_its_chart_with_the_requested_line() {
     let site = site().await;
     let key = key_for(&site, "busy").await;
@@ -500,7 +500,7 @@ async fn a_busy_replica_shows_far_more_cpu_than_an_idle_one_on_its_chart_with_th
     assert_eq!(gpu["series"].as_array().unwrap().len(), 0);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_quota_page_renders_bars_and_hours_without_javascript() {
     let site = site().await;
     let cookie = site.sign_up("page").await;
@@ -648,7 +648,7 @@ async fn samples_roll_up(db: common::TestDb) {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_job_on_a_cluster_without_a_metrics_source_says_so_instead_of_empty_charts() {
     use app::models::MetricsSource;
     let site = site().await;
@@ -680,7 +680,7 @@ async fn a_job_on_a_cluster_without_a_metrics_source_says_so_instead_of_empty_ch
     assert!(v.charts.is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_quota_and_job_resources_pages_name_themselves_in_the_window_title() {
     let site = site().await;
     let (key, cookie) = common::rest::key_and_cookie(&site, "titled").await;
@@ -706,7 +706,7 @@ async fn the_quota_and_job_resources_pages_name_themselves_in_the_window_title()
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_job_shorter_than_the_sampling_period_still_has_points_on_its_charts() {
     // The default period (5 s): the job below has ended before the second
     // regular sample would have been taken.

@@ -5,7 +5,7 @@ use super::job_datasets::a_job_reads_its_datasets;
 use super::round_trip::round_trip;
 use super::*;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_dataset_round_trips_through_rest_on_s3() {
     let Some(mut moto) = moto().await else { return };
     moto.create_bucket("paddle").await;
@@ -87,7 +87,7 @@ async fn read_all(mut body: ByteStream) -> Vec<u8> {
     out
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_store_streams_large_files_to_s3_in_parts_and_reads_ranges_back() {
     let Some(moto) = moto().await else { return };
     moto.create_bucket("paddle").await;

@@ -83,12 +83,12 @@ pub async fn postgres() -> Option<TestDb> {
 macro_rules! on_both_databases {
     ($name:ident, $body:path) => {
         mod $name {
-            #[tokio::test]
+            #[tokio::test(flavor = "multi_thread")]
             async fn on_sqlite() {
                 $body($crate::common::sqlite().await).await;
             }
 
-            #[tokio::test]
+            #[tokio::test(flavor = "multi_thread")]
             async fn on_postgres() {
                 if let Some(db) = $crate::common::postgres().await {
                     $body(db).await;
