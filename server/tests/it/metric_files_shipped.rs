@@ -145,16 +145,11 @@ async fn piece(
     if let Some(tags) = tags {
         req = req.header("paddlecloud-plugin-tags", tags);
     }
-    let res = site
-        .send(req.body(axum::body::Body::from(body)).unwrap())
-        .await;
-    let status = res.status();
-    let headers = res.headers().clone();
-    crate::common::rest::Answer {
-        status,
-        headers,
-        body: crate::common::site::text(res).await,
-    }
+    crate::common::rest::answer(
+        site.send(req.body(axum::body::Body::from(body)).unwrap())
+            .await,
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -77,7 +77,11 @@ pub async fn call(
         }
         None => Body::empty(),
     };
-    let res = site.send(req.body(body).unwrap()).await;
+    answer(site.send(req.body(body).unwrap()).await).await
+}
+
+/// A response read whole into an [`Answer`].
+pub async fn answer(res: http::Response<Body>) -> Answer {
     let status = res.status();
     let headers = res.headers().clone();
     Answer {
