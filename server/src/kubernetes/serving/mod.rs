@@ -28,7 +28,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use self::objects::{hpa_object, owned_by};
-pub use self::objects::{serving_objects, Fetching, ServingObjects};
+pub use self::objects::{serving_objects, PodSettings, ServingObjects};
 use super::errors::{from_kube, is_conflict, is_not_found};
 use super::objects::{CONSOLE, MANAGED_BY};
 use super::{wait_gone, Inner, KubeCluster};
@@ -122,9 +122,10 @@ impl ServingBackend for KubeServing {
     async fn start(&self, run: Run, reporter: Reporter) -> Result<(), AppError> {
         self.inner.ensure_namespace(&run.account).await?;
         let ns = &run.account.namespace;
-        let fetching = Fetching {
+        let fetching = PodSettings {
             console_url: self.inner.console_url.as_deref(),
             model_root: &self.model_root,
+            grace_seconds: self.inner.grace.as_secs().max(1) as i64,
         };
         if fetching.console_url.is_none() {
             tracing::warn!(serving = %run.spec.name,

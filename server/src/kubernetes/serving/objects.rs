@@ -30,18 +30,22 @@ pub struct ServingObjects {
     pub hpa: Option<HorizontalPodAutoscaler>,
 }
 
-/// Where the console is and where the model goes, for [`serving_objects`].
-pub struct Fetching<'a> {
+/// What an instance's pods get besides its spec, for [`serving_objects`]:
+/// where the console is, where the model goes, how long a stop waits.
+pub struct PodSettings<'a> {
     /// The console's URL as pods reach it; without one, pods cannot fetch
     /// the model and the image must hold it.
     pub console_url: Option<&'a str>,
     /// Where the model volume is mounted.
     pub model_root: &'a str,
+    /// Seconds between SIGTERM and SIGKILL when a replica is stopped (the
+    /// console's `--stop-grace`, as for jobs; Kubernetes' own default is 30).
+    pub grace_seconds: i64,
 }
 
 /// The objects of an instance. All but the Deployment get their owner
 /// reference once it exists (see [`owned_by`]).
-pub fn serving_objects(run: &Run, fetching: &Fetching) -> Result<ServingObjects, AppError> {
+pub fn serving_objects(run: &Run, fetching: &PodSettings) -> Result<ServingObjects, AppError> {
     let spec = &run.spec;
     let id = run.id.to_string();
     let labels = json!({ MANAGED_BY: CONSOLE, SERVING: spec.name, SERVING_ID: id });
@@ -147,6 +151,7 @@ pub fn serving_objects(run: &Run, fetching: &Fetching) -> Result<ServingObjects,
     }
     let mut pod = json!({
         "enableServiceLinks": false,
+        "terminationGracePeriodSeconds": fetching.grace_seconds,
         "initContainers": init,
         "containers": [container],
         "volumes": volumes,
@@ -294,7 +299,8 @@ mod tests {
 
     #[test]
     fn pods_fetch_the_model_with_the_instance_token_into_a_shared_volume() {
-        let fetching = Fetching {
+        let fetching = PodSettings {
+            grace_seconds: 5,
             console_url: Some("http://console:3000"),
             model_root: "/models",
         };
@@ -330,6 +336,8 @@ mod tests {
         }
         // The token is the fetcher's alone.
         assert_eq!(env_of(main, "PADDLECLOUD_SERVING_TOKEN"), Value::Null);
+        // A stop gives replicas the console's grace, not Kubernetes' 30 s.
+        assert_eq!(pod["terminationGracePeriodSeconds"], 5);
         assert!(pod["volumes"]
             .as_array()
             .unwrap()
@@ -339,7 +347,8 @@ mod tests {
 
     #[test]
     fn without_a_console_url_pods_do_not_try_to_fetch() {
-        let fetching = Fetching {
+        let fetching = PodSettings {
+            grace_seconds: 5,
             console_url: None,
             model_root: "/models",
         };
@@ -361,7 +370,8 @@ mod tests {
 
     #[test]
     fn an_environment_runs_the_replicas_in_its_image_after_the_model_fetcher() {
-        let fetching = Fetching {
+        let fetching = PodSettings {
+            grace_seconds: 5,
             console_url: Some("http://console:3000"),
             model_root: "/models",
         };

@@ -17,7 +17,8 @@ use crate::kubernetes::objects::selector;
 use crate::kubernetes::pods::failure;
 use crate::kubernetes::Inner;
 
-/// Failed pods (with none ready) that fail the instance.
+/// Failed pods (with none ready) that fail the instance, at most: fewer when
+/// fewer replicas are wanted (see [`fails_the_instance`]).
 const MAX_FAILED_PODS: usize = 3;
 /// How often an instance's status is read.
 const POLL: Duration = Duration::from_secs(1);
@@ -51,7 +52,7 @@ pub(super) async fn follow(
         .await;
         if let Some((wanted, ready, failed, fetching)) = state {
             let why = failed.last().cloned().unwrap_or_default();
-            let next = if ready == 0 && failed.len() >= MAX_FAILED_PODS {
+            let next = if fails_the_instance(ready, wanted, failed.len()) {
                 (
                     ServingStatus::Failed,
                     0,
@@ -104,6 +105,15 @@ pub(super) async fn follow(
     }
 }
 
+/// Whether the instance has failed: no replica ready, and failed pods for
+/// every replica wanted (up to [`MAX_FAILED_PODS`]). A Deployment's pod whose
+/// container keeps failing stays one pod (restarted, `CrashLoopBackOff`;
+/// [`failure`] counts it once it has restarted 3 times), so one replica
+/// wanted fails with its one pod, not three.
+fn fails_the_instance(ready: u32, wanted: u32, failed_pods: usize) -> bool {
+    ready == 0 && failed_pods >= MAX_FAILED_PODS.min(wanted.max(1) as usize)
+}
+
 /// Whether a pod is still fetching its model (its init container runs).
 fn is_fetching(pod: &Pod) -> bool {
     pod.status
@@ -129,4 +139,25 @@ fn failed_line(pod: &Pod) -> Option<String> {
             .trim()
             .to_owned(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fails_the_instance;
+
+    #[test]
+    fn an_instance_fails_once_every_wanted_replica_has_failed_and_none_is_ready() {
+        // One replica, restarted until it crash-loops: its one pod fails it.
+        assert!(fails_the_instance(0, 1, 1));
+        assert!(!fails_the_instance(0, 2, 1), "the other may still start");
+        assert!(fails_the_instance(0, 2, 2));
+        // Many replicas: three failed pods are enough to say so.
+        assert!(fails_the_instance(0, 10, 3));
+        assert!(!fails_the_instance(0, 10, 2));
+        // A ready replica serves: not failed.
+        assert!(!fails_the_instance(1, 1, 5));
+        // Scaled to zero: any failed pod still says it.
+        assert!(fails_the_instance(0, 0, 1));
+        assert!(!fails_the_instance(0, 0, 0));
+    }
 }
