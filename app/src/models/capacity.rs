@@ -68,10 +68,11 @@ impl LimitEnforcement {
 pub struct ClusterCapacity {
     /// The cluster's name, as the job table's "where it ran" shows it.
     pub cluster: String,
-    /// What replicas may hold at once; `None` where the cluster's own
-    /// scheduler decides (Kubernetes).
+    /// What replicas may hold at once (on Kubernetes: the allocatable of
+    /// the nodes pods may go to); `None` where it cannot be read.
     pub total: Option<ResourceTotals>,
-    /// What running replicas (jobs' and serving instances') hold now.
+    /// What running replicas (jobs' and serving instances') hold now (on
+    /// Kubernetes: what every pod placed on those nodes requests).
     pub used: Option<ResourceTotals>,
     /// The GPUs, each with whether it is held (local executor).
     pub gpus: Vec<GpuDevice>,

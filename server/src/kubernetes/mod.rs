@@ -6,6 +6,7 @@
 //! from `pods/log` while a pod exists and are collected into files when it
 //! ends, so they outlive the pod.
 
+pub mod capacity;
 pub mod environment;
 pub mod errors;
 pub mod metrics_api;
@@ -121,6 +122,8 @@ pub(crate) struct Inner {
     /// Jobs being finished (their outcome written, their workloads
     /// removed): one finisher per job.
     finishing: Mutex<HashSet<i64>>,
+    /// The nodes' room, as last read.
+    room: capacity::RoomCache,
 }
 
 impl KubeCluster {
@@ -147,6 +150,7 @@ impl KubeCluster {
             health: Mutex::new(None),
             namespaces: Mutex::new(HashSet::new()),
             finishing: Mutex::new(HashSet::new()),
+            room: Default::default(),
         });
         tokio::spawn(watch::pods(Arc::downgrade(&inner)));
         tokio::spawn(probe(Arc::downgrade(&inner)));
@@ -676,18 +680,38 @@ impl Cluster for KubeCluster {
         self.inner.events.subscribe()
     }
 
-    /// The scheduler decides where pods fit: no totals here, only how many
-    /// of this console's jobs wait (each says why: the scheduler's reason).
+    /// The nodes' room as the scheduler counts it (allocatable, and what
+    /// every pod placed there requests, GPUs included), and how many of this
+    /// console's jobs wait (each says why: the scheduler's reason). Without
+    /// the right to list nodes (an older manifest), no totals, saying why.
     async fn capacity(&self) -> Result<ClusterCapacity, AppError> {
+        let queued = self.inner.store.count_pending(&self.inner.name).await?;
+        let placed = "The Kubernetes scheduler places each pod on a node with room for it";
+        let (total, used, source) = match self.inner.room.read(&self.inner.client).await {
+            Ok(room) => (
+                Some(room.total),
+                Some(room.used),
+                format!(
+                    "{placed}: {} node{} it may use, their allocatable, and what the pods placed \
+                     there request (everyone's, not only this console's).",
+                    room.nodes,
+                    if room.nodes == 1 { "" } else { "s" }
+                ),
+            ),
+            Err(e) => (
+                None,
+                None,
+                format!("{placed} (its nodes could not be read: {e})."),
+            ),
+        };
         Ok(ClusterCapacity {
             cluster: self.inner.name.clone(),
-            total: None,
-            used: None,
+            total,
+            used,
             gpus: Vec::new(),
-            queued: self.inner.store.count_pending(&self.inner.name).await?,
+            queued,
             limits: LimitEnforcement::Cluster,
-            source: "The Kubernetes scheduler places each pod on a node with room for it."
-                .to_owned(),
+            source,
         })
     }
 }
