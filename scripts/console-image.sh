@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The console's own image, from deploy/Dockerfile, built on this machine with
-# no registry (none is reachable here) for the real node of scripts/kube-node.sh
+# no registry (none is reachable here) for the real node of scripts/kube-test-cluster.sh
 # (containerd 1.6 imports it with `ctr -n k8s.io images import`).
 #   scripts/console-image.sh build [OUT.tar]   the image as an OCI archive (default
 #                                              ~/.cache/paddlecloud/kube-node-images/console.tar);

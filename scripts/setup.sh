@@ -67,10 +67,9 @@ test_tools() {
   # kubelet and kube-proxy built once from Debian's source package into
   # ~/.cache (about 12 minutes), the node's packages and images.
   if [ "$(id -u)" = 0 ]; then
-    scripts/kube-node.sh build
-  else
     scripts/kube-test-cluster.sh build
-    say "not root: the real node (scripts/kube-node.sh) cannot run here; make test will say so"
+  else
+    say "not root: the real node (scripts/kube-test-cluster.sh) cannot run here; make test will say so"
   fi
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the tests against the release build that scripts/build.sh made.
-#   scripts/test.sh        Rust tests (SQLite + a throwaway PostgreSQL + a throwaway Kubernetes API server), the Python SDK, the API contract, the short load and fault run, then Playwright
-#   scripts/test.sh rust   only the Rust tests
+#   scripts/test.sh        Rust tests (SQLite + a throwaway PostgreSQL), the real Kubernetes node's, the Python SDK, the API contract, the short load and fault run, then Playwright
+#   scripts/test.sh rust   only the Rust tests but the real node's
 #   scripts/test.sh kube-node  only the real node's checks and the tests named on_a_real_node (root: containerd, CNI, kube-proxy, DNS)
 #   scripts/test.sh sdk    only the Python SDK's tests (against the release binary)
 #   scripts/test.sh api    only the REST API against its OpenAPI document (schemathesis, fixed seed)
@@ -21,12 +21,13 @@ rust_tests() {
   scripts/shared-features.sh
   scripts/rust-tests.sh build
   say "Rust tests: running them"
-  # With PostgreSQL and a Kubernetes API server started here, their tests must
-  # run: a skip would be a silent pass. KUBECONFIG is dropped so the tests get
-  # the throwaway cluster, never a real one this shell happens to point at.
-  # The watchdog ends a test that hangs, naming it (and what it waits on).
+  # With PostgreSQL started here, its tests must run: a skip would be a
+  # silent pass. The Kubernetes tests are the real node's stage (below).
+  # KUBECONFIG is dropped so that no test reaches a cluster this shell
+  # happens to point at. The watchdog ends a test that hangs, naming it (and
+  # what it waits on).
   env -u KUBECONFIG PADDLECLOUD_REQUIRE_POSTGRES=1 PADDLECLOUD_REQUIRE_PYTHON_WRITERS=1 PADDLECLOUD_REQUIRE_PROMETHEUS=1 \
-    PADDLECLOUD_REQUIRE_KUBE=1 PADDLECLOUD_REQUIRE_JUPYTER=1 scripts/kube-test-cluster.sh run scripts/with-postgres.sh \
+    PADDLECLOUD_REQUIRE_JUPYTER=1 scripts/with-postgres.sh \
     scripts/test-watchdog.py -- scripts/rust-tests.sh run --skip on_a_real_node
 }
 
@@ -43,7 +44,7 @@ kube_node_tests() {
   scripts/rust-tests.sh build   # up to date after the rust stage: cargo says Fresh
   scripts/console-image.sh build
   # shellcheck disable=SC2016 # expanded by the inner shell, inside the node
-  scripts/kube-node.sh run sh -c 'scripts/kube-node/smoke.sh && \
+  scripts/kube-test-cluster.sh run sh -c 'scripts/kube-node/smoke.sh && \
     PADDLECLOUD_PG_ALSO_ON=$PADDLECLOUD_TEST_NODE_IP/24 PADDLECLOUD_REQUIRE_KUBE_NODE=1 PADDLECLOUD_REQUIRE_POSTGRES=1 \
     scripts/with-postgres.sh scripts/test-watchdog.py -- scripts/rust-tests.sh it on_a_real_node --test-threads 1 --nocapture'
 }

@@ -1,6 +1,6 @@
 /* The pod sandbox's process (containerd's sandbox_image): holds the pod's
  * namespaces, reaps the zombies of a shared PID namespace, and exits on
- * SIGINT/SIGTERM. Built static by scripts/kube-node.sh into the pause image,
+ * SIGINT/SIGTERM. Built static by scripts/kube-test-cluster.sh into the pause image,
  * since no registry can be pulled from here. Written for this project after
  * the behaviour of Kubernetes' build/pause. */
 #include <signal.h>

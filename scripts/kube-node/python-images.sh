@@ -3,7 +3,7 @@
 #
 # Builds the images the console's shipped environments name, as one-layer OCI
 # archives for `ctr -n k8s.io images import` on the test node
-# (scripts/kube-node.sh): no container registry can be reached here, so they
+# (scripts/kube-test-cluster.sh): no container registry can be reached here, so they
 # are made from Debian bookworm packages (mmdebstrap) and PyPI wheels instead
 # of pulled. A user's cluster pulls the real images; these stand in for them.
 #   OUTDIR/paddle.tar  docker.io/paddlepaddle/paddle:3.3.1  ("paddle-cpu", the

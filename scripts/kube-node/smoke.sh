@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a real node must do, checked from outside with kubectl (run by
-# `scripts/kube-node.sh smoke`, inside `run`): pods run in containers and
+# `scripts/kube-test-cluster.sh smoke`, inside `run`): pods run in containers and
 # become Ready; logs and exec go through the apiserver to the kubelet; a
 # container over its memory limit is OOMKilled; an image that is not there
 # says ErrImagePull/ImagePullBackOff; a ClusterIP Service reaches another pod

@@ -62,9 +62,9 @@ pub enum ClusterChoice {
     Kube {
         /// How to reach its API server.
         access: KubeAccess,
-        /// Where serving pods mount their model (`None`: the pod's own
-        /// volume at `/models`; the test kubelet, which has no volumes,
-        /// needs a host folder).
+        /// Where inside serving pods their model version is put (`None`:
+        /// `/models`; `--serving-model-dir`, for images that expect it
+        /// elsewhere).
         serving_model_root: Option<String>,
         /// How notebook pods are made.
         notebook_pods: Box<NotebookPods>,

@@ -1,7 +1,7 @@
 //! The `Cluster` contract: what any backend must do, checked with real
 //! processes. The local executor runs it here on SQLite and PostgreSQL; the
 //! Kubernetes backend runs the same functions on a real node
-//! (`scripts/kube-node.sh`: kubelet, containerd and runc, cluster DNS), its
+//! (`scripts/kube-test-cluster.sh`: kubelet, containerd and runc, cluster DNS), its
 //! replicas in containers of a busybox image built there.
 //!
 //! The "training program" is a small shell script: it prints its PaddlePaddle
@@ -59,7 +59,7 @@ async fn local(db: common::TestDb) -> Harness {
 /// The Kubernetes backend on the real node, or `None` (skipped) without one.
 async fn kube(db: common::TestDb) -> Option<Harness> {
     let (node, client) = common::node::client().await?;
-    let cluster = common::kubelet::kube_cluster(&client, &db, None);
+    let cluster = common::kubernetes::kube_cluster(&client, &db, None);
     // Tests share the cluster: namespaces of their own.
     let tag = format!("{:08x}", getrandom::u32().unwrap());
     let ann = account(&db, "ann", &format!("pc-ann-{tag}")).await;

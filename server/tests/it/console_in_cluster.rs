@@ -1,7 +1,9 @@
 //! The console deployed in the cluster as a user deploys it: its own image
 //! (`scripts/console-image.sh`, the runtime stage of `deploy/Dockerfile`),
 //! `deploy/paddlecloud.yaml` applied as it is (2 replicas, in-cluster
-//! credentials), PostgreSQL beside the node. Driven through its Service.
+//! credentials), PostgreSQL beside the node. Driven through its Service: a
+//! job that loses a console replica, a notebook, the fit-a-line template
+//! trained, charted, registered and served.
 
 use crate::common;
 
@@ -13,7 +15,7 @@ use serde_json::{json, Value};
 const NAMESPACE: &str = "paddlecloud";
 const DEPLOYMENT: &str = "deployment/paddlecloud-console";
 
-/// kubectl (1.20.2, first in `PATH` under `scripts/kube-node.sh run`) with
+/// kubectl (1.20.2, first in `PATH` under `scripts/kube-test-cluster.sh run`) with
 /// `args`; its output, or a panic with it.
 fn kubectl(args: &[&str]) -> String {
     let out = Command::new("kubectl").args(args).output().unwrap();
@@ -50,23 +52,29 @@ impl Drop for Deployed {
     }
 }
 
-/// The console's pods, by name.
+/// The console's running pods, by name; not those being deleted (they
+/// still run for a while, answering nothing new).
 fn console_pods() -> Vec<String> {
-    kubectl(&[
+    let listed: Value = serde_json::from_str(&kubectl(&[
         "-n",
         NAMESPACE,
         "get",
         "pods",
         "-l",
         "app.kubernetes.io/name=paddlecloud-console",
-        "--field-selector",
-        "status.phase=Running",
         "-o",
-        "jsonpath={.items[*].metadata.name}",
-    ])
-    .split_whitespace()
-    .map(str::to_owned)
-    .collect()
+        "json",
+    ]))
+    .unwrap();
+    listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null()
+        })
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// A GET through the Service with `key`: its status and JSON body, or
@@ -87,7 +95,7 @@ async fn get(http: &reqwest::Client, url: &str, key: &str) -> Option<(u16, Value
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_deployed_from_its_manifest_runs_jobs_through_its_service_and_loses_nothing_with_a_replica_on_a_real_node(
 ) {
-    let Some((node, _client)) = common::node::client().await else {
+    let Some((node, client)) = common::node::client().await else {
         return;
     };
     let db = common::postgres()
@@ -244,6 +252,23 @@ async fn the_console_deployed_from_its_manifest_runs_jobs_through_its_service_an
         );
     }
     notebook_through_the_service(&http, &base, &account, &key, &node.shell_image).await;
+    // The shipped template end to end through the Service: one trainer (two
+    // of one CPU each do not fit beside the console's replicas on this
+    // node's two cores), its loss shipped to the console by the Service's
+    // name, the line registered and served, predicting through `/serve/`.
+    let namespace = app::models::namespace_for(&account);
+    let fit = crate::real_node::FitALine {
+        to: &common::rest::Endpoint::Http {
+            http: http.clone(),
+            base: base.clone(),
+        },
+        key: &key,
+        account: &account,
+        namespace: &namespace,
+        trainers: 1,
+    };
+    fit.trains_is_charted_registered_and_served(&client, &node.name)
+        .await;
     measure(&http, &base, &account).await;
 }
 

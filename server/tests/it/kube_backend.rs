@@ -1,8 +1,10 @@
-//! The Kubernetes backend beyond the shared contract: the objects a job
-//! becomes on a real API server, the cascade when it is deleted, logs that
-//! outlive their pods, quota read from the namespace, a console restarted
-//! mid-job, the API's refusals as messages, and an unreachable cluster.
-//! Run through `scripts/kube-test-cluster.sh run`; skipped without it.
+//! The Kubernetes backend beyond the shared contract, on the real node of
+//! `scripts/kube-test-cluster.sh` (tests named `on_a_real_node`: replicas in
+//! containers): the objects a job becomes, the cascade when it is deleted,
+//! logs that outlive their pods, a console restarted mid-job, GPUs a node
+//! advertises, quota read from the namespace and set from the console, the
+//! API's refusals as messages and the deployment manifests' RBAC; and an
+//! unreachable cluster (no cluster needed). Skipped without the node.
 
 use crate::common;
 
@@ -11,8 +13,8 @@ use std::time::{Duration, Instant};
 use app::models::{Account, JobSpec, JobStatus, LogRequest, Me, ReplicaResources};
 use app::ports::Cluster;
 use k8s_openapi::api::batch::v1::Job as KubeJob;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ResourceQuota, Service};
-use kube::api::{DeleteParams, ListParams, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ResourceQuota, Service};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use server::kubernetes::KubeCluster;
 use server::storage::jobs::JobStore;
@@ -22,15 +24,24 @@ struct Setup {
     cluster: KubeCluster,
     me: Me,
     db: common::TestDb,
-    _kubelet: common::kubelet::TestKubelet,
+    /// The image jobs run: the real node's busybox.
+    image: String,
 }
 
-async fn set_up() -> Option<Setup> {
-    let client = common::kubelet::test_client().await?;
+impl Setup {
+    /// A job running `script` in `sh -c` in every replica, small enough for
+    /// the node's two cores.
+    fn spec(&self, name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
+        spec_in(&self.image, name, ps, trainers, script)
+    }
+}
+
+/// The real node: pods run in containers of its busybox image.
+async fn on_the_node() -> Option<Setup> {
+    let (node, client) = common::node::client().await?;
+    let image = node.shell_image;
     let db = common::sqlite().await;
-    let kubelet =
-        common::kubelet::TestKubelet::start(client.clone(), &db.dir().join("kubelet")).await;
-    let cluster = common::kubelet::kube_cluster(&client, &db, None);
+    let cluster = common::kubernetes::kube_cluster(&client, &db, None);
     let ns = format!("pc-k-{:08x}", getrandom::u32().unwrap());
     let me = me_in(&db, &ns).await;
     Some(Setup {
@@ -38,7 +49,7 @@ async fn set_up() -> Option<Setup> {
         cluster,
         me,
         db,
-        _kubelet: kubelet,
+        image,
     })
 }
 
@@ -47,7 +58,12 @@ async fn me_in(db: &common::TestDb, namespace: &str) -> Me {
     common::user_in(&db.pool, &account).await
 }
 
-fn spec(name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
+fn spec_in(image: &str, name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
+    let small = ReplicaResources {
+        cpu: "100m".into(),
+        memory: "64Mi".into(),
+        gpu: 0,
+    };
     JobSpec {
         notebook: None,
         template: None,
@@ -55,23 +71,15 @@ fn spec(name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
         environment: None,
         environment_use: None,
         name: name.into(),
-        image: "paddlepaddle/paddle:2.6.1".into(),
+        image: image.into(),
         command: vec!["sh".into(), "-c".into(), script.into()],
         args: vec![],
         working_dir: String::new(),
         env: vec![],
         num_ps: ps,
         num_trainers: trainers,
-        ps: ReplicaResources {
-            cpu: "250m".into(),
-            memory: "256Mi".into(),
-            gpu: 0,
-        },
-        trainer: ReplicaResources {
-            cpu: "1".into(),
-            memory: "1Gi".into(),
-            gpu: 1,
-        },
+        ps: small.clone(),
+        trainer: small,
         datasets: vec![],
         models: vec![],
     }
@@ -99,8 +107,24 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
+    until_some(what, || {
+        let done = f();
+        async move { done.await.then_some(()) }
+    })
+    .await
+}
+
+/// What `f` gives once it gives something (30 s at most).
+async fn until_some<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
     let start = Instant::now();
-    while !f().await {
+    loop {
+        if let Some(got) = f().await {
+            return got;
+        }
         assert!(
             start.elapsed() < Duration::from_secs(30),
             "timed out waiting for {what}"
@@ -110,11 +134,12 @@ where
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_becomes_a_parent_its_service_and_one_job_per_replica_and_deleting_it_cascades() {
-    let Some(s) = set_up().await else { return };
+async fn a_job_becomes_a_parent_its_service_and_one_job_per_replica_and_deleting_it_cascades_on_a_real_node(
+) {
+    let Some(s) = on_the_node().await else { return };
     let ns = s.me.account.namespace.clone();
     s.cluster
-        .submit(&s.me, spec("mnist", 1, 2, "sleep 30"))
+        .submit(&s.me, s.spec("mnist", 1, 2, "sleep 30"))
         .await
         .unwrap();
 
@@ -182,7 +207,13 @@ async fn a_job_becomes_a_parent_its_service_and_one_job_per_replica_and_deleting
         .limits
         .as_ref()
         .unwrap();
-    assert_eq!(limits["nvidia.com/gpu"].0, "1");
+    let memory = &limits["memory"].0;
+    assert_eq!(limits["cpu"].0, "100m");
+    assert_eq!(
+        app::models::quantity::parse_memory_bytes("memory", memory).unwrap(),
+        64 << 20,
+        "{memory}"
+    );
 
     s.cluster.delete(&s.me.account, "mnist").await.unwrap();
     let cms = Api::<ConfigMap>::namespaced(s.client.clone(), &ns);
@@ -210,11 +241,11 @@ async fn a_job_becomes_a_parent_its_service_and_one_job_per_replica_and_deleting
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_finished_pods_log_is_served_after_the_pod_is_gone() {
-    let Some(s) = set_up().await else { return };
+async fn a_finished_pods_log_is_served_after_the_pod_is_gone_on_a_real_node() {
+    let Some(s) = on_the_node().await else { return };
     let ns = s.me.account.namespace.clone();
     s.cluster
-        .submit(&s.me, spec("short", 0, 1, "echo first; echo second"))
+        .submit(&s.me, s.spec("short", 0, 1, "echo first; echo second"))
         .await
         .unwrap();
     wait_status(&s.cluster, &s.me.account, "short", JobStatus::Succeeded).await;
@@ -247,28 +278,29 @@ async fn a_finished_pods_log_is_served_after_the_pod_is_gone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restarted_console_picks_up_a_running_job_from_the_cluster() {
-    let Some(s) = set_up().await else { return };
+async fn a_restarted_console_picks_up_a_running_job_from_the_cluster_on_a_real_node() {
+    let Some(s) = on_the_node().await else { return };
     s.cluster
-        .submit(&s.me, spec("resumed", 0, 1, "sleep 2; echo done"))
+        .submit(&s.me, s.spec("resumed", 0, 1, "sleep 2; echo done"))
         .await
         .unwrap();
     wait_status(&s.cluster, &s.me.account, "resumed", JobStatus::Running).await;
     drop(s.cluster);
     // A new console process on the same database: it learns from the watch.
-    let again = common::kubelet::kube_cluster(&s.client, &s.db, None);
+    let again = common::kubernetes::kube_cluster(&s.client, &s.db, None);
     wait_status(&again, &s.me.account, "resumed", JobStatus::Succeeded).await;
     let job = again.job(&s.me.account, "resumed").await.unwrap();
     assert_eq!(job.trainers.succeeded, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_namespaces_quota_is_read_and_its_refusal_is_shown_with_the_servers_words() {
-    let Some(s) = set_up().await else { return };
+async fn the_namespaces_quota_is_read_and_its_refusal_is_shown_with_the_servers_words_on_a_real_node(
+) {
+    let Some(s) = on_the_node().await else { return };
     let ns = s.me.account.namespace.clone();
     // The namespace exists once the account submits.
     s.cluster
-        .submit(&s.me, spec("first", 0, 1, "sleep 30"))
+        .submit(&s.me, s.spec("first", 0, 1, "sleep 30"))
         .await
         .unwrap();
     let quota: ResourceQuota = serde_json::from_value(serde_json::json!({
@@ -295,7 +327,7 @@ async fn the_namespaces_quota_is_read_and_its_refusal_is_shown_with_the_servers_
     // Two more replica Jobs do not fit: the API server's message reaches the user.
     let err = s
         .cluster
-        .submit(&s.me, spec("second", 1, 1, "true"))
+        .submit(&s.me, s.spec("second", 1, 1, "true"))
         .await
         .unwrap_err();
     assert_eq!(err.status(), 403, "{err}");
@@ -331,7 +363,7 @@ fn nowhere() -> Client {
 #[tokio::test(flavor = "multi_thread")]
 async fn pages_render_with_a_cluster_unreachable_banner_within_two_seconds() {
     let site = common::site::site_configured(|config, _| server::console::Config {
-        cluster: common::kubelet::kube_choice(&nowhere(), None),
+        cluster: common::kubernetes::kube_choice(&nowhere(), None),
         ..config
     })
     .await;
@@ -355,7 +387,7 @@ async fn pages_render_with_a_cluster_unreachable_banner_within_two_seconds() {
 async fn an_unreachable_cluster_is_reported_within_two_seconds_and_refuses_submits_clearly() {
     let client = nowhere();
     let db = common::sqlite().await;
-    let cluster = common::kubelet::kube_cluster(&client, &db, None);
+    let cluster = common::kubernetes::kube_cluster(&client, &db, None);
     let me = me_in(&db, "pc-away").await;
     let started = Instant::now();
     while cluster.health().is_none() {
@@ -371,7 +403,10 @@ async fn an_unreachable_cluster_is_reported_within_two_seconds_and_refuses_submi
         cluster.health()
     );
     let err = cluster
-        .submit(&me, spec("lost", 0, 1, "true"))
+        .submit(
+            &me,
+            spec_in("paddlepaddle/paddle:3.3.1", "lost", 0, 1, "true"),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.status(), 503);
@@ -414,8 +449,9 @@ fn kubectl(args: &[&str], stdin: &str) -> (bool, String) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_deployment_manifests_apply_and_grant_the_console_what_it_does_and_no_more() {
-    if common::kubelet::test_client().await.is_none() {
+async fn the_deployment_manifests_apply_and_grant_the_console_what_it_does_and_no_more_on_a_real_node(
+) {
+    if common::node::real_node().is_none() {
         return;
     }
     let manifests = std::fs::read_to_string(concat!(
@@ -451,6 +487,7 @@ async fn the_deployment_manifests_apply_and_grant_the_console_what_it_does_and_n
     for (verb, what, ns) in [
         ("create", "namespaces", None),
         ("watch", "pods", None),
+        ("list", "nodes", None),
         ("get", "pods/log", Some("pc-anyone")),
         ("create", "jobs.batch", Some("pc-anyone")),
         ("deletecollection", "jobs.batch", Some("pc-anyone")),
@@ -517,12 +554,17 @@ async fn a_job_that_ran_locally_is_still_stopped_and_read_where_it_ran_after_a_s
     let db = common::sqlite().await;
     let local = std::sync::Arc::new(common::local_cluster(&db).await);
     let me = me_in(&db, "pc-both").await;
-    let mut local_spec = spec("earlier", 0, 1, "echo from here; sleep 30");
-    local_spec.trainer.gpu = 0;
+    let local_spec = spec_in(
+        "paddlepaddle/paddle:2.6.1",
+        "earlier",
+        0,
+        1,
+        "echo from here; sleep 30",
+    );
     local.submit(&me, local_spec).await.unwrap();
     // The console now runs on a cluster (here one that is away).
     let both = server::clusters::Clusters::new(
-        std::sync::Arc::new(common::kubelet::kube_cluster(&nowhere(), &db, None)),
+        std::sync::Arc::new(common::kubernetes::kube_cluster(&nowhere(), &db, None)),
         vec![local.clone()],
         JobStore::new(db.pool.clone()),
     );
@@ -548,20 +590,23 @@ async fn a_job_that_ran_locally_is_still_stopped_and_read_where_it_ran_after_a_s
     assert_eq!(event.job, "earlier");
     // New jobs go to the default backend.
     assert_eq!(
-        both.submit(&me, spec("later", 0, 1, "true"))
-            .await
-            .unwrap_err()
-            .status(),
+        both.submit(
+            &me,
+            spec_in("paddlepaddle/paddle:2.6.1", "later", 0, 1, "true")
+        )
+        .await
+        .unwrap_err()
+        .status(),
         503
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_quota_set_in_the_console_becomes_the_namespaces_resource_quota_and_its_use_is_read_back()
-{
+async fn a_quota_set_in_the_console_becomes_the_namespaces_resource_quota_and_its_use_is_read_back_on_a_real_node(
+) {
     use app::models::{Quota, UsedFrom};
     use app::ports::Quotas;
-    let Some(s) = set_up().await else { return };
+    let Some(s) = on_the_node().await else { return };
     let quotas = server::quota::SqlQuotas::new(
         s.db.pool.clone(),
         Some(std::sync::Arc::new(s.cluster.clone())),
@@ -593,11 +638,23 @@ async fn a_quota_set_in_the_console_becomes_the_namespaces_resource_quota_and_it
         "the job count is the console's to enforce"
     );
 
-    // One trainer (1 CPU, 1Gi, 1 GPU) running: the quota controller counts it.
-    s.cluster
-        .submit(&s.me, spec("counted", 0, 1, "sleep 30"))
+    // One trainer (1 CPU, 1Gi, 1 GPU): the quota controller counts its pod
+    // as soon as it exists (it waits: the node has no GPU).
+    let mut counted = s.spec("counted", 0, 1, "sleep 30");
+    counted.trainer = ReplicaResources {
+        cpu: "1".into(),
+        memory: "1Gi".into(),
+        gpu: 1,
+    };
+    s.cluster.submit(&s.me, counted).await.unwrap();
+    // The GPU is a limit of the trainer's container, as device plugins ask.
+    let trainer = Api::<KubeJob>::namespaced(s.client.clone(), &s.me.account.namespace)
+        .get("counted-trainer-0")
         .await
         .unwrap();
+    let pod = trainer.spec.unwrap().template.spec.unwrap();
+    let limits = pod.containers[0].resources.clone().unwrap().limits.unwrap();
+    assert_eq!(limits["nvidia.com/gpu"].0, "1");
     until("the namespace's quota to count the pod", || {
         let quotas = &quotas;
         let account = s.me.account.clone();
@@ -622,4 +679,108 @@ async fn a_quota_set_in_the_console_becomes_the_namespaces_resource_quota_and_it
         .unwrap()
         .is_none());
     s.cluster.stop(&s.me.account, "counted").await.unwrap();
+}
+
+/// Advertises `gpus` stand-in `nvidia.com/gpu` on the node's status, as a
+/// device plugin would (none: the resource goes). There is no GPU on this
+/// machine and no device plugin: the scheduler and the kubelet's admission
+/// count them, a container gets no device.
+async fn advertise_gpus(client: &Client, node: &str, gpus: Option<u32>) {
+    // A merge patch: `null` removes the key.
+    let amount = gpus.map(|n| n.to_string());
+    let patch = serde_json::json!({ "status": {
+        "capacity": { "nvidia.com/gpu": amount },
+        "allocatable": { "nvidia.com/gpu": amount },
+    }});
+    Api::<Node>::all(client.clone())
+        .patch_status(node, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+/// The console's reading of the cluster's room, once it says `want` (it
+/// is kept 5 s).
+async fn room_until(
+    cluster: &KubeCluster,
+    what: &str,
+    want: impl Fn(&app::models::ClusterCapacity) -> bool,
+) -> app::models::ClusterCapacity {
+    until_some(what, || async {
+        let c = cluster.capacity().await.unwrap();
+        want(&c).then_some(c)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gpu_trainer_runs_where_the_node_advertises_one_waits_where_none_is_free_and_the_room_counts_it_on_a_real_node(
+) {
+    use app::models::ResourceTotals;
+    let Some(node) = common::node::real_node() else {
+        return;
+    };
+    let Some(s) = on_the_node().await else { return };
+    // Nothing of earlier tests holds the node: what is used is this test's.
+    common::node::wait_until_free(&s.client, "the room").await;
+    let allocatable = Api::<Node>::all(s.client.clone())
+        .get(&node.name)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .allocatable
+        .unwrap();
+    let cpu = app::models::quantity::parse_cpu_millis("cpu", &allocatable["cpu"].0).unwrap();
+    let memory =
+        app::models::quantity::parse_memory_bytes("memory", &allocatable["memory"].0).unwrap();
+    advertise_gpus(&s.client, &node.name, Some(1)).await;
+    // The room is the node's allocatable, the GPU included, and nothing used.
+    let room = room_until(&s.cluster, "the advertised GPU", |c| {
+        c.total.is_some_and(|t| t.gpu == 1)
+    })
+    .await;
+    assert_eq!(
+        (room.total, room.used),
+        (
+            Some(ResourceTotals {
+                cpu_millis: cpu,
+                memory_bytes: memory,
+                gpu: 1
+            }),
+            Some(ResourceTotals::default())
+        ),
+        "{}",
+        room.source
+    );
+    assert!(room.source.contains("1 node it may use"), "{}", room.source);
+
+    let mut gpu = s.spec("gpu", 0, 1, "echo trained; sleep 30");
+    gpu.trainer.gpu = 1;
+    s.cluster.submit(&s.me, gpu.clone()).await.unwrap();
+    wait_status(&s.cluster, &s.me.account, "gpu", JobStatus::Running).await;
+    // Its request is what the room says is used.
+    room_until(&s.cluster, "the trainer's request", |c| {
+        c.used
+            == Some(ResourceTotals {
+                cpu_millis: 100,
+                memory_bytes: 64 << 20,
+                gpu: 1,
+            })
+    })
+    .await;
+    // The node's one GPU is held: a second job waits, saying why.
+    gpu.name = "waits".into();
+    s.cluster.submit(&s.me, gpu).await.unwrap();
+    let job = until_some("the scheduler's reason", || async {
+        let job = s.cluster.job(&s.me.account, "waits").await.unwrap();
+        job.message.contains("nvidia.com/gpu").then_some(job)
+    })
+    .await;
+    assert_eq!(job.status, JobStatus::Pending, "{}", job.message);
+    assert!(job.message.contains("Insufficient"), "{}", job.message);
+    // Freed, it runs.
+    s.cluster.stop(&s.me.account, "gpu").await.unwrap();
+    wait_status(&s.cluster, &s.me.account, "waits", JobStatus::Running).await;
+    s.cluster.stop(&s.me.account, "waits").await.unwrap();
+    advertise_gpus(&s.client, &node.name, None).await;
 }

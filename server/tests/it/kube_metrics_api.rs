@@ -1,9 +1,9 @@
 //! Resource charts of jobs on Kubernetes without Prometheus: the console
 //! samples the cluster's metrics API (`metrics.k8s.io`), here served through
 //! the real API server's aggregation by a stand-in for metrics-server that
-//! measures the test kubelet's pod processes (see common/metrics_server.rs).
+//! reads the real node's kubelet Summary API (see common/metrics_server.rs).
 //! Without the API the charts say what to install; with it, a busy trainer
-//! that holds 200 MB shows both. Skipped without the test cluster.
+//! in a container that holds 200 MB shows both. Skipped without the node.
 
 use crate::common;
 
@@ -22,14 +22,13 @@ for i in range(0, len(b), 4096):\n    b[i] = 1\n\
 while True:\n    pass\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_install_without_it() {
-    let Some(client) = common::kubelet::test_client().await else {
+async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_install_without_it_on_a_real_node(
+) {
+    let Some((_, client)) = common::node::client().await else {
         return;
     };
     let db = common::sqlite().await;
-    let _kubelet =
-        common::kubelet::TestKubelet::start(client.clone(), &db.dir().join("kubelet")).await;
-    let cluster = common::kubelet::kube_cluster(&client, &db, None);
+    let cluster = common::kubernetes::kube_cluster(&client, &db, None);
     let store = Arc::new(ResourceStore::new(db.pool.clone()));
     let lease = server::storage::lease::Lease::new(
         db.pool.clone(),
@@ -149,7 +148,7 @@ async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_instal
     assert_eq!(cpu.series.len(), 1);
     assert_eq!(cpu.series[0].pod, "trainer-0");
     let spin = cpu.series[0].values.iter().copied().fold(0.0, f64::max);
-    // A busy loop: clearly busy (other tests share the two cores).
+    // A busy loop: clearly busy (limited to one of the node's two cores).
     assert!(
         (0.25..=1.4).contains(&spin),
         "busy: {:?}",

@@ -1,10 +1,11 @@
-//! Serving on Kubernetes against the real API server of
-//! `scripts/kube-test-cluster.sh` (controllers and scheduler included): an
-//! instance becomes a Deployment, a Service, a ConfigMap and, when it
-//! autoscales, a HorizontalPodAutoscaler; the test kubelet runs the pods (as
-//! local processes: no image, so the test gives the command); readiness,
-//! scaling and a stop that removes everything are read back from the API.
-//! Skipped without the test cluster.
+//! Serving on Kubernetes, on the real node of `scripts/kube-test-cluster.sh`
+//! (tests named `on_a_real_node`, replicas in containers): an instance
+//! becomes a Deployment, a Service, a ConfigMap and, when it autoscales, a
+//! HorizontalPodAutoscaler; readiness, scaling and a stop that removes
+//! everything are read back from the API; replicas that crash-loop fail it;
+//! pods fetch their model version from the console with a token of their
+//! own, and a console bringing an instance back keeps its token. Skipped
+//! without the node.
 
 use crate::common;
 
@@ -33,7 +34,8 @@ struct Setup {
     db: common::TestDb,
     assets: Arc<server::assets::SqlAssets>,
     console: Option<String>,
-    _kubelet: common::kubelet::TestKubelet,
+    /// The image replicas run (the real node's busybox where they run).
+    image: String,
 }
 
 impl Setup {
@@ -55,7 +57,7 @@ fn serving_on(
     assets: Arc<server::assets::SqlAssets>,
     console: Option<&str>,
 ) -> ServingService {
-    let cluster = common::kubelet::kube_cluster(client, db, console.map(str::to_owned));
+    let cluster = common::kubernetes::kube_cluster(client, db, console.map(str::to_owned));
     ServingService::new(
         db.pool.clone(),
         Arc::new(KubeServing::new(&cluster, None)),
@@ -64,18 +66,23 @@ fn serving_on(
     )
 }
 
-async fn set_up() -> Option<Setup> {
-    set_up_with(None).await
+/// The real node; its pods do not fetch a model (no console URL) and run
+/// its busybox.
+async fn on_the_node() -> Option<Setup> {
+    let (node, client) = common::node::client().await?;
+    Some(set_up_on(client, None, node.shell_image).await)
 }
 
-async fn set_up_with(console: Option<&str>) -> Option<Setup> {
-    let client = common::kubelet::test_client().await?;
+/// The real node; its pods fetch their model from `console` with the
+/// PaddlePaddle image's Python.
+async fn on_the_node_fetching_from(console: &str) -> Option<Setup> {
+    let (_, client) = common::node::client().await?;
+    Some(set_up_on(client, Some(console), "paddlepaddle/paddle:3.3.1".into()).await)
+}
+
+async fn set_up_on(client: kube::Client, console: Option<&str>, image: String) -> Setup {
     let db = common::sqlite().await;
-    let kubelet =
-        common::kubelet::TestKubelet::start(client.clone(), &db.dir().join("kubelet")).await;
     let ns = format!("pc-s-{:08x}", getrandom::u32().unwrap());
-    // Pods with the host's IP: see pods_fetch_the_model_version_….
-    common::kubelet::routable_pod_ips(&ns);
     let account = common::account(&db.pool, &ns, &ns).await;
     let me = common::user_in(&db.pool, &account).await;
     let objects =
@@ -87,15 +94,15 @@ async fn set_up_with(console: Option<&str>) -> Option<Setup> {
     ));
     tiny_model(assets.as_ref(), &me, &[("inference.json", b"{}".to_vec())]).await;
     let serving = serving_on(&client, &db, assets.clone(), console);
-    Some(Setup {
+    Setup {
         client,
         serving,
         me,
         db,
         assets,
         console: console.map(str::to_owned),
-        _kubelet: kubelet,
-    })
+        image,
+    }
 }
 
 /// Model "tiny" of `me`'s account with one ready version holding `files`.
@@ -129,7 +136,9 @@ async fn tiny_model(assets: &dyn Assets, me: &Me, files: &[(&str, Vec<u8>)]) {
     assets.finish_version(me, &r, 1).await.unwrap();
 }
 
-fn spec(name: &str, command: &str, replicas: u32) -> ServingSpec {
+/// Replicas of `image` running `command` in `sh -c`, small (the node has
+/// two cores).
+fn spec(image: &str, name: &str, command: &str, replicas: u32) -> ServingSpec {
     ServingSpec {
         name: name.into(),
         model: "tiny".into(),
@@ -137,12 +146,12 @@ fn spec(name: &str, command: &str, replicas: u32) -> ServingSpec {
         file: String::new(),
         script: String::new(),
         command: vec!["sh".into(), "-c".into(), command.into()],
-        image: "example.com/serving:1".into(),
+        image: image.into(),
         env: vec![],
         replicas,
         resources: ReplicaResources {
-            cpu: "250m".into(),
-            memory: "128Mi".into(),
+            cpu: "100m".into(),
+            memory: "64Mi".into(),
             gpu: 0,
         },
         autoscale: None,
@@ -167,13 +176,14 @@ where
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_instance_becomes_a_deployment_and_a_service_scales_and_stopping_removes_them() {
-    let Some(s) = set_up().await else { return };
+async fn an_instance_becomes_a_deployment_and_a_service_scales_and_stopping_removes_them_on_a_real_node(
+) {
+    let Some(s) = on_the_node().await else { return };
     let ns = s.me.account.namespace.clone();
     let account = s.me.account.clone();
     let launched = s
         .serving
-        .launch(&s.me, spec("tiny-api", "sleep 300", 2))
+        .launch(&s.me, spec(&s.image, "tiny-api", "sleep 300", 2))
         .await
         .unwrap();
     assert_eq!(launched.status, ServingStatus::Pending);
@@ -184,7 +194,7 @@ async fn an_instance_becomes_a_deployment_and_a_service_scales_and_stopping_remo
     let dspec = d.spec.clone().unwrap();
     assert_eq!(dspec.replicas, Some(2));
     let container = &dspec.template.spec.as_ref().unwrap().containers[0];
-    assert_eq!(container.image.as_deref(), Some("example.com/serving:1"));
+    assert_eq!(container.image.as_deref(), Some(s.image.as_str()));
     let requests = container
         .resources
         .as_ref()
@@ -192,7 +202,7 @@ async fn an_instance_becomes_a_deployment_and_a_service_scales_and_stopping_remo
         .requests
         .as_ref()
         .unwrap();
-    assert_eq!(requests["cpu"].0, "250m");
+    assert_eq!(requests["cpu"].0, "100m");
     let env: Vec<(String, String)> = container
         .env
         .as_ref()
@@ -217,7 +227,8 @@ async fn an_instance_becomes_a_deployment_and_a_service_scales_and_stopping_remo
         .unwrap();
     assert!(config.data.unwrap()["serving.py"].contains("paddle.inference"));
 
-    // The kubelet runs the pods; the Deployment's controller counts them ready.
+    // The kubelet runs the containers; the Deployment's controller counts
+    // them ready (a command of one's own has no readiness probe).
     until("2 ready replicas", 60, || async {
         let i = s.serving.get(&account, "tiny-api").await.unwrap();
         i.status == ServingStatus::Ready && i.ready == 2
@@ -305,15 +316,17 @@ async fn an_instance_becomes_a_deployment_and_a_service_scales_and_stopping_remo
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replicas_that_keep_failing_fail_the_instance_with_their_message() {
-    let Some(s) = set_up().await else { return };
+async fn replicas_that_keep_failing_fail_the_instance_with_their_message_on_a_real_node() {
+    let Some(s) = on_the_node().await else { return };
     let account = s.me.account.clone();
     let script = "echo 'paddlecloud-serving: cannot load the model: inference.pdiparams is corrupt' >&2; exit 1";
     s.serving
-        .launch(&s.me, spec("broken", script, 1))
+        .launch(&s.me, spec(&s.image, "broken", script, 1))
         .await
         .unwrap();
-    until("the instance to fail", 90, || async {
+    // The kubelet restarts the container with a growing back-off (10 s,
+    // 20 s): its third restart, about 35 s on, fails the instance.
+    until("the instance to fail", 120, || async {
         s.serving.get(&account, "broken").await.unwrap().status == ServingStatus::Failed
     })
     .await;
@@ -327,25 +340,34 @@ async fn replicas_that_keep_failing_fail_the_instance_with_their_message() {
     s.serving.delete(&account, "broken").await.unwrap();
 }
 
-/// `inference.json` through the console's `/serve/…` endpoint, once the
-/// Service has Endpoints (the controller writes them shortly after Ready).
-async fn until_served(http: &reqwest::Client, console: &str, key: &str, account: &str) -> String {
+/// `path` of the instance through the console's `/serve/…` endpoint, once
+/// the Service has Endpoints (the controller writes them shortly after Ready).
+async fn until_served(
+    http: &reqwest::Client,
+    console: &str,
+    key: &str,
+    account: &str,
+    path: &str,
+) -> bytes::Bytes {
     let start = Instant::now();
     loop {
+        // The instance's root is `/serve/ACCOUNT/NAME`, without a slash.
+        let url = format!("{console}/serve/{account}/tiny-api/{path}");
         let answer = http
-            .get(format!("{console}/serve/{account}/tiny-api/inference.json"))
+            .get(url.trim_end_matches('/'))
             .bearer_auth(key)
             .send()
             .await
             .unwrap();
         let status = answer.status().as_u16();
-        let body = answer.text().await.unwrap();
+        let body = answer.bytes().await.unwrap();
         if status == 200 {
             return body;
         }
         assert!(
             start.elapsed() < Duration::from_secs(30),
-            "the endpoint kept answering {status}: {body}"
+            "the endpoint kept answering {status}: {}",
+            String::from_utf8_lossy(&body)
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
@@ -375,45 +397,24 @@ async fn fetch_logs(client: &kube::Client, ns: &str, serving: &str) -> Vec<Strin
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_nothing_else() {
-    let Some(client) = common::kubelet::test_client().await else {
+async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_nothing_else_on_a_real_node(
+) {
+    let Some((node, client)) = common::node::client().await else {
         return;
     };
-    // The console on a real socket: the pods' init containers call it.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let console = format!("http://{}", listener.local_addr().unwrap());
-    let mut kubelet = None;
-    let mut root = None;
-    let site = common::site::site_configured(|config, db| {
-        // The test kubelet has no volumes: the model "volume" is a host folder.
-        let models = db.dir().join("models");
-        root = Some(models.clone());
-        kubelet = Some(db.dir().join("kubelet"));
-        server::console::Config {
-            cluster: common::kubelet::kube_choice(&client, Some(models.display().to_string())),
-            public_url: Some(console.clone()),
+    // The console on the node's address, where the pods' init containers
+    // reach it; the model goes into an emptyDir of each pod.
+    let (site, console) =
+        common::site::on_socket_at(&node.ip, |config, _, _| server::console::Config {
+            cluster: common::kubernetes::kube_choice(&client, None),
             ..config
-        }
-    })
-    .await;
-    let _kubelet = common::kubelet::TestKubelet::start(client.clone(), &kubelet.unwrap()).await;
-    let root = root.unwrap();
-    let router = site.router.clone();
-    let listener = tokio::net::TcpListener::from_std({
-        listener.set_nonblocking(true).unwrap();
-        listener
-    })
-    .unwrap();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-
+        })
+        .await;
     let account = format!("kf{:08x}", getrandom::u32().unwrap());
     let key = common::rest::key_for(&site, &account).await;
     let me = site.owner(&account).await;
     // The namespace the console gave the account (read back, not assumed).
     let ns = site.namespace_of(&account).await;
-    // Pods that report the host's IP get Endpoints, which the API server's
-    // service proxy (the /serve/… endpoint on Kubernetes) forwards to.
-    let routable = common::kubelet::routable_pod_ips(&ns);
     let me = Me {
         account: Account {
             namespace: ns.clone(),
@@ -433,13 +434,15 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
     .await;
 
     // The replica starts only once its model is there, and reads it: it
-    // serves the model's folder over HTTP on its port (one replica: two
-    // would share the host's port).
+    // serves the model's folder (version 1 of it) over HTTP on its port.
     let command = "cat \"$PADDLECLOUD_MODEL_DIR/inference.json\"; echo; \
-                   exec python3 -m http.server \"$PORT\" --directory \"$PADDLECLOUD_MODEL_DIR\"";
+                   exec python3 -m http.server \"$PORT\" --directory \"$(dirname \"$PADDLECLOUD_MODEL_DIR\")\"";
     site.services
         .serving
-        .launch(&me, spec("tiny-api", command, 1))
+        .launch(
+            &me,
+            spec("paddlepaddle/paddle:3.3.1", "tiny-api", command, 1),
+        )
         .await
         .unwrap();
     let instance = || async {
@@ -452,21 +455,25 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
         i.status == ServingStatus::Ready && i.ready == 1
     })
     .await;
-    let dir = root.join(&account).join("tiny").join("1");
-    assert_eq!(
-        std::fs::read(dir.join("inference.json")).unwrap(),
-        b"{\"tiny\": true}"
-    );
-    assert_eq!(
-        std::fs::read(dir.join("params/weights.bin")).unwrap(),
-        weights
-    );
-    // Nothing half-written is left beside it.
-    let beside: Vec<String> = std::fs::read_dir(root.join(&account).join("tiny"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    // What the pod holds, through the console's endpoint (the API server's
+    // service proxy to the pod), each request counted.
+    let http = server::backend::serving::http_client(Duration::from_secs(10)).unwrap();
+    let served = until_served(&http, &console, &key, &account, "1/inference.json").await;
+    assert_eq!(&served[..], b"{\"tiny\": true}");
+    let served = until_served(&http, &console, &key, &account, "1/params/weights.bin").await;
+    assert!(served[..] == weights[..], "the weights differ");
+    // Nothing half-written is left beside the version.
+    let listing = until_served(&http, &console, &key, &account, "").await;
+    let listing = String::from_utf8_lossy(&listing);
+    let entries: Vec<&str> = listing
+        .split("<a href=\"")
+        .skip(1)
+        .filter_map(|e| e.split('"').next())
         .collect();
-    assert_eq!(beside, vec!["1".to_owned()]);
+    assert_eq!(entries, ["1/"], "{listing}");
+    site.serving.flush_traffic().await.unwrap();
+    let recent = instance().await.recent.expect("the last minute's traffic");
+    assert!(recent.requests >= 3, "{recent:?}");
     let logs = fetch_logs(&client, &ns, "tiny-api").await.join("\n");
     assert!(logs.contains("fetched 2 file(s)"), "{logs}");
 
@@ -477,7 +484,6 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
         .unwrap();
     let token = String::from_utf8(secret.data.unwrap()["token"].0.clone()).unwrap();
     assert!(token.starts_with("pcv_"));
-    let http = server::backend::serving::http_client(Duration::from_secs(10)).unwrap();
     let get = |path: String| {
         let http = http.clone();
         let token = token.clone();
@@ -517,23 +523,6 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
         .unwrap();
     assert_eq!(listed.status().as_u16(), 200);
 
-    // The console's endpoint, through the API server's service proxy to the
-    // pod, counting the request.
-    match &routable {
-        Some(ip) => {
-            let served = until_served(&http, &console, &key, &account).await;
-            assert_eq!(served, "{\"tiny\": true}", "via pod IP {ip}");
-            site.serving.flush_traffic().await.unwrap();
-            let i = instance().await;
-            let recent = i.recent.expect("the last minute's traffic");
-            assert!(recent.requests >= 1, "{recent:?}");
-        }
-        None => eprintln!(
-            "skipping the service-proxy part: this machine has no IPv4 address outside \
-             127.0.0.0/8 for pods to report"
-        ),
-    }
-
     // Stopped: the token reads nothing any more.
     site.services
         .serving
@@ -547,10 +536,12 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_console_bringing_an_instance_back_keeps_its_token_unless_its_secret_lost_it() {
-    // Nothing answers there: the replicas keep retrying their fetch, and
-    // the instance stays active for the console to bring back.
-    let Some(s) = set_up_with(Some("http://127.0.0.1:9")).await else {
+async fn a_console_bringing_an_instance_back_keeps_its_token_unless_its_secret_lost_it_on_a_real_node(
+) {
+    // Nothing answers there (the pod's own loopback): the replicas keep
+    // retrying their fetch, and the instance stays active for the console
+    // to bring back.
+    let Some(s) = on_the_node_fetching_from("http://127.0.0.1:9").await else {
         return;
     };
     let secrets: Api<Secret> = Api::namespaced(s.client.clone(), &s.me.account.namespace);
@@ -568,7 +559,7 @@ async fn a_console_bringing_an_instance_back_keeps_its_token_unless_its_secret_l
     };
     let hash = |token: &str| hex::encode(sha2::Sha256::digest(token.as_bytes()));
     s.serving
-        .launch(&s.me, spec("tiny-api", "sleep 300", 1))
+        .launch(&s.me, spec(&s.image, "tiny-api", "sleep 300", 1))
         .await
         .unwrap();
     let first = held().await;

@@ -25,7 +25,6 @@ mod job_record;
 mod kube_backend;
 mod kube_metrics_api;
 mod kube_serving;
-mod kubelet_smoke;
 mod leases;
 mod local_restart;
 mod local_runs;

@@ -1,7 +1,7 @@
 //! The notebook contract: what any notebook backend must do, checked with a
 //! real JupyterLab behind the console on a real socket. The local executor
 //! runs it with processes of the test venv's Python; the Kubernetes backend
-//! runs the same functions on the real node (`scripts/kube-node.sh`): the
+//! runs the same functions on the real node (`scripts/kube-test-cluster.sh`): the
 //! notebook's JupyterLab runs in a container of the PaddlePaddle image built
 //! here, its workspace a claim the node's hostPath provisioner binds, and
 //! the kernel's jobs run in containers beside it. Kubernetes-only behaviours
@@ -420,7 +420,7 @@ fn a_restarted_console_takes_over_a_running_notebook_and_its_kernels_on_a_real_n
     let second = tokio::runtime::Runtime::new().unwrap();
     second.block_on(async {
         // Clients belong to the runtime they were made on: new ones.
-        let client = common::kubelet::test_client().await.unwrap();
+        let client = common::kubernetes::test_client().await.unwrap();
         let mut config = h.config.clone();
         if let ClusterChoice::Kube { access, .. } = &mut config.cluster {
             *access = KubeAccess::Client {

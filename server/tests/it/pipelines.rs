@@ -803,33 +803,28 @@ async fn the_run_event_stream_speaks_as_its_nodes_move_on() {
     assert!(!said.contains("unwatched"), "{said}");
 }
 
-/// The same scheduler on the Kubernetes backend (the test cluster's API
-/// server, the test kubelet running the pods): nodes become the cluster's
-/// jobs, their pods labelled with their run and node, and a failing branch
-/// fails the run while the other branch runs on. Skipped without the test
-/// cluster.
+/// The same scheduler on the Kubernetes backend (the real node of
+/// `scripts/kube-test-cluster.sh`, nodes' replicas in containers): nodes become the
+/// cluster's jobs, their pods labelled with their run and node, and a
+/// failing branch fails the run while the other branch runs on. Skipped
+/// without the node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pipeline_runs_on_kubernetes_with_its_pods_labelled_by_run_and_node() {
+async fn a_pipeline_runs_on_kubernetes_with_its_pods_labelled_by_run_and_node_on_a_real_node() {
     use k8s_openapi::api::core::v1::Pod;
     use kube::api::{Api, ListParams};
-    let Some(client) = common::kubelet::test_client().await else {
+    let Some((node, client)) = common::node::client().await else {
         return;
     };
-    let mut work = None;
-    let site = common::site::site_configured(|config, db| {
-        work = Some(db.dir().join("kubelet"));
-        server::console::Config {
-            cluster: common::kubelet::kube_choice(&client, None),
-            ..config
-        }
+    let site = common::site::site_configured(|config, _| server::console::Config {
+        cluster: common::kubernetes::kube_choice(&client, None),
+        ..config
     })
     .await;
-    let _kubelet = common::kubelet::TestKubelet::start(client.clone(), &work.unwrap()).await;
     let account = format!("kp{:08x}", getrandom::u32().unwrap());
     let key = key_for(&site, &account).await;
     let on_kube = |script: &str| {
         let mut job = sh(script);
-        job["image"] = json!("busybox:1.36");
+        job["image"] = json!(node.shell_image);
         job
     };
     let made = submit(

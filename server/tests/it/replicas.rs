@@ -1,8 +1,9 @@
 //! Two console processes on one PostgreSQL with the Kubernetes backend (the
-//! test control plane), as a console scaled out runs: what one replica does
-//! the other shows live, either replica acts on the same jobs, and killing
-//! one loses nothing it acknowledged. Run through `scripts/with-postgres.sh`
-//! and `scripts/kube-test-cluster.sh run`; skipped without either.
+//! real node of `scripts/kube-test-cluster.sh`, pods in containers), as a console
+//! scaled out runs: what one replica does the other shows live, either
+//! replica acts on the same jobs, and killing one loses nothing it
+//! acknowledged. Run through `scripts/with-postgres.sh` inside
+//! `scripts/kube-test-cluster.sh run`; skipped without either.
 
 use crate::common;
 
@@ -26,17 +27,16 @@ struct Replica {
 }
 
 impl Replica {
-    async fn start(db_url: &str, data: &Path, kubeconfig: &Path, models: &Path) -> Self {
+    /// Listening on `ip` (where pods reach it: its public URL).
+    async fn start(db_url: &str, data: &Path, kubeconfig: &Path, ip: &str) -> Self {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let mut child = Command::new(BIN)
-            .args(["serve", "--cluster", "kube", "--addr", "127.0.0.1:0"])
+            .args(["serve", "--cluster", "kube", "--addr", &format!("{ip}:0")])
             .args(["--stop-grace", "1", "--lease-secs", "3"])
             .arg("--database-url")
             .arg(db_url)
             .arg("--data-dir")
             .arg(data)
-            .arg("--serving-model-dir")
-            .arg(models)
             .current_dir(&repo)
             .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "warn")
@@ -199,8 +199,9 @@ fn small() -> ReplicaResources {
     }
 }
 
-/// A trainer that prints `line 1`, `line 2`, … every 50 ms for a minute.
-fn counting_job(name: &str) -> JobSpec {
+/// A trainer (in `image`) that prints `line 1`, `line 2`, … every 50 ms for
+/// a minute.
+fn counting_job(name: &str, image: &str) -> JobSpec {
     JobSpec {
         notebook: None,
         template: None,
@@ -208,7 +209,7 @@ fn counting_job(name: &str) -> JobSpec {
         environment: None,
         environment_use: None,
         name: name.into(),
-        image: "paddlepaddle/paddle:2.6.1".into(),
+        image: image.into(),
         command: vec![
             "sh".into(),
             "-c".into(),
@@ -254,20 +255,17 @@ async fn steps_on(api: &Api, base: &str, job: &str, tag: &str) -> Vec<i64> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_replicas_on_one_database_show_and_steer_the_same_work_and_one_dying_loses_nothing() {
+async fn two_replicas_on_one_database_show_and_steer_the_same_work_and_one_dying_loses_nothing_on_a_real_node(
+) {
     let Some(db) = common::postgres().await else {
         return;
     };
-    let Some(client) = common::kubelet::test_client().await else {
+    let Some(node) = common::node::real_node() else {
         return;
     };
     let kubeconfig = PathBuf::from(std::env::var_os("PADDLECLOUD_TEST_KUBECONFIG").unwrap());
-    let _kubelet =
-        common::kubelet::TestKubelet::start(client.clone(), &db.dir().join("kubelet")).await;
-    // The test kubelet has no volumes: the model "volume" is a host folder.
-    let models = db.dir().join("models");
-    let a = Replica::start(&db.url, &db.dir().join("a"), &kubeconfig, &models).await;
-    let b = Replica::start(&db.url, &db.dir().join("b"), &kubeconfig, &models).await;
+    let a = Replica::start(&db.url, &db.dir().join("a"), &kubeconfig, &node.ip).await;
+    let b = Replica::start(&db.url, &db.dir().join("b"), &kubeconfig, &node.ip).await;
     let (url_a, url_b) = (a.url.clone(), b.url.clone());
 
     let account = format!("rep{:08x}", getrandom::u32().unwrap());
@@ -327,14 +325,10 @@ async fn two_replicas_on_one_database_show_and_steer_the_same_work_and_one_dying
         .unwrap()
         .to_owned();
     let api = Api { http, key, cookie };
-    let namespace = format!("pc-{account}");
-    // Pods that report the host's IP get Endpoints, which the API server's
-    // service proxy (the /serve/… endpoint on Kubernetes) forwards to.
-    common::kubelet::routable_pod_ips(&namespace);
 
     // B's job table follows; A takes the job.
     let mut b_jobs = api.events(format!("{url_b}/events/jobs")).await;
-    let spec = serde_json::to_value(counting_job("train")).unwrap();
+    let spec = serde_json::to_value(counting_job("train", &node.shell_image)).unwrap();
     let (status, body) = api.post(format!("{url_a}/api/v1/jobs"), &spec).await;
     assert_eq!(status, 201, "{body}");
     event_where(&mut b_jobs, 10, "the job on B's table", |d| d == "train").await;
@@ -436,7 +430,8 @@ async fn two_replicas_on_one_database_show_and_steer_the_same_work_and_one_dying
             "-c".into(),
             "exec python3 -m http.server \"$PORT\" --directory \"$PADDLECLOUD_MODEL_DIR\"".into(),
         ],
-        image: String::new(),
+        // Python's HTTP server; its init container fetches the model from A.
+        image: "paddlepaddle/paddle:3.3.1".into(),
         env: vec![],
         replicas: 1,
         resources: small(),

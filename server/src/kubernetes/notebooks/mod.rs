@@ -61,8 +61,7 @@ pub const DEFAULT_WORKSPACE_SIZE: &str = "10Gi";
 pub struct NotebookPods {
     /// The image of notebooks that name none.
     pub image: String,
-    /// The port JupyterLab listens on ([`DEFAULT_PORT`]; the test kubelet,
-    /// whose pods share the host's network, needs a free one).
+    /// The port JupyterLab listens on in its pod ([`DEFAULT_PORT`]).
     pub port: u16,
     /// The StorageClass of workspace claims (`None`: the cluster's default).
     pub storage_class: Option<String>,

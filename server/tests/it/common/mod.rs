@@ -4,13 +4,14 @@
 
 pub mod assets;
 pub mod cli;
-pub mod kubelet;
+pub mod kubernetes;
 pub mod metric_logs;
 pub mod metrics_server;
 pub mod node;
 pub mod rest;
 pub mod site;
 pub mod smtp;
+pub mod tls;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -1,11 +1,15 @@
-//! The real node of `scripts/kube-node.sh`: a kubelet with containerd and
+//! The real node of `scripts/kube-test-cluster.sh`: a kubelet with containerd and
 //! runc, pod networking, kube-proxy and cluster DNS, on which the console's
 //! pods run in containers from images built here. Tests named
-//! `on_a_real_node` run there (`scripts/test.sh kube-node`); the test kubelet
-//! (`common::kubelet`) plays a node only for what this machine cannot do
-//! (`nvidia.com/gpu`, the GPU sampler) and for suites not moved yet.
+//! `on_a_real_node` run there (`scripts/test.sh kube-node`). GPUs, which
+//! this machine lacks, are stand-ins advertised on the Node's status
+//! (`kube_backend.rs`); nothing else is pretended.
 
-/// What `scripts/kube-node.sh run` says about its node.
+use std::time::{Duration, Instant};
+
+use kube::Api;
+
+/// What `scripts/kube-test-cluster.sh run` says about its node.
 pub struct RealNode {
     /// The Node's name.
     pub name: String,
@@ -15,14 +19,14 @@ pub struct RealNode {
     pub ip: String,
 }
 
-/// The real node, or `None` (printing why) outside `scripts/kube-node.sh run`;
+/// The real node, or `None` (printing why) outside `scripts/kube-test-cluster.sh run`;
 /// panics instead under `PADDLECLOUD_REQUIRE_KUBE_NODE=1`, so that the stage
 /// that starts the node cannot pass by skipping.
 pub fn real_node() -> Option<RealNode> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     // All four, or it is not the real node.
     let found = (|| {
-        // The kubeconfig common::kubelet::test_client reads.
+        // The kubeconfig common::kubernetes::test_client reads.
         var("PADDLECLOUD_TEST_KUBECONFIG")?;
         Some(RealNode {
             name: var("PADDLECLOUD_TEST_KUBE_NODE")?,
@@ -36,7 +40,7 @@ pub fn real_node() -> Option<RealNode> {
             "no real node (PADDLECLOUD_TEST_KUBE_NODE, PADDLECLOUD_TEST_NODE_IMAGE, \
              PADDLECLOUD_TEST_NODE_IP and PADDLECLOUD_TEST_KUBECONFIG) but its tests are required (PADDLECLOUD_REQUIRE_KUBE_NODE=1)"
         );
-        eprintln!("skipping: no real node (run through scripts/kube-node.sh run ...)");
+        eprintln!("skipping: no real node (run through scripts/kube-test-cluster.sh run ...)");
     }
     found
 }
@@ -44,7 +48,7 @@ pub fn real_node() -> Option<RealNode> {
 /// A kube client for the real node's cluster, if there is one.
 pub async fn client() -> Option<(RealNode, kube::Client)> {
     let node = real_node()?;
-    let client = super::kubelet::test_client().await?;
+    let client = super::kubernetes::test_client().await?;
     Some((node, client))
 }
 
@@ -64,4 +68,50 @@ pub fn processes_running(argv: &[&str]) -> Vec<i32> {
                 && super::alive(*pid)
         })
         .collect()
+}
+
+/// Waits until no pod of an earlier test runs or is going on the node, so
+/// that what a test measures is the start, not the wait (a pod whose image
+/// could not be pulled took about 70 s to go after its deletion), and says
+/// how long it waited for what.
+pub async fn wait_until_free(client: &kube::Client, who: &str) {
+    let everywhere: Api<k8s_openapi::api::core::v1::Pod> = Api::all(client.clone());
+    let waiting = Instant::now();
+    let mut seen = Vec::new();
+    loop {
+        let busy: Vec<String> = everywhere
+            .list(&kube::api::ListParams::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|p| {
+                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                !matches!(phase, Some("Succeeded" | "Failed"))
+            })
+            .map(|p| {
+                format!(
+                    "{}/{}{}",
+                    p.metadata.namespace.as_deref().unwrap_or(""),
+                    p.metadata.name.as_deref().unwrap_or(""),
+                    if p.metadata.deletion_timestamp.is_some() {
+                        " (terminating)"
+                    } else {
+                        ""
+                    },
+                )
+            })
+            .collect();
+        if busy.is_empty() {
+            break;
+        }
+        assert!(
+            waiting.elapsed() < Duration::from_secs(180),
+            "the node stays busy: {busy:?}"
+        );
+        seen = busy;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    if !seen.is_empty() {
+        eprintln!("{who}: waited {:?} for {seen:?} to go", waiting.elapsed());
+    }
 }

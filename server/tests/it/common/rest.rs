@@ -80,6 +80,46 @@ pub async fn call(
     answer(site.send(req.body(body).unwrap()).await).await
 }
 
+/// Where REST calls go: a console in this process, or one reached over
+/// HTTP at `base` (the console deployed in the cluster, through its Service).
+pub enum Endpoint<'a> {
+    /// The router of a console built by the test.
+    Here(&'a Site),
+    /// A console elsewhere.
+    Http { http: reqwest::Client, base: String },
+}
+
+impl Endpoint<'_> {
+    /// One REST call with `key` (if any) and a JSON body (if any).
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<Value>,
+    ) -> Answer {
+        let (http, base) = match self {
+            Endpoint::Here(site) => return call(site, method, path, key, body).await,
+            Endpoint::Http { http, base } => (http, base),
+        };
+        let mut req = http.request(method, format!("{base}{path}"));
+        if let Some(key) = key {
+            req = req.bearer_auth(key);
+        }
+        if let Some(v) = body {
+            req = req
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(v.to_string());
+        }
+        let res = req.send().await.unwrap();
+        Answer {
+            status: res.status(),
+            headers: res.headers().clone(),
+            body: res.text().await.unwrap(),
+        }
+    }
+}
+
 /// A response read whole into an [`Answer`].
 pub async fn answer(res: http::Response<Body>) -> Answer {
     let status = res.status();
