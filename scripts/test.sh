@@ -3,6 +3,7 @@
 #   scripts/test.sh        Rust tests (SQLite + a throwaway PostgreSQL), the real Kubernetes node's, the Python SDK, the API contract, the short load and fault run, then Playwright
 #   scripts/test.sh rust   only the Rust tests but the real node's
 #   scripts/test.sh kube-node  only the real node's checks and the tests named on_a_real_node (root: containerd, CNI, kube-proxy, DNS)
+#   scripts/test.sh kube-bench the real node's benchmarks (not in `all`: they only print figures)
 #   scripts/test.sh sdk    only the Python SDK's tests (against the release binary)
 #   scripts/test.sh api    only the REST API against its OpenAPI document (schemathesis, fixed seed)
 #   scripts/test.sh e2e    only the Playwright suite
@@ -46,7 +47,16 @@ kube_node_tests() {
   # shellcheck disable=SC2016 # expanded by the inner shell, inside the node
   scripts/kube-test-cluster.sh run sh -c 'scripts/kube-node/smoke.sh && \
     PADDLECLOUD_PG_ALSO_ON=$PADDLECLOUD_TEST_NODE_IP/24 PADDLECLOUD_REQUIRE_KUBE_NODE=1 PADDLECLOUD_REQUIRE_POSTGRES=1 \
-    scripts/with-postgres.sh scripts/test-watchdog.py -- scripts/rust-tests.sh it on_a_real_node --test-threads 1 --nocapture'
+    scripts/with-postgres.sh scripts/test-watchdog.py -- scripts/rust-tests.sh it on_a_real_node --skip benchmark_ \
+    --test-threads 1 --nocapture'
+}
+
+# The node's benchmarks (tests named benchmark_…on_a_real_node: they print
+# what README's "On a real node" table shows), outside CI.
+kube_bench() {
+  say "The real node's benchmarks"
+  scripts/rust-tests.sh build
+  scripts/kube-test-cluster.sh run scripts/rust-tests.sh it benchmark_ --test-threads 1 --nocapture
 }
 
 sdk_tests() {
@@ -78,6 +88,7 @@ case "${1:-all}" in
   e2e) e2e_tests ;;
   load) load_tests ;;
   kube-node) kube_node_tests ;;
+  kube-bench) kube_bench ;;
   all) rust_tests; kube_node_tests; sdk_tests; api_tests; load_tests; e2e_tests ;;
-  *) echo "usage: $0 [rust|kube-node|sdk|api|load|e2e|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [rust|kube-node|kube-bench|sdk|api|load|e2e|all]" >&2; exit 2 ;;
 esac
