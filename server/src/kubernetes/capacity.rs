@@ -131,15 +131,16 @@ pub fn pod_request(pod: &Pod) -> ResourceTotals {
         .iter()
         .flatten()
         .map(|c| requested(c.resources.as_ref()))
-        .fold(ResourceTotals::default(), |a, b| ResourceTotals {
-            cpu_millis: a.cpu_millis.max(b.cpu_millis),
-            memory_bytes: a.memory_bytes.max(b.memory_bytes),
-            gpu: a.gpu.max(b.gpu),
-        });
+        .fold(ResourceTotals::default(), larger);
+    larger(sum, init)
+}
+
+/// Each amount the larger of `a`'s and `b`'s.
+fn larger(a: ResourceTotals, b: ResourceTotals) -> ResourceTotals {
     ResourceTotals {
-        cpu_millis: sum.cpu_millis.max(init.cpu_millis),
-        memory_bytes: sum.memory_bytes.max(init.memory_bytes),
-        gpu: sum.gpu.max(init.gpu),
+        cpu_millis: a.cpu_millis.max(b.cpu_millis),
+        memory_bytes: a.memory_bytes.max(b.memory_bytes),
+        gpu: a.gpu.max(b.gpu),
     }
 }
 
@@ -157,9 +158,10 @@ fn requested(r: Option<&ResourceRequirements>) -> ResourceTotals {
     })
 }
 
-/// CPU, memory and GPUs from a list of quantities (`get` by resource name).
-/// An amount this cannot read (an exponent form, say) counts as none.
-fn amounts<'a>(get: impl Fn(&str) -> Option<&'a Quantity>) -> ResourceTotals {
+/// CPU, memory and GPUs from a list of quantities (`get` by resource name:
+/// `cpu`, `memory`, [`GPU`]). An amount this cannot read (an exponent form,
+/// say) counts as none.
+pub(crate) fn amounts<'a>(get: impl Fn(&str) -> Option<&'a Quantity>) -> ResourceTotals {
     ResourceTotals {
         cpu_millis: get("cpu")
             .and_then(|q| parse_cpu_millis("cpu", &q.0).ok())

@@ -266,7 +266,7 @@ pub fn replica_jobs(
             let memory = parse_memory_bytes("memory", &resources.memory)?.to_string();
             let mut amounts = json!({ "cpu": cpu, "memory": memory });
             if resources.gpu > 0 {
-                amounts["nvidia.com/gpu"] = json!(resources.gpu.to_string());
+                amounts[crate::kubernetes::capacity::GPU] = json!(resources.gpu.to_string());
             }
             let mut pod_labels = labels(spec, ctx.job_id);
             pod_labels[ROLE] = json!(role.as_str());

@@ -2,7 +2,7 @@
 //! and what the cluster counts as used.
 
 use app::error::AppError;
-use app::models::quantity::{memory_quantity, parse_cpu_millis, parse_memory_bytes};
+use app::models::quantity::memory_quantity;
 use app::models::{Account, Quota, ResourceTotals};
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::ResourceQuota;
@@ -99,17 +99,8 @@ impl ClusterQuota for KubeCluster {
         let Some(used) = rq.status.and_then(|s| s.used) else {
             return Ok(None);
         };
-        let get = |key: &str| used.get(key).map(|q| q.0.clone());
-        Ok(Some(ResourceTotals {
-            cpu_millis: get("requests.cpu")
-                .and_then(|v| parse_cpu_millis("cpu", &v).ok())
-                .unwrap_or(0),
-            memory_bytes: get("requests.memory")
-                .and_then(|v| parse_memory_bytes("memory", &v).ok())
-                .unwrap_or(0),
-            gpu: get("requests.nvidia.com/gpu")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0),
-        }))
+        Ok(Some(super::capacity::amounts(|name| {
+            used.get(&format!("requests.{name}"))
+        })))
     }
 }

@@ -73,7 +73,7 @@ pub fn notebook_objects(
         "memory": parse_memory_bytes("resources.memory", &resources.memory)?.to_string(),
     });
     if resources.gpu > 0 {
-        amounts["nvidia.com/gpu"] = json!(resources.gpu.to_string());
+        amounts[crate::kubernetes::capacity::GPU] = json!(resources.gpu.to_string());
     }
     let secret_name = object_name(name);
     let from_secret = |key: &str| json!({ "secretKeyRef": { "name": secret_name, "key": key } });

@@ -55,7 +55,7 @@ pub fn serving_objects(run: &Run, fetching: &PodSettings) -> Result<ServingObjec
         "memory": parse_memory_bytes("resources.memory", &spec.resources.memory)?.to_string(),
     });
     if per.gpu > 0 {
-        amounts["nvidia.com/gpu"] = json!(per.gpu.to_string());
+        amounts[crate::kubernetes::capacity::GPU] = json!(per.gpu.to_string());
     }
     let mut env: Vec<serde_json::Value> = spec
         .env
