@@ -50,9 +50,19 @@ test("the submit dialog shows the job's total and refuses bad fields next to the
   const total = dialog.getByTestId("job-total");
   // 1 PS × (1 CPU, 1 GiB) + 2 trainers × (2 CPU, 4 GiB)
   await expect(total).toContainText("5 CPU · 9 GiB memory · 0 GPU");
+  // The room where jobs run: free now, of the machine's total (the test
+  // console's --local-cpus 64 --local-memory 256Gi --local-gpus 2).
+  const room = dialog.getByTestId("room-left");
+  await expect(room).toContainText("Free on local now:");
+  await expect(room).toContainText("of 64 CPU · 256 GiB memory · 2 GPU");
   if (hydrated) {
     await dialog.getByLabel("Count").nth(1).fill("4");
     await expect(total).toContainText("9 CPU · 17 GiB memory · 0 GPU");
+    // 40 trainers of 2 CPU: more than the machine has in all.
+    await dialog.getByLabel("Count").nth(1).fill("40");
+    await expect(dialog.getByTestId("room-warning")).toContainText("could never start");
+    await dialog.getByLabel("Count").nth(1).fill("2");
+    await expect(dialog.getByTestId("room-warning")).toHaveCount(0);
   }
   await dialog.getByLabel("Name").fill("Bad Name");
   await dialog.getByRole("button", { name: "Submit" }).click();

@@ -68,6 +68,8 @@ pub enum ClusterChoice {
         serving_model_root: Option<String>,
         /// How notebook pods are made.
         notebook_pods: Box<NotebookPods>,
+        /// Where nodes keep the datasets and models pods read.
+        pod_support: Box<crate::kubernetes::inputs::PodSupport>,
     },
 }
 
@@ -345,6 +347,7 @@ impl Console {
                 access,
                 serving_model_root,
                 notebook_pods,
+                pod_support,
             } => {
                 let (client, name) = access.client().await.context(
                     "connecting to Kubernetes (KUBECONFIG, ~/.kube/config or the in-cluster \
@@ -357,6 +360,7 @@ impl Console {
                     &config.data_dir,
                     grace,
                     config.public_url.clone(),
+                    (*pod_support).clone(),
                 );
                 tracing::info!(cluster = %kube.name(), "jobs run on Kubernetes");
                 // Without Prometheus, jobs on Kubernetes are charted from the

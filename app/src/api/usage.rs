@@ -71,6 +71,14 @@ pub async fn quota_left() -> Result<QuotaUse, AppError> {
     services()?.quotas.quota_use(&who.me.account).await
 }
 
+/// The room where the caller's jobs run (free and in all), for the submit
+/// dialog's room line. Every member may read it, as the Quota page shows it.
+#[server(prefix = "/api", endpoint = "cluster_room")]
+pub async fn cluster_room() -> Result<ClusterCapacity, AppError> {
+    principal()?;
+    services()?.cluster.capacity().await
+}
+
 /// Sets the quota of `account` from the form (owner or site admin).
 #[server(prefix = "/api", endpoint = "set_quota")]
 pub async fn set_quota(account: String, form: QuotaForm) -> Result<QuotaUse, AppError> {

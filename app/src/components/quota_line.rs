@@ -1,12 +1,14 @@
-//! The line under a dialog's total (job, serving instance, notebook): what
+//! The lines under a dialog's total (job, serving instance, notebook): what
 //! the account's quota leaves, and a warning when what the dialog asks for
-//! does not fit (the same check the server makes when it is sent).
+//! does not fit (the same check the server makes when it is sent); and the
+//! cluster's room: free now, and whether the workload waits for room or can
+//! never start.
 
 use leptos::prelude::*;
 
 use crate::error::AppError;
 use crate::models::quantity::{format_cpu, format_memory};
-use crate::models::{Quota, QuotaUse};
+use crate::models::{ClusterCapacity, Quota, QuotaUse, ResourceTotals, Room};
 
 /// What `quota` leaves (only what it limits; "more jobs" when `jobs`), and
 /// `fits`' refusal, if any. `None` when the quota could not be read.
@@ -37,5 +39,47 @@ pub fn quota_line(
     Some(view! {
         <p class="hint" data-testid="quota-left">"Left in the account's quota: " <strong>{text}</strong></p>
         {refused.map(|e| view! { <p class="banner warn" role="alert" data-testid="quota-over">{e.to_string()}</p> })}
+    }.into_any())
+}
+
+/// What `room` has free now and in all, and where `ask` stands: fits, waits
+/// for room, or more than the cluster has. `None` when the room is unknown.
+pub fn room_line(room: Option<&ClusterCapacity>, ask: Option<ResourceTotals>) -> Option<AnyView> {
+    let room = room?;
+    let (total, free) = (room.total?, room.free()?);
+    let words = |t: ResourceTotals| {
+        let mut text = format!(
+            "{} CPU · {} memory",
+            format_cpu(t.cpu_millis),
+            format_memory(t.memory_bytes)
+        );
+        if total.gpu > 0 {
+            text += &format!(" · {} GPU", t.gpu);
+        }
+        text
+    };
+    let (free_words, total_words) = (words(free), words(total));
+    let stands = ask.map(|a| room.room_for(a));
+    let warning = match stands {
+        Some(Room::Waits { .. }) => Some((
+            "waits",
+            "More than is free now: it waits for room.".to_owned(),
+        )),
+        Some(Room::Never { .. }) => Some((
+            "never",
+            format!(
+                "More than {} has in all ({total_words}): it could never start.",
+                room.cluster
+            ),
+        )),
+        _ => None,
+    };
+    Some(view! {
+        <p class="hint" data-testid="room-left">
+            "Free on " {room.cluster.clone()} " now: " <strong>{free_words}</strong> " of " {total_words}
+        </p>
+        {warning.map(|(kind, text)| view! {
+            <p class="banner warn" role="status" data-testid="room-warning" data-room=kind>{text}</p>
+        })}
     }.into_any())
 }

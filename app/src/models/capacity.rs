@@ -84,7 +84,59 @@ pub struct ClusterCapacity {
     pub source: String,
 }
 
+/// Whether a workload fits in the cluster's room, as its dialog says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Room {
+    /// The room is not known (the backend cannot read it).
+    Unknown,
+    /// It fits in what is free now.
+    Fits {
+        /// What is free now.
+        free: ResourceTotals,
+    },
+    /// More than is free now, within the total: it waits for room.
+    Waits {
+        /// What is free now.
+        free: ResourceTotals,
+    },
+    /// More than the cluster has in all: it never starts.
+    Never {
+        /// The cluster's total.
+        total: ResourceTotals,
+    },
+}
+
 impl ClusterCapacity {
+    /// What is free now: the total less what is held (`None` when either
+    /// is unknown).
+    pub fn free(&self) -> Option<ResourceTotals> {
+        let (total, used) = (self.total?, self.used?);
+        Some(ResourceTotals {
+            cpu_millis: total.cpu_millis.saturating_sub(used.cpu_millis),
+            memory_bytes: total.memory_bytes.saturating_sub(used.memory_bytes),
+            gpu: total.gpu.saturating_sub(used.gpu),
+        })
+    }
+
+    /// Where `ask` (a workload's totals) stands against the room.
+    pub fn room_for(&self, ask: ResourceTotals) -> Room {
+        let (Some(total), Some(free)) = (self.total, self.free()) else {
+            return Room::Unknown;
+        };
+        let within = |have: ResourceTotals| {
+            ask.cpu_millis <= have.cpu_millis
+                && ask.memory_bytes <= have.memory_bytes
+                && ask.gpu <= have.gpu
+        };
+        if !within(total) {
+            Room::Never { total }
+        } else if within(free) {
+            Room::Fits { free }
+        } else {
+            Room::Waits { free }
+        }
+    }
+
     /// "2 CPUs, 7.8 GiB, 1 GPU": what `totals` holds, in words.
     pub fn describe(totals: ResourceTotals) -> String {
         let gpus = match totals.gpu {
@@ -97,5 +149,63 @@ impl ClusterCapacity {
             if totals.cpu_millis == 1000 { "" } else { "s" },
             format_memory(totals.memory_bytes),
         )
+    }
+}
+
+#[cfg(test)]
+mod room_tests {
+    use super::*;
+
+    fn totals(cpu_millis: u64, gib: u64, gpu: u64) -> ResourceTotals {
+        ResourceTotals {
+            cpu_millis,
+            memory_bytes: gib << 30,
+            gpu,
+        }
+    }
+
+    fn cluster(total: Option<ResourceTotals>, used: Option<ResourceTotals>) -> ClusterCapacity {
+        ClusterCapacity {
+            cluster: "k".into(),
+            total,
+            used,
+            gpus: vec![],
+            queued: 0,
+            limits: LimitEnforcement::Cluster,
+            source: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_job_fits_waits_or_never_starts_by_what_is_free_and_what_there_is() {
+        let c = cluster(Some(totals(4000, 8, 1)), Some(totals(3000, 2, 0)));
+        assert_eq!(c.free(), Some(totals(1000, 6, 1)));
+        assert_eq!(
+            c.room_for(totals(1000, 1, 1)),
+            Room::Fits {
+                free: totals(1000, 6, 1)
+            }
+        );
+        assert_eq!(
+            c.room_for(totals(2000, 1, 0)),
+            Room::Waits {
+                free: totals(1000, 6, 1)
+            }
+        );
+        assert_eq!(
+            c.room_for(totals(1000, 1, 2)),
+            Room::Never {
+                total: totals(4000, 8, 1)
+            }
+        );
+    }
+
+    #[test]
+    fn a_room_that_cannot_be_read_says_nothing() {
+        let c = cluster(None, None);
+        assert_eq!(c.room_for(totals(1, 1, 0)), Room::Unknown);
+        // More held than there is (pods of others): nothing is free.
+        let full = cluster(Some(totals(1000, 1, 0)), Some(totals(1500, 2, 0)));
+        assert_eq!(full.free(), Some(totals(0, 0, 0)));
     }
 }

@@ -39,6 +39,7 @@ pub(crate) async fn admit_and_submit(
     )
     .await?;
     spec.models = super::models::pin_job_models(&*services.assets, me, &spec.models).await?;
+    readable_datasets(&*services.assets, me, &spec.datasets).await?;
     let totals = spec.totals()?;
     let _admission = services.quotas.admission(&me.account).await?;
     services
@@ -52,6 +53,31 @@ pub(crate) async fn admit_and_submit(
         .await?
         .admit_member("job", totals)?;
     services.cluster.submit(me, spec).await
+}
+
+/// Refuses a job that names a dataset its submitter cannot read, before
+/// anything runs: every backend fetches them with the job's own rights.
+pub async fn readable_datasets(
+    assets: &dyn crate::ports::Assets,
+    me: &Me,
+    datasets: &[String],
+) -> Result<(), AppError> {
+    for input in crate::models::job_inputs(&me.account.name, datasets, &[])? {
+        let viewer = crate::ports::Viewer::User(me.clone());
+        if let Err(err) = assets.get(&viewer, &input.asset).await {
+            return Err(match err {
+                AppError::NotFound { .. } | AppError::Invalid { .. } => AppError::invalid(
+                    "datasets",
+                    format!(
+                        "There is no dataset “{}/{}” you can read.",
+                        input.asset.owner, input.asset.name
+                    ),
+                ),
+                other => other,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Pins what a spec names in `environment` to the exact version

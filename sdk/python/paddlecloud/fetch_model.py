@@ -73,10 +73,14 @@ def refusal(err):
         return err.reason
 
 
-def download(url, token, out):
-    """Writes the answer to ``out``; returns the bytes written."""
+def download(url, token, out, seen=None):
+    """Writes the answer to ``out``; returns the bytes written. The answer's
+    headers go into ``seen`` (a dict), when given."""
     request = urllib.request.Request(url, headers={"Authorization": "Bearer " + token})
     with urllib.request.urlopen(request, timeout=60) as answer:
+        if seen is not None:
+            seen.clear()
+            seen.update((k.lower(), v) for k, v in answer.headers.items())
         total = answer.headers.get("Content-Length")
         total = int(total) if total and total.isdigit() else None
         done = 0
@@ -96,12 +100,23 @@ def download(url, token, out):
         return done
 
 
-def fetch(url, token, out_path):
-    """Downloads ``url`` to ``out_path``, retrying what may pass."""
+def fetch(url, token, out_path, seen=None):
+    """Downloads ``url`` to ``out_path``, retrying what may pass; the last
+    answer's headers go into ``seen``, when given."""
+
+    def once():
+        with open(out_path, "wb") as out:
+            return download(url, token, out, seen)
+
+    return retrying(once)
+
+
+def retrying(once):
+    """Runs ``once`` until it passes: a refusal (4xx) ends at once, what may
+    pass (connection, 5xx, a cut answer) is tried again with backoff."""
     for attempt in range(1, ATTEMPTS + 1):
         try:
-            with open(out_path, "wb") as out:
-                return download(url, token, out)
+            return once()
         except urllib.error.HTTPError as err:
             if err.code < 500:
                 raise Refused(f"HTTP {err.code}: {refusal(err)}") from None

@@ -23,19 +23,28 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import unittest
 import urllib.parse
-import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import NamedTuple
 from unittest import mock
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "sdk" / "python"))
 
 from paddlecloud import fetch_model  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from console_stub import (  # noqa: E402
+    StubConsole,
+    answer_with_zip,
+    files_under,
+    refuse_with,
+    send,
+    send_error,
+    send_streamed,
+    zip_of,
+)
 
 SCRIPT = REPO / "sdk" / "python" / "paddlecloud" / "fetch_model.py"
 
@@ -54,54 +63,7 @@ MODEL = {
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
 
 
-class Request(NamedTuple):
-    path: str
-    query: dict
-    authorization: str
-
-
-def zip_of(files, directories=()):
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for d in directories:
-            z.writestr(d.rstrip("/") + "/", b"")
-        for path, data in files.items():
-            z.writestr(path, data)
-    return out.getvalue()
-
-
-def send(handler, status, body, content_type):
-    handler.send_response(status)
-    handler.send_header("Content-Type", content_type)
-    handler.send_header("Content-Length", str(len(body)))
-    handler.end_headers()
-    handler.wfile.write(body)
-
-
-def send_error(handler, status, code, message):
-    body = json.dumps({"error": {"code": code, "message": message, "field": None}})
-    handler.send_response(status)
-    if status == 401:
-        handler.send_header("WWW-Authenticate", 'Bearer realm="paddlecloud"')
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(body)))
-    handler.end_headers()
-    handler.wfile.write(body.encode())
-
-
-def send_streamed(handler, body, piece=64 * 1024):
-    """As the console sends a zip it writes as it streams: chunked, no length."""
-    handler.send_response(200)
-    handler.send_header("Content-Type", "application/zip")
-    handler.send_header("Transfer-Encoding", "chunked")
-    handler.end_headers()
-    for at in range(0, len(body), piece):
-        part = body[at : at + piece]
-        handler.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
-    handler.wfile.write(b"0\r\n\r\n")
-
-
-class FakeConsole:
+class FakeConsole(StubConsole):
     """The console's model routes on 127.0.0.1, one model version, requests recorded.
 
     ``faults`` is what the next requests meet first, one each: a callable taking the
@@ -110,39 +72,13 @@ class FakeConsole:
     """
 
     def __init__(self, files):
+        super().__init__()
         self.models = {(OWNER, NAME, VERSION): files}
-        self.requests = []
         self.faults = []
-        self._lock = threading.Lock()
-        console = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self):
-                console._answer(self)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
-
-    def _answer(self, h):
-        url = urllib.parse.urlsplit(h.path)
-        query = urllib.parse.parse_qs(url.query)
-        with self._lock:
-            self.requests.append(Request(url.path, query, h.headers.get("Authorization", "")))
+    def answer(self, h, url):
+        query = url.query
+        with self.lock:
             fault = self.faults.pop(0) if self.faults else None
         if fault is not None and fault(h):
             return
@@ -165,22 +101,6 @@ class FakeConsole:
 
 
 # Faults, for FakeConsole.faults.
-def refuse_with(status, code, message):
-    def fault(h):
-        send_error(h, status, code, message)
-        return True
-
-    return fault
-
-
-def answer_with_zip(archive):
-    def fault(h):
-        send_streamed(h, archive)
-        return True
-
-    return fault
-
-
 def cut_short(body, sent, streamed=False):
     """Promises all of ``body`` (as Content-Length, or as one chunk of a streamed
     answer) but sends ``sent`` bytes of it and hangs up."""
@@ -201,13 +121,6 @@ def cut_short(body, sent, streamed=False):
         return True
 
     return fault
-
-
-def files_under(folder):
-    folder = Path(folder)
-    return {
-        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
-    }
 
 
 class FetchModelTest(unittest.TestCase):

@@ -5,6 +5,7 @@
 //! ([`quota::ClusterQuota`]). Services hold these
 //! traits, never a concrete backend.
 
+pub mod lab_client;
 pub mod notebooks;
 pub mod quota;
 pub mod serving;

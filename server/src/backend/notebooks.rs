@@ -10,6 +10,7 @@ use app::ports::NotebookEvent;
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
+use super::lab_client::LabClient;
 use crate::storage::notebooks::NotebookStore;
 
 /// How long JupyterLab may take to answer, once its process runs, before
@@ -40,13 +41,10 @@ pub fn jupyter_args(base_url: &str, root_dir: &str, ip: &str, port: u16) -> Vec<
 
 /// Whether a notebook server answers its status API with `token`: the
 /// sign that it is ready for the proxy.
-pub async fn answers(probe: &reqwest::Client, url: &str, token: &str) -> bool {
-    probe
-        .get(url)
-        .header("Authorization", format!("token {token}"))
-        .send()
+pub async fn answers(probe: &LabClient, url: &str, token: &str) -> bool {
+    super::lab_client::get(probe, url, token)
         .await
-        .is_ok_and(|r| r.status().is_success())
+        .is_ok_and(|(status, _)| (200..300).contains(&status))
 }
 
 /// What a backend needs to start a notebook's server.
@@ -67,6 +65,9 @@ pub struct NotebookRun {
     /// What its kernels get: the console's URL, the notebook's key,
     /// dataset folders.
     pub env: Vec<(String, String)>,
+    /// The datasets its server fetches, where servers do not see this
+    /// machine's folders ([`NotebookBackend::sees_local_files`]).
+    pub inputs: Vec<app::models::Input>,
 }
 
 /// Records what a notebook's server does and tells live views.
@@ -125,8 +126,11 @@ pub trait NotebookBackend: Send + Sync {
     async fn stop(&self, account: &Account, id: i64, name: &str) -> Result<(), AppError>;
     /// Removes its workspace (after [`NotebookBackend::stop`]).
     async fn remove(&self, account: &Account, id: i64, name: &str) -> Result<(), AppError>;
-    /// The base URL its server answers on (`http://host:port`), while it runs.
+    /// The base URL its server answers on (`http://host:port`), while it
+    /// runs, as [`NotebookBackend::client`] reaches it.
     async fn upstream(&self, account: &Account, id: i64, name: &str) -> Option<String>;
+    /// The client that reaches its servers (the proxy's, the idle clock's).
+    fn client(&self) -> LabClient;
     /// After a console restart: takes over the server of a notebook that
     /// was running, if it still runs (a pod does; a local process went with
     /// the console). `false`: the service starts it again.
@@ -162,6 +166,10 @@ pub const SDK_FILES: &[(&str, &str)] = &[
     (
         "errors.py",
         include_str!("../../../sdk/python/paddlecloud/errors.py"),
+    ),
+    (
+        "fetch_inputs.py",
+        include_str!("../../../sdk/python/paddlecloud/fetch_inputs.py"),
     ),
     (
         "fetch_model.py",

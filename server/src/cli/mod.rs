@@ -42,7 +42,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start the web console.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Administrative tasks for scripted set-up.
     Admin {
         /// The task.
@@ -232,6 +232,14 @@ pub struct ServeArgs {
     #[arg(long, env = "PADDLECLOUD_NOTEBOOK_IMAGE",
           default_value = crate::kubernetes::notebooks::DEFAULT_IMAGE)]
     pub notebook_image: String,
+    /// With `--cluster kube`: how the console reaches notebook servers:
+    /// `pod-ip` (a console in the cluster, or with routes to pods),
+    /// `api-server` (through the API server's port-forward, for a console
+    /// outside the cluster; needs `create` on `pods/portforward`), or
+    /// `auto`: `pod-ip` in a pod, `api-server` with a kubeconfig.
+    #[arg(long, env = "PADDLECLOUD_NOTEBOOK_REACH", default_value = "auto",
+          value_parser = ["auto", "pod-ip", "api-server"])]
+    pub notebook_reach: String,
     /// With `--cluster kube`: the StorageClass of notebook workspaces
     /// (default: the cluster's default class).
     #[arg(long, env = "PADDLECLOUD_NOTEBOOK_STORAGE_CLASS")]
@@ -246,6 +254,22 @@ pub struct ServeArgs {
     /// elsewhere). Default: `/models`.
     #[arg(long, env = "PADDLECLOUD_SERVING_MODEL_DIR", value_parser = absolute_path)]
     pub serving_model_dir: Option<String>,
+    /// With `--cluster kube`: the image whose `python3` fetches the
+    /// datasets and models a pod reads into its node's cache (an init
+    /// step; the console's choice, never a job's image, as the cache is
+    /// shared by the node's pods).
+    #[arg(long, env = "PADDLECLOUD_KUBE_FETCH_IMAGE", default_value = crate::kubernetes::inputs::DEFAULT_FETCH_IMAGE)]
+    pub kube_fetch_image: String,
+    /// With `--cluster kube`: the folder on every node where fetched
+    /// datasets and model versions are kept, once per revision.
+    #[arg(long, env = "PADDLECLOUD_KUBE_INPUT_CACHE",
+          default_value = crate::kubernetes::inputs::DEFAULT_NODE_DIR, value_parser = absolute_path)]
+    pub kube_input_cache: String,
+    /// With `--cluster kube`: the package index environments' init steps
+    /// install requirements from (`PIP_INDEX_URL`; a mirror for a cluster
+    /// without the Internet). Default: pip's own (PyPI).
+    #[arg(long, env = "PADDLECLOUD_KUBE_PIP_INDEX_URL")]
+    pub kube_pip_index_url: Option<String>,
     /// Stop a notebook that sets no idle timeout of its own after this many
     /// minutes without kernel or terminal activity (default: never).
     #[arg(long, env = "PADDLECLOUD_NOTEBOOK_IDLE_MINUTES",
@@ -379,7 +403,7 @@ pub struct CreateKeyArgs {
 /// Runs the parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Serve(args) => serve(args).await,
+        Command::Serve(args) => serve(*args).await,
         Command::Admin { command } => match command {
             AdminCommand::CreateAccount(args) => create_account(args).await,
             AdminCommand::CreateKey(args) => create_key(args).await,
@@ -513,14 +537,25 @@ impl ServeArgs {
             Ok(kubeconfig) => KubeAccess::Kubeconfig(Box::new(kubeconfig)),
             Err(_) => KubeAccess::InCluster,
         };
+        use crate::kubernetes::notebooks::Reach;
+        let reach = match (self.notebook_reach.as_str(), &access) {
+            ("pod-ip", _) | ("auto", KubeAccess::InCluster) => Reach::PodIp,
+            _ => Reach::ApiServer,
+        };
         ClusterChoice::Kube {
             access,
             serving_model_root: self.serving_model_dir.clone(),
+            pod_support: Box::new(crate::kubernetes::inputs::PodSupport {
+                image: self.kube_fetch_image.clone(),
+                node_dir: self.kube_input_cache.clone(),
+                pip_index_url: self.kube_pip_index_url.clone(),
+            }),
             notebook_pods: Box::new(NotebookPods {
                 image: self.notebook_image.clone(),
                 storage_class: self.notebook_storage_class.clone(),
                 workspace_size: self.notebook_workspace_size.clone(),
                 grace_seconds: i64::try_from(self.stop_grace).unwrap_or(i64::MAX),
+                reach,
                 ..NotebookPods::default()
             }),
         }

@@ -11,23 +11,19 @@
 //! a client ever holds it. Bodies stream both ways; an upgraded connection
 //! is copied both ways until either side closes.
 
-use std::sync::OnceLock;
-
 use app::error::AppError;
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, StatusCode};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 
 use app::ports::Credential;
 
 use super::api_error::ApiError;
 use super::caller::Caller;
-use crate::notebooks::NotebookService;
+use crate::notebooks::{NotebookService, Route};
 
 /// Headers about one hop, or the browser's own credentials: never sent on.
 /// `origin` goes too: the console checks it, and Jupyter would compare it
@@ -56,18 +52,6 @@ const HOP_ANSWER: &[&str] = &[
     "trailer",
     "upgrade",
 ];
-
-type Upstream = Client<HttpConnector, Body>;
-
-fn client() -> &'static Upstream {
-    static CLIENT: OnceLock<Upstream> = OnceLock::new();
-    CLIENT.get_or_init(|| {
-        // Kernel messages are small: send them at once, not after an ACK.
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        Client::builder(TokioExecutor::new()).build(connector)
-    })
-}
 
 /// `ANY /notebooks/{account}/{name}/{*path}`.
 pub async fn forward(
@@ -101,7 +85,7 @@ pub async fn forward(
         Ok(route) => route,
         Err(err) => return ApiError(err).into_response(),
     };
-    match send(request, &route.upstream, &route.jupyter_token, upgrade).await {
+    match send(&route, request, upgrade).await {
         Ok(response) => response,
         Err(why) => {
             tracing::warn!(notebook = %name, error = %why, "forwarding to a notebook's server");
@@ -173,14 +157,10 @@ fn same_origin(headers: &HeaderMap) -> bool {
         || forwarded.is_some_and(|f| origin_host.eq_ignore_ascii_case(f))
 }
 
-/// Sends `request` to the server at `upstream` (same path and query) as
-/// the notebook's token holder; an upgrade is carried through.
-async fn send(
-    request: Request,
-    upstream: &str,
-    token: &str,
-    upgrade: bool,
-) -> Result<Response, String> {
+/// Sends `request` to the route's server (same path and query) as the
+/// notebook's token holder; an upgrade is carried through.
+async fn send(route: &Route, request: Request, upgrade: bool) -> Result<Response, String> {
+    let (upstream, token) = (&route.upstream, &route.jupyter_token);
     let (mut parts, body) = request.into_parts();
     let path = without_token(&parts.uri);
     let uri: http::Uri = format!("{upstream}{path}")
@@ -207,7 +187,7 @@ async fn send(
     };
     let body = if upgrade { Body::empty() } else { body };
     let out = out.body(body).map_err(|e| e.to_string())?;
-    let mut answer = client().request(out).await.map_err(|e| e.to_string())?;
+    let mut answer = route.client.request(out).await.map_err(|e| e.to_string())?;
 
     if answer.status() == StatusCode::SWITCHING_PROTOCOLS {
         let Some(browser_side) = browser_side else {

@@ -51,10 +51,16 @@ pub fn image<'a>(environment: Option<&'a EnvironmentUse>, own: &'a str) -> &'a s
 
 /// Adds an environment to a pod spec whose first container runs in it:
 /// the init step (installing its requirements and `extra` ones, such as
-/// what a notebook's server needs), the shared volume, and `PYTHONPATH`
-/// (ahead of one the container sets). Init containers, volumes and mounts
-/// the pod has already are kept.
-pub fn apply(environment: Option<&EnvironmentUse>, extra: &[&str], image: &str, pod: &mut Value) {
+/// what a notebook's server needs, from `index` if given, else PyPI), the
+/// shared volume, and `PYTHONPATH` (ahead of one the container sets). Init
+/// containers, volumes and mounts the pod has already are kept.
+pub fn apply(
+    environment: Option<&EnvironmentUse>,
+    extra: &[&str],
+    image: &str,
+    index: Option<&str>,
+    pod: &mut Value,
+) {
     let Some(environment) = environment else {
         return;
     };
@@ -78,6 +84,7 @@ pub fn apply(environment: Option<&EnvironmentUse>, extra: &[&str], image: &str, 
             "image": image,
             "command": ["python3"],
             "args": args,
+            "env": index_env(index),
             "volumeMounts": [mount],
             "terminationMessagePolicy": "FallbackToLogsOnError",
         }),
@@ -89,6 +96,20 @@ pub fn apply(environment: Option<&EnvironmentUse>, extra: &[&str], image: &str, 
         .as_array_mut()
         .expect("a container has env");
     add_to_pythonpath(env, TARGET, true);
+}
+
+/// pip's settings for an index: `PIP_INDEX_URL`, and `PIP_TRUSTED_HOST`
+/// for one served over plain HTTP (an index inside the cluster).
+fn index_env(index: Option<&str>) -> Value {
+    let Some(url) = index else {
+        return json!([]);
+    };
+    let mut env = vec![json!({ "name": "PIP_INDEX_URL", "value": url })];
+    if let Some(rest) = url.strip_prefix("http://") {
+        let host = rest.split(['/', ':']).next().unwrap_or_default();
+        env.push(json!({ "name": "PIP_TRUSTED_HOST", "value": host }));
+    }
+    Value::Array(env)
 }
 
 /// Puts `dir` on the `PYTHONPATH` of a container's `env` list, ahead of
@@ -109,9 +130,30 @@ pub fn add_to_pythonpath(env: &mut Vec<Value>, dir: &str, first: bool) {
 }
 
 /// Appends `item` to the list at `key`, making the list if there is none.
-fn push(object: &mut Value, key: &str, item: Value) {
+pub(crate) fn push(object: &mut Value, key: &str, item: Value) {
     match object[key].as_array_mut() {
         Some(list) => list.push(item),
         None => object[key] = json!([item]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_init_step_installs_from_the_consoles_index_trusting_a_plain_http_one() {
+        let env = index_env(Some("http://10.0.0.5:3141/simple/"));
+        assert_eq!(
+            env[0],
+            json!({ "name": "PIP_INDEX_URL", "value": "http://10.0.0.5:3141/simple/" })
+        );
+        assert_eq!(
+            env[1],
+            json!({ "name": "PIP_TRUSTED_HOST", "value": "10.0.0.5" })
+        );
+        let env = index_env(Some("https://mirror.example.com/simple"));
+        assert_eq!(env.as_array().unwrap().len(), 1, "{env}");
+        assert_eq!(index_env(None), json!([]));
     }
 }

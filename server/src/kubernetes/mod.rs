@@ -9,6 +9,7 @@
 pub mod capacity;
 pub mod environment;
 pub mod errors;
+pub mod inputs;
 pub mod metrics_api;
 pub mod notebooks;
 pub mod objects;
@@ -124,6 +125,8 @@ pub(crate) struct Inner {
     finishing: Mutex<HashSet<i64>>,
     /// The nodes' room, as last read.
     room: capacity::RoomCache,
+    /// What the console's init steps need (the inputs' cache, the index).
+    pub(crate) support: inputs::PodSupport,
 }
 
 impl KubeCluster {
@@ -137,6 +140,7 @@ impl KubeCluster {
         data_dir: &Path,
         grace: Duration,
         console_url: Option<String>,
+        support: inputs::PodSupport,
     ) -> Self {
         let (events, _) = broadcast::channel(1024);
         let inner = Arc::new(Inner {
@@ -151,6 +155,7 @@ impl KubeCluster {
             namespaces: Mutex::new(HashSet::new()),
             finishing: Mutex::new(HashSet::new()),
             room: Default::default(),
+            support,
         });
         tokio::spawn(watch::pods(Arc::downgrade(&inner)));
         tokio::spawn(probe(Arc::downgrade(&inner)));
@@ -274,6 +279,7 @@ impl Inner {
             account: &account.name,
             console_url: self.console_url.as_deref(),
             grace_seconds: self.grace.as_secs().max(1) as i64,
+            support: &self.support,
         };
         let jobs = self.api::<KubeJob>(ns);
         for replica in objects::replica_jobs(spec, &ctx, &parent)? {

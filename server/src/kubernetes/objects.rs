@@ -60,6 +60,8 @@ pub struct JobContext<'a> {
     pub console_url: Option<&'a str>,
     /// Seconds between SIGTERM and SIGKILL when a replica is stopped.
     pub grace_seconds: i64,
+    /// What the console's init steps need (the inputs' cache, the index).
+    pub support: &'a super::inputs::PodSupport,
 }
 
 /// The spec's extra rules on Kubernetes: an image to run, and names that fit
@@ -81,18 +83,6 @@ pub fn validate_for_kubernetes(spec: &JobSpec) -> Result<(), AppError> {
         return Err(AppError::invalid(
             "name",
             format!("On Kubernetes a job's name has at most {room} characters here (its replicas' names are added to it)."),
-        ));
-    }
-    if !spec.datasets.is_empty() {
-        return Err(AppError::invalid(
-            "datasets",
-            "Jobs on Kubernetes cannot mount datasets yet; read them from the object store.",
-        ));
-    }
-    if !spec.models.is_empty() {
-        return Err(AppError::invalid(
-            "models",
-            "Jobs on Kubernetes cannot mount models yet; fetch them with the SDK (paddlecloud.download_model).",
         ));
     }
     Ok(())
@@ -220,6 +210,7 @@ pub fn replica_jobs(
             .join(",")
     };
     let (ps_list, trainer_list) = (list(JobRole::Pserver), list(JobRole::Trainer));
+    let inputs = app::models::job_inputs(ctx.account, &spec.datasets, &spec.models)?;
     replicas
         .iter()
         .map(|(replica, role, index)| {
@@ -297,8 +288,19 @@ pub fn replica_jobs(
                 "containers": [container],
                 "volumes": [{ "name": "sdk", "configMap": { "name": spec.name, "items": sdk_items() } }],
             });
+            let token = json!({ "secretKeyRef": { "name": format!("{}-token", spec.name), "key": TOKEN_KEY } });
+            super::inputs::apply(
+                &inputs,
+                ctx.support,
+                ctx.console_url,
+                token,
+                &json!({ "requests": amounts, "limits": amounts }),
+                "datasets",
+                &mut pod,
+            )?;
             let environment = spec.environment_use.as_ref();
-            super::environment::apply(environment, &[], job_image(spec), &mut pod);
+            let index = ctx.support.pip_index_url.as_deref();
+            super::environment::apply(environment, &[], job_image(spec), index, &mut pod);
             from_json(json!({
                 "apiVersion": "batch/v1",
                 "kind": "Job",
@@ -321,7 +323,8 @@ pub fn replica_jobs(
         .collect()
 }
 
-/// Runs `paddlecloud.ship` (from the mounted SDK) with the replica's command
+/// Puts the environment's `bin/` (what its init step installed) first on
+/// `PATH`, then runs `paddlecloud.ship` (from the mounted SDK) with the replica's command
 /// as its child, where the image has `python3`: it sends the TensorBoard and
 /// VisualDL files the command writes to PaddleBoard, as the console reads a
 /// local job's directory. Elsewhere the command runs as it is. A program
@@ -329,6 +332,8 @@ pub fn replica_jobs(
 /// ("Could not start …", which [`super::watch`] shows as the job's reason),
 /// as the runtime names it when it starts the program itself.
 const SHIP: &str = concat!(
+    // What the environment's init step installed runs as programs too.
+    "if [ -d /opt/paddlecloud/env/bin ]; then PATH=\"/opt/paddlecloud/env/bin:$PATH\"; export PATH; fi; ",
     "if command -v python3 >/dev/null 2>&1; then exec python3 -c '",
     "import sys; sys.path.insert(0, \"/opt/paddlecloud/python\"); ",
     "from paddlecloud.ship import main; main()' -- \"$@\"; fi; ",
@@ -433,6 +438,7 @@ mod tests {
             account: "vision",
             console_url: Some("http://console"),
             grace_seconds: 5,
+            support: &Default::default(),
         };
         let jobs = replica_jobs(&spec(), &ctx, &parent).unwrap();
         let names: Vec<_> = jobs
@@ -507,6 +513,7 @@ mod tests {
             account: "vision",
             console_url: None,
             grace_seconds: 5,
+            support: &Default::default(),
         };
         let pod_of = |s: &JobSpec| {
             let jobs = replica_jobs(s, &ctx, &parent_map).unwrap();
@@ -535,6 +542,12 @@ mod tests {
             value: "/workspace/lib".into(),
         });
         assert_eq!(pythonpath(&pod_of(&s)), format!("/workspace/lib:{SDK_DIR}"));
+    }
+
+    #[test]
+    fn the_environments_programs_are_first_on_the_path_of_a_replicas_command() {
+        let bin = format!("{}/bin", super::super::environment::TARGET);
+        assert!(SHIP.starts_with(&format!("if [ -d {bin} ]; then PATH=\"{bin}:$PATH\"")));
     }
 
     #[test]
@@ -580,6 +593,7 @@ mod tests {
             account: "vision",
             console_url: None,
             grace_seconds: 5,
+            support: &Default::default(),
         };
         let jobs = replica_jobs(&s, &ctx, &parent(&s, 7).unwrap()).unwrap();
         let pod = &serde_json::to_value(&jobs[1]).unwrap()["spec"]["template"]["spec"];

@@ -11,18 +11,22 @@ const MAX_RESTARTS: i32 = 3;
 /// container's first, else its exit code.
 pub(crate) fn failure(pod: &Pod) -> Option<String> {
     let status = pod.status.as_ref()?;
-    let containers: Vec<_> = status
-        .init_container_statuses
-        .iter()
-        .chain(status.container_statuses.iter())
-        .flatten()
+    let init = status.init_container_statuses.iter().flatten();
+    let main = status.container_statuses.iter().flatten();
+    let containers: Vec<_> = init
+        .map(|c| (true, c))
+        .chain(main.map(|c| (false, c)))
         .collect();
-    let message = containers.iter().find_map(|c| {
+    let message = containers.iter().find_map(|(is_init, c)| {
         let state = c.state.as_ref()?;
         let terminated = state
             .terminated
             .as_ref()
             .or(c.last_state.as_ref().and_then(|s| s.terminated.as_ref()))?;
+        // An init container that did its work says nothing of the failure.
+        if *is_init && terminated.exit_code == 0 {
+            return None;
+        }
         Some(
             terminated
                 .message
@@ -31,7 +35,9 @@ pub(crate) fn failure(pod: &Pod) -> Option<String> {
                 .unwrap_or_else(|| format!("exited with code {}", terminated.exit_code)),
         )
     });
-    let crashing = containers.iter().any(|c| c.restart_count >= MAX_RESTARTS);
+    let crashing = containers
+        .iter()
+        .any(|(_, c)| c.restart_count >= MAX_RESTARTS);
     let failed = status.phase.as_deref() == Some("Failed");
     (failed || crashing).then(|| message.unwrap_or_else(|| "the container failed".to_owned()))
 }
@@ -168,6 +174,18 @@ mod tests {
             failure(&p).as_deref(),
             Some("Traceback\nNo module named jupyterlab")
         );
+    }
+
+    #[test]
+    fn a_failed_pod_is_told_by_its_failing_container_not_by_an_init_step_that_did_its_work() {
+        let p = pod(json!({
+            "phase": "Failed",
+            "initContainerStatuses": [{ "name": "fetch-inputs", "ready": true, "restartCount": 0,
+                "image": "x", "imageID": "", "state": { "terminated": { "exitCode": 0 } } }],
+            "containerStatuses": [{ "name": "c", "ready": false, "restartCount": 0, "image": "x",
+                "imageID": "", "state": { "terminated": { "exitCode": 3, "message": "no data" } } }],
+        }));
+        assert_eq!(failure(&p).as_deref(), Some("no data"));
     }
 
     #[test]

@@ -145,49 +145,28 @@ impl LocalCluster {
     /// The local folders of the datasets and model versions a job reads.
     async fn inputs(&self, by: &Me, spec: &JobSpec) -> Result<supervisor::Inputs, AppError> {
         let assets = &self.inner.assets;
-        let mut inputs = supervisor::Inputs::default();
-        for full in &spec.datasets {
-            let (owner, name) = full.split_once('/').unwrap_or((&by.account.name, full));
-            let r = app::models::AssetRef {
-                kind: app::models::AssetKind::Dataset,
-                owner: owner.to_owned(),
-                name: name.to_owned(),
+        let mut folders = Vec::new();
+        for input in app::models::job_inputs(&by.account.name, &spec.datasets, &spec.models)? {
+            let (slot, field, kind) = match input.version {
+                Some(v) => (app::ports::Slot::Version(v), "models", "model"),
+                None => (app::ports::Slot::Dataset, "datasets", "dataset"),
             };
             let dir = assets
-                .local_dir(by, &r, app::ports::Slot::Dataset)
+                .local_dir(by, &input.asset, slot)
                 .await
                 .map_err(|err| match err {
                     AppError::NotFound { .. } => AppError::invalid(
-                        "datasets",
-                        format!("There is no dataset “{full}” you can read."),
+                        field,
+                        format!(
+                            "There is no {kind} “{}/{}” you can read.",
+                            input.asset.owner, input.asset.name
+                        ),
                     ),
                     other => other,
                 })?;
-            inputs.datasets.push((name.to_owned(), dir));
+            folders.push((input, dir));
         }
-        for pinned in &spec.models {
-            let reference = app::models::ModelRef::parse(pinned, "models")?;
-            let Some(version) = reference.version else {
-                // The console pins every model before a job gets here.
-                return Err(AppError::invalid(
-                    "models",
-                    format!("Say which version of “{pinned}”."),
-                ));
-            };
-            let r = reference.asset(&by.account.name);
-            let dir = assets
-                .local_dir(by, &r, app::ports::Slot::Version(version))
-                .await
-                .map_err(|err| match err {
-                    AppError::NotFound { .. } => AppError::invalid(
-                        "models",
-                        format!("There is no model “{pinned}” you can read."),
-                    ),
-                    other => other,
-                })?;
-            inputs.models.push((reference.name, dir));
-        }
-        Ok(inputs)
+        Ok(supervisor::Inputs(folders))
     }
 
     fn job_dir(&self, account: &Account, job: &str) -> PathBuf {

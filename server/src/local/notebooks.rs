@@ -21,11 +21,11 @@ use tokio::sync::watch;
 use super::machine::{gpu_env, Machine};
 use super::process::{command, end, free_ports, log_lines, signal_group};
 use super::venvs::{Prepared, Venvs};
+use crate::backend::lab_client::LabClient;
 use crate::backend::last_lines;
 use crate::backend::notebooks::{
     answers, jupyter_args, NotebookBackend, NotebookReporter, NotebookRun, SDK_FILES, START_TIMEOUT,
 };
-use crate::backend::serving::http_client;
 
 /// How often a starting server is asked whether it answers.
 const PROBE_EVERY: Duration = Duration::from_millis(300);
@@ -51,8 +51,8 @@ struct Inner {
     machine: Arc<Machine>,
     /// Servers started by this process, by notebook id.
     servers: Mutex<HashMap<i64, Arc<Server>>>,
-    /// Asks a starting server whether it answers.
-    probe: reqwest::Client,
+    /// Reaches the servers: asks a starting one whether it answers.
+    probe: LabClient,
     /// The virtualenvs of environments kernels run in.
     venvs: Arc<Venvs>,
 }
@@ -86,7 +86,7 @@ impl LocalNotebooks {
                 inherited_env,
                 machine,
                 servers: Mutex::new(HashMap::new()),
-                probe: http_client(Duration::from_secs(2)).unwrap_or_default(),
+                probe: crate::backend::lab_client::direct(),
                 venvs,
             }),
         }
@@ -129,7 +129,7 @@ struct Launch {
     dir: PathBuf,
     machine: Arc<Machine>,
     grace: Duration,
-    probe: reqwest::Client,
+    probe: LabClient,
     venvs: Arc<Venvs>,
 }
 
@@ -137,6 +137,10 @@ struct Launch {
 impl NotebookBackend for LocalNotebooks {
     fn name(&self) -> String {
         super::LOCAL.to_owned()
+    }
+
+    fn client(&self) -> LabClient {
+        self.inner.probe.clone()
     }
 
     fn admits(&self, spec: &NotebookSpec) -> Result<(), AppError> {

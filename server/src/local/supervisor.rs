@@ -51,14 +51,10 @@ pub struct Run {
     pub ask: Ask,
 }
 
-/// What a job reads, each by name with its local folder.
+/// What a job reads (datasets, then model versions), each with its local
+/// folder, given to every replica in the input's variables.
 #[derive(Default)]
-pub struct Inputs {
-    /// Datasets: `PADDLE_DATASET_DIR` (the first), `PADDLE_DATASET_DIR_<NAME>`.
-    pub datasets: Vec<(String, PathBuf)>,
-    /// Model versions: `PADDLE_MODEL_DIR` (the first), `PADDLE_MODEL_DIR_<NAME>`.
-    pub models: Vec<(String, PathBuf)>,
-}
+pub struct Inputs(pub Vec<(app::models::Input, PathBuf)>);
 
 /// A replica whose process was started.
 struct Live {
@@ -249,25 +245,9 @@ fn env_for(
     if let Some(url) = &run.console_url {
         env.push(("PADDLECLOUD_SERVER".to_owned(), url.clone()));
     }
-    let inputs = [
-        (
-            "PADDLE_DATASET_DIR",
-            &run.inputs.datasets,
-            app::models::dataset_dir_variable as fn(&str) -> String,
-        ),
-        (
-            "PADDLE_MODEL_DIR",
-            &run.inputs.models,
-            app::models::model_dir_variable,
-        ),
-    ];
-    for (first, dirs, variable) in inputs {
-        for (i, (name, dir)) in dirs.iter().enumerate() {
-            let dir = dir.display().to_string();
-            if i == 0 {
-                env.push((first.to_owned(), dir.clone()));
-            }
-            env.push((variable(name), dir));
+    for (input, dir) in &run.inputs.0 {
+        for variable in input.variables() {
+            env.push((variable, dir.display().to_string()));
         }
     }
     match role {

@@ -17,7 +17,7 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 use super::NotebookService;
-use crate::backend::serving::http_client;
+use crate::backend::lab_client::{get, LabClient};
 use crate::storage::notebooks::StoredNotebook;
 use crate::time::now_ms;
 
@@ -52,12 +52,9 @@ fn newest(sessions: &[Session], now: i64) -> Option<i64> {
 impl NotebookService {
     /// Probes and culls every `every`, for as long as the console runs.
     pub async fn cull_forever(self, every: Duration) {
-        let Ok(client) = http_client(Duration::from_secs(10)) else {
-            return;
-        };
         loop {
             tokio::time::sleep(every).await;
-            if let Err(err) = self.cull_idle(&client).await {
+            if let Err(err) = self.cull_idle().await {
                 tracing::warn!(error = %err, "checking notebooks for activity");
             }
         }
@@ -65,12 +62,13 @@ impl NotebookService {
 
     /// One round: each running notebook's activity recorded, and those
     /// idle past their timeout stopped.
-    pub async fn cull_idle(&self, client: &reqwest::Client) -> Result<(), AppError> {
+    pub async fn cull_idle(&self) -> Result<(), AppError> {
+        let client = self.backend.client();
         for stored in self.store.active_on(&self.backend.name()).await? {
             if stored.notebook.status != NotebookStatus::Running {
                 continue;
             }
-            let probed = self.activity(client, &stored).await;
+            let probed = self.activity(&client, &stored).await;
             let (seen, error) = match probed {
                 Ok(seen) => (seen, String::new()),
                 Err(why) => (None, why),
@@ -114,7 +112,7 @@ impl NotebookService {
     /// The newest kernel or terminal activity of a notebook's server.
     async fn activity(
         &self,
-        client: &reqwest::Client,
+        client: &LabClient,
         stored: &StoredNotebook,
     ) -> Result<Option<i64>, String> {
         let Some(upstream) = self
@@ -128,22 +126,14 @@ impl NotebookService {
         let mut sessions = Vec::new();
         for what in ["kernels", "terminals"] {
             let url = format!("{upstream}{base}api/{what}?no_track_activity=1");
-            let answer = client
-                .get(&url)
-                .header("Authorization", format!("token {}", stored.jupyter_token))
-                .send()
+            let (status, body) = get(client, &url, &stored.jupyter_token)
                 .await
                 .map_err(|e| format!("Asking its server for its {what} failed: {e}"))?;
-            if !answer.status().is_success() {
+            if !(200..300).contains(&status) {
                 return Err(format!(
-                    "Its server answered {} when asked for its {what}.",
-                    answer.status()
+                    "Its server answered {status} when asked for its {what}."
                 ));
             }
-            let body = answer
-                .bytes()
-                .await
-                .map_err(|e| format!("Reading its {what} failed: {e}"))?;
             let listed: Vec<Session> = serde_json::from_slice(&body)
                 .map_err(|e| format!("Its {what} could not be read: {e}"))?;
             sessions.extend(listed);

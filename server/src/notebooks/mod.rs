@@ -40,6 +40,8 @@ pub struct Route {
     pub upstream: String,
     /// `Authorization: token …` for it.
     pub jupyter_token: String,
+    /// What reaches it.
+    pub client: crate::backend::lab_client::LabClient,
 }
 
 impl NotebookService {
@@ -109,6 +111,18 @@ impl NotebookService {
         env
     }
 
+    /// Every dataset the owner can read, for a server that fetches them
+    /// (`PADDLE_DATASET_DIR_<NAME>` as in [`Self::dataset_env`]).
+    async fn dataset_inputs(&self, me: &Me) -> Vec<app::models::Input> {
+        let Ok(datasets) = self.assets.list(me, AssetKind::Dataset).await else {
+            return Vec::new();
+        };
+        datasets
+            .into_iter()
+            .map(|asset| app::models::notebook_dataset(&me.account.name, asset.reference()))
+            .collect()
+    }
+
     /// Starts the server of a recorded notebook with a new key and token.
     async fn launch(&self, stored: &StoredNotebook) -> Result<(), AppError> {
         let (key, jupyter_token) = self.store.begin_start(stored.id).await?;
@@ -125,9 +139,13 @@ impl NotebookService {
         if let Some(url) = &self.console_url {
             env.push(("PADDLECLOUD_SERVER".to_owned(), url.clone()));
         }
-        // Dataset folders are this machine's: of use only to servers here.
+        // Dataset folders are this machine's: of use only to servers here;
+        // elsewhere the server fetches the datasets.
+        let mut inputs = Vec::new();
         if self.backend.sees_local_files() {
             env.extend(self.dataset_env(&me).await);
+        } else {
+            inputs = self.dataset_inputs(&me).await;
         }
         let run = NotebookRun {
             id: stored.id,
@@ -136,6 +154,7 @@ impl NotebookService {
             jupyter_token,
             base_url: base_path(&stored.account.name, name),
             env,
+            inputs,
         };
         self.reporter().announce(stored.account.id, name);
         if let Err(err) = self.backend.start(run, self.reporter()).await {
@@ -173,6 +192,7 @@ impl NotebookService {
                 jupyter_token: stored.jupyter_token.clone(),
                 base_url: base_path(&stored.account.name, name),
                 env: Vec::new(),
+                inputs: Vec::new(),
             };
             match self.backend.adopt(run, self.reporter()).await {
                 Ok(true) => {
@@ -226,6 +246,7 @@ impl NotebookService {
         Ok(Route {
             upstream,
             jupyter_token: stored.jupyter_token,
+            client: self.backend.client(),
         })
     }
 

@@ -722,17 +722,7 @@ async fn a_gpu_trainer_runs_where_the_node_advertises_one_waits_where_none_is_fr
     let Some(s) = on_the_node().await else { return };
     // Nothing of earlier tests holds the node: what is used is this test's.
     common::node::wait_until_free(&s.client, "the room").await;
-    let allocatable = Api::<Node>::all(s.client.clone())
-        .get(&node.name)
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .allocatable
-        .unwrap();
-    let cpu = app::models::quantity::parse_cpu_millis("cpu", &allocatable["cpu"].0).unwrap();
-    let memory =
-        app::models::quantity::parse_memory_bytes("memory", &allocatable["memory"].0).unwrap();
+    let (cpu, memory) = common::node::allocatable(&s.client, &node.name).await;
     advertise_gpus(&s.client, &node.name, Some(1)).await;
     // The room is the node's allocatable, the GPU included, and nothing used.
     let room = room_until(&s.cluster, "the advertised GPU", |c| {

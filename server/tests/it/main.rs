@@ -23,6 +23,8 @@ mod http;
 mod job_counts;
 mod job_record;
 mod kube_backend;
+mod kube_inputs;
+mod kube_metric_files;
 mod kube_metrics_api;
 mod kube_serving;
 mod leases;

@@ -4,7 +4,10 @@
 //! runs the same functions on the real node (`scripts/kube-test-cluster.sh`): the
 //! notebook's JupyterLab runs in a container of the PaddlePaddle image built
 //! here, its workspace a claim the node's hostPath provisioner binds, and
-//! the kernel's jobs run in containers beside it. Kubernetes-only behaviours
+//! the kernel's jobs run in containers beside it. The console reaches the
+//! server through the API server's port-forward, as a console outside the
+//! cluster must (`Reach::ApiServer`); the restart test reaches it at the
+//! pod's IP, as a console in the cluster does. Kubernetes-only behaviours
 //! (what the notebook is made of, why a pod waits, a console restart that
 //! keeps the kernels) follow.
 
@@ -17,7 +20,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Secret, Service};
 use kube::Api;
 use serde_json::{json, Value};
 use server::console::{ClusterChoice, Config};
-use server::kubernetes::notebooks::NotebookPods;
+use server::kubernetes::notebooks::{NotebookPods, Reach};
 use server::kubernetes::KubeAccess;
 
 use crate::common;
@@ -90,8 +93,14 @@ impl Kube {
 
 /// The console with notebooks on `backend` (`None`: skipped, no Python with
 /// JupyterLab or no real node), their servers unable to start if `broken`,
-/// and a new account's owner.
+/// and a new account's owner; on Kubernetes it reaches their servers
+/// through the API server.
 async fn harness(backend: Backend, broken: bool) -> Option<Harness> {
+    harness_reaching(backend, broken, Reach::ApiServer).await
+}
+
+/// [`harness`], reaching Kubernetes notebook servers as `reach` says.
+async fn harness_reaching(backend: Backend, broken: bool, reach: Reach) -> Option<Harness> {
     let mut dir = None;
     let (address, python, client, image) = match backend {
         Backend::Local => {
@@ -130,9 +139,11 @@ async fn harness(backend: Backend, broken: bool) -> Option<Harness> {
                     name: "real-node".into(),
                 },
                 serving_model_root: None,
+                pod_support: Default::default(),
                 notebook_pods: Box::new(NotebookPods {
                     image: image.unwrap().to_owned(),
                     grace_seconds: 1,
+                    reach,
                     ..NotebookPods::default()
                 }),
             },
@@ -165,6 +176,12 @@ async fn harness(backend: Backend, broken: bool) -> Option<Harness> {
 }
 
 impl Harness {
+    /// The account's owner, as signed in.
+    async fn principal(&self) -> app::ports::Principal {
+        let me = self.site.owner(&self.account).await;
+        app::ports::Principal::new(me, app::ports::Credential::Session(0))
+    }
+
     async fn post(&self, path: &str, body: Option<Value>) -> common::rest::Answer {
         call(&self.site, Method::POST, path, Some(&self.key), body).await
     }
@@ -221,7 +238,33 @@ async fn a_notebook_submits_jobs_with_its_own_key_and_keeps_its_workspace_until_
         return;
     };
     let name = "scratch";
+    // A dataset of the account's: at $PADDLE_DATASET_DIR_<NAME> in the kernel.
+    let made = h
+        .post("/api/v1/datasets", Some(json!({"name": "notes"})))
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    crate::common::rest::put_file(
+        &h.site,
+        &h.key,
+        &format!("/api/v1/datasets/{}/notes", h.account),
+        "a.txt",
+        "in the dataset",
+    )
+    .await;
     running_notebook(&h.site, &h.key, name, json!({})).await;
+    if let Some(k) = &h.kube {
+        // Reached by name through the API server: no route to the pod is used.
+        let route = h
+            .site
+            .notebooks
+            .route(&h.principal().await, &h.account, name)
+            .await
+            .unwrap();
+        assert_eq!(
+            route.upstream,
+            format!("http://{name}-0.{}:8888", k.namespace)
+        );
+    }
     let lab = format!("/notebooks/{}/{name}/", h.account);
     let kernel = start_kernel(&h.url, &lab, &h.cookie).await;
     let printed = run_cell(
@@ -235,10 +278,12 @@ async fn a_notebook_submits_jobs_with_its_own_key_and_keeps_its_workspace_until_
          print('JOB', job['name'])\n\
          print('KEY', os.environ['PADDLECLOUD_KEY'])\n\
          print('HOME', os.path.samefile(os.getcwd(), os.environ['HOME']))\n\
+         print('DATA', open(os.environ['PADDLE_DATASET_DIR_NOTES'] + '/a.txt').read())\n\
          open('keep.txt', 'w').write('kept')\n",
     )
     .await;
     assert_eq!(printed_value(&printed, "JOB"), "from-nb");
+    assert_eq!(printed_value(&printed, "DATA"), "in the dataset");
     assert_eq!(
         printed_value(&printed, "HOME"),
         "True",
@@ -403,7 +448,7 @@ fn a_restarted_console_takes_over_a_running_notebook_and_its_kernels_on_a_real_n
     // running, as a crash would; the second is built on the same database.
     let first = tokio::runtime::Runtime::new().unwrap();
     let Some((h, me, kernel, pod_uid)) = first.block_on(async {
-        let h = harness(Backend::RealNode, false).await?;
+        let h = harness_reaching(Backend::RealNode, false, Reach::PodIp).await?;
         running_notebook(&h.site, &h.key, "keep", json!({})).await;
         let lab = format!("/notebooks/{}/keep/", h.account);
         let kernel = start_kernel(&h.url, &lab, &h.cookie).await;

@@ -494,10 +494,9 @@ async fn an_idle_notebook_is_stopped_and_starting_it_clears_the_clock() {
     let stops_at = nb["stops_at"].as_i64().unwrap();
     let started = nb["started_at"].as_i64().unwrap();
     assert_eq!(stops_at - started, 5 * 60_000, "{nb}");
-    let probe = reqwest::Client::new();
 
     // Fresh: nothing happens.
-    site.notebooks.cull_idle(&probe).await.unwrap();
+    site.notebooks.cull_idle().await.unwrap();
     wait_status(&site, &key, "sleepy", "running").await;
 
     // A busy kernel is activity even when the clock says idle.
@@ -518,7 +517,7 @@ async fn an_idle_notebook_is_stopped_and_starting_it_clears_the_clock() {
     };
     tokio::time::sleep(Duration::from_secs(3)).await;
     age(&site, "sleepy", 10).await;
-    site.notebooks.cull_idle(&probe).await.unwrap();
+    site.notebooks.cull_idle().await.unwrap();
     let nb = wait_status(&site, &key, "sleepy", "running").await;
     assert!(nb["last_activity"].as_i64().unwrap() > started, "{nb}");
     assert!(busy.await.unwrap().contains("DONE 1"));
@@ -535,7 +534,7 @@ async fn an_idle_notebook_is_stopped_and_starting_it_clears_the_clock() {
     .await;
     assert_eq!(kept.status, StatusCode::OK, "{}", kept.body);
     assert!(kept.json()["stops_at"].as_i64().unwrap() > server::time::now_ms() + 4 * 60_000);
-    site.notebooks.cull_idle(&probe).await.unwrap();
+    site.notebooks.cull_idle().await.unwrap();
     wait_status(&site, &key, "sleepy", "running").await;
 
     // Idle past the timeout (the kernel's last activity long ago too): stopped, with why.
@@ -552,7 +551,7 @@ async fn an_idle_notebook_is_stopped_and_starting_it_clears_the_clock() {
         .await
         .unwrap();
     assert_eq!(shut.status(), StatusCode::NO_CONTENT);
-    site.notebooks.cull_idle(&probe).await.unwrap();
+    site.notebooks.cull_idle().await.unwrap();
     let nb = wait_status(&site, &key, "sleepy", "stopped").await;
     let why = nb["message"].as_str().unwrap();
     assert!(
@@ -571,7 +570,7 @@ async fn an_idle_notebook_is_stopped_and_starting_it_clears_the_clock() {
     .await;
     let nb = wait_status(&site, &key, "sleepy", "running").await;
     assert!(nb["last_activity"].is_null(), "{nb}");
-    site.notebooks.cull_idle(&probe).await.unwrap();
+    site.notebooks.cull_idle().await.unwrap();
     let nb = wait_status(&site, &key, "sleepy", "running").await;
     assert!(
         nb["stops_at"].as_i64().unwrap() > server::time::now_ms() + 4 * 60_000,

@@ -16,7 +16,10 @@ use common::rest::Endpoint;
 use common::site::Site;
 
 /// The console served on the node's address, where pods reach it; its URL.
-async fn console_on(node: &common::node::RealNode, client: &kube::Client) -> (Site, String) {
+pub(crate) async fn console_on(
+    node: &common::node::RealNode,
+    client: &kube::Client,
+) -> (Site, String) {
     common::site::on_socket_at(&node.ip, |config, _, _| server::console::Config {
         cluster: common::kubernetes::kube_choice(client, None),
         ..config
@@ -24,7 +27,34 @@ async fn console_on(node: &common::node::RealNode, client: &kube::Client) -> (Si
     .await
 }
 
-async fn job(to: &Endpoint<'_>, key: &str, name: &str) -> Value {
+/// A console on the real node with a new account (named `prefix` and a
+/// random suffix) and its owner's key, once nothing else holds the node
+/// (`who` waits, as the log says).
+pub(crate) struct NodeConsole {
+    pub node: common::node::RealNode,
+    pub site: Site,
+    pub account: String,
+    pub key: String,
+}
+
+impl NodeConsole {
+    /// `None` off the real node (the test is skipped, saying why).
+    pub(crate) async fn start(prefix: &str, who: &str) -> Option<Self> {
+        let (node, client) = common::node::client().await?;
+        let (site, _url) = console_on(&node, &client).await;
+        let account = format!("{prefix}{:08x}", getrandom::u32().unwrap());
+        let key = common::rest::key_for(&site, &account).await;
+        common::node::wait_until_free(&client, who).await;
+        Some(Self {
+            node,
+            site,
+            account,
+            key,
+        })
+    }
+}
+
+pub(crate) async fn job(to: &Endpoint<'_>, key: &str, name: &str) -> Value {
     let got = to
         .call(
             Method::GET,
@@ -37,7 +67,7 @@ async fn job(to: &Endpoint<'_>, key: &str, name: &str) -> Value {
     got.json()
 }
 
-async fn log(to: &Endpoint<'_>, key: &str, name: &str, pod: &str) -> String {
+pub(crate) async fn log(to: &Endpoint<'_>, key: &str, name: &str, pod: &str) -> String {
     let path = format!("/api/v1/jobs/{name}/pods/{pod}/log");
     let got = to.call(Method::GET, &path, Some(key), None).await;
     assert_eq!(got.status, StatusCode::OK, "{}", got.body);
@@ -46,7 +76,7 @@ async fn log(to: &Endpoint<'_>, key: &str, name: &str, pod: &str) -> String {
 
 /// Polls until the job has `status`, failing at once (with both trainers'
 /// logs) if it ends otherwise.
-async fn wait_for(
+pub(crate) async fn wait_for(
     to: &Endpoint<'_>,
     key: &str,
     name: &str,
@@ -315,14 +345,13 @@ impl FitALine<'_> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn benchmark_twenty_two_replica_jobs_in_a_row_each_start_and_their_start_times_are_printed_on_a_real_node(
 ) {
-    let Some((node, client)) = common::node::client().await else {
+    let Some(NodeConsole {
+        node, site, key, ..
+    }) = NodeConsole::start("start", "20 jobs").await
+    else {
         return;
     };
-    let (site, _url) = console_on(&node, &client).await;
-    let account = format!("start{:08x}", getrandom::u32().unwrap());
-    let key = common::rest::key_for(&site, &account).await;
     let to = Endpoint::Here(&site);
-    common::node::wait_until_free(&client, "20 jobs").await;
     let mut took = Vec::new();
     for i in 0..20 {
         let name = format!("start-{i}");
@@ -443,5 +472,34 @@ async fn an_oomkilled_replica_and_a_missing_image_are_named_in_the_job_table_on_
             "the pod that never ran is still there"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The submit dialog's room line reads the node: its allocatable, less what
+/// its pods request, and warns of a job larger than the node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_submit_dialog_shows_the_nodes_room_and_warns_of_a_job_larger_than_it_on_a_real_node() {
+    let Some((node, client)) = common::node::client().await else {
+        return;
+    };
+    let (site, _url) = console_on(&node, &client).await;
+    let account = format!("room{:08x}", getrandom::u32().unwrap());
+    let (_key, cookie) = common::rest::key_and_cookie(&site, &account).await;
+    let page = common::site::text(site.get("/jobs?submit=1", Some(&cookie)).await).await;
+    let line = page
+        .split("data-testid=\"room-left\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</p>").next())
+        .unwrap_or_else(|| panic!("no room line in the dialog: {page}"))
+        // Without the markers Leptos puts between text nodes.
+        .replace("<!>", "");
+    assert!(line.contains("Free on test-kube now:"), "{line}");
+    // "of" the node's allocatable CPU, as the dialog writes amounts.
+    let (millis, _) = common::node::allocatable(&client, &node.name).await;
+    let cpu = app::models::quantity::format_cpu(millis);
+    assert!(line.contains(&format!(" of {cpu} CPU")), "{line}");
+    // The dialog's default job asks for 5 CPU.
+    if millis < 5000 {
+        assert!(page.contains("could never start"), "{page}");
     }
 }

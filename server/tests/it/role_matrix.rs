@@ -408,6 +408,7 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("resource_charts", "job=j1"),
     ("quota_view", ""),
     ("quota_left", ""),
+    ("cluster_room", ""),
     ("board_jobs", ""),
     ("board_charts", ""),
     ("members", ""),

@@ -7,11 +7,11 @@ use leptos_router::hooks::use_query_map;
 
 use super::jobs_href;
 use crate::api::jobs::SubmitJob;
-use crate::api::usage::quota_left;
+use crate::api::usage::{cluster_room, quota_left};
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::resource::resource;
 use crate::models::quantity::{format_cpu, format_memory};
-use crate::models::{JobForm, QuotaUse};
+use crate::models::{ClusterCapacity, JobForm, QuotaUse};
 
 /// The dialog, open while the URL has `submit=1`.
 #[component]
@@ -22,6 +22,7 @@ pub fn SubmitDialog() -> impl IntoView {
     let params = use_query_map();
     let close = move || params.with(|p| jobs_href(p, &[("submit", None)]));
     let quota = resource(move || action.version().get(), |_| quota_left());
+    let room = resource(move || action.version().get(), |_| cluster_room());
     let templates = resource(|| (), |_| crate::api::templates::list_templates());
     // A text input bound to one field of the form.
     let field = move |name: &'static str, label: &'static str, get: fn(&JobForm) -> String| {
@@ -96,7 +97,8 @@ pub fn SubmitDialog() -> impl IntoView {
                     <Transition fallback=|| ()>
                         {move || Suspend::new(async move {
                             let quota = quota.await.ok();
-                            view! { <JobTotal form=form.get_untracked() quota /> }
+                            let room = room.await.ok();
+                            view! { <JobTotal form=form.get_untracked() quota room /> }
                         })}
                     </Transition>
                     <footer>
@@ -117,6 +119,8 @@ fn JobTotal(
     form: JobForm,
     /// The account's quota and use (`None`: could not be read).
     quota: Option<QuotaUse>,
+    /// The cluster's room (`None`: could not be read).
+    room: Option<ClusterCapacity>,
 ) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     crate::island_hydrated();
@@ -141,10 +145,16 @@ fn JobTotal(
                 .map(|t| q.admit(t))
         })
     };
+    // The cluster's room: free now, and whether this job waits or never starts.
+    let room_line = move || {
+        let ask = form.with(|f| f.to_spec().and_then(|s| s.totals())).ok();
+        crate::components::quota_line::room_line(room.as_ref(), ask)
+    };
     view! {
         <div node_ref=root>
             <p class="total" data-testid="job-total">"This job asks for " <strong>{total}</strong></p>
             {quota_line}
+            {room_line}
         </div>
     }
 }

@@ -18,6 +18,8 @@ use crate::http::api_error::ApiError;
 
 /// Room for this many bytes between the zip writer and the response.
 const PIPE: usize = 256 * 1024;
+/// A dataset's revision (`r<ms of its last change>`), sent with its zip.
+const REVISION: &str = "x-paddlecloud-revision";
 
 /// The zip of a slot's files, streamed.
 pub async fn zip_response(
@@ -26,6 +28,13 @@ pub async fn zip_response(
     r: AssetRef,
     slot: Slot,
 ) -> Result<Response, ApiError> {
+    // A dataset's revision, read before its files: the zip holds at least
+    // this revision (never older), so a copy kept under its name on a node
+    // (`fetch_inputs.py`) is never staler than its name says.
+    let revision = match slot {
+        Slot::Dataset => Some(format!("r{}", assets.get(&viewer, &r).await?.updated_at)),
+        Slot::Version(_) => None,
+    };
     // Access is checked (and the list read) before anything is sent.
     let files = assets.all_files(&viewer, &r, slot).await?;
     let (reader, writer) = tokio::io::duplex(PIPE);
@@ -57,6 +66,9 @@ pub async fn zip_response(
     );
     if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
         headers.insert(header::CONTENT_DISPOSITION, v);
+    }
+    if let Some(v) = revision.and_then(|r| HeaderValue::from_str(&r).ok()) {
+        headers.insert(REVISION, v);
     }
     Ok(response)
 }

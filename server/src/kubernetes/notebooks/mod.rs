@@ -12,6 +12,7 @@
 
 mod objects;
 mod status;
+pub mod tunnel;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,8 +31,8 @@ use tokio::sync::watch;
 pub use self::objects::{claim_name, notebook_objects, object_name, pod_name, NotebookObjects};
 use super::errors::{from_kube, is_conflict, is_not_found};
 use super::{wait_gone, Inner, KubeCluster};
+use crate::backend::lab_client::{self, LabClient};
 use crate::backend::notebooks::{NotebookBackend, NotebookReporter, NotebookRun};
-use crate::backend::serving::http_client;
 
 /// Label with the notebook's database id (the selector of its pod).
 pub const NOTEBOOK_ID: &str = "paddlecloud.org/notebook-id";
@@ -56,6 +57,17 @@ const SEEN_FOR: Duration = Duration::from_secs(5);
 /// The size of a workspace claim by default.
 pub const DEFAULT_WORKSPACE_SIZE: &str = "10Gi";
 
+/// How the console reaches notebook servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reach {
+    /// At the pod's IP: a console in the cluster (or one with routes to pods).
+    #[default]
+    PodIp,
+    /// Through the API server's port-forward ([`tunnel`]): a console
+    /// outside the cluster, which needs no route to pods.
+    ApiServer,
+}
+
 /// How notebook pods are made.
 #[derive(Debug, Clone)]
 pub struct NotebookPods {
@@ -69,6 +81,8 @@ pub struct NotebookPods {
     pub workspace_size: String,
     /// Seconds between SIGTERM and SIGKILL when a pod stops.
     pub grace_seconds: i64,
+    /// How the console reaches their servers.
+    pub reach: Reach,
 }
 
 impl Default for NotebookPods {
@@ -79,6 +93,7 @@ impl Default for NotebookPods {
             storage_class: None,
             workspace_size: DEFAULT_WORKSPACE_SIZE.to_owned(),
             grace_seconds: 10,
+            reach: Reach::PodIp,
         }
     }
 }
@@ -94,8 +109,8 @@ pub struct KubeNotebooks {
     /// Servers of notebooks another replica follows, read off their pods,
     /// and when.
     seen: Mutex<HashMap<i64, (String, std::time::Instant)>>,
-    /// Asks a starting server whether it answers.
-    probe: reqwest::Client,
+    /// Reaches the servers (and asks a starting one whether it answers).
+    probe: LabClient,
 }
 
 /// A running notebook's status task.
@@ -112,11 +127,16 @@ impl KubeNotebooks {
     pub fn new(kube: &KubeCluster, pods: NotebookPods, python: String) -> Self {
         Self {
             inner: kube.inner.clone(),
-            pods,
             python,
             followed: Arc::new(Mutex::new(HashMap::new())),
             seen: Mutex::new(HashMap::new()),
-            probe: http_client(Duration::from_secs(2)).unwrap_or_default(),
+            probe: match pods.reach {
+                Reach::PodIp => lab_client::direct(),
+                Reach::ApiServer => lab_client::through(Arc::new(tunnel::PodTunnel {
+                    client: kube.inner.client.clone(),
+                })),
+            },
+            pods,
         }
     }
 
@@ -138,6 +158,7 @@ impl KubeNotebooks {
             run,
             reporter,
             port: self.pods.port,
+            reach: self.pods.reach,
             probe: self.probe.clone(),
             followed: self.followed.clone(),
         };
@@ -199,6 +220,10 @@ impl NotebookBackend for KubeNotebooks {
         self.inner.name.clone()
     }
 
+    fn client(&self) -> LabClient {
+        self.probe.clone()
+    }
+
     fn sees_local_files(&self) -> bool {
         false
     }
@@ -212,7 +237,12 @@ impl NotebookBackend for KubeNotebooks {
             claim,
             secret,
             sdk,
-        } = notebook_objects(&run, &self.pods, &self.python)?;
+        } = notebook_objects(
+            &run,
+            &self.pods,
+            &self.python,
+            (&self.inner.support, self.inner.console_url.as_deref()),
+        )?;
         // A start issues a new token and key: the Secret holds the new ones
         // before the pod that reads them is made.
         let secret_patch = json!({ "stringData": secret.string_data });
@@ -341,11 +371,10 @@ impl NotebookBackend for KubeNotebooks {
         }
         let pods: Api<Pod> = self.inner.api(&account.namespace);
         let pod = pods.get_opt(&pod_name(name)).await.ok()??;
-        let status = pod.status?;
-        if status.phase.as_deref() != Some("Running") {
+        if pod.status.as_ref()?.phase.as_deref() != Some("Running") {
             return None;
         }
-        let upstream = format!("http://{}:{}", status.pod_ip?, self.pods.port);
+        let upstream = status::address(&pod, self.pods.port, self.pods.reach)?;
         self.seen
             .lock()
             .expect("seen lock")

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::{NotebookPods, NOTEBOOK, NOTEBOOK_CONTAINER, NOTEBOOK_ID, SDK_DIR, WORKSPACE_DIR};
 use crate::backend::notebooks::{jupyter_args, NotebookRun, SDK_FILES};
+use crate::kubernetes::inputs::{self, PodSupport};
 use crate::kubernetes::objects::{from_json, CONSOLE, MANAGED_BY};
 
 /// The Secret keys its container reads its credentials from: the token
@@ -62,6 +63,7 @@ pub fn notebook_objects(
     run: &NotebookRun,
     pods: &NotebookPods,
     python: &str,
+    fetching: (&PodSupport, Option<&str>),
 ) -> Result<NotebookObjects, AppError> {
     let spec = &run.spec;
     let name = &spec.name;
@@ -138,8 +140,21 @@ pub fn notebook_objects(
             { "name": "sdk", "configMap": { "name": object_name(name) } },
         ],
     });
+    let (cache, console_url) = fetching;
+    let credential = from_secret(KEY_KEY);
+    let resources = json!({ "requests": amounts, "limits": amounts });
+    inputs::apply(
+        &run.inputs,
+        cache,
+        console_url,
+        credential,
+        &resources,
+        "datasets",
+        &mut pod,
+    )?;
     // The server itself runs in the environment too: it needs JupyterLab.
-    super::super::environment::apply(environment, &["jupyterlab"], image, &mut pod);
+    let index = cache.pip_index_url.as_deref();
+    super::super::environment::apply(environment, &["jupyterlab"], image, index, &mut pod);
     let stateful_set = from_json(json!({
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
@@ -233,6 +248,7 @@ mod tests {
             },
             jupyter_token: "jt-secret".into(),
             base_url: "/notebooks/acme/scratch/".into(),
+            inputs: vec![],
             env: vec![
                 ("PADDLECLOUD_KEY".into(), "pcn_secret".into()),
                 ("PADDLECLOUD_SERVER".into(), "http://console:3000".into()),
@@ -247,6 +263,7 @@ mod tests {
             storage_class: None,
             workspace_size: "5Gi".into(),
             grace_seconds: 10,
+            reach: Default::default(),
         }
     }
 
@@ -258,7 +275,8 @@ mod tests {
 
     #[test]
     fn credentials_reach_the_server_from_its_secret_never_from_its_spec() {
-        let objects = notebook_objects(&run("", 0), &pods(), "python3").unwrap();
+        let objects =
+            notebook_objects(&run("", 0), &pods(), "python3", (&Default::default(), None)).unwrap();
         let spec_text = serde_json::to_string(&objects.stateful_set).unwrap();
         assert!(!spec_text.contains("jt-secret"), "{spec_text}");
         assert!(!spec_text.contains("pcn_secret"), "{spec_text}");
@@ -280,7 +298,8 @@ mod tests {
 
     #[test]
     fn the_server_runs_under_the_proxied_path_in_its_workspace_with_the_sdk() {
-        let objects = notebook_objects(&run("", 0), &pods(), "python3").unwrap();
+        let objects =
+            notebook_objects(&run("", 0), &pods(), "python3", (&Default::default(), None)).unwrap();
         let c = container(&objects);
         let command: Vec<&str> = c["command"]
             .as_array()
@@ -316,7 +335,13 @@ mod tests {
 
     #[test]
     fn a_notebooks_own_image_and_gpus_are_asked_for() {
-        let objects = notebook_objects(&run("me/lab:1", 2), &pods(), "python3").unwrap();
+        let objects = notebook_objects(
+            &run("me/lab:1", 2),
+            &pods(),
+            "python3",
+            (&Default::default(), None),
+        )
+        .unwrap();
         let c = container(&objects);
         assert_eq!(c["image"], "me/lab:1");
         assert_eq!(c["resources"]["limits"]["nvidia.com/gpu"], "2");
@@ -332,7 +357,8 @@ mod tests {
             image: "paddlepaddle/paddle:3.3.1".into(),
             requirements: vec!["visualdl==2.5.3".into()],
         });
-        let objects = notebook_objects(&r, &pods(), "python3").unwrap();
+        let objects =
+            notebook_objects(&r, &pods(), "python3", (&Default::default(), None)).unwrap();
         let pod = serde_json::to_value(&objects.stateful_set).unwrap()["spec"]["template"]["spec"]
             .clone();
         let c = &pod["containers"][0];

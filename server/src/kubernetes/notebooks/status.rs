@@ -13,7 +13,8 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::objects::{pod_name, stateful_set_name};
-use super::Followed;
+use super::{Followed, Reach};
+use crate::backend::lab_client::LabClient;
 use crate::backend::last_lines;
 use crate::backend::notebooks::{answers, NotebookReporter, NotebookRun, START_TIMEOUT};
 use crate::kubernetes::pods::{failure, waiting_reason};
@@ -29,7 +30,9 @@ pub(super) struct Follower {
     pub reporter: NotebookReporter,
     /// The port JupyterLab listens on in the pod.
     pub port: u16,
-    pub probe: reqwest::Client,
+    /// How its server is reached.
+    pub reach: Reach,
+    pub probe: LabClient,
     /// Where the server's address is published for the proxy.
     pub followed: Arc<Mutex<HashMap<i64, Followed>>>,
 }
@@ -64,60 +67,62 @@ impl Follower {
             let next = match pods.get_opt(&pod).await {
                 // The API server is away: say nothing new.
                 Err(_) => None,
-                Ok(found) => Some(match found.as_ref().map(|p| seen(p, self.port)) {
-                    None | Some(Seen::NoPod) => {
-                        (NotebookStatus::Pending, "Creating its pod…".to_owned())
-                    }
-                    Some(Seen::Waiting(why)) => {
-                        running_since = None;
-                        let why = why.map_or("Starting its pod…".to_owned(), |w| {
-                            if w.contains("nodes are available") {
-                                format!("Waiting for room: {w}")
+                Ok(found) => Some(
+                    match found.as_ref().map(|p| seen(p, self.port, self.reach)) {
+                        None | Some(Seen::NoPod) => {
+                            (NotebookStatus::Pending, "Creating its pod…".to_owned())
+                        }
+                        Some(Seen::Waiting(why)) => {
+                            running_since = None;
+                            let why = why.map_or("Starting its pod…".to_owned(), |w| {
+                                if w.contains("nodes are available") {
+                                    format!("Waiting for room: {w}")
+                                } else {
+                                    format!("Starting its pod: {w}")
+                                }
+                            });
+                            (NotebookStatus::Pending, why)
+                        }
+                        Some(Seen::Failed(words)) => {
+                            let lines: Vec<String> = words
+                                .lines()
+                                .map(str::trim)
+                                .filter(|l| !l.is_empty())
+                                .map(str::to_owned)
+                                .collect();
+                            let why = format!("JupyterLab stopped: {}", last_lines(&lines, 4, 600));
+                            self.fail(&why).await;
+                            return;
+                        }
+                        Some(Seen::Up(uid, base)) => {
+                            if serving.as_deref() == Some(uid.as_str()) {
+                                (NotebookStatus::Running, String::new())
+                            } else if answers(
+                                &self.probe,
+                                &format!("{base}{status_path}"),
+                                &run.jupyter_token,
+                            )
+                            .await
+                            {
+                                serving = Some(uid);
+                                self.publish(Some(base));
+                                (NotebookStatus::Running, String::new())
                             } else {
-                                format!("Starting its pod: {w}")
-                            }
-                        });
-                        (NotebookStatus::Pending, why)
-                    }
-                    Some(Seen::Failed(words)) => {
-                        let lines: Vec<String> = words
-                            .lines()
-                            .map(str::trim)
-                            .filter(|l| !l.is_empty())
-                            .map(str::to_owned)
-                            .collect();
-                        let why = format!("JupyterLab stopped: {}", last_lines(&lines, 4, 600));
-                        self.fail(&why).await;
-                        return;
-                    }
-                    Some(Seen::Up(uid, base)) => {
-                        if serving.as_deref() == Some(uid.as_str()) {
-                            (NotebookStatus::Running, String::new())
-                        } else if answers(
-                            &self.probe,
-                            &format!("{base}{status_path}"),
-                            &run.jupyter_token,
-                        )
-                        .await
-                        {
-                            serving = Some(uid);
-                            self.publish(Some(base));
-                            (NotebookStatus::Running, String::new())
-                        } else {
-                            self.publish(None);
-                            let since = *running_since.get_or_insert_with(Instant::now);
-                            if since.elapsed() > START_TIMEOUT {
-                                self.fail(&format!(
+                                self.publish(None);
+                                let since = *running_since.get_or_insert_with(Instant::now);
+                                if since.elapsed() > START_TIMEOUT {
+                                    self.fail(&format!(
                                     "JupyterLab did not answer within {} s of its pod starting.",
                                     START_TIMEOUT.as_secs()
                                 ))
-                                .await;
-                                return;
+                                    .await;
+                                    return;
+                                }
+                                (NotebookStatus::Pending, "Starting JupyterLab…".to_owned())
                             }
-                            (NotebookStatus::Pending, "Starting JupyterLab…".to_owned())
                         }
-                    }
-                }),
+                    },
+                ),
             };
             if let Some(next) = next {
                 if next.0 != NotebookStatus::Running {
@@ -176,8 +181,22 @@ impl Follower {
     }
 }
 
-/// What `pod` says, its server listening on `port`.
-fn seen(pod: &Pod, port: u16) -> Seen {
+/// Where the server of `pod`, listening on `port`, is reached (`None`
+/// before it has an IP).
+pub(super) fn address(pod: &Pod, port: u16, reach: Reach) -> Option<String> {
+    let ip = pod.status.as_ref()?.pod_ip.as_deref()?;
+    Some(match reach {
+        Reach::PodIp => format!("http://{}:{port}", host(ip)),
+        Reach::ApiServer => super::tunnel::address(
+            pod.metadata.name.as_deref()?,
+            pod.metadata.namespace.as_deref()?,
+            port,
+        ),
+    })
+}
+
+/// What `pod` says, its server listening on `port`, reached by `reach`.
+fn seen(pod: &Pod, port: u16, reach: Reach) -> Seen {
     if let Some(words) = failure(pod) {
         return Seen::Failed(words);
     }
@@ -188,11 +207,10 @@ fn seen(pod: &Pod, port: u16) -> Seen {
             .iter()
             .flatten()
             .all(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()));
-    match (running, status.pod_ip) {
-        (true, Some(ip)) if pod.metadata.deletion_timestamp.is_none() => Seen::Up(
-            pod.metadata.uid.clone().unwrap_or_default(),
-            format!("http://{}:{port}", host(&ip)),
-        ),
+    match (running, address(pod, port, reach)) {
+        (true, Some(base)) if pod.metadata.deletion_timestamp.is_none() => {
+            Seen::Up(pod.metadata.uid.clone().unwrap_or_default(), base)
+        }
         _ if status.phase.is_none() => Seen::NoPod,
         _ => Seen::Waiting(waiting_reason(pod)),
     }

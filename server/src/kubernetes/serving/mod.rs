@@ -125,6 +125,7 @@ impl ServingBackend for KubeServing {
         let fetching = PodSettings {
             console_url: self.inner.console_url.as_deref(),
             model_root: &self.model_root,
+            pip_index_url: self.inner.support.pip_index_url.as_deref(),
             grace_seconds: self.inner.grace.as_secs().max(1) as i64,
         };
         if fetching.console_url.is_none() {

@@ -38,6 +38,8 @@ pub struct PodSettings<'a> {
     pub console_url: Option<&'a str>,
     /// Where the model volume is mounted.
     pub model_root: &'a str,
+    /// The index the environment's init step installs from.
+    pub pip_index_url: Option<&'a str>,
     /// Seconds between SIGTERM and SIGKILL when a replica is stopped (the
     /// console's `--stop-grace`, as for jobs; Kubernetes' own default is 30).
     pub grace_seconds: i64,
@@ -156,7 +158,7 @@ pub fn serving_objects(run: &Run, fetching: &PodSettings) -> Result<ServingObjec
         "containers": [container],
         "volumes": volumes,
     });
-    super::super::environment::apply(environment, &[], image, &mut pod);
+    super::super::environment::apply(environment, &[], image, fetching.pip_index_url, &mut pod);
     let deployment = from_json(json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -303,6 +305,7 @@ mod tests {
             grace_seconds: 5,
             console_url: Some("http://console:3000"),
             model_root: "/models",
+            pip_index_url: None,
         };
         let objects = serving_objects(&run(Some("pcv_secret"), "m.tar.gz"), &fetching).unwrap();
         let secret = serde_json::to_value(objects.secret.as_ref().unwrap()).unwrap();
@@ -351,6 +354,7 @@ mod tests {
             grace_seconds: 5,
             console_url: None,
             model_root: "/models",
+            pip_index_url: None,
         };
         let objects = serving_objects(&run(Some("pcv_secret"), ""), &fetching).unwrap();
         assert!(objects.secret.is_none());
@@ -374,6 +378,7 @@ mod tests {
             grace_seconds: 5,
             console_url: Some("http://console:3000"),
             model_root: "/models",
+            pip_index_url: None,
         };
         let mut r = run(Some("pcv_secret"), "");
         r.spec.environment_use = Some(app::models::EnvironmentUse {

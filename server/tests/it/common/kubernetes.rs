@@ -21,6 +21,7 @@ pub fn kube_cluster(
         db.dir(),
         Duration::from_secs(1),
         console_url,
+        Default::default(),
     )
 }
 
@@ -37,6 +38,7 @@ pub fn kube_choice(
         },
         serving_model_root,
         notebook_pods: Default::default(),
+        pod_support: Default::default(),
     }
 }
 

@@ -115,3 +115,16 @@ pub async fn wait_until_free(client: &kube::Client, who: &str) {
         eprintln!("{who}: waited {:?} for {seen:?} to go", waiting.elapsed());
     }
 }
+
+/// The allocatable CPU (millicores) and memory (bytes) of node `name`.
+pub async fn allocatable(client: &kube::Client, name: &str) -> (u64, u64) {
+    let node = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+        .get(name)
+        .await
+        .unwrap();
+    let allocatable = node.status.and_then(|s| s.allocatable).unwrap();
+    let cpu = app::models::quantity::parse_cpu_millis("cpu", &allocatable["cpu"].0).unwrap();
+    let memory =
+        app::models::quantity::parse_memory_bytes("memory", &allocatable["memory"].0).unwrap();
+    (cpu, memory)
+}

@@ -163,3 +163,22 @@ pub async fn wait_for(site: &Site, key: &str, job: &str, status: &str) -> Value 
     }
     panic!("{job} never became {status}");
 }
+
+/// PUTs `text` as file `path` (which may end in `?version=N`) of the asset
+/// at `base` (`/api/v1/datasets/<owner>/<name>`), asserting it is stored.
+pub async fn put_file(site: &Site, key: &str, base: &str, path: &str, text: &str) {
+    let request = http::Request::builder()
+        .method(http::Method::PUT)
+        .uri(format!("{base}/files/{path}"))
+        .header("authorization", format!("Bearer {key}"))
+        .header("content-type", "application/octet-stream")
+        .body(Body::from(text.to_owned()))
+        .unwrap();
+    let put = answer(site.send(request).await).await;
+    assert_eq!(
+        put.status,
+        http::StatusCode::CREATED,
+        "PUT {path}: {}",
+        put.body
+    );
+}
