@@ -104,7 +104,7 @@ fn labels(spec: &JobSpec, job_id: i64) -> serde_json::Value {
 }
 
 /// The key of an SDK file in the parent ConfigMap (keys hold no `/`).
-fn sdk_key(file: &str) -> String {
+pub(crate) fn sdk_key(file: &str) -> String {
     format!("sdk.{file}")
 }
 
@@ -360,7 +360,7 @@ fn shipping_metric_files(spec: &JobSpec) -> (Vec<String>, Vec<String>) {
 }
 
 /// The SDK's files of the parent ConfigMap, by their names in the package.
-fn sdk_items() -> Vec<serde_json::Value> {
+pub(crate) fn sdk_items() -> Vec<serde_json::Value> {
     SDK_FILES
         .iter()
         .map(|(file, _)| json!({ "key": sdk_key(file), "path": file }))

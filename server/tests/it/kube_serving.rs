@@ -435,7 +435,10 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
 
     // The replica starts only once its model is there, and reads it: it
     // serves the model's folder (version 1 of it) over HTTP on its port.
-    let command = "cat \"$PADDLECLOUD_MODEL_DIR/inference.json\"; echo; \
+    // It also imports the SDK, as a serving script may: a replica without
+    // it fails the instance.
+    let command = "python3 -c 'import paddlecloud' || exit 3; \
+                   cat \"$PADDLECLOUD_MODEL_DIR/inference.json\"; echo; \
                    exec python3 -m http.server \"$PORT\" --directory \"$(dirname \"$PADDLECLOUD_MODEL_DIR\")\"";
     site.services
         .serving

@@ -8,8 +8,11 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use serde_json::json;
 
 use super::{DEFAULT_IMAGE, FETCH_CONTAINER, SERVING, SERVING_CONTAINER, SERVING_ID, SERVING_PORT};
+use crate::backend::notebooks::SDK_FILES;
 use crate::backend::serving::Run;
+use crate::kubernetes::notebooks::SDK_DIR;
 use crate::kubernetes::objects::{from_json, CONSOLE, MANAGED_BY};
+use crate::kubernetes::objects::{sdk_items, sdk_key};
 
 /// Where the ConfigMap (predict server, user script) is mounted.
 const CONFIG_DIR: &str = "/etc/paddlecloud";
@@ -109,9 +112,17 @@ pub fn serving_objects(run: &Run, fetching: &PodSettings) -> Result<ServingObjec
     } else {
         spec.command.clone()
     };
-    let mut mounts =
-        vec![json!({ "name": "paddlecloud", "mountPath": CONFIG_DIR, "readOnly": true })];
-    let mut volumes = vec![json!({ "name": "paddlecloud", "configMap": { "name": config_name } })];
+    // The SDK, as in jobs' pods: a serving script or command may `import
+    // paddlecloud` (after a PYTHONPATH of the spec's own).
+    crate::kubernetes::environment::add_to_pythonpath(&mut env, SDK_DIR, false);
+    let mut mounts = vec![
+        json!({ "name": "paddlecloud", "mountPath": CONFIG_DIR, "readOnly": true }),
+        json!({ "name": "sdk", "mountPath": format!("{SDK_DIR}/paddlecloud"), "readOnly": true }),
+    ];
+    let mut volumes = vec![
+        json!({ "name": "paddlecloud", "configMap": { "name": config_name } }),
+        json!({ "name": "sdk", "configMap": { "name": config_name, "items": sdk_items() } }),
+    ];
     let mut init = vec![];
     if fetch {
         mounts.push(model_mount.clone());
@@ -182,6 +193,9 @@ pub fn serving_objects(run: &Run, fetching: &PodSettings) -> Result<ServingObjec
         },
     }))?;
     let mut files = json!({ "serving.py": crate::backend::serving::PREDICT_SERVER });
+    for (file, text) in SDK_FILES {
+        files[sdk_key(file)] = json!(text);
+    }
     if !spec.script.is_empty() {
         files["script.py"] = json!(spec.script);
     }
@@ -300,6 +314,28 @@ mod tests {
     }
 
     #[test]
+    fn a_replica_imports_the_sdk_from_the_instances_config_map() {
+        let fetching = PodSettings {
+            grace_seconds: 5,
+            console_url: None,
+            model_root: "/models",
+            pip_index_url: None,
+        };
+        let objects = serving_objects(&run(None, ""), &fetching).unwrap();
+        let pod = pod_spec(&objects);
+        let main = &pod["containers"][0];
+        assert_eq!(env_of(main, "PYTHONPATH")["value"], SDK_DIR);
+        let mounts = main["volumeMounts"].as_array().unwrap();
+        assert!(mounts.iter().any(|m| m["name"] == "sdk"
+            && m["mountPath"] == format!("{SDK_DIR}/paddlecloud")
+            && m["readOnly"] == true));
+        let config = serde_json::to_value(&objects.config).unwrap();
+        assert!(config["data"]["sdk.__init__.py"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty()));
+    }
+
+    #[test]
     fn pods_fetch_the_model_with_the_instance_token_into_a_shared_volume() {
         let fetching = PodSettings {
             grace_seconds: 5,
@@ -396,7 +432,11 @@ mod tests {
         assert_eq!(init, [FETCH_CONTAINER, "environment"]);
         let main = &pod["containers"][0];
         assert_eq!(main["image"], "paddlepaddle/paddle:3.3.1");
-        assert_eq!(env_of(main, "PYTHONPATH")["value"], "/opt/paddlecloud/env");
+        // The environment's packages first, the SDK after them.
+        assert_eq!(
+            env_of(main, "PYTHONPATH")["value"],
+            format!("/opt/paddlecloud/env:{SDK_DIR}")
+        );
         // The model's volume is still mounted beside the environment's.
         let mounts: Vec<&str> = main["volumeMounts"]
             .as_array()
