@@ -27,7 +27,7 @@ use crate::common;
 use crate::common::rest::{call, key_and_cookie};
 use crate::common::site::Site;
 use crate::notebooks::{
-    broken_python, http, json_of, jupyter_python, printed_value, run_cell, running_notebook,
+    age, broken_python, http, json_of, jupyter_python, printed_value, run_cell, running_notebook,
     start_kernel, wait_status,
 };
 
@@ -229,6 +229,7 @@ macro_rules! contract {
 contract!(
     a_notebook_submits_jobs_with_its_own_key_and_keeps_its_workspace_until_deleted,
     a_server_that_cannot_start_fails_with_its_own_words,
+    the_idle_clock_reads_the_servers_kernels_and_stops_a_notebook_idle_past_its_timeout,
 );
 
 async fn a_notebook_submits_jobs_with_its_own_key_and_keeps_its_workspace_until_deleted(
@@ -507,4 +508,55 @@ fn a_restarted_console_takes_over_a_running_notebook_and_its_kernels_on_a_real_n
         console.notebooks().delete(&me, "keep").await.unwrap();
     });
     drop(h);
+}
+
+/// The idle clock asks the server itself (through the same way in as the
+/// proxy: on the real node, the API server): a kernel's recent activity keeps
+/// a notebook the clock calls idle running; idle past its timeout with no
+/// kernel, it is stopped, saying why.
+async fn the_idle_clock_reads_the_servers_kernels_and_stops_a_notebook_idle_past_its_timeout(
+    backend: Backend,
+) {
+    let Some(h) = harness(backend, false).await else {
+        return;
+    };
+    let name = "dozy";
+    running_notebook(&h.site, &h.key, name, json!({"idle_minutes": 5})).await;
+    let lab = format!("/notebooks/{}/{name}/", h.account);
+    let kernel = start_kernel(&h.url, &lab, &h.cookie).await;
+    run_cell(&h.url, &lab, &kernel, &h.cookie, "x = 1\n").await;
+    age(&h.site, name, 10).await;
+    h.site.notebooks.cull_idle().await.unwrap();
+    let nb = wait_status(&h.site, &h.key, name, "running").await;
+    let ten_minutes_ago = server::time::now_ms() - 9 * 60_000;
+    assert!(
+        nb["last_activity"]
+            .as_i64()
+            .is_some_and(|t| t > ten_minutes_ago),
+        "the kernel's activity was read from the server: {nb}"
+    );
+    assert!(nb["probe_error"].as_str().unwrap_or("").is_empty(), "{nb}");
+
+    // No kernel, idle past the timeout: stopped, with why.
+    let shut = http()
+        .delete(format!("{}{lab}api/kernels/{kernel}", h.url))
+        .header("cookie", &h.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(shut.status(), StatusCode::NO_CONTENT);
+    sqlx::query("UPDATE notebooks SET started_at = $1, last_activity = $1 WHERE name = $2")
+        .bind(server::time::now_ms() - 10 * 60_000)
+        .bind(name)
+        .execute(&h.site.db.pool)
+        .await
+        .unwrap();
+    h.site.notebooks.cull_idle().await.unwrap();
+    let nb = wait_status(&h.site, &h.key, name, "stopped").await;
+    let why = nb["message"].as_str().unwrap();
+    assert!(
+        why.starts_with("Stopped after 5 min without kernel or terminal activity"),
+        "{why}"
+    );
+    h.delete(name).await;
 }

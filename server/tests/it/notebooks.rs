@@ -472,7 +472,7 @@ pub(crate) async fn member_of(site: &Site, account: &app::models::Account) -> St
 
 /// Moves notebook `name`'s idle clock `minutes` into the past, as if it had
 /// started (and last been used) that long ago.
-async fn age(site: &Site, name: &str, minutes: i64) {
+pub(crate) async fn age(site: &Site, name: &str, minutes: i64) {
     let past = server::time::now_ms() - minutes * 60_000;
     sqlx::query("UPDATE notebooks SET started_at = $1, last_activity = NULL WHERE name = $2")
         .bind(past)
