@@ -43,7 +43,16 @@ import time
 import urllib.parse
 import zipfile
 
-from paddlecloud.fetch_model import Refused, download, fetch, human, retrying, say, unzip
+from paddlecloud.fetch_model import (
+    Refused,
+    download,
+    fetch,
+    human,
+    retrying,
+    say,
+    settings,
+    unzip,
+)
 
 KEEP_DAYS = 30
 REVISION_HEADER = "x-paddlecloud-revision"
@@ -156,22 +165,16 @@ def one(server, token, item, cache, links, log):
 
 
 def main(env=os.environ):
-    server = env.get("PADDLECLOUD_SERVER", "")
-    token = env.get("PADDLECLOUD_FETCH_TOKEN", "")
-    cache = env.get("PADDLECLOUD_INPUT_CACHE", "")
-    links = env.get("PADDLECLOUD_INPUT_DIR", "")
-    raw = env.get("PADDLECLOUD_INPUTS", "")
-    missing = [
-        k
-        for k, v in (
-            ("PADDLECLOUD_SERVER", server),
-            ("PADDLECLOUD_FETCH_TOKEN", token),
-            ("PADDLECLOUD_INPUT_CACHE", cache),
-            ("PADDLECLOUD_INPUT_DIR", links),
-            ("PADDLECLOUD_INPUTS", raw),
-        )
-        if not v
-    ]
+    (server, token, cache, links, raw), missing = settings(
+        env,
+        (
+            "PADDLECLOUD_SERVER",
+            "PADDLECLOUD_FETCH_TOKEN",
+            "PADDLECLOUD_INPUT_CACHE",
+            "PADDLECLOUD_INPUT_DIR",
+            "PADDLECLOUD_INPUTS",
+        ),
+    )
     if missing:
         say("cannot fetch the inputs: " + ", ".join(missing) + " not set")
         return 2

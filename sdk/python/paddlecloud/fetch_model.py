@@ -148,24 +148,25 @@ def unzip(archive, dest):
         return len([m for m in z.infolist() if not m.is_dir()])
 
 
+def settings(env, names):
+    """The values of ``names`` in ``env`` ("" when unset), in order, and the
+    names of those unset."""
+    values = [env.get(name, "") for name in names]
+    return values, [name for name, value in zip(names, values) if not value]
+
+
 def main(env=os.environ):
-    server = env.get("PADDLECLOUD_SERVER", "")
-    token = env.get("PADDLECLOUD_SERVING_TOKEN", "")
-    model = env.get("PADDLECLOUD_MODEL", "")
-    version = env.get("PADDLECLOUD_MODEL_VERSION", "")
     file = env.get("PADDLECLOUD_MODEL_FILE", "")
-    dest = env.get("PADDLECLOUD_MODEL_DIR", "")
-    missing = [
-        k
-        for k, v in (
-            ("PADDLECLOUD_SERVER", server),
-            ("PADDLECLOUD_SERVING_TOKEN", token),
-            ("PADDLECLOUD_MODEL", model),
-            ("PADDLECLOUD_MODEL_VERSION", version),
-            ("PADDLECLOUD_MODEL_DIR", dest),
-        )
-        if not v
-    ]
+    (server, token, model, version, dest), missing = settings(
+        env,
+        (
+            "PADDLECLOUD_SERVER",
+            "PADDLECLOUD_SERVING_TOKEN",
+            "PADDLECLOUD_MODEL",
+            "PADDLECLOUD_MODEL_VERSION",
+            "PADDLECLOUD_MODEL_DIR",
+        ),
+    )
     if missing:
         say("cannot fetch the model: " + ", ".join(missing) + " not set")
         return 2

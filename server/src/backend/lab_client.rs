@@ -124,24 +124,30 @@ impl hyper::rt::Write for LabIo {
     }
 }
 
-/// `GET url` as the holder of the server's `token`: the status (or why
-/// there is none) and the body.
-pub async fn get(client: &LabClient, url: &str, token: &str) -> Result<(u16, Vec<u8>), String> {
+/// `GET url` as the holder of the server's `token`, answered within
+/// `limit`: the status (or why there is none) and the body.
+pub async fn get(
+    client: &LabClient,
+    url: &str,
+    token: &str,
+    limit: std::time::Duration,
+) -> Result<(u16, Vec<u8>), String> {
     use http_body_util::BodyExt;
     let request = http::Request::get(url)
         .header(http::header::AUTHORIZATION, format!("token {token}"))
         .body(Body::empty())
         .map_err(|e| e.to_string())?;
-    let answer = tokio::time::timeout(std::time::Duration::from_secs(10), client.request(request))
+    let answered = async {
+        let answer = client.request(request).await.map_err(|e| e.to_string())?;
+        let status = answer.status().as_u16();
+        let body = answer
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok((status, body.to_bytes().to_vec()))
+    };
+    tokio::time::timeout(limit, answered)
         .await
-        .map_err(|_| "no answer in 10 s".to_owned())?
-        .map_err(|e| e.to_string())?;
-    let status = answer.status().as_u16();
-    let body = answer
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| e.to_string())?
-        .to_bytes();
-    Ok((status, body.to_vec()))
+        .map_err(|_| format!("no answer in {} s", limit.as_secs()))?
 }

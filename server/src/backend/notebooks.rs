@@ -42,7 +42,8 @@ pub fn jupyter_args(base_url: &str, root_dir: &str, ip: &str, port: u16) -> Vec<
 /// Whether a notebook server answers its status API with `token`: the
 /// sign that it is ready for the proxy.
 pub async fn answers(probe: &LabClient, url: &str, token: &str) -> bool {
-    super::lab_client::get(probe, url, token)
+    // A starting server answers at once or not yet: the next try is a second away.
+    super::lab_client::get(probe, url, token, std::time::Duration::from_secs(2))
         .await
         .is_ok_and(|(status, _)| (200..300).contains(&status))
 }

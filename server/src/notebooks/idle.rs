@@ -126,7 +126,7 @@ impl NotebookService {
         let mut sessions = Vec::new();
         for what in ["kernels", "terminals"] {
             let url = format!("{upstream}{base}api/{what}?no_track_activity=1");
-            let (status, body) = get(client, &url, &stored.jupyter_token)
+            let (status, body) = get(client, &url, &stored.jupyter_token, Duration::from_secs(10))
                 .await
                 .map_err(|e| format!("Asking its server for its {what} failed: {e}"))?;
             if !(200..300).contains(&status) {

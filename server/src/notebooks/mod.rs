@@ -12,8 +12,7 @@ use std::sync::Arc;
 
 use app::error::AppError;
 use app::models::{
-    base_path, dataset_dir_variable, Account, AssetKind, Me, Notebook, NotebookList, NotebookSpec,
-    NotebookStatus, Role,
+    base_path, Account, AssetKind, Me, Notebook, NotebookList, NotebookSpec, NotebookStatus, Role,
 };
 use app::ports::{Assets, NotebookEvent, Notebooks, Principal, Slot};
 use async_trait::async_trait;
@@ -92,19 +91,12 @@ impl NotebookService {
         };
         let mut env = Vec::new();
         for asset in datasets {
-            let name = if asset.owner == me.account.name {
-                asset.name.clone()
-            } else {
-                format!("{}/{}", asset.owner, asset.name)
-            };
-            match self
-                .assets
-                .local_dir(me, &asset.reference(), Slot::Dataset)
-                .await
-            {
-                Ok(dir) => env.push((dataset_dir_variable(&name), dir.display().to_string())),
+            let input = app::models::notebook_dataset(&me.account.name, asset.reference());
+            match self.assets.local_dir(me, &input.asset, Slot::Dataset).await {
+                Ok(dir) => env.push((input.variable, dir.display().to_string())),
                 Err(err) => {
-                    tracing::warn!(dataset = %name, error = %err, "a dataset left out of a notebook")
+                    tracing::warn!(dataset = %asset.name, owner = %asset.owner, error = %err,
+                        "a dataset left out of a notebook")
                 }
             }
         }

@@ -112,6 +112,11 @@ pub fn serving_objects(run: &Run, fetching: &PodSettings) -> Result<ServingObjec
     } else {
         spec.command.clone()
     };
+    // The config volume: the predict server and the script, not the SDK's keys.
+    let mut config_items = vec![json!({ "key": "serving.py", "path": "serving.py" })];
+    if !spec.script.is_empty() {
+        config_items.push(json!({ "key": "script.py", "path": "script.py" }));
+    }
     // The SDK, as in jobs' pods: a serving script or command may `import
     // paddlecloud` (after a PYTHONPATH of the spec's own).
     crate::kubernetes::environment::add_to_pythonpath(&mut env, SDK_DIR, false);
@@ -120,7 +125,7 @@ pub fn serving_objects(run: &Run, fetching: &PodSettings) -> Result<ServingObjec
         json!({ "name": "sdk", "mountPath": format!("{SDK_DIR}/paddlecloud"), "readOnly": true }),
     ];
     let mut volumes = vec![
-        json!({ "name": "paddlecloud", "configMap": { "name": config_name } }),
+        json!({ "name": "paddlecloud", "configMap": { "name": config_name, "items": config_items } }),
         json!({ "name": "sdk", "configMap": { "name": config_name, "items": sdk_items() } }),
     ];
     let mut init = vec![];
