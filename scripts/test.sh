@@ -36,7 +36,7 @@ rust_tests() {
 # named on_a_real_node, required to run: they skip only outside the node.
 # One at a time: requests are what the scheduler counts, and the node has
 # the machine's cores to give (fit-a-line's two trainers ask for 1 CPU each).
-# Their output shown: they print what they measure (README, "On a real node").
+# Their output shown: they print what they measure (docs/testing.md, "On a real node").
 # The console's own image first (deploy/Dockerfile's runtime stage from this
 # build's binary and site; cached), which the node imports; PostgreSQL beside
 # the node, on its address too, for the console deployed in it.
@@ -52,7 +52,7 @@ kube_node_tests() {
 }
 
 # The node's benchmarks (tests named benchmark_…on_a_real_node: they print
-# what README's "On a real node" table shows), outside CI.
+# what docs/testing.md's "Measured on the real node" table shows), outside CI.
 kube_bench() {
   say "The real node's benchmarks"
   scripts/rust-tests.sh build

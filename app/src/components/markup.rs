@@ -4,7 +4,7 @@
 //! Building a `view!` for each of a page's rows made a tree of erased views
 //! and attributes, each allocated, walked and dropped, with hydration markers
 //! no browser code ever reads: the rows were a third of a `/jobs` page's
-//! server time (see the job_list bench in the README). A row written here
+//! server time (see the job_list bench in docs/benchmarks.md). A row written here
 //! costs a few string pushes. Everything that is not a tag or an attribute
 //! name is escaped on the way in, so the fragment is as safe to inject with
 //! `inner_html` as a view's output.

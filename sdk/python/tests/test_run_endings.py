@@ -1,6 +1,6 @@
 """Local runs end right, however and whenever they end, under load.
 
-The README's example (prints, PaddleBoard points, ``log_params`` just before
+The example in docs/local-runs.md (prints, PaddleBoard points, ``log_params`` just before
 the end, ``log_artifact``) runs 50 times, 8 at a time on the test machine's
 cores; then 50 more get a SIGTERM at a random moment (before the run starts,
 while it runs, while it ends). Each run is checked as its user would: the job's
@@ -53,7 +53,7 @@ def expected_output() -> str:
     return "".join(f"{line}\n" for line in lines) + "READY True\ntraining done\n"
 
 
-# The README's example, with prints: some flushed as they go, the last ones
+# The example in docs/local-runs.md, with prints: some flushed as they go, the last ones
 # left in Python's buffer for the end to flush; `log_params` just before the
 # end of the block (where two reports once went out with the same offset).
 EXAMPLE = """

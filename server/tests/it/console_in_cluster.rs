@@ -373,7 +373,7 @@ async fn notebook_through_the_service(
     assert_eq!(gone.status(), 204, "{}", gone.text().await.unwrap());
 }
 
-/// The console's own figures in the cluster (README, "On a real node"): its
+/// The console's own figures in the cluster (docs/testing.md, "On a real node"): its
 /// job table as a signed-in browser gets it through the Service, pages a
 /// second with 4 at a time for 5 s; and each replica's resident memory,
 /// read from the host (a container's processes are the host's).

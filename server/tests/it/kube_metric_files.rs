@@ -1,5 +1,5 @@
 //! Metric files written inside pods on the real node reach PaddleBoard as a
-//! local job's do (`paddlecloud.ship`, see README "PaddleBoard"): several
+//! local job's do (`paddlecloud.ship`, see docs/paddleboard.md): several
 //! files, a run resumed into a second file of the same folder, each point
 //! on the board within 2 s of being written, the pod reaching nothing but
 //! the console.

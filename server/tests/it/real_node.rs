@@ -340,7 +340,7 @@ impl FitALine<'_> {
 
 /// Submit → every replica Running, for 2-replica jobs of the cached shell
 /// image, one after another: each must start, and the figures are printed
-/// (README: "On a real node"). A benchmark, outside CI's node stage:
+/// (docs/testing.md: "On a real node"). A benchmark, outside CI's node stage:
 /// `scripts/test.sh kube-bench`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn benchmark_twenty_two_replica_jobs_in_a_row_each_start_and_their_start_times_are_printed_on_a_real_node(
