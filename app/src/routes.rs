@@ -37,17 +37,21 @@ use crate::pages::{
 // log pane, live regions, the uploader…). Links and forms are plain HTML, so
 // moving between pages is a page load, as it is without JavaScript.
 
-/// The whole HTML document the server streams for every page.
+/// The whole HTML document the server streams for every page; for a live
+/// region's refresh, a bare one (no scripts: the page that asked has them).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    let whole = crate::components::live::requested_regions().is_none();
     view! {
         <!DOCTYPE html>
         <html lang="en">
             <head>
-                <meta charset="utf-8" />
-                <meta name="viewport" content="width=device-width, initial-scale=1" />
-                <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
-                <AutoReload options=options.clone() />
-                <HydrationScripts options islands=true />
+                {whole.then(|| view! {
+                    <meta charset="utf-8" />
+                    <meta name="viewport" content="width=device-width, initial-scale=1" />
+                    <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                    <AutoReload options=options.clone() />
+                    <HydrationScripts options islands=true />
+                })}
                 <MetaTags />
             </head>
             <body>

@@ -62,6 +62,30 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// Latency percentiles and size of 300 answers of `fetch` (after 20 to
+/// warm up), printed on one line.
+fn measure(what: &str, fetch: &dyn Fn() -> anyhow::Result<usize>) -> anyhow::Result<()> {
+    for _ in 0..20 {
+        fetch()?;
+    }
+    let mut times = Vec::with_capacity(300);
+    let mut bytes = 0;
+    for _ in 0..300 {
+        let t = Instant::now();
+        bytes = fetch()?;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    println!(
+        "  {what:<38} p50 {:>6.2} ms  p90 {:>6.2} ms  p99 {:>6.2} ms  ({} KB of HTML)",
+        percentile(&times, 0.5).as_secs_f64() * 1e3,
+        percentile(&times, 0.9).as_secs_f64() * 1e3,
+        percentile(&times, 0.99).as_secs_f64() * 1e3,
+        bytes / 1024
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let jobs: usize = env_or("JOB_LIST_BENCH_JOBS", 10_000);
     let clients: usize = env_or("JOB_LIST_BENCH_CLIENTS", 8);
@@ -90,6 +114,26 @@ fn main() -> anyhow::Result<()> {
             .create_session(&me, "bench")
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
+
+        // The log console's pod (a 2,000-line log), so `?log=` renders the
+        // tail a user watching it sees.
+        let log = server::storage::logfile::log_path(
+            &dir.path()
+                .join("jobs")
+                .join(&me.account.name)
+                .join("resnet-00042"),
+            "trainer-0",
+        );
+        std::fs::create_dir_all(log.parent().unwrap())?;
+        let lines: String = (0..2000)
+            .map(|i| {
+                format!(
+                    "[2026-11-28 12:00:{:02}] epoch {i}: loss 0.{i:04} lr 0.001\n",
+                    i % 60
+                )
+            })
+            .collect();
+        std::fs::write(&log, lines)?;
 
         let store = JobStore::new(pool.clone());
         let started = Instant::now();
@@ -148,17 +192,22 @@ fn main() -> anyhow::Result<()> {
         .http_status_as_error(false)
         .build()
         .into();
-    let get = |agent: &ureq::Agent, path: &str| -> anyhow::Result<usize> {
-        let mut res = agent
-            .get(&format!("http://{addr}{path}"))
-            .header("Cookie", &cookie)
-            .header("Accept", "text/html")
-            .call()?;
-        anyhow::ensure!(res.status() == 200, "{path} answered {}", res.status());
-        let html = res.body_mut().read_to_string()?;
-        anyhow::ensure!(html.contains("resnet-"), "{path} shows no jobs");
-        Ok(html.len())
-    };
+    let get_region =
+        |agent: &ureq::Agent, path: &str, region: Option<&str>| -> anyhow::Result<usize> {
+            let mut req = agent
+                .get(&format!("http://{addr}{path}"))
+                .header("Cookie", &cookie)
+                .header("Accept", "text/html");
+            if let Some(region) = region {
+                req = req.header(app::components::live::REGION_HEADER, region);
+            }
+            let mut res = req.call()?;
+            anyhow::ensure!(res.status() == 200, "{path} answered {}", res.status());
+            let html = res.body_mut().read_to_string()?;
+            anyhow::ensure!(html.contains("resnet-"), "{path} shows no jobs");
+            Ok(html.len())
+        };
+    let get = |agent: &ureq::Agent, path: &str| get_region(agent, path, None);
 
     // Where to look at the page by hand while the bench runs.
     eprintln!("console on http://{addr}, {cookie}");
@@ -171,24 +220,18 @@ fn main() -> anyhow::Result<()> {
         }
     );
     for (what, path) in &pages {
-        for _ in 0..20 {
-            get(&agent, path)?;
-        }
-        let mut times = Vec::with_capacity(300);
-        let mut bytes = 0;
-        for _ in 0..300 {
-            let t = Instant::now();
-            bytes = get(&agent, path)?;
-            times.push(t.elapsed());
-        }
-        times.sort();
-        println!(
-            "  {what:<38} p50 {:>6.2} ms  p90 {:>6.2} ms  p99 {:>6.2} ms  ({} KB of HTML)",
-            percentile(&times, 0.5).as_secs_f64() * 1e3,
-            percentile(&times, 0.9).as_secs_f64() * 1e3,
-            percentile(&times, 0.99).as_secs_f64() * 1e3,
-            bytes / 1024
-        );
+        measure(what, &|| get(&agent, path))?;
+    }
+
+    // What one job event costs while the log console is open: the live
+    // region's refresh, as the page asked for it before (the whole page,
+    // with the log tail) and as it asks now (the table alone).
+    let watching = "/jobs?log=resnet-00042&pod=trainer-0";
+    for (what, region) in [
+        ("job event, whole page (?log= open)", None),
+        ("job event, the table region alone", Some("jobs-table")),
+    ] {
+        measure(what, &|| get_region(&agent, watching, region))?;
     }
 
     let done = AtomicU64::new(0);

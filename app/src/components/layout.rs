@@ -41,6 +41,10 @@ pub type CurrentUser = OnceResource<Result<Me, AppError>>;
 pub fn Layout() -> impl IntoView {
     let me: CurrentUser = once_resource(current_user());
     provide_context(me);
+    if crate::components::live::requested_regions().is_some() {
+        // A live region's refresh: the page's regions alone, no frame.
+        return view! { <Outlet /> }.into_any();
+    }
     // Made here, outside the Suspense: made inside, they were made (and
     // their queries run) once per pass the server renders the Suspense in.
     let accounts = once_resource(my_accounts());
@@ -75,6 +79,7 @@ pub fn Layout() -> impl IntoView {
             <Outlet />
         </main>
     }
+    .into_any()
 }
 
 /// What every page says of the user until they act on it: an address to

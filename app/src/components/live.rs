@@ -3,9 +3,60 @@
 //! whenever a server-sent event says something changed or on a timer.
 //!
 //! The server stays the only renderer (the region's code is not shipped as
-//! wasm); the browser holds just this island.
+//! wasm); the browser holds just this island. A refresh asks for its
+//! regions by id in [`REGION_HEADER`], and the server renders only those
+//! (each page wraps them in [`Region`] and the rest in [`beside_regions`]):
+//! an event costs one region's queries and bytes, not the page's.
 
 use leptos::prelude::*;
+
+/// The request header a refresh sends: the ids of the regions it wants,
+/// separated by commas. The server then renders a bare document holding
+/// only those regions (and what a page has not marked, in full).
+pub const REGION_HEADER: &str = "x-paddlecloud-region";
+
+/// The regions this render is for, from [`REGION_HEADER`]: `None` for a
+/// whole page.
+pub fn requested_regions() -> Option<Vec<String>> {
+    #[cfg(feature = "ssr")]
+    {
+        with_context::<http::request::Parts, _>(|parts| {
+            let value = parts.headers.get(REGION_HEADER)?.to_str().ok()?;
+            Some(
+                value
+                    .split(',')
+                    .map(|id| id.trim().to_owned())
+                    .filter(|id| !id.is_empty())
+                    .collect(),
+            )
+        })
+        .flatten()
+    }
+    #[cfg(not(feature = "ssr"))]
+    None
+}
+
+/// A live region: `<div id=…>` around its content, which is rendered for a
+/// whole page or when a refresh asks for this region, and not otherwise.
+#[component]
+pub fn Region(
+    /// The element's id, which [`LiveRegion`] names as its `target`.
+    id: &'static str,
+    /// The element's class.
+    #[prop(optional)]
+    class: &'static str,
+    /// What it shows.
+    children: Children,
+) -> impl IntoView {
+    let wanted = requested_regions().is_none_or(|ids| ids.iter().any(|i| i == id));
+    view! { <div id=id class=class>{wanted.then(children)}</div> }
+}
+
+/// What a page shows besides its live regions: rendered for a whole page
+/// only, so a region's refresh runs none of its queries.
+pub fn beside_regions<V>(view: impl FnOnce() -> V) -> Option<V> {
+    requested_regions().is_none().then(view)
+}
 
 /// Keeps the element with id `target` up to date while the page is open:
 /// refreshed on each message of the `events` stream (server-sent events)
@@ -138,12 +189,21 @@ mod client {
         Ok(())
     }
 
-    /// Fetches the page as it is now and swaps in the `targets`' new content.
+    /// Fetches the `targets` as they are now (the page's URL, rendering
+    /// only them) and swaps in their new content.
     async fn refresh(targets: &[String]) -> Result<(), JsValue> {
         let window = web_sys::window().ok_or("no window")?;
         let url = window.location().href()?;
         let init = web_sys::RequestInit::new();
         init.set_credentials(web_sys::RequestCredentials::SameOrigin);
+        // Only these regions, not the page: see `REGION_HEADER`.
+        let headers = js_sys::Object::new();
+        js_sys::Reflect::set(
+            &headers,
+            &super::REGION_HEADER.into(),
+            &targets.join(",").into(),
+        )?;
+        init.set_headers(&headers);
         let response: web_sys::Response =
             JsFuture::from(window.fetch_with_str_and_init(&url, &init))
                 .await?

@@ -117,24 +117,6 @@ pub struct Me {
     pub site_admin: bool,
 }
 
-/// A member of an account, as listed on the Account page.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
-pub struct Member {
-    /// Database id of the user.
-    pub user_id: i64,
-    /// Their email.
-    pub email: String,
-    /// Their role.
-    pub role: Role,
-    /// When they joined, Unix milliseconds.
-    pub created_at: i64,
-    /// What they may hold at once inside the account's quota (no limit
-    /// where unset; `max_jobs` counts their jobs).
-    #[serde(default)]
-    pub caps: super::Quota,
-}
-
 /// One signed-in browser or client of the current user.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionInfo {

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
-use crate::models::jobs::validate_job_name;
+use crate::models::names::validate_job_name;
 
 /// Requirements an environment may list.
 pub const MAX_REQUIREMENTS: usize = 100;

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::form_text::{parse_env_lines, split_command};
 use super::jobs::{JobSpec, ReplicaResources};
 use crate::error::AppError;
 
@@ -62,52 +63,6 @@ fn count(field: &str, raw: &str, what: &str) -> Result<u32, AppError> {
     })
 }
 
-/// Splits a command line into words: spaces separate, quotes group, a
-/// backslash escapes the next character.
-pub fn split_command(line: &str) -> Result<Vec<String>, AppError> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut quote: Option<char> = None;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some('"'), '\\') | (None, '\\') => {
-                if let Some(next) = chars.next() {
-                    word.push(next);
-                    in_word = true;
-                }
-            }
-            (Some(_), c) => word.push(c),
-            (None, '"' | '\'') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if quote.is_some() {
-        return Err(AppError::invalid(
-            "command",
-            "A quote in the command is not closed.",
-        ));
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
-}
-
 /// The names in a field that lists them separated by commas or spaces.
 fn list_words(raw: &str) -> Vec<String> {
     raw.split(|c: char| c == ',' || c.is_whitespace())
@@ -119,7 +74,7 @@ fn list_words(raw: &str) -> Vec<String> {
 impl JobForm {
     /// The spec this form describes; the error names the form field at fault.
     pub fn to_spec(&self) -> Result<JobSpec, AppError> {
-        let env = super::serving_form::parse_env_lines(&self.env)?;
+        let env = parse_env_lines(&self.env)?;
         let gpu = count("trainer.gpu", &self.trainer_gpu, "GPUs")?;
         Ok(JobSpec {
             notebook: None,
@@ -175,20 +130,6 @@ impl JobForm {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn commands_split_like_a_shell() {
-        assert_eq!(
-            split_command(r#"python -c "print('a b')" x\ y"#).unwrap(),
-            ["python", "-c", "print('a b')", "x y"]
-        );
-        assert_eq!(split_command("  ").unwrap(), Vec::<String>::new());
-        assert_eq!(split_command("echo ''").unwrap(), ["echo", ""]);
-        assert_eq!(
-            split_command("echo 'open").unwrap_err().field(),
-            Some("command")
-        );
-    }
 
     #[test]
     fn a_form_becomes_a_spec_with_env_and_counts() {

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::jobs::{Job, JobSource, JobStatus};
+use super::time::DAY_MS;
 
 /// Rows per page unless the URL says otherwise.
 pub const DEFAULT_PER_PAGE: u32 = 25;
@@ -167,9 +168,6 @@ pub fn ms_to_date(ms: i64) -> String {
         .map(|t| format!("{:04}-{:02}-{:02}", t.year(), u8::from(t.month()), t.day()))
         .unwrap_or_default()
 }
-
-/// One day in milliseconds: a `to` date includes its whole day.
-pub const DAY_MS: i64 = 24 * 3600 * 1000;
 
 impl JobQuery {
     /// Reads the URL's parameters (`status`, `q`, `from`, `to` as dates with

@@ -3,13 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::names::{validate_job_name, MAX_JOB_NAME_LEN};
 use super::quantity::{parse_cpu_millis, parse_memory_bytes};
 use crate::error::AppError;
 
 /// Most replicas of one role; a guard against typos like 1000 trainers.
 pub const MAX_REPLICAS: u32 = 256;
-/// Longest job name: it becomes part of pod and service names on the cluster.
-pub const MAX_JOB_NAME_LEN: usize = 50;
 
 /// The two roles of a PaddlePaddle parameter-server job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -211,11 +210,11 @@ pub struct JobSpec {
     /// The template version and values it was made from. Set by the
     /// console when it runs a template, never from what a client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub template: Option<crate::models::templates::TemplateUse>,
+    pub template: Option<crate::models::job_origin::TemplateUse>,
     /// The pipeline run and node it is a try of. Set by the console's
     /// scheduler, never from what a client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pipeline: Option<crate::models::pipelines::PipelineUse>,
+    pub pipeline: Option<crate::models::job_origin::PipelineUse>,
     /// The environment it runs in: `name` (the account's own), `owner/name`
     /// (a published one), either with `:version`. The console records the
     /// exact version it took (`owner/name:version`).
@@ -245,6 +244,17 @@ pub const RESERVED_ENV: &[&str] = &[
 ];
 
 impl JobSpec {
+    /// The pods it asks for, with their role and index: `ps-0..`, then
+    /// `trainer-0..`. Every backend and the job's record name them so.
+    pub fn pod_names(&self) -> Vec<(String, JobRole, u32)> {
+        let role = |role: JobRole, n: u32| {
+            (0..n).map(move |i| (format!("{}-{i}", role.pod_prefix()), role, i))
+        };
+        role(JobRole::Pserver, self.num_ps)
+            .chain(role(JobRole::Trainer, self.num_trainers))
+            .collect()
+    }
+
     /// The spec of a job the console records but does not run (an MLflow
     /// run, a local run): a name, what ran, where, and its trainer pods.
     pub fn recorded(
@@ -423,27 +433,6 @@ fn dir_variable(prefix: &str, name: &str) -> String {
         })
         .collect();
     format!("{prefix}_{key}")
-}
-
-/// Job names appear in pod and service names, so they are DNS-1123 labels.
-pub fn validate_job_name(name: &str) -> Result<(), AppError> {
-    let bad = |msg: &str| Err(AppError::invalid("name", msg));
-    if name.is_empty() {
-        return bad("Give the job a name.");
-    }
-    if name.len() > MAX_JOB_NAME_LEN {
-        return bad("A job name has at most 50 characters.");
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
-        return bad("A job name has only lower-case letters, digits and '-'.");
-    }
-    if !name.as_bytes()[0].is_ascii_lowercase() || name.ends_with('-') {
-        return bad("A job name starts with a letter and does not end with '-'.");
-    }
-    Ok(())
 }
 
 /// Where a job is in its life.

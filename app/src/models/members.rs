@@ -2,8 +2,27 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::account::{validate_email, Member, Role};
+use super::account::{validate_email, Role};
+use super::quota::Quota;
 use crate::error::AppError;
+
+/// A member of an account, as listed on the Account page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct Member {
+    /// Database id of the user.
+    pub user_id: i64,
+    /// Their email.
+    pub email: String,
+    /// Their role.
+    pub role: Role,
+    /// When they joined, Unix milliseconds.
+    pub created_at: i64,
+    /// What they may hold at once inside the account's quota (no limit
+    /// where unset; `max_jobs` counts their jobs).
+    #[serde(default)]
+    pub caps: Quota,
+}
 
 /// How long an invitation's link works.
 pub const INVITATION_DAYS: i64 = 7;

@@ -10,13 +10,16 @@ pub mod board;
 pub mod capacity;
 pub mod csv;
 pub mod environments;
+pub mod form_text;
 pub mod inputs;
 pub mod job_form;
+pub mod job_origin;
 pub mod job_query;
 pub mod jobs;
 pub mod local_runs;
 pub mod members;
 pub mod metrics;
+pub mod names;
 pub mod notebooks;
 pub mod pipeline_form;
 pub mod pipelines;
@@ -38,8 +41,10 @@ pub use audit::*;
 pub use board::{BoardJob, BoardView, XAxis};
 pub use capacity::*;
 pub use environments::*;
+pub use form_text::{parse_env_lines, split_command};
 pub use inputs::{job_inputs, notebook_dataset, Input};
 pub use job_form::*;
+pub use job_origin::*;
 pub use job_query::*;
 pub use jobs::*;
 pub use local_runs::*;
@@ -48,7 +53,7 @@ pub use metrics::*;
 pub use notebooks::*;
 pub use pipelines::{
     next_steps, NodeState, NodeStatus, NodeTemplate, PipelineNode, PipelineRun, PipelineSpec,
-    PipelineSubmit, PipelineUse, RunStatus, Step,
+    PipelineSubmit, RunStatus, Step,
 };
 pub use quota::*;
 pub use resources::*;

@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::jobs::{validate_job_name, ReplicaResources, ResourceTotals};
+use super::jobs::{ReplicaResources, ResourceTotals};
+use super::names::validate_job_name;
 use crate::error::AppError;
 
 /// The longest idle timeout, minutes (a week).

@@ -3,10 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::jobs::ResourceTotals;
 use super::quantity::{
     format_cpu, format_memory, memory_quantity, parse_cpu_millis, parse_memory_bytes,
 };
-use super::{ResourceTotals, DAY_MS};
+use super::time::DAY_MS;
 use crate::error::AppError;
 
 /// Limits on what an account's unfinished jobs may request at once; `None`
@@ -180,36 +181,53 @@ fn over(
     })
 }
 
+/// What asks for room in a quota: every workload is admitted by the same
+/// rule ([`QuotaUse::admit`]); only a job also counts against the number
+/// of jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// A job (its replicas, while unfinished).
+    Job,
+    /// A notebook's server, while it runs.
+    Notebook,
+    /// A serving instance's replicas, while active.
+    Instance,
+}
+
+impl Workload {
+    /// What messages call it.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Workload::Job => "job",
+            Workload::Notebook => "notebook",
+            Workload::Instance => "instance",
+        }
+    }
+}
+
 impl QuotaUse {
-    /// Whether a job asking for `job` fits; if not, a message that says what
-    /// is over and by how much.
-    pub fn admit(&self, job: ResourceTotals) -> Result<(), AppError> {
-        self.admit_as("job", job, "Over the account's quota.")
+    /// Whether `what`, asking for `asked`, fits in the account's quota; if
+    /// not, a message that says what is over and by how much.
+    pub fn admit(&self, what: Workload, asked: ResourceTotals) -> Result<(), AppError> {
+        self.admit_as(what, asked, "Over the account's quota.")
     }
 
-    /// Whether a serving instance asking for `instance` at most fits (it
-    /// counts against CPU, memory and GPU, not the number of jobs).
-    pub fn admit_serving(&self, instance: ResourceTotals) -> Result<(), AppError> {
-        self.admit_as("instance", instance, "Over the account's quota.")
-    }
-
-    /// Whether a notebook's server asking for `notebook` fits (CPU, memory
-    /// and GPU, not the number of jobs).
-    pub fn admit_as_notebook(&self, notebook: ResourceTotals) -> Result<(), AppError> {
-        self.admit_as("notebook", notebook, "Over the account's quota.")
-    }
-
-    /// Like [`QuotaUse::admit`] and [`QuotaUse::admit_serving`] (`noun` is
-    /// `job` or `instance`) for a member's own caps.
-    pub fn admit_member(&self, noun: &str, asked: ResourceTotals) -> Result<(), AppError> {
+    /// Like [`QuotaUse::admit`], for a member's own caps.
+    pub fn admit_member(&self, what: Workload, asked: ResourceTotals) -> Result<(), AppError> {
         self.admit_as(
-            noun,
+            what,
             asked,
             "Over your cap in this account (its owners set it).",
         )
     }
 
-    fn admit_as(&self, noun: &str, asked: ResourceTotals, over_what: &str) -> Result<(), AppError> {
+    fn admit_as(
+        &self,
+        what: Workload,
+        asked: ResourceTotals,
+        over_what: &str,
+    ) -> Result<(), AppError> {
+        let noun = what.noun();
         let q = &self.quota;
         let count = |n: u64| n.to_string();
         let lines: Vec<String> = [
@@ -230,7 +248,7 @@ impl QuotaUse {
                 format_memory,
             ),
             over("GPU", noun, asked.gpu, self.used.gpu, q.gpu, count),
-            (noun == "job")
+            (what == Workload::Job)
                 .then(|| over("Jobs", noun, 1, self.jobs, q.max_jobs, count))
                 .flatten(),
         ]
@@ -527,12 +545,15 @@ mod tests {
             memory_bytes: 6 << 30,
             gpu: 1,
         };
-        assert!(q.admit(fits).is_ok());
+        assert!(q.admit(Workload::Job, fits).is_ok());
         let err = q
-            .admit(ResourceTotals {
-                cpu_millis: 4000,
-                ..fits
-            })
+            .admit(
+                Workload::Job,
+                ResourceTotals {
+                    cpu_millis: 4000,
+                    ..fits
+                },
+            )
             .unwrap_err()
             .to_string();
         assert!(
@@ -552,7 +573,10 @@ mod tests {
             ResourceTotals::default(),
             2,
         );
-        let err = q.admit(ResourceTotals::default()).unwrap_err().to_string();
+        let err = q
+            .admit(Workload::Job, ResourceTotals::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("Jobs: the job asks for 1, 0 of 2 is left (1 over)"),
             "{err}"
@@ -563,11 +587,14 @@ mod tests {
     fn no_quota_admits_anything() {
         let q = QuotaUse::default();
         assert!(q
-            .admit(ResourceTotals {
-                cpu_millis: u64::MAX / 2,
-                memory_bytes: u64::MAX / 2,
-                gpu: 1000
-            })
+            .admit(
+                Workload::Job,
+                ResourceTotals {
+                    cpu_millis: u64::MAX / 2,
+                    memory_bytes: u64::MAX / 2,
+                    gpu: 1000
+                }
+            )
             .is_ok());
     }
 

@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::jobs::{validate_job_name, EnvVar, ReplicaResources, ResourceTotals, RESERVED_ENV};
+use super::jobs::{EnvVar, ReplicaResources, ResourceTotals, RESERVED_ENV};
+use super::names::validate_job_name;
 use crate::error::AppError;
 
 /// The most replicas one instance may ask for.

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::job_form::split_command;
-use super::jobs::{EnvVar, ReplicaResources, ResourceTotals};
+use super::form_text::{parse_env_lines, split_command};
+use super::jobs::{ReplicaResources, ResourceTotals};
 use super::serving::{Autoscale, ServingSpec};
 use crate::error::AppError;
 
@@ -63,22 +63,6 @@ fn number(field: &str, raw: &str, what: &str) -> Result<u32, AppError> {
     raw.trim()
         .parse()
         .map_err(|_| AppError::invalid(field, format!("{what} must be a whole number.")))
-}
-
-/// `KEY=VALUE` lines (blank lines and `#` comments skipped).
-pub fn parse_env_lines(text: &str) -> Result<Vec<EnvVar>, AppError> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(|l| {
-            l.split_once('=')
-                .map(|(k, v)| EnvVar {
-                    name: k.trim().to_owned(),
-                    value: v.to_owned(),
-                })
-                .ok_or_else(|| AppError::invalid("env", format!("“{l}” is not KEY=VALUE.")))
-        })
-        .collect()
 }
 
 impl ServingForm {

@@ -19,6 +19,9 @@ fn clock(t: time::OffsetDateTime, seconds: bool) -> String {
     }
 }
 
+/// One day in milliseconds (a `to` date of a query includes its whole day).
+pub const DAY_MS: i64 = 24 * 3600 * 1000;
+
 /// Formats Unix milliseconds as `2026-11-22 06:30 UTC`; the same string on
 /// server and browser, so hydration never disagrees about a time.
 pub fn format_utc(ms: i64) -> String {

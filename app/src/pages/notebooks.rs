@@ -14,10 +14,10 @@ use crate::api::notebooks::{
 use crate::api::usage::quota_left;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::links::page_href;
-use crate::components::live::LiveRegion;
+use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::resource::resource;
 use crate::models::time::{format_age, format_utc};
-use crate::models::{Notebook, NotebookForm, NotebookStatus, QuotaUse};
+use crate::models::{Notebook, NotebookForm, NotebookStatus, QuotaUse, Workload};
 use crate::pages::serving::format_totals;
 
 /// The actions a row's forms post to.
@@ -49,20 +49,22 @@ pub fn NotebooksPage() -> impl IntoView {
     let new_href =
         move || params.with(|p| page_href("/notebooks", p, &[("new", Some("1".into()))]));
     view! {
-        <Title text="Notebooks" />
-        <div class="page-head">
-            <h1>"Notebooks"</h1>
-            <A href=new_href attr:class="button primary">"New notebook"</A>
-        </div>
-        <p class="hint">
-            "Your own JupyterLab, opened through the console. Its workspace stays when it stops; its kernels submit jobs with "
-            <code>"paddlecloud.create_cloud_job(…)"</code>
-            " and read the account's datasets from "
-            <code>"$PADDLE_DATASET_DIR_<NAME>"</code>
-            "."
-        </p>
-        <FormError error=errors />
-        <div id="notebooks-table">
+        {beside_regions(|| view! {
+            <Title text="Notebooks" />
+            <div class="page-head">
+                <h1>"Notebooks"</h1>
+                <A href=new_href attr:class="button primary">"New notebook"</A>
+            </div>
+            <p class="hint">
+                "Your own JupyterLab, opened through the console. Its workspace stays when it stops; its kernels submit jobs with "
+                <code>"paddlecloud.create_cloud_job(…)"</code>
+                " and read the account's datasets from "
+                <code>"$PADDLE_DATASET_DIR_<NAME>"</code>
+                "."
+            </p>
+            <FormError error=errors />
+        })}
+        <Region id="notebooks-table">
         <Transition fallback=|| view! { <p class="loading">"Loading notebooks…"</p> }>
             {move || Suspend::new(async move {
                 match list.await {
@@ -102,9 +104,11 @@ pub fn NotebooksPage() -> impl IntoView {
                 }
             })}
         </Transition>
-        </div>
-        <LiveRegion target="notebooks-table".to_owned() events="/events/notebooks".to_owned() every_secs=15 />
-        {move || params.with(|p| p.get("new").is_some()).then(|| view! { <NewNotebookDialog /> })}
+        </Region>
+        {beside_regions(|| view! {
+            <LiveRegion target="notebooks-table".to_owned() events="/events/notebooks".to_owned() every_secs=15 />
+            {move || params.with(|p| p.get("new").is_some()).then(|| view! { <NewNotebookDialog /> })}
+        })}
     }
 }
 
@@ -322,7 +326,7 @@ fn NotebookTotal(
     };
     let quota_line = move || {
         crate::components::quota_line::quota_line(quota.as_ref(), false, |q| {
-            asked().ok().map(|t| q.admit_as_notebook(t))
+            asked().ok().map(|t| q.admit(Workload::Notebook, t))
         })
     };
     view! {

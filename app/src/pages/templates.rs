@@ -16,7 +16,7 @@ use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::resource::resource;
 use crate::error::AppError;
 use crate::models::time::format_utc;
-use crate::models::{ParamType, Template, TemplateParam};
+use crate::models::{ParamType, Template, TemplateParam, Workload};
 
 /// The Templates page.
 #[component]
@@ -184,7 +184,7 @@ fn RunForm(data: RunFormData) -> impl IntoView {
                 {move || Suspend::new(async move {
                     let quota = quota.await.ok();
                     crate::components::quota_line::quota_line(quota.as_ref(), true, move |q| {
-                        asked.map(|t| q.admit(t))
+                        asked.map(|t| q.admit(Workload::Job, t))
                     })
                 })}
             </Transition>

@@ -1,7 +1,7 @@
 //! Submitting a job, within the account's quota.
 
 use crate::error::AppError;
-use crate::models::{Environment, EnvironmentRef, EnvironmentUse, Job, JobSpec, Me};
+use crate::models::{Environment, EnvironmentRef, EnvironmentUse, Job, JobSpec, Me, Workload};
 use crate::ports::{Principal, Services};
 
 /// Submits `spec` if the account's quota and the submitter's own caps have
@@ -38,20 +38,12 @@ pub(crate) async fn admit_and_submit(
         &mut spec.environment_use,
     )
     .await?;
-    spec.models = super::models::pin_job_models(&*services.assets, me, &spec.models).await?;
+    spec.models =
+        super::model_versions::pin_job_models(&*services.assets, me, &spec.models).await?;
     readable_datasets(&*services.assets, me, &spec.datasets).await?;
     let totals = spec.totals()?;
     let _admission = services.quotas.admission(&me.account).await?;
-    services
-        .quotas
-        .quota_use(&me.account)
-        .await?
-        .admit(totals)?;
-    services
-        .quotas
-        .member_use(me)
-        .await?
-        .admit_member("job", totals)?;
+    super::admission::admit(services, me, Workload::Job, totals).await?;
     services.cluster.submit(me, spec).await
 }
 

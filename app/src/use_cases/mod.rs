@@ -3,8 +3,9 @@
 //! calls the same function, so a rule such as the quota check holds for all
 //! of them. A use case that needs one port only is that port's method.
 
+pub mod admission;
 pub mod jobs;
-pub mod models;
+pub mod model_versions;
 pub mod notebooks;
 pub mod pipelines;
 pub mod serving;

@@ -1,24 +1,10 @@
 //! Creating and starting a notebook, within the account's quota: a running
 //! notebook's server counts like a job's replica (its requests while it runs).
 
+use super::admission::admit;
 use crate::error::AppError;
-use crate::models::{Me, Notebook, NotebookSpec, ResourceTotals};
+use crate::models::{Me, Notebook, NotebookSpec, Workload};
 use crate::ports::Services;
-
-/// Refuses `asked` when the account's quota or the member's caps have no
-/// room for it, saying what is over and by how much.
-async fn admit(services: &Services, me: &Me, asked: ResourceTotals) -> Result<(), AppError> {
-    services
-        .quotas
-        .quota_use(&me.account)
-        .await?
-        .admit_as_notebook(asked)?;
-    services
-        .quotas
-        .member_use(me)
-        .await?
-        .admit_member("notebook", asked)
-}
 
 /// Creates and starts `spec` if the quota has room for it. Every way of
 /// creating one (dialog, REST, CLI, SDK) comes through here.
@@ -36,7 +22,7 @@ pub async fn create_notebook_within_quota(
     )
     .await?;
     let _admission = services.quotas.admission(&me.account).await?;
-    admit(services, me, spec.totals()?).await?;
+    admit(services, me, Workload::Notebook, spec.totals()?).await?;
     services.notebooks.create(me, spec).await
 }
 
@@ -49,7 +35,7 @@ pub async fn start_notebook_within_quota(
     let _admission = services.quotas.admission(&me.account).await?;
     let notebook = services.notebooks.get(&me.account, name).await?;
     if !notebook.status.is_active() {
-        admit(services, me, notebook.spec.totals()?).await?;
+        admit(services, me, Workload::Notebook, notebook.spec.totals()?).await?;
     }
     services.notebooks.start(me, name).await
 }

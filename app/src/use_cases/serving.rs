@@ -1,7 +1,8 @@
 //! Launching and scaling a serving instance, within the account's quota.
 
+use super::admission::admit;
 use crate::error::AppError;
-use crate::models::{Me, ResourceTotals, Scale, ServingInstance, ServingSpec};
+use crate::models::{Me, ResourceTotals, Scale, ServingInstance, ServingSpec, Workload};
 use crate::ports::Services;
 
 /// Launches `spec` if the account's quota has room for all the replicas it
@@ -21,17 +22,7 @@ pub async fn launch_within_quota(
     )
     .await?;
     let _admission = services.quotas.admission(&me.account).await?;
-    let totals = spec.totals()?;
-    services
-        .quotas
-        .quota_use(&me.account)
-        .await?
-        .admit_serving(totals)?;
-    services
-        .quotas
-        .member_use(me)
-        .await?
-        .admit_member("instance", totals)?;
+    admit(services, me, Workload::Instance, spec.totals()?).await?;
     services.serving.launch(me, spec).await
 }
 
@@ -53,11 +44,8 @@ pub async fn scale_within_quota(
             memory_bytes: after.memory_bytes.saturating_sub(before.memory_bytes),
             gpu: after.gpu.saturating_sub(before.gpu),
         };
-        services
-            .quotas
-            .quota_use(&me.account)
-            .await?
-            .admit_serving(extra)?;
+        // What it grows by, against the quota and the member's caps alike.
+        admit(services, me, Workload::Instance, extra).await?;
     }
     services.serving.scale(&me.account, name, scale).await
 }

@@ -41,18 +41,23 @@ pub async fn run_template(
             ParamType::Dataset => readable_dataset(services, who, &field, &p.name, value).await?,
             ParamType::Model => {
                 let reference = ModelRef::parse(value, &field)?;
-                let fields = super::models::Fields {
+                let fields = super::model_versions::Fields {
                     model: "values",
                     version: "values",
                 };
-                super::models::ready_version(&*services.assets, &who.me, &reference, fields)
-                    .await
-                    .map_err(|err| match err {
-                        AppError::Invalid { message, .. } => {
-                            AppError::invalid(field.clone(), format!("{}: {message}", p.name))
-                        }
-                        other => other,
-                    })?;
+                super::model_versions::ready_version(
+                    &*services.assets,
+                    &who.me,
+                    &reference,
+                    fields,
+                )
+                .await
+                .map_err(|err| match err {
+                    AppError::Invalid { message, .. } => {
+                        AppError::invalid(field.clone(), format!("{}: {message}", p.name))
+                    }
+                    other => other,
+                })?;
             }
             _ => {}
         }

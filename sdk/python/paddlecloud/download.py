@@ -1,35 +1,23 @@
-"""Fetches the model version a serving replica serves from the console.
+"""Downloads from the console with the pod's own token: the fetchers' helpers.
 
-The console runs this as the ``fetch-model`` init container of a serving
-instance's pods on Kubernetes (``python3 -c <this file>``, so the serving image
-needs only a Python 3), before the predict server starts. Standard library only.
-
-Environment (set by the console)::
-
-    PADDLECLOUD_SERVER         the console's URL as pods reach it
-    PADDLECLOUD_SERVING_TOKEN  the instance's own token: reads this model only
-    PADDLECLOUD_MODEL          owner/name
-    PADDLECLOUD_MODEL_VERSION  the version
-    PADDLECLOUD_MODEL_FILE     one file of the version to fetch (a .tar.gz), or empty
-    PADDLECLOUD_MODEL_DIR      where the files go (a volume the predict server reads)
-
-The whole version comes as one zip (``archive.zip``) and is unpacked; with
-``PADDLECLOUD_MODEL_FILE`` only that file is fetched. Files land in a scratch
-folder beside the target and move into place at once, so replicas sharing a
-volume never see half a model. Transient failures (connection, 5xx) are
-retried with backoff; a refusal (401/403/404) ends at once with the console's
-message as the last line, which Kubernetes shows as the container's message.
+``fetch_inputs.py``, the ``fetch-inputs`` init container of jobs', notebooks'
+and serving pods on Kubernetes, fetches what a pod reads (datasets, model
+versions) with these. What may pass on a second try (a connection refused or
+reset, a 5xx, an answer cut short of its Content-Length or of its last chunk)
+is retried with backoff, ``ATTEMPTS`` times in all; a refusal (a 4xx) ends at
+once with the console's own message (``Refused``), which the init container
+says last, so Kubernetes shows it as the container's message. ``unzip`` unpacks
+an archive refusing any member whose path would land outside its folder (``..``
+or an absolute path). Standard library only: the init container's image needs
+only a Python 3.
 """
 
 import http.client
 import json
 import os
 import shutil
-import sys
-import tempfile
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 import zipfile
 
@@ -52,16 +40,6 @@ def human(n):
             return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
         n /= 1024.0
     return f"{n:.1f} GB"
-
-
-def url_of(server, model, version, file):
-    owner, _, name = model.partition("/")
-    base = server.rstrip("/") + "/api/v1/models/"
-    base += urllib.parse.quote(owner, safe="") + "/" + urllib.parse.quote(name, safe="")
-    query = "?version=" + str(int(version))
-    if file:
-        return base + "/files/" + urllib.parse.quote(file, safe="/") + query
-    return base + "/archive.zip" + query
 
 
 def refusal(err):
@@ -138,7 +116,7 @@ def unzip(archive, dest):
         for member in z.infolist():
             target = os.path.realpath(os.path.join(root, member.filename))
             if target != root and not target.startswith(root + os.sep):
-                raise Refused(f"the archive has a file outside the model: {member.filename}")
+                raise Refused(f"the archive has a file outside its folder: {member.filename}")
             if member.is_dir():
                 os.makedirs(target, exist_ok=True)
                 continue
@@ -153,63 +131,3 @@ def settings(env, names):
     names of those unset."""
     values = [env.get(name, "") for name in names]
     return values, [name for name, value in zip(names, values) if not value]
-
-
-def main(env=os.environ):
-    file = env.get("PADDLECLOUD_MODEL_FILE", "")
-    (server, token, model, version, dest), missing = settings(
-        env,
-        (
-            "PADDLECLOUD_SERVER",
-            "PADDLECLOUD_SERVING_TOKEN",
-            "PADDLECLOUD_MODEL",
-            "PADDLECLOUD_MODEL_VERSION",
-            "PADDLECLOUD_MODEL_DIR",
-        ),
-    )
-    if missing:
-        say("cannot fetch the model: " + ", ".join(missing) + " not set")
-        return 2
-    if not version.isdigit():
-        say(f"cannot fetch the model: PADDLECLOUD_MODEL_VERSION is not a number: {version}")
-        return 2
-    if os.path.isdir(dest):
-        say(f"model {model} version {version} is here already")
-        return 0
-    parent = os.path.dirname(dest.rstrip(os.sep)) or "."
-    os.makedirs(parent, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix=".fetch-", dir=parent)
-    started = time.monotonic()
-    try:
-        url = url_of(server, model, version, file)
-        say(f"fetching model {model} version {version} from {server}")
-        if file:
-            size = fetch(url, token, os.path.join(scratch, os.path.basename(file)))
-            files = 1
-        else:
-            archive = os.path.join(parent, os.path.basename(scratch) + ".zip")
-            try:
-                size = fetch(url, token, archive)
-                files = unzip(archive, scratch)
-            finally:
-                if os.path.exists(archive):
-                    os.remove(archive)
-        try:
-            os.rename(scratch, dest)
-        except OSError:
-            # Another replica on the same volume was quicker: its copy is whole.
-            if not os.path.isdir(dest):
-                raise
-        took = time.monotonic() - started
-        say(f"fetched {files} file(s), {human(size)}, in {took:.1f} s into {dest}")
-        return 0
-    except (Refused, OSError, http.client.HTTPException, zipfile.BadZipFile) as err:
-        say(f"cannot fetch the model: {err}")
-        return 1
-    finally:
-        # Moved into place, or nothing: never half a model on the volume.
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,15 +1,17 @@
 """Fetches the datasets and model versions a pod reads into the node's cache.
 
 On Kubernetes the console runs this as the ``fetch-inputs`` init container of a
-job's replicas (and of a notebook's pod), in an image of its own choosing (not the
-job's: the cache is shared by every pod on the node), with the SDK mounted::
+job's replicas, of a notebook's pod and of a serving instance's replicas (their one
+input: the model version the instance serves), in an image of its own choosing (not
+the job's: the cache is shared by every pod on the node), with the SDK mounted::
 
     python3 -c "import sys; sys.path.insert(0, SDK); from paddlecloud.fetch_inputs import main; sys.exit(main())"
 
 Environment (set by the console)::
 
     PADDLECLOUD_SERVER        the console's URL as pods reach it
-    PADDLECLOUD_FETCH_TOKEN   the job's own token (or the notebook's key)
+    PADDLECLOUD_FETCH_TOKEN   the job's own token (or the notebook's key, or the
+                              serving instance's token)
     PADDLECLOUD_INPUTS        JSON: [{"kind": "dataset"|"model", "owner", "name",
                               "version": N or null, "link": where the pod finds it,
                               relative to PADDLECLOUD_INPUT_DIR}]
@@ -43,7 +45,7 @@ import time
 import urllib.parse
 import zipfile
 
-from paddlecloud.fetch_model import (
+from paddlecloud.download import (
     Refused,
     download,
     fetch,

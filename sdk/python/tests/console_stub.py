@@ -1,6 +1,7 @@
-"""What the SDK's fetchers' tests share of a stand-in console: a threaded HTTP
-server on 127.0.0.1 that records requests, and the console's ways of answering
-(JSON, its error shape, a zip streamed as it is written). Standard library only.
+"""The stand-in console of the fetcher's tests (test_fetch_inputs.py): a threaded
+HTTP server on 127.0.0.1 that records requests, the console's ways of answering
+(JSON, its error shape, a zip streamed as it is written), and faults (an error, a
+given zip, an answer cut short). Standard library only.
 """
 
 import io
@@ -117,6 +118,28 @@ def refuse_with(status, code, message):
 def answer_with_zip(archive, headers=()):
     def fault(h):
         send_streamed(h, archive, headers)
+        return True
+
+    return fault
+
+
+def cut_short(body, sent, streamed=False):
+    """Promises all of ``body`` (as Content-Length, or as one chunk of a streamed
+    answer) but sends ``sent`` bytes of it and hangs up."""
+
+    def fault(h):
+        h.send_response(200)
+        if streamed:
+            h.send_header("Content-Type", "application/zip")
+            h.send_header("Transfer-Encoding", "chunked")
+        else:
+            h.send_header("Content-Type", "application/octet-stream")
+            h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        head = b"%x\r\n" % len(body) if streamed else b""
+        h.wfile.write(head + body[:sent])
+        h.wfile.flush()
+        h.close_connection = True
         return True
 
     return fault

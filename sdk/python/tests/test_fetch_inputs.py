@@ -1,5 +1,6 @@
-"""`paddlecloud/fetch_inputs.py`, the `fetch-inputs` init container of a job's (or a
-notebook's) pods on Kubernetes, against a stand-in console.
+"""`paddlecloud/fetch_inputs.py`, the `fetch-inputs` init container of a job's, a
+notebook's and a serving instance's pods on Kubernetes (and the downloading it does
+with `paddlecloud/download.py`), against a stand-in console.
 
 `FakeConsole` below stands in for the console's REST API as the script meets it:
 `GET /api/v1/datasets/{owner}/{name}` answers the dataset as JSON (with
@@ -9,11 +10,13 @@ with `X-PaddleCloud-Revision: r<updated_at>`, a model's
 and an unknown asset a 404, both as `{"error": {"code", "message", "field"}}`. It
 records every request, so the tests count the archives downloaded. The node's
 cache and a pod's folder of links are temporary folders. The real API, and the
-script inside a real pod, are tested by the Rust test server/tests/it/kube_inputs.rs;
-here the script's own behaviour is checked: what lands in the cache and under which
-revision, where the links point, what is downloaded once and what never, what is
-said in `fetch.log`. Standard library only, no network beyond 127.0.0.1, no real
-waits (`time.sleep` is patched, so retries do not wait).
+script inside a real pod, are tested by the Rust tests server/tests/it/kube_inputs.rs
+and server/tests/it/kube_serving.rs; here the script's own behaviour is checked:
+what lands in the cache and under which revision, where the links point, what is
+downloaded once and what never, what is retried and what is refused at once, what
+is said in `fetch.log`, and that a failure leaves no partial revision. Standard
+library only, no network beyond 127.0.0.1, no real waits (`time.sleep` is patched,
+so retries do not wait).
 
     python3 -m unittest discover -s sdk/python/tests -p test_fetch_inputs.py -v
 
@@ -33,6 +36,7 @@ import threading
 import time
 import unittest
 import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from unittest import mock
 
@@ -40,12 +44,13 @@ REPO = Path(__file__).resolve().parents[3]
 SDK = REPO / "sdk" / "python"
 sys.path.insert(0, str(SDK))
 
-from paddlecloud import fetch_inputs, fetch_model  # noqa: E402
+from paddlecloud import download, fetch_inputs  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from console_stub import (  # noqa: E402
     StubConsole,
     answer_with_zip,
+    cut_short,
     files_under,
     refuse_with,
     send_error,
@@ -79,7 +84,7 @@ DATASET_FILES = {
 }
 MODEL_FILES = {
     "inference.json": json.dumps({"program": "tiny", "inputs": ["x"]}).encode(),
-    "inference.pdiparams": _bytes(fetch_model.CHUNK + 200_000),
+    "inference.pdiparams": _bytes(download.CHUNK + 200_000),
     "export/assets/vocab/words.txt": b"words\n",
 }
 # As the console describes a job's inputs (kubernetes/inputs.rs, `described`).
@@ -179,7 +184,7 @@ class FetchInputsTest(unittest.TestCase):
             os.environ.pop(name, None)
             os.environ.pop(name.upper(), None)
         # No retry waits for real.
-        sleep = mock.patch.object(fetch_model.time, "sleep")
+        sleep = mock.patch.object(download.time, "sleep")
         self.sleep = sleep.start()
         self.addCleanup(sleep.stop)
 
@@ -227,6 +232,25 @@ class FetchInputsTest(unittest.TestCase):
         self.assertTrue(path.is_symlink(), f"{path} is not a link")
         self.assertEqual(os.readlink(path), str(target))
         self.assertEqual(files_under(path), files)
+
+    def fetch_the_model(self, **overrides):
+        """Runs the script's main with the model version alone, as a serving
+        instance's replicas do; returns its exit code and the lines it printed."""
+        return self.fetch(inputs=[INPUTS[1]], **overrides)
+
+    def assertModelFailedSaying(self, *words):
+        """The model's failure is the last line of ``fetch.log`` (as of what the
+        init container printed, which Kubernetes shows), with ``words`` in it."""
+        last = self.fetch_log()[-1]
+        self.assertTrue(last.startswith(f"cannot fetch model {OWNER}/{MODEL}: "), last)
+        for word in words:
+            self.assertIn(word, last)
+
+    def assertNoModelLanded(self):
+        """No revision, no link, and no scratch folder or zip left in the cache."""
+        self.assertFalse(self.model_dir().exists(), "a revision appeared after a failure")
+        self.assertFalse(os.path.lexists(self.links / MODEL_LINK), "a link appeared after a failure")
+        self.assertEqual(self.leftovers(), [])
 
     def age(self, folder, days):
         """Makes ``folder`` look last used ``days`` ago."""
@@ -442,6 +466,169 @@ class FetchInputsTest(unittest.TestCase):
         self.assertEqual([r.path for r in self.console.requests][:2], [DATASET_JSON, DATASET_JSON])
         self.assertEqual([c.args[0] for c in self.sleep.call_args_list], [2])
         self.assertLinksTo(DATASET_LINK, self.dataset_dir(), DATASET_FILES)
+
+    # A model version, as a serving instance's replicas fetch it: retries, cut
+    # answers, archives that are not what they should be.
+
+    def test_a_model_version_is_asked_for_with_the_token_sent_as_a_bearer_token(self):
+        code, lines = self.fetch_the_model()
+
+        self.assertEqual(code, 0, lines)
+        self.assertEqual(
+            [(r.path, r.query, r.authorization) for r in self.console.requests],
+            [(MODEL_ZIP, {"version": [str(VERSION)]}, "Bearer " + TOKEN)],
+        )
+        self.assertLinksTo(MODEL_LINK, self.model_dir(), MODEL_FILES)
+
+    def test_a_model_whose_owner_and_name_need_quoting_is_asked_for_by_its_quoted_path(self):
+        owner, name = "team a", "tiny#2"
+        with self.console.lock:
+            self.console.models[(owner, name, 1)] = {"dir one/m.json": b"quoted"}
+        item = {"kind": "model", "owner": owner, "name": name, "version": 1,
+                "link": f"models/{owner}/{name}/1"}
+
+        code, lines = self.fetch(inputs=[item])
+
+        self.assertEqual(code, 0, lines)
+        self.assertEqual(
+            [(r.path, r.query) for r in self.console.requests],
+            [("/api/v1/models/team%20a/tiny%232/archive.zip", {"version": ["1"]})],
+        )
+        revision = self.cache / "models" / owner / name / "v1"
+        self.assertLinksTo(item["link"], revision, {"dir one/m.json": b"quoted"})
+
+    def test_a_console_unavailable_twice_then_answering_is_fetched_after_waits_that_grow(self):
+        unavailable = refuse_with(503, "unavailable", "The console is starting.")
+        self.console.faults[MODEL_ZIP] = [unavailable, unavailable]
+
+        code, lines = self.fetch_the_model()
+
+        self.assertEqual(code, 0, lines)
+        self.assertEqual(len(self.console.archives()), 3)
+        self.assertTrue(any(line.startswith("attempt 1 failed (HTTP 503)") for line in lines), lines)
+        self.assertTrue(any(line.startswith("attempt 2 failed (HTTP 503)") for line in lines), lines)
+        self.assertEqual([c.args[0] for c in self.sleep.call_args_list], [2, 4])
+        self.assertLinksTo(MODEL_LINK, self.model_dir(), MODEL_FILES)
+        self.assertEqual(self.leftovers(), [])
+
+    def test_a_console_that_stays_unavailable_is_given_up_on_after_every_attempt(self):
+        self.console.faults[MODEL_ZIP] = [refuse_with(502, "unavailable", "Bad gateway.")] * 3
+
+        with mock.patch.object(download, "ATTEMPTS", 3):
+            code, lines = self.fetch_the_model()
+
+        self.assertEqual(code, 1, lines)
+        self.assertModelFailedSaying("gave up after 3 attempts", "HTTP 502")
+        self.assertEqual(len(self.console.archives()), 3)
+        self.assertEqual(self.sleep.call_count, 2)
+        self.assertNoModelLanded()
+
+    def test_a_console_that_cannot_be_reached_is_given_up_on_after_every_attempt(self):
+        closed = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+        url = f"http://127.0.0.1:{closed.server_port}"
+        closed.server_close()  # nothing listens there now
+
+        with mock.patch.object(download, "ATTEMPTS", 2):
+            code, lines = self.fetch_the_model(PADDLECLOUD_SERVER=url)
+
+        self.assertEqual(code, 1, lines)
+        self.assertModelFailedSaying("gave up after 2 attempts")
+        self.assertTrue(any(line.startswith("attempt 1 failed") for line in lines), lines)
+        self.assertEqual(self.sleep.call_count, 1)
+        self.assertNoModelLanded()
+
+    def test_a_download_cut_short_fails_without_leaving_a_revision_or_a_scratch_folder_or_zip(self):
+        archive = zip_of(MODEL_FILES, folders_of(MODEL_FILES))
+        self.console.faults[MODEL_ZIP] = [cut_short(archive, 1000)] * 2
+
+        with mock.patch.object(download, "ATTEMPTS", 2):
+            code, lines = self.fetch_the_model()
+
+        self.assertEqual(code, 1, lines)
+        self.assertModelFailedSaying(
+            "gave up after 2 attempts", f"the download ended after 1000 of {len(archive)} bytes"
+        )
+        self.assertEqual(len(self.console.archives()), 2)
+        self.assertTrue(any(line.startswith("attempt 1 failed") for line in lines), lines)
+        self.assertNoModelLanded()
+
+    def test_a_download_cut_short_once_is_fetched_whole_on_the_next_attempt(self):
+        archive = zip_of(MODEL_FILES, folders_of(MODEL_FILES))
+        self.console.faults[MODEL_ZIP] = [cut_short(archive, 1000)]
+
+        code, lines = self.fetch_the_model()
+
+        self.assertEqual(code, 0, lines)
+        self.assertEqual(len(self.console.archives()), 2)
+        self.assertLinksTo(MODEL_LINK, self.model_dir(), MODEL_FILES)
+        self.assertEqual(self.leftovers(), [])
+
+    def test_a_streamed_archive_cut_short_is_retried_and_then_fails_cleanly(self):
+        """The console streams archive.zip chunked; a cut raises http.client.IncompleteRead,
+        which is neither OSError nor URLError: it must be retried like one, and end with
+        the one-line reason and nothing left in the cache."""
+        archive = zip_of(MODEL_FILES)
+        self.console.faults[MODEL_ZIP] = [cut_short(archive, 5000, streamed=True)] * 2
+
+        with mock.patch.object(download, "ATTEMPTS", 2):
+            code, lines = self.fetch_the_model()
+
+        self.assertEqual(code, 1, lines)
+        self.assertModelFailedSaying("gave up after 2 attempts")
+        self.assertEqual(len(self.console.archives()), 2)
+        self.assertNoModelLanded()
+
+    def test_a_zip_with_a_member_outside_the_folder_is_refused(self):
+        evil = zip_of({"inference.json": b"{}", "../evil.txt": b"owned"})
+        self.console.faults[MODEL_ZIP] = [answer_with_zip(evil)]
+
+        code, lines = self.fetch_the_model()
+
+        self.assertEqual(code, 1, lines)
+        self.assertModelFailedSaying("outside its folder", "../evil.txt")
+        self.assertEqual(list(self.root.rglob("evil.txt")), [])
+        self.assertEqual(len(self.console.archives()), 1)  # a bad archive is not retried
+        self.sleep.assert_not_called()
+        self.assertNoModelLanded()
+
+    def test_a_zip_with_an_absolute_member_path_is_refused(self):
+        target = self.root / "absolute-evil.txt"
+        evil = zip_of({"inference.json": b"{}", str(target): b"owned"})
+        self.console.faults[MODEL_ZIP] = [answer_with_zip(evil)]
+
+        code, lines = self.fetch_the_model()
+
+        self.assertEqual(code, 1, lines)
+        self.assertModelFailedSaying("outside its folder")
+        self.assertFalse(target.exists())
+        self.assertNoModelLanded()
+
+    def test_an_answer_that_is_not_a_zip_fails_without_a_partial_revision(self):
+        self.console.faults[MODEL_ZIP] = [answer_with_zip(b"<html>a proxy's login page</html>")]
+
+        code, lines = self.fetch_the_model()
+
+        self.assertEqual(code, 1, lines)
+        self.assertModelFailedSaying("zip")
+        self.assertNoModelLanded()
+
+    def test_a_revision_another_pod_put_in_place_meanwhile_is_kept_as_it_is(self):
+        # Not through the lock (the two-runs test covers that): the revision
+        # appears while this run downloads, and the rename into place gives way.
+        def another_pod_wins(h):
+            self.model_dir().mkdir(parents=True)
+            (self.model_dir() / "inference.json").write_bytes(MODEL_FILES["inference.json"])
+            return False  # then the normal answer
+
+        self.console.faults[MODEL_ZIP] = [another_pod_wins]
+
+        code, lines = self.fetch_the_model()
+
+        self.assertEqual(code, 0, lines)
+        self.assertLinksTo(
+            MODEL_LINK, self.model_dir(), {"inference.json": MODEL_FILES["inference.json"]}
+        )
+        self.assertEqual(self.leftovers(), [])
 
     # Settings.
 

@@ -165,16 +165,16 @@ pub const SDK_FILES: &[(&str, &str)] = &[
         include_str!("../../../sdk/python/paddlecloud/client.py"),
     ),
     (
+        "download.py",
+        include_str!("../../../sdk/python/paddlecloud/download.py"),
+    ),
+    (
         "errors.py",
         include_str!("../../../sdk/python/paddlecloud/errors.py"),
     ),
     (
         "fetch_inputs.py",
         include_str!("../../../sdk/python/paddlecloud/fetch_inputs.py"),
-    ),
-    (
-        "fetch_model.py",
-        include_str!("../../../sdk/python/paddlecloud/fetch_model.py"),
     ),
     (
         "files.py",

@@ -31,7 +31,7 @@ pub struct ModelFiles {
 
 /// What a backend needs to run an instance.
 #[derive(Debug, Clone)]
-pub struct Run {
+pub struct ServingRun {
     /// Database id.
     pub id: i64,
     /// The owning account.
@@ -108,9 +108,9 @@ pub trait ServingBackend: Send + Sync {
     /// Where instances launched here run, as the table shows it.
     fn name(&self) -> String;
     /// Starts the replicas of a recorded instance; states go to `reporter`.
-    async fn start(&self, run: Run, reporter: Reporter) -> Result<(), AppError>;
+    async fn start(&self, run: ServingRun, reporter: Reporter) -> Result<(), AppError>;
     /// Applies a changed size to a running instance.
-    async fn resize(&self, run: Run) -> Result<(), AppError>;
+    async fn resize(&self, run: ServingRun) -> Result<(), AppError>;
     /// Ends every replica; returns once they are gone.
     async fn stop(&self, account: &Account, id: i64, name: &str) -> Result<(), AppError>;
     /// Where to send the next request, if a replica is ready.

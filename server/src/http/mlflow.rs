@@ -15,7 +15,7 @@ use super::caller::{Caller, Writer};
 use super::AppState;
 use crate::mlflow::store::RunRow;
 use crate::mlflow::wire::{
-    int64, KeyValue, Metric, MetricOut, MlflowError, Run, RunData, RUN_STATUSES,
+    int64, KeyValue, Metric, MetricOut, MlflowError, MlflowRun, RunData, RUN_STATUSES,
 };
 use crate::time::now_ms;
 
@@ -179,7 +179,7 @@ async fn create_run(
     tracing::info!(account = %who.me.account.name, job = %run.job, "MLflow run started");
     let (params, tags) = state.mlflow.params_and_tags(&run.info.run_id).await?;
     Ok(Json(
-        json!({ "run": Run { info: run.info, data: RunData { metrics: vec![], params, tags } } }),
+        json!({ "run": MlflowRun { info: run.info, data: RunData { metrics: vec![], params, tags } } }),
     ))
 }
 
@@ -230,7 +230,7 @@ async fn get_run(
         }
     }
     Ok(Json(
-        json!({ "run": Run { info: run.info, data: RunData { metrics, params, tags } } }),
+        json!({ "run": MlflowRun { info: run.info, data: RunData { metrics, params, tags } } }),
     ))
 }
 

@@ -1,6 +1,7 @@
 //! An environment on Kubernetes: its image runs the pod, and its pip
 //! requirements that the image lacks are installed by an init container
-//! into a volume the main container finds on `PYTHONPATH`.
+//! into a volume the main container finds on `PYTHONPATH`, with the
+//! programs they bring (`bin/`) first on `PATH`.
 
 use app::models::EnvironmentUse;
 use serde_json::{json, Value};
@@ -40,6 +41,12 @@ else:
     print("The image has every requirement.", flush=True)
 "#;
 
+/// Runs the container's command with the environment's `bin/` first on
+/// `PATH`. A container's `env` can only replace the image's `PATH`, not
+/// extend it, so a shell does it (an environment's image has `python3` for
+/// its init step, and a shell beside it).
+const ON_PATH: &str = "PATH=\"/opt/paddlecloud/env/bin:$PATH\"; export PATH; exec \"$@\"";
+
 /// The image a pod runs: its environment's, else `own` (the spec's, or
 /// the backend's default).
 pub fn image<'a>(environment: Option<&'a EnvironmentUse>, own: &'a str) -> &'a str {
@@ -52,8 +59,10 @@ pub fn image<'a>(environment: Option<&'a EnvironmentUse>, own: &'a str) -> &'a s
 /// Adds an environment to a pod spec whose first container runs in it:
 /// the init step (installing its requirements and `extra` ones, such as
 /// what a notebook's server needs, from `index` if given, else PyPI), the
-/// shared volume, and `PYTHONPATH` (ahead of one the container sets). Init
-/// containers, volumes and mounts the pod has already are kept.
+/// shared volume, `PYTHONPATH` (ahead of one the container sets) and
+/// `PATH` (through [`ON_PATH`], for a container with a command; one that
+/// runs its image's entrypoint is left to it). Init containers, volumes and
+/// mounts the pod has already are kept.
 pub fn apply(
     environment: Option<&EnvironmentUse>,
     extra: &[&str],
@@ -96,6 +105,15 @@ pub fn apply(
         .as_array_mut()
         .expect("a container has env");
     add_to_pythonpath(env, TARGET, true);
+    let command = container["command"].as_array().cloned().unwrap_or_default();
+    if !command.is_empty() {
+        let mut wrapped = vec![json!("sh"), json!("-c"), json!(ON_PATH), json!("sh")];
+        wrapped.extend(command);
+        if let Some(args) = container.as_object_mut().and_then(|c| c.remove("args")) {
+            wrapped.extend(args.as_array().cloned().unwrap_or_default());
+        }
+        container["command"] = Value::Array(wrapped);
+    }
 }
 
 /// pip's settings for an index: `PIP_INDEX_URL`, and `PIP_TRUSTED_HOST`
@@ -155,5 +173,44 @@ mod tests {
         let env = index_env(Some("https://mirror.example.com/simple"));
         assert_eq!(env.as_array().unwrap().len(), 1, "{env}");
         assert_eq!(index_env(None), json!([]));
+    }
+
+    fn environment() -> EnvironmentUse {
+        EnvironmentUse {
+            reference: "acme/demo:1".into(),
+            image: "python:3.11-slim".into(),
+            requirements: vec!["pcdemo==1.0".into()],
+        }
+    }
+
+    /// `pod` with [`environment`] applied.
+    fn in_environment(pod: &mut Value) -> &Value {
+        apply(Some(&environment()), &[], "python:3.11-slim", None, pod);
+        pod
+    }
+
+    #[test]
+    fn the_environments_programs_are_first_on_the_path_of_the_containers_command() {
+        let mut pod = json!({ "containers": [{
+            "name": "serving", "env": [],
+            "command": ["python3", "serve.py"], "args": ["--port", "8080"],
+        }] });
+        let container = &in_environment(&mut pod)["containers"][0];
+        assert!(ON_PATH.starts_with(&format!("PATH=\"{TARGET}/bin:$PATH\"")));
+        assert_eq!(
+            container["command"],
+            json!(["sh", "-c", ON_PATH, "sh", "python3", "serve.py", "--port", "8080"])
+        );
+        assert_eq!(container["args"], Value::Null);
+        // The kubelet expands `$(NAME)` in commands: the wrapper has none.
+        assert!(!ON_PATH.contains("$("));
+    }
+
+    #[test]
+    fn a_container_that_runs_its_images_entrypoint_is_left_to_it() {
+        let mut pod = json!({ "containers": [{ "name": "paddle", "env": [], "args": ["x"] }] });
+        let container = &in_environment(&mut pod)["containers"][0];
+        assert_eq!(container["command"], Value::Null);
+        assert_eq!(container["args"], json!(["x"]));
     }
 }

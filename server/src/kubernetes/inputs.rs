@@ -15,7 +15,7 @@ use app::models::{AssetKind, Input};
 use serde_json::{json, Value};
 
 use super::environment::push;
-use super::notebooks::SDK_DIR;
+use super::sdk::sdk_mount;
 
 /// Where a pod's links to its inputs are (and `fetch.log`, what the init
 /// step did).
@@ -82,6 +82,12 @@ fn link(input: &Input) -> String {
     }
 }
 
+/// Where a pod finds `input` (a link to its revision in the node's cache):
+/// the value of its variables.
+pub fn path_of(input: &Input) -> String {
+    format!("{LINKS}/{}", link(input))
+}
+
 /// What the fetcher is told of an input.
 fn described(input: &Input) -> Value {
     json!({
@@ -126,9 +132,17 @@ pub fn apply(
         })
     };
     let described: Vec<Value> = inputs.iter().map(described).collect();
+    // As much CPU and memory as the pod's container (the pod then asks for
+    // no more), but no GPU: it only streams bytes to disk.
+    let mut resources = resources.clone();
+    for amounts in ["requests", "limits"] {
+        if let Some(map) = resources.get_mut(amounts).and_then(Value::as_object_mut) {
+            map.remove(super::capacity::GPU);
+        }
+    }
     let mut fetcher_mounts = vec![
         json!({ "name": LINKS_VOLUME, "mountPath": LINKS }),
-        json!({ "name": "sdk", "mountPath": format!("{SDK_DIR}/paddlecloud"), "readOnly": true }),
+        sdk_mount(),
     ];
     fetcher_mounts.extend(cache_mounts(false));
     let fetcher = json!({
@@ -144,7 +158,6 @@ pub fn apply(
             { "name": "PYTHONUNBUFFERED", "value": "1" },
         ],
         "volumeMounts": fetcher_mounts,
-        // As much as the pod's container: the pod asks for no more.
         "resources": resources,
         "terminationMessagePolicy": "FallbackToLogsOnError",
     });
@@ -178,7 +191,7 @@ pub fn apply(
             push(
                 container,
                 "env",
-                json!({ "name": variable, "value": format!("{LINKS}/{}", link(input)) }),
+                json!({ "name": variable, "value": path_of(input) }),
             );
         }
     }

@@ -16,6 +16,7 @@ pub mod objects;
 pub mod pods;
 pub mod prometheus;
 mod quota;
+pub mod sdk;
 pub mod serving;
 mod watch;
 

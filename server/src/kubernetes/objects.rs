@@ -17,9 +17,7 @@ use k8s_openapi::api::batch::v1::Job as KubeJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use serde_json::json;
 
-use super::notebooks::SDK_DIR;
-use crate::backend::notebooks::SDK_FILES;
-use crate::storage::jobs::pod_names;
+use super::sdk::{sdk_data, sdk_items, sdk_mount, SDK_DIR};
 
 /// `app.kubernetes.io/managed-by` on everything the console creates.
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
@@ -73,7 +71,8 @@ pub fn validate_for_kubernetes(spec: &JobSpec) -> Result<(), AppError> {
             "Kubernetes runs containers: give an image (e.g. paddlepaddle/paddle:2.6.1) or an environment that names one.",
         ));
     }
-    let longest = pod_names(spec)
+    let longest = spec
+        .pod_names()
         .into_iter()
         .map(|(name, _, _)| name.len())
         .max()
@@ -103,21 +102,13 @@ fn labels(spec: &JobSpec, job_id: i64) -> serde_json::Value {
     labels
 }
 
-/// The key of an SDK file in the parent ConfigMap (keys hold no `/`).
-pub(crate) fn sdk_key(file: &str) -> String {
-    format!("sdk.{file}")
-}
-
 /// The parent: holds the spec and the Python SDK its replicas import
 /// (`import paddlecloud`: register a model, log metrics), as notebooks'
 /// kernels do; owns everything else.
 pub fn parent(spec: &JobSpec, job_id: i64) -> Result<ConfigMap, AppError> {
     let spec_json = serde_json::to_string(spec).map_err(|_| AppError::Internal)?;
-    let mut data = serde_json::Map::new();
+    let mut data = sdk_data();
     data.insert("spec.json".into(), json!(spec_json));
-    for (file, text) in SDK_FILES {
-        data.insert(sdk_key(file), json!(text));
-    }
     from_json(json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -200,7 +191,7 @@ pub fn replica_jobs(
     ctx: &JobContext,
     parent: &ConfigMap,
 ) -> Result<Vec<KubeJob>, AppError> {
-    let replicas = pod_names(spec);
+    let replicas = spec.pod_names();
     let list = |want: JobRole| {
         replicas
             .iter()
@@ -273,7 +264,7 @@ pub fn replica_jobs(
                 "ports": [{ "containerPort": port.parse::<u16>().unwrap_or(PS_PORT) }],
                 "resources": { "requests": amounts, "limits": amounts },
                 "volumeMounts": [
-                    { "name": "sdk", "mountPath": format!("{SDK_DIR}/paddlecloud"), "readOnly": true },
+                    sdk_mount(),
                 ],
             });
             if spec.working_dir.starts_with('/') {
@@ -323,8 +314,7 @@ pub fn replica_jobs(
         .collect()
 }
 
-/// Puts the environment's `bin/` (what its init step installed) first on
-/// `PATH`, then runs `paddlecloud.ship` (from the mounted SDK) with the replica's command
+/// Runs `paddlecloud.ship` (from the mounted SDK) with the replica's command
 /// as its child, where the image has `python3`: it sends the TensorBoard and
 /// VisualDL files the command writes to PaddleBoard, as the console reads a
 /// local job's directory. Elsewhere the command runs as it is. A program
@@ -332,8 +322,6 @@ pub fn replica_jobs(
 /// ("Could not start …", which [`super::watch`] shows as the job's reason),
 /// as the runtime names it when it starts the program itself.
 const SHIP: &str = concat!(
-    // What the environment's init step installed runs as programs too.
-    "if [ -d /opt/paddlecloud/env/bin ]; then PATH=\"/opt/paddlecloud/env/bin:$PATH\"; export PATH; fi; ",
     "if command -v python3 >/dev/null 2>&1; then exec python3 -c '",
     "import sys; sys.path.insert(0, \"/opt/paddlecloud/python\"); ",
     "from paddlecloud.ship import main; main()' -- \"$@\"; fi; ",
@@ -357,14 +345,6 @@ fn shipping_metric_files(spec: &JobSpec) -> (Vec<String>, Vec<String>) {
     command.extend(spec.command.iter().cloned());
     command.extend(spec.args.iter().cloned());
     (command, Vec::new())
-}
-
-/// The SDK's files of the parent ConfigMap, by their names in the package.
-pub(crate) fn sdk_items() -> Vec<serde_json::Value> {
-    SDK_FILES
-        .iter()
-        .map(|(file, _)| json!({ "key": sdk_key(file), "path": file }))
-        .collect()
 }
 
 /// A typed object from its JSON; a shape k8s-openapi refuses is a bug here.
@@ -394,6 +374,7 @@ pub fn label<'a>(labels: &'a Option<BTreeMap<String, String>>, key: &str) -> Opt
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::notebooks::SDK_FILES;
     use app::models::{EnvVar, ReplicaResources};
 
     fn spec() -> JobSpec {
@@ -542,12 +523,6 @@ mod tests {
             value: "/workspace/lib".into(),
         });
         assert_eq!(pythonpath(&pod_of(&s)), format!("/workspace/lib:{SDK_DIR}"));
-    }
-
-    #[test]
-    fn the_environments_programs_are_first_on_the_path_of_a_replicas_command() {
-        let bin = format!("{}/bin", super::super::environment::TARGET);
-        assert!(SHIP.starts_with(&format!("if [ -d {bin} ]; then PATH=\"{bin}:$PATH\"")));
     }
 
     #[test]

@@ -59,6 +59,37 @@ pub struct Gpu {
     pub simulated: bool,
 }
 
+/// The GPUs `program` (`nvidia-smi`) shows, for the executor's capacity;
+/// `None` when it is not installed, fails or hangs.
+pub fn gpu_devices(program: &str) -> Option<Vec<Gpu>> {
+    let csv = super::sampler::run_with_timeout(
+        program,
+        &[
+            "--query-gpu=index,name,memory.total",
+            "--format=csv,noheader,nounits",
+        ],
+    )?;
+    Some(parse_gpu_devices(&csv))
+}
+
+/// `0, NVIDIA H100 80GB HBM3, 81559` lines (memory in MiB).
+fn parse_gpu_devices(csv: &str) -> Vec<Gpu> {
+    csv.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            Some(Gpu {
+                index: fields.first()?.parse().ok()?,
+                name: fields.get(1)?.to_string(),
+                memory_bytes: fields
+                    .get(2)
+                    .and_then(|m| m.parse::<u64>().ok())
+                    .map(|mib| mib * 1024 * 1024),
+                simulated: false,
+            })
+        })
+        .collect()
+}
+
 /// The machine's room for replicas.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capacity {
@@ -100,7 +131,7 @@ impl Capacity {
 /// Learns this machine's room, as `settings` leave it to learn; `nvidia_smi`
 /// is the program asked for GPUs.
 pub fn detect(settings: &CapacitySettings, nvidia_smi: &str) -> Capacity {
-    let detected_gpus = || super::sampler::gpu_devices(nvidia_smi).unwrap_or_default();
+    let detected_gpus = || gpu_devices(nvidia_smi).unwrap_or_default();
     let gpus = match settings.gpus {
         GpuSetting::None => Vec::new(),
         GpuSetting::Detect => detected_gpus(),
@@ -206,6 +237,24 @@ fn cgroup_memory_limit() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nvidia_smi_lists_the_gpus_the_executor_hands_out() {
+        let gpus = parse_gpu_devices(
+            "0, NVIDIA H100 80GB HBM3, 81559
+1, NVIDIA H100 80GB HBM3, [N/A]
+not a gpu
+",
+        );
+        assert_eq!(gpus.len(), 2);
+        assert_eq!(
+            (gpus[0].index, gpus[0].name.as_str()),
+            (0, "NVIDIA H100 80GB HBM3")
+        );
+        assert_eq!(gpus[0].memory_bytes, Some(81559 * 1024 * 1024));
+        assert_eq!((gpus[1].index, gpus[1].memory_bytes), (1, None));
+        assert!(!gpus[0].simulated);
+    }
 
     #[test]
     fn gpu_settings_read_as_the_flag_is_written() {

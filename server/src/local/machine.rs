@@ -1,5 +1,5 @@
 //! This machine as the local executor's replicas share it, jobs' and
-//! serving instances' alike: its room and queue ([`Scheduler`]) and how
+//! serving instances' alike: its room and queue ([`LocalScheduler`]) and how
 //! replicas are held to their limits ([`Limits`]).
 
 use std::sync::Arc;
@@ -9,13 +9,12 @@ use app::models::{ClusterCapacity, JobRole, JobSpec, NotebookSpec, ServingSpec};
 
 use super::capacity::{self, CapacitySettings};
 use super::limits::{Limits, LimitsChoice};
-use super::scheduler::{Ask, Asker, ReplicaAsk, Scheduler};
-use crate::storage::jobs::pod_names;
+use super::scheduler::{Ask, Asker, LocalScheduler, ReplicaAsk};
 
 /// The machine's room, queue and limits.
 pub struct Machine {
     /// Who holds what, and who waits.
-    pub scheduler: Arc<Scheduler>,
+    pub scheduler: Arc<LocalScheduler>,
     /// How replicas are held to what they asked for.
     pub limits: Limits,
 }
@@ -27,7 +26,7 @@ impl Machine {
         let capacity = capacity::detect(settings, "nvidia-smi");
         tracing::info!(capacity = %capacity.source, "the local executor's room");
         Ok(Arc::new(Self {
-            scheduler: Scheduler::new(capacity),
+            scheduler: LocalScheduler::new(capacity),
             limits: Limits::detect(limits)?,
         }))
     }
@@ -35,7 +34,7 @@ impl Machine {
     /// A machine of a given room and limits (tests).
     pub fn new(capacity: capacity::Capacity, limits: Limits) -> Arc<Self> {
         Arc::new(Self {
-            scheduler: Scheduler::new(capacity),
+            scheduler: LocalScheduler::new(capacity),
             limits,
         })
     }
@@ -61,7 +60,8 @@ impl Machine {
     pub fn job_ask(&self, spec: &JobSpec) -> Result<Ask, AppError> {
         let ps = spec.ps.totals("ps")?;
         let trainer = spec.trainer.totals("trainer")?;
-        let replicas = pod_names(spec)
+        let replicas = spec
+            .pod_names()
             .into_iter()
             .map(|(_, role, _)| {
                 let t = if role == JobRole::Pserver {

@@ -213,7 +213,7 @@ impl LocalCluster {
             .lock()
             .expect("controls lock")
             .insert(stored.id, Arc::new(Control { stop, done }));
-        let run = supervisor::Run {
+        let run = supervisor::SupervisedJob {
             job_id: stored.id,
             account_id: account.id,
             account: account.name.clone(),

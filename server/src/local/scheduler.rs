@@ -86,7 +86,7 @@ pub struct NeverFits {
 }
 
 /// The machine's room and its queue.
-pub struct Scheduler {
+pub struct LocalScheduler {
     capacity: Capacity,
     state: Mutex<State>,
 }
@@ -110,7 +110,7 @@ struct Waiter {
 /// A request in the queue. Dropping it (a stop, a delete) leaves the queue;
 /// [`Ticket::granted`] waits for its turn.
 pub struct Ticket {
-    scheduler: Arc<Scheduler>,
+    scheduler: Arc<LocalScheduler>,
     id: u64,
     totals: ResourceTotals,
     granted: oneshot::Receiver<Vec<Vec<u32>>>,
@@ -121,13 +121,13 @@ pub struct Ticket {
 
 /// Room held by running replicas, given back when dropped.
 pub struct Grant {
-    scheduler: Arc<Scheduler>,
+    scheduler: Arc<LocalScheduler>,
     totals: ResourceTotals,
     /// Each replica's GPU indices, in the order of the ask.
     pub gpus: Vec<Vec<u32>>,
 }
 
-impl Scheduler {
+impl LocalScheduler {
     /// A scheduler for a machine of `capacity`.
     pub fn new(capacity: Capacity) -> Arc<Self> {
         let free_gpus = capacity.gpus.iter().map(|g| g.index).collect();
@@ -399,8 +399,8 @@ mod tests {
     use super::*;
     use crate::local::capacity::Gpu;
 
-    fn machine(cpus: u64, gib: u64, gpus: u32) -> Arc<Scheduler> {
-        Scheduler::new(Capacity {
+    fn machine(cpus: u64, gib: u64, gpus: u32) -> Arc<LocalScheduler> {
+        LocalScheduler::new(Capacity {
             cpu_millis: cpus * 1000,
             memory_bytes: gib << 30,
             gpus: (0..gpus)

@@ -24,7 +24,7 @@ use super::scheduler::{Ask, ReplicaAsk};
 use super::venvs::{Prepared, Venvs};
 use crate::backend::last_lines;
 use crate::backend::serving::{
-    http_client, Reporter, Run, ServingBackend, Upstream, PREDICT_SERVER,
+    http_client, Reporter, ServingBackend, ServingRun, Upstream, PREDICT_SERVER,
 };
 
 /// Failed starts in a row (never answering) that fail the instance.
@@ -153,7 +153,7 @@ impl ServingBackend for LocalServing {
         self.inner.machine.serving_ask(spec).map(|_| ())
     }
 
-    async fn start(&self, run: Run, reporter: Reporter) -> Result<(), AppError> {
+    async fn start(&self, run: ServingRun, reporter: Reporter) -> Result<(), AppError> {
         let io = |what: &'static str| {
             move |err: std::io::Error| {
                 tracing::error!(error = %err, "{what}");
@@ -282,7 +282,7 @@ impl ServingBackend for LocalServing {
         Ok(())
     }
 
-    async fn resize(&self, run: Run) -> Result<(), AppError> {
+    async fn resize(&self, run: ServingRun) -> Result<(), AppError> {
         let instance = self
             .inner
             .instances
@@ -341,7 +341,7 @@ impl ServingBackend for LocalServing {
 /// instance's state on every change.
 async fn supervise(
     instance: &Instance,
-    run: &Run,
+    run: &ServingRun,
     reporter: &Reporter,
     launch: Launch,
     probe: &reqwest::Client,

@@ -21,7 +21,7 @@ use super::recovery::pod_marker;
 use super::scheduler::{Ask, Grant};
 use super::venvs::Prepared;
 use super::Inner;
-use crate::storage::jobs::{pod_names, PodUpdate};
+use crate::storage::jobs::PodUpdate;
 use crate::storage::logfile;
 use crate::time::now_ms;
 
@@ -30,7 +30,7 @@ use crate::time::now_ms;
 const LOG_DRAIN: Duration = Duration::from_secs(2);
 
 /// What the supervisor needs to know about the job it runs.
-pub struct Run {
+pub struct SupervisedJob {
     /// Database id.
     pub job_id: i64,
     /// Owning account's id.
@@ -77,7 +77,7 @@ struct Exit {
 /// Runs the job to its end, then releases anything waiting on it.
 pub async fn supervise(
     inner: Arc<Inner>,
-    run: Run,
+    run: SupervisedJob,
     stop: watch::Receiver<bool>,
     done: watch::Sender<bool>,
 ) {
@@ -121,7 +121,7 @@ pub async fn supervise(
 /// table shows it); `None` if the job is stopped before its turn.
 async fn wait_turn(
     inner: &Arc<Inner>,
-    run: &Run,
+    run: &SupervisedJob,
     stop: &mut watch::Receiver<bool>,
 ) -> anyhow::Result<Option<Grant>> {
     let ticket = inner.machine.scheduler.enqueue(run.ask.clone());
@@ -156,7 +156,7 @@ async fn wait_turn(
 /// so meanwhile.
 async fn prepare_environment(
     inner: &Arc<Inner>,
-    run: &Run,
+    run: &SupervisedJob,
     stop: &mut watch::Receiver<bool>,
 ) -> anyhow::Result<Prepared> {
     let environment = run.spec.environment_use.as_ref();
@@ -167,7 +167,7 @@ async fn prepare_environment(
 }
 
 /// A job stopped while it waited: no replica ran.
-async fn stopped_in_queue(inner: &Inner, run: &Run) -> anyhow::Result<()> {
+async fn stopped_in_queue(inner: &Inner, run: &SupervisedJob) -> anyhow::Result<()> {
     end_unstarted(
         inner,
         run,
@@ -181,7 +181,7 @@ async fn stopped_in_queue(inner: &Inner, run: &Run) -> anyhow::Result<()> {
 /// Ends a job none of whose replicas started, saying why on each.
 async fn end_unstarted(
     inner: &Inner,
-    run: &Run,
+    run: &SupervisedJob,
     phase: PodPhase,
     status: JobStatus,
     why: &str,
@@ -192,7 +192,7 @@ async fn end_unstarted(
         }
         _ => format!("Not started: {why}"),
     };
-    for (pod, _, _) in pod_names(&run.spec) {
+    for (pod, _, _) in run.spec.pod_names() {
         set_pod(
             inner,
             run,
@@ -209,7 +209,7 @@ async fn end_unstarted(
 }
 
 fn env_for(
-    run: &Run,
+    run: &SupervisedJob,
     pod: &str,
     role: JobRole,
     index: u32,
@@ -262,7 +262,12 @@ fn env_for(
     env
 }
 
-async fn set_pod(inner: &Inner, run: &Run, pod: &str, update: PodUpdate) -> anyhow::Result<()> {
+async fn set_pod(
+    inner: &Inner,
+    run: &SupervisedJob,
+    pod: &str,
+    update: PodUpdate,
+) -> anyhow::Result<()> {
     inner
         .store
         .update_pod(run.job_id, pod, update)
@@ -272,7 +277,12 @@ async fn set_pod(inner: &Inner, run: &Run, pod: &str, update: PodUpdate) -> anyh
     Ok(())
 }
 
-async fn set_job(inner: &Inner, run: &Run, status: JobStatus, message: &str) -> anyhow::Result<()> {
+async fn set_job(
+    inner: &Inner,
+    run: &SupervisedJob,
+    status: JobStatus,
+    message: &str,
+) -> anyhow::Result<()> {
     inner
         .store
         .set_status(run.job_id, status, message)
@@ -284,12 +294,12 @@ async fn set_job(inner: &Inner, run: &Run, status: JobStatus, message: &str) -> 
 
 async fn drive(
     inner: &Arc<Inner>,
-    run: &Run,
+    run: &SupervisedJob,
     mut stop: watch::Receiver<bool>,
     grant: Grant,
     venv: Option<&Path>,
 ) -> anyhow::Result<()> {
-    let pods = pod_names(&run.spec);
+    let pods = run.spec.pod_names();
     let ports = free_ports(pods.len())?;
     let endpoints = |role: JobRole| {
         pods.iter()

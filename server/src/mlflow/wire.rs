@@ -192,14 +192,14 @@ pub struct RunData {
 
 /// A run.
 #[derive(Debug, Clone, Serialize)]
-pub struct Run {
+pub struct MlflowRun {
     /// Identity and state.
     pub info: RunInfo,
     /// What it logged.
     pub data: RunData,
 }
 
-/// Run states MLflow knows.
+/// MlflowRun states MLflow knows.
 pub const RUN_STATUSES: &[&str] = &["RUNNING", "SCHEDULED", "FINISHED", "FAILED", "KILLED"];
 
 /// MLflow's key rules: at most 250 characters of letters, digits, `_ - . / :`

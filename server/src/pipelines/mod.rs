@@ -1,5 +1,5 @@
 //! Pipelines: runs kept in the database ([`SqlPipelines`], the port) and
-//! the scheduler that moves them on ([`Scheduler`]). The scheduler holds no
+//! the scheduler that moves them on ([`PipelineScheduler`]). The scheduler holds no
 //! state of its own: each pass reads every running run with its nodes'
 //! jobs, decides with [`app::models::next_steps`] and writes what changed,
 //! so a restarted console (or a second replica) carries on where the last
@@ -58,9 +58,9 @@ impl SqlPipelines {
         }
     }
 
-    /// The scheduler of these runs (start it with [`Scheduler::run`]).
-    pub fn scheduler(&self) -> Scheduler {
-        Scheduler {
+    /// The scheduler of these runs (start it with [`PipelineScheduler::run`]).
+    pub fn scheduler(&self) -> PipelineScheduler {
+        PipelineScheduler {
             store: self.store.clone(),
             wake: self.wake.clone(),
             events: self.events.clone(),
@@ -164,13 +164,13 @@ impl Pipelines for SqlPipelines {
 
 /// Moves running pipelines on: a pass on every job event, on a new run,
 /// and every second.
-pub struct Scheduler {
+pub struct PipelineScheduler {
     store: PipelineStore,
     wake: Arc<Notify>,
     events: broadcast::Sender<PipelineEvent>,
 }
 
-impl Scheduler {
+impl PipelineScheduler {
     /// Runs until the process ends.
     pub async fn run(self, services: Services) {
         let mut events = services.cluster.subscribe();

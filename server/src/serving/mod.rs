@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use tokio::sync::broadcast;
 
 use self::traffic::Traffic;
-use crate::backend::serving::{ModelFiles, Reporter, Run, ServingBackend, Upstream};
+use crate::backend::serving::{ModelFiles, Reporter, ServingBackend, ServingRun, Upstream};
 use crate::storage::serving::{ServingStore, StoredServing};
 use crate::time::now_ms;
 
@@ -105,7 +105,7 @@ impl ServingService {
                         &stored.instance.spec.file,
                     )
                     .await?;
-                let run = Run {
+                let run = ServingRun {
                     id: stored.id,
                     account: stored.account.clone(),
                     spec: stored.instance.spec.clone(),
@@ -218,7 +218,7 @@ impl Serving for ServingService {
             )
             .await?;
         let started = async {
-            let run = Run {
+            let run = ServingRun {
                 id,
                 account: by.account.clone(),
                 spec: spec.clone(),
@@ -300,7 +300,7 @@ impl Serving for ServingService {
             local: None,
         };
         self.backend
-            .resize(Run {
+            .resize(ServingRun {
                 id: stored.id,
                 account: account.clone(),
                 spec,

@@ -5,7 +5,7 @@
 use app::error::AppError;
 use app::models::{AssetKind, AssetRef, Me, ModelRef, ServingSpec};
 use app::ports::{Slot, Viewer};
-use app::use_cases::models::{ready_version, Fields};
+use app::use_cases::model_versions::{ready_version, Fields};
 
 use super::ServingService;
 use crate::backend::serving::ModelFiles;

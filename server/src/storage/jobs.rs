@@ -119,16 +119,6 @@ fn pod_from(row: &AnyRow) -> Result<Pod, sqlx::Error> {
     })
 }
 
-/// The pods a spec asks for: `ps-0..`, then `trainer-0..`.
-pub fn pod_names(spec: &JobSpec) -> Vec<(String, JobRole, u32)> {
-    let role = |role: JobRole, n: u32| {
-        (0..n).map(move |i| (format!("{}-{i}", role.pod_prefix()), role, i))
-    };
-    role(JobRole::Pserver, spec.num_ps)
-        .chain(role(JobRole::Trainer, spec.num_trainers))
-        .collect()
-}
-
 impl JobStore {
     /// Wraps a migrated pool.
     pub fn new(pool: AnyPool) -> Self {
@@ -187,7 +177,7 @@ impl JobStore {
             }
             Err(err) => return Err(internal("insert job")(err)),
         };
-        for (name, role, index) in pod_names(spec) {
+        for (name, role, index) in spec.pod_names() {
             sqlx::query(
                 "INSERT INTO pods (job_id, name, role, idx, phase) VALUES ($1, $2, $3, $4, $5)",
             )

@@ -256,3 +256,58 @@ async fn a_signed_in_page_sends_its_data_as_html_and_not_again_for_hydration() {
     // resources are not serialised into the page a second time.
     assert_eq!(html.matches("__RESOLVED_RESOURCES[").count(), 0);
 }
+
+/// A live region's refresh (what the page's island sends on each event)
+/// renders that region alone: the table with its rows, not the frame, the
+/// filters, the open log console or the scripts, so an event costs a
+/// fraction of the page.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_live_refresh_renders_only_the_region_it_asks_for() {
+    let site = site().await;
+    let (key, cookie) = crate::common::rest::key_and_cookie(&site, "vision").await;
+    let submitted = crate::common::rest::call(
+        &site,
+        http::Method::POST,
+        "/api/v1/jobs",
+        Some(&key),
+        Some(crate::common::rest::spec("first", "sleep 30")),
+    )
+    .await;
+    assert_eq!(submitted.status, StatusCode::CREATED, "{}", submitted.body);
+    let page = "/jobs?log=first&pod=trainer-0";
+    let whole = text(site.get(page, Some(&cookie)).await).await;
+    let region = Request::get(page)
+        .header(header::ACCEPT, "text/html")
+        .header(header::COOKIE, &cookie)
+        .header(app::components::live::REGION_HEADER, "jobs-table")
+        .body(Body::empty())
+        .unwrap();
+    let answer = site.send(region).await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    let region = text(answer).await;
+    for (what, marker) in [
+        ("the frame", "class=\"topbar\""),
+        ("the filters", "class=\"filters\""),
+        ("the log console", "data-testid=\"log-console\""),
+        ("the scripts", "paddlecloud.js"),
+    ] {
+        assert!(whole.contains(marker), "the page lacks {what}");
+        assert!(!region.contains(marker), "the region's refresh has {what}: {region}");
+    }
+    assert!(region.contains("id=\"jobs-table\""), "{region}");
+    assert!(region.contains(">first<"), "no row of the job in {region}");
+    assert!(
+        region.len() * 2 < whole.len(),
+        "the region is {} bytes of the page's {}",
+        region.len(),
+        whole.len()
+    );
+    crate::common::rest::call(
+        &site,
+        http::Method::POST,
+        "/api/v1/jobs/first/stop",
+        Some(&key),
+        None,
+    )
+    .await;
+}

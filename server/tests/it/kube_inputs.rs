@@ -197,43 +197,6 @@ async fn a_jobs_datasets_and_model_versions_are_in_its_pod_read_only_and_fetched
     );
 }
 
-/// A package index with one wheel (`server/tests/fixtures/wheel_index.py`)
-/// on the node's address, killed when dropped.
-struct WheelIndex {
-    child: std::process::Child,
-    url: String,
-}
-
-impl WheelIndex {
-    fn start(dir: &std::path::Path, ip: &str) -> Self {
-        use std::io::BufRead;
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/wheel_index.py");
-        let mut child = std::process::Command::new("python3")
-            .arg(script)
-            .arg(dir)
-            .arg(ip)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut url = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut url)
-            .unwrap();
-        Self {
-            child,
-            url: url.trim().to_owned(),
-        }
-    }
-}
-
-impl Drop for WheelIndex {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// An environment's requirement the image lacks is installed by the init
 /// step from the console's package index (`--kube-pip-index-url`), and
 /// the job imports it and runs its program from `PATH`.
@@ -244,15 +207,13 @@ async fn an_environments_requirements_the_image_lacks_are_installed_and_its_prog
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let index = WheelIndex::start(dir.path(), &node.ip);
-    let (site, _url) = common::site::on_socket_at(&node.ip, |config, _, _| {
-        let mut cluster = common::kubernetes::kube_choice(&client, None);
-        if let server::console::ClusterChoice::Kube { pod_support, .. } = &mut cluster {
-            pod_support.pip_index_url = Some(index.url.clone());
-        }
-        server::console::Config { cluster, ..config }
-    })
-    .await;
+    let index = common::node::WheelIndex::start(dir.path(), &node.ip);
+    let (site, _url) =
+        common::site::on_socket_at(&node.ip, |config, _, _| server::console::Config {
+            cluster: common::kubernetes::kube_choice_installing_from(&client, &index.url),
+            ..config
+        })
+        .await;
     let account = format!("env{:08x}", getrandom::u32().unwrap());
     let key = common::rest::key_for(&site, &account).await;
     let to = Endpoint::Here(&site);

@@ -4,8 +4,9 @@
 //! HorizontalPodAutoscaler; readiness, scaling and a stop that removes
 //! everything are read back from the API; replicas that crash-loop fail it;
 //! pods fetch their model version from the console with a token of their
-//! own, and a console bringing an instance back keeps its token. Skipped
-//! without the node.
+//! own into the node's cache (a second replica downloads nothing), and a
+//! console bringing an instance back keeps its token. Skipped without the
+//! node.
 
 use crate::common;
 
@@ -373,7 +374,25 @@ async fn until_served(
     }
 }
 
-/// The init container's log of a pod of `serving`, once it has one.
+/// A new account on `site` (named `prefix` and a random suffix), an access
+/// key of its owner and the owner, with the namespace the console gave the
+/// account (read back, not assumed).
+async fn owner_on(site: &common::site::Site, prefix: &str) -> (String, String, Me) {
+    let account = format!("{prefix}{:08x}", getrandom::u32().unwrap());
+    let key = common::rest::key_for(site, &account).await;
+    let me = site.owner(&account).await;
+    let namespace = site.namespace_of(&account).await;
+    let me = Me {
+        account: Account {
+            namespace,
+            ..me.account
+        },
+        ..me
+    };
+    (account, key, me)
+}
+
+/// The init container's log of each pod of `serving` that has one.
 async fn fetch_logs(client: &kube::Client, ns: &str, serving: &str) -> Vec<String> {
     let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), ns);
     let listed = pods
@@ -386,7 +405,7 @@ async fn fetch_logs(client: &kube::Client, ns: &str, serving: &str) -> Vec<Strin
     for pod in listed.items {
         let name = pod.metadata.name.unwrap();
         let params = kube::api::LogParams {
-            container: Some("fetch-model".into()),
+            container: Some(server::kubernetes::inputs::FETCHER.into()),
             ..Default::default()
         };
         if let Ok(text) = pods.logs(&name, &params).await {
@@ -403,25 +422,15 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
         return;
     };
     // The console on the node's address, where the pods' init containers
-    // reach it; the model goes into an emptyDir of each pod.
+    // reach it; the model goes into the node's cache of inputs.
     let (site, console) =
         common::site::on_socket_at(&node.ip, |config, _, _| server::console::Config {
             cluster: common::kubernetes::kube_choice(&client, None),
             ..config
         })
         .await;
-    let account = format!("kf{:08x}", getrandom::u32().unwrap());
-    let key = common::rest::key_for(&site, &account).await;
-    let me = site.owner(&account).await;
-    // The namespace the console gave the account (read back, not assumed).
-    let ns = site.namespace_of(&account).await;
-    let me = Me {
-        account: Account {
-            namespace: ns.clone(),
-            ..me.account
-        },
-        ..me
-    };
+    let (account, key, me) = owner_on(&site, "kf").await;
+    let ns = me.account.namespace.clone();
     let weights: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
     tiny_model(
         site.services.assets.as_ref(),
@@ -465,7 +474,7 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
     assert_eq!(&served[..], b"{\"tiny\": true}");
     let served = until_served(&http, &console, &key, &account, "1/params/weights.bin").await;
     assert!(served[..] == weights[..], "the weights differ");
-    // Nothing half-written is left beside the version.
+    // The pod's own folder of the model holds the version alone.
     let listing = until_served(&http, &console, &key, &account, "").await;
     let listing = String::from_utf8_lossy(&listing);
     let entries: Vec<&str> = listing
@@ -478,7 +487,29 @@ async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_n
     let recent = instance().await.recent.expect("the last minute's traffic");
     assert!(recent.requests >= 3, "{recent:?}");
     let logs = fetch_logs(&client, &ns, "tiny-api").await.join("\n");
-    assert!(logs.contains("fetched 2 file(s)"), "{logs}");
+    assert!(logs.contains("version 1: fetched v1, 2 file(s)"), "{logs}");
+
+    // A second replica on the node finds the version in the node's cache
+    // and downloads nothing.
+    let two = Scale {
+        replicas: Some(2),
+        autoscale: None,
+    };
+    let serving = &site.services.serving;
+    serving.scale(&me.account, "tiny-api", two).await.unwrap();
+    until("two ready replicas", 90, || async {
+        let i = instance().await;
+        assert_ne!(i.status, ServingStatus::Failed, "{}", i.message);
+        i.ready == 2
+    })
+    .await;
+    let logs = fetch_logs(&client, &ns, "tiny-api").await;
+    assert_eq!(logs.len(), 2, "{logs:?}");
+    let cached = logs
+        .iter()
+        .filter(|l| l.contains("version 1: v1 in the node's cache"))
+        .count();
+    assert_eq!(cached, 1, "{logs:?}");
 
     // The pods' token: the one model, read only.
     let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), &ns)
@@ -594,4 +625,98 @@ async fn a_console_bringing_an_instance_back_keeps_its_token_unless_its_secret_l
     assert!(fresh != first && fresh != "pcv_stale", "{fresh}");
     assert_eq!(recorded().await, hash(&fresh));
     s.serving.stop(&s.me.account, "tiny-api").await.unwrap();
+}
+
+/// A serving instance in an environment runs in the environment's image
+/// with its requirements installed by the init step (from the console's
+/// package index, `--kube-pip-index-url`) and its programs on `PATH`, after
+/// the model is fetched; the replica imports the SDK beside them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_in_an_environment_has_its_requirements_and_programs_beside_its_model_on_a_real_node(
+) {
+    let Some((node, client)) = common::node::client().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let index = common::node::WheelIndex::start(dir.path(), &node.ip);
+    let (site, console) =
+        common::site::on_socket_at(&node.ip, |config, _, _| server::console::Config {
+            cluster: common::kubernetes::kube_choice_installing_from(&client, &index.url),
+            ..config
+        })
+        .await;
+    let (account, key, me) = owner_on(&site, "ke").await;
+    let ns = me.account.namespace.clone();
+    tiny_model(
+        site.services.assets.as_ref(),
+        &me,
+        &[("inference.json", b"{\"tiny\": true}".to_vec())],
+    )
+    .await;
+    let to = common::rest::Endpoint::Here(&site);
+    let environment = json!({
+        "name": "demo", "requirements": ["pcdemo==1.0"], "image": "python:3.11-slim",
+    });
+    let made = to
+        .call(
+            http::Method::POST,
+            "/api/v1/environments",
+            Some(&key),
+            Some(environment),
+        )
+        .await;
+    assert!(made.status.is_success(), "{}", made.body);
+    let command = "pcdemo-hello || exit 3; \
+                   python3 -c 'import paddlecloud, pcdemo; print(\"module=\" + pcdemo.__file__)' || exit 4; \
+                   exec python3 -m http.server \"$PORT\" --directory \"$PADDLECLOUD_MODEL_DIR\"";
+    let launched = to
+        .call(
+            http::Method::POST,
+            "/api/v1/serving",
+            Some(&key),
+            Some(json!({
+                "name": "tiny-api", "model": "tiny", "replicas": 1, "environment": "demo",
+                "command": ["sh", "-c", command],
+                "resources": {"cpu": "200m", "memory": "256Mi"},
+            })),
+        )
+        .await;
+    assert_eq!(launched.status.as_u16(), 201, "{}", launched.body);
+    until("a ready replica", 180, || async {
+        let i = site
+            .services
+            .serving
+            .get(&me.account, "tiny-api")
+            .await
+            .unwrap();
+        assert_ne!(i.status, ServingStatus::Failed, "{}", i.message);
+        i.status == ServingStatus::Ready && i.ready == 1
+    })
+    .await;
+    let http = server::backend::serving::http_client(Duration::from_secs(10)).unwrap();
+    let served = until_served(&http, &console, &key, &account, "inference.json").await;
+    assert_eq!(&served[..], b"{\"tiny\": true}");
+    // What the replica printed before it served.
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), &ns);
+    let listed = pods
+        .list(&kube::api::ListParams::default().labels("paddlecloud.org/serving=tiny-api"))
+        .await
+        .unwrap();
+    let pod = listed.items[0].metadata.name.clone().unwrap();
+    let params = kube::api::LogParams {
+        container: Some("serving".into()),
+        ..Default::default()
+    };
+    let printed = pods.logs(&pod, &params).await.unwrap();
+    for line in [
+        "hello from pcdemo",
+        "module=/opt/paddlecloud/env/pcdemo/__init__.py",
+    ] {
+        assert!(printed.contains(line), "no “{line}” in:\n{printed}");
+    }
+    site.services
+        .serving
+        .stop(&me.account, "tiny-api")
+        .await
+        .unwrap();
 }

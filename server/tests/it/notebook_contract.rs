@@ -96,11 +96,17 @@ impl Kube {
 /// and a new account's owner; on Kubernetes it reaches their servers
 /// through the API server.
 async fn harness(backend: Backend, broken: bool) -> Option<Harness> {
-    harness_reaching(backend, broken, Reach::ApiServer).await
+    harness_reaching(backend, broken, Reach::ApiServer, None).await
 }
 
-/// [`harness`], reaching Kubernetes notebook servers as `reach` says.
-async fn harness_reaching(backend: Backend, broken: bool, reach: Reach) -> Option<Harness> {
+/// [`harness`], reaching Kubernetes notebook servers as `reach` says, their
+/// environments' init steps installing from `pip_index` if given.
+async fn harness_reaching(
+    backend: Backend,
+    broken: bool,
+    reach: Reach,
+    pip_index: Option<String>,
+) -> Option<Harness> {
     let mut dir = None;
     let (address, python, client, image) = match backend {
         Backend::Local => {
@@ -139,7 +145,10 @@ async fn harness_reaching(backend: Backend, broken: bool, reach: Reach) -> Optio
                     name: "real-node".into(),
                 },
                 serving_model_root: None,
-                pod_support: Default::default(),
+                pod_support: Box::new(server::kubernetes::inputs::PodSupport {
+                    pip_index_url: pip_index.clone(),
+                    ..Default::default()
+                }),
                 notebook_pods: Box::new(NotebookPods {
                     image: image.unwrap().to_owned(),
                     grace_seconds: 1,
@@ -449,7 +458,7 @@ fn a_restarted_console_takes_over_a_running_notebook_and_its_kernels_on_a_real_n
     // running, as a crash would; the second is built on the same database.
     let first = tokio::runtime::Runtime::new().unwrap();
     let Some((h, me, kernel, pod_uid)) = first.block_on(async {
-        let h = harness_reaching(Backend::RealNode, false, Reach::PodIp).await?;
+        let h = harness_reaching(Backend::RealNode, false, Reach::PodIp, None).await?;
         running_notebook(&h.site, &h.key, "keep", json!({})).await;
         let lab = format!("/notebooks/{}/keep/", h.account);
         let kernel = start_kernel(&h.url, &lab, &h.cookie).await;
@@ -558,5 +567,59 @@ async fn the_idle_clock_reads_the_servers_kernels_and_stops_a_notebook_idle_past
         why.starts_with("Stopped after 5 min without kernel or terminal activity"),
         "{why}"
     );
+    h.delete(name).await;
+}
+
+/// A notebook in an environment: its server runs in the environment's
+/// image, the init step installs the requirement the image lacks (from the
+/// console's package index), and the kernel imports it and finds its
+/// program on `PATH`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notebooks_kernel_imports_its_environments_requirements_and_runs_their_programs_on_a_real_node(
+) {
+    let Some(node) = common::node::real_node() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let index = common::node::WheelIndex::start(dir.path(), &node.ip);
+    let Some(h) = harness_reaching(
+        Backend::RealNode,
+        false,
+        Reach::ApiServer,
+        Some(index.url.clone()),
+    )
+    .await
+    else {
+        return;
+    };
+    let environment = json!({
+        "name": "demo", "requirements": ["pcdemo==1.0"], "image": NOTEBOOK_IMAGE,
+    });
+    let made = h.post("/api/v1/environments", Some(environment)).await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let name = "in-demo";
+    running_notebook(&h.site, &h.key, name, json!({"environment": "demo"})).await;
+    let lab = format!("/notebooks/{}/{name}/", h.account);
+    let kernel = start_kernel(&h.url, &lab, &h.cookie).await;
+    let printed = run_cell(
+        &h.url,
+        &lab,
+        &kernel,
+        &h.cookie,
+        "import shutil, subprocess, pcdemo, paddlecloud\n\
+         print('MODULE', pcdemo.__file__)\n\
+         print('PROGRAM', shutil.which('pcdemo-hello'))\n\
+         print('SAYS', subprocess.run(['pcdemo-hello'], capture_output=True, text=True).stdout.strip())\n",
+    )
+    .await;
+    assert_eq!(
+        printed_value(&printed, "MODULE"),
+        "/opt/paddlecloud/env/pcdemo/__init__.py"
+    );
+    assert_eq!(
+        printed_value(&printed, "PROGRAM"),
+        "/opt/paddlecloud/env/bin/pcdemo-hello"
+    );
+    assert_eq!(printed_value(&printed, "SAYS"), "hello from pcdemo");
     h.delete(name).await;
 }

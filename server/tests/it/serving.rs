@@ -684,6 +684,96 @@ async fn a_local_instance_over_its_cpu_target_is_scaled_up_to_its_bound_and_back
     .await;
 }
 
+/// A member's caps hold for what scaling an instance adds, as for
+/// launching it: one admission rule for every workload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scaling_an_instance_past_the_members_cap_is_refused_as_launching_it_is() {
+    let smtp = common::smtp::SmtpServer::start().await;
+    let site = crate::members::site_mailing(common::sqlite().await, &smtp).await;
+    let ann = key_for(&site, "team").await;
+    crate::members::join(&site, &smtp, &ann, "bob@example.com", "member").await;
+    let bob = server::access_keys::SqlAccessKeys::new(site.db.pool.clone())
+        .create_for("team", "bob@example.com", "laptop")
+        .await
+        .unwrap()
+        .key;
+    let members = call(&site, Method::GET, "/api/v1/members", Some(&ann), None).await;
+    let bob_id = members.json()["members"][1]["user_id"].as_i64().unwrap();
+    let capped = call(
+        &site,
+        Method::PUT,
+        &format!("/api/v1/members/{bob_id}/caps"),
+        Some(&ann),
+        Some(json!({"cpu": "300m", "memory": "", "gpu": "", "max_jobs": ""})),
+    )
+    .await;
+    assert_eq!(capped.status, StatusCode::NO_CONTENT, "{}", capped.body);
+    model_version(
+        &site,
+        &ann,
+        "team",
+        "m",
+        &[("inference.json", b"{}".to_vec())],
+    )
+    .await;
+    let spec = |replicas: u32| {
+        json!({
+            "name": "small", "model": "m", "replicas": replicas,
+            "resources": {"cpu": "100m", "memory": "64Mi"},
+            "command": ["sh", "-c", "exec python3 -m http.server \"$PORT\" --bind 127.0.0.1"],
+        })
+    };
+    // Four replicas of 100m are over Bob's 300m at launch.
+    let over = launch(&site, &bob, spec(4)).await;
+    assert_eq!(over.status, StatusCode::FORBIDDEN, "{}", over.body);
+    assert!(
+        over.body.contains("Over your cap in this account"),
+        "{}",
+        over.body
+    );
+    let launched = launch(&site, &bob, spec(2)).await;
+    assert_eq!(launched.status, StatusCode::CREATED, "{}", launched.body);
+    // Two more would make 400m: refused, and the instance keeps its size.
+    let scale = |replicas: u32| {
+        let (site, bob) = (&site, bob.clone());
+        async move {
+            let body = json!({ "replicas": replicas });
+            let path = "/api/v1/serving/small/scale";
+            call(site, Method::POST, path, Some(&bob), Some(body)).await
+        }
+    };
+    let grown = scale(4).await;
+    assert_eq!(grown.status, StatusCode::FORBIDDEN, "{}", grown.body);
+    let message = grown.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("Over your cap in this account")
+            && message.contains("CPU: the instance asks for 200m, 100m of 300m is left"),
+        "{message}"
+    );
+    let kept = call(
+        &site,
+        Method::GET,
+        "/api/v1/serving/small",
+        Some(&bob),
+        None,
+    )
+    .await;
+    assert_eq!(kept.json()["spec"]["replicas"], 2);
+    // One more fits.
+    assert_eq!(scale(3).await.status, StatusCode::OK);
+    call(
+        &site,
+        Method::POST,
+        "/api/v1/serving/small/stop",
+        Some(&bob),
+        None,
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_local_replica_waits_its_turn_for_room_and_one_larger_than_the_machine_is_refused() {
     use server::local::capacity::{CapacitySettings, GpuSetting};

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::AppError;
-use crate::models::jobs::validate_job_name;
+use crate::models::names::validate_job_name;
 
 pub use engine::{next_steps, Step};
 
@@ -595,19 +595,6 @@ pub struct PipelineSubmit {
     #[serde(default)]
     #[cfg_attr(feature = "ssr", schema(value_type = Object))]
     pub values: BTreeMap<String, Value>,
-}
-
-/// A job's record of the pipeline run it belongs to. Set by the console,
-/// never from what a client sends.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
-pub struct PipelineUse {
-    /// The run.
-    pub run: String,
-    /// The node.
-    pub node: String,
-    /// Which try (1 for the first).
-    pub attempt: u32,
 }
 
 /// The job of try `attempt` of `node` in `run`: `<run>-<node>`, with

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::TemplateValue;
+use crate::models::job_origin::TemplateValue;
 
 /// The placeholders in `text`: the names between `{{` and `}}`, trimmed.
 pub fn placeholders(text: &str) -> Vec<&str> {

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::AppError;
-use crate::models::jobs::{validate_job_name, JobSpec};
+use crate::models::job_origin::{TemplateUse, TemplateValue};
+use crate::models::jobs::JobSpec;
+use crate::models::names::validate_job_name;
 
 mod fill;
 mod param;
@@ -163,88 +165,6 @@ pub struct TemplateRun {
     #[serde(default)]
     #[cfg_attr(feature = "ssr", schema(value_type = Object))]
     pub values: BTreeMap<String, Value>,
-}
-
-/// What a job was made from: recorded in its spec by the console.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
-pub struct TemplateUse {
-    /// The account whose template it is.
-    #[serde(default)]
-    pub owner: String,
-    /// The template's name.
-    pub name: String,
-    /// The version run.
-    pub version: u32,
-    /// Every parameter's value, as checked (defaults included).
-    #[cfg_attr(feature = "ssr", schema(value_type = Object))]
-    pub values: BTreeMap<String, TemplateValue>,
-}
-
-impl TemplateUse {
-    /// `steps=8, lr=0.25`: the values as the job table's tooltip shows them.
-    pub fn values_text(&self) -> String {
-        self.values
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.to_text()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
-/// A checked value: what a parameter took.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum TemplateValue {
-    /// `bool`.
-    Bool(bool),
-    /// `int`.
-    Int(i64),
-    /// `float`, as written (so that it compares and hashes).
-    Float(FloatText),
-    /// Everything else.
-    Text(String),
-}
-
-/// A finite float kept as its JSON number.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct FloatText(pub serde_json::Number);
-
-impl TemplateValue {
-    /// A JSON value as the value a placeholder takes: numbers and booleans
-    /// keep their type, anything else is its text.
-    pub fn from_json(value: &Value) -> Self {
-        match value {
-            Value::Bool(b) => Self::Bool(*b),
-            Value::Number(n) => match n.as_i64() {
-                Some(i) => Self::Int(i),
-                None => Self::Float(FloatText(n.clone())),
-            },
-            Value::String(s) => Self::Text(s.clone()),
-            other => Self::Text(other.to_string()),
-        }
-    }
-
-    /// As JSON, typed.
-    pub fn to_json(&self) -> Value {
-        match self {
-            Self::Bool(b) => Value::Bool(*b),
-            Self::Int(i) => Value::from(*i),
-            Self::Float(f) => Value::Number(f.0.clone()),
-            Self::Text(t) => Value::String(t.clone()),
-        }
-    }
-
-    /// As text inside a longer string.
-    pub fn to_text(&self) -> String {
-        match self {
-            Self::Bool(b) => b.to_string(),
-            Self::Int(i) => i.to_string(),
-            Self::Float(f) => f.0.to_string(),
-            Self::Text(t) => t.clone(),
-        }
-    }
 }
 
 /// Whether `name` may name a parameter.

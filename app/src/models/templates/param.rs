@@ -2,8 +2,9 @@
 
 use serde_json::Value;
 
-use super::{FloatText, ParamType, TemplateParam, TemplateValue};
+use super::{ParamType, TemplateParam};
 use crate::error::AppError;
+use crate::models::job_origin::{FloatText, TemplateValue};
 
 impl TemplateParam {
     /// The field a bad value of this parameter is reported against.

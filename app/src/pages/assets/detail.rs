@@ -9,11 +9,11 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use super::files::FileBrowser;
 use super::upload::Uploader;
 use super::versions::{NewVersionDialog, VersionList};
-use crate::api::assets::{open_asset, ChangeAsset};
+use crate::api::assets::open_asset;
 use crate::components::resource::resource;
 use crate::error::AppError;
 use crate::models::time::format_utc;
-use crate::models::{format_bytes, Access, AssetKind, AssetOp, AssetRef, AssetSource, AssetView};
+use crate::models::{format_bytes, Access, AssetKind, AssetRef, AssetSource, AssetView};
 
 /// `/datasets/:owner/:name` or `/models/:owner/:name`.
 #[component]
@@ -190,44 +190,5 @@ fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
         })}
         {(owner && a.kind == AssetKind::Model && params.with_untracked(|p| p.get("new").is_some()))
             .then(|| view! { <NewVersionDialog r=r.clone() page_path=page_path.clone() /> })}
-    }
-}
-
-/// A form for one [`AssetOp`] on `r`: the op and the asset as hidden
-/// fields, the op's own fields as children (named `change[...]`).
-#[component]
-pub fn ChangeForm(
-    /// The action (one per form, so each shows its own errors).
-    action: ServerAction<ChangeAsset>,
-    /// The asset.
-    r: AssetRef,
-    /// What the form does.
-    op: AssetOp,
-    /// The form's class.
-    class: &'static str,
-    /// The op's fields and the submit button.
-    children: Children,
-) -> impl IntoView {
-    view! {
-        <ActionForm action attr:class=class>
-            <AssetRefInputs r field="asset" />
-            <input type="hidden" name="change[op]" value=op.as_str() />
-            {children()}
-        </ActionForm>
-    }
-}
-
-/// An [`AssetRef`] argument of a server function, as hidden form fields.
-#[component]
-pub fn AssetRefInputs(
-    /// The asset.
-    r: AssetRef,
-    /// The argument's name.
-    field: &'static str,
-) -> impl IntoView {
-    view! {
-        <input type="hidden" name=format!("{field}[kind]") value=r.kind.as_str() />
-        <input type="hidden" name=format!("{field}[owner]") value=r.owner.clone() />
-        <input type="hidden" name=format!("{field}[name]") value=r.name.clone() />
     }
 }

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use super::detail::ChangeForm;
+use super::change_form::ChangeForm;
 use crate::api::assets::{preview_file, ChangeAsset};
 use crate::components::form::{last_error, FormError};
 use crate::components::links::page_href;

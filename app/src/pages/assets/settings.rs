@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
-use super::detail::ChangeForm;
+use super::change_form::ChangeForm;
 use super::share::SharePanel;
 use crate::api::assets::{open_asset, ChangeAsset};
 use crate::components::form::{last_error, FieldError, FormError};

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use super::detail::ChangeForm;
+use super::change_form::ChangeForm;
 use crate::api::assets::ChangeAsset;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::models::time::format_utc;

@@ -15,7 +15,7 @@ use leptos_router::params::ParamsMap;
 
 use crate::api::jobs::list_jobs;
 use crate::components::links::page_href;
-use crate::components::live::LiveRegion;
+use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::resource::resource;
 use crate::models::{ms_to_date, JobQuery, JobSort, JobSource, JobStatus};
 
@@ -31,25 +31,37 @@ pub fn JobsPage() -> impl IntoView {
     let query = Memo::new(move |_| params.with(|p| JobQuery::from_params(|k| p.get(k))));
     let jobs = resource(move || query.get(), list_jobs);
 
+    // A live refresh of the table renders the table alone: not the log
+    // console's tail, the dialog or the filters.
+    let head = beside_regions(|| {
+        view! {
+            <Title text="Jobs" />
+            <div class="page-head">
+                <h1>"Jobs"</h1>
+                <a href=params.with_untracked(|p| jobs_href(p, &[("submit", Some("1".into()))])) class="button primary">
+                    "Submit job"
+                </a>
+            </div>
+            <Filters query />
+        }
+    });
+    let rest = beside_regions(|| {
+        view! {
+            <LiveRegion target="jobs-table".to_owned() events="/events/jobs".to_owned() />
+            {move || params.with(|p| p.get("submit").is_some()).then(|| view! { <submit::SubmitDialog /> })}
+            {move || {
+                params
+                    .with(|p| p.get("log"))
+                    .map(|job| view! { <LogConsole job page="/jobs".to_owned() /> })
+            }}
+        }
+    });
     view! {
-        <Title text="Jobs" />
-        <div class="page-head">
-            <h1>"Jobs"</h1>
-            <a href=params.with_untracked(|p| jobs_href(p, &[("submit", Some("1".into()))])) class="button primary">
-                "Submit job"
-            </a>
-        </div>
-        <Filters query />
-        <div id="jobs-table">
+        {head}
+        <Region id="jobs-table">
             <table::JobTable jobs />
-        </div>
-        <LiveRegion target="jobs-table".to_owned() events="/events/jobs".to_owned() />
-        {move || params.with(|p| p.get("submit").is_some()).then(|| view! { <submit::SubmitDialog /> })}
-        {move || {
-            params
-                .with(|p| p.get("log"))
-                .map(|job| view! { <LogConsole job page="/jobs".to_owned() /> })
-        }}
+        </Region>
+        {rest}
     }
 }
 

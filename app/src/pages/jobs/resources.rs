@@ -10,7 +10,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use crate::api::usage::resource_charts;
 use crate::components::chart::{css_color, frame, render, Line, PALETTE};
 use crate::components::links::page_href;
-use crate::components::live::LiveRegion;
+use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::resource::resource;
 use crate::models::board::XAxis;
 use crate::models::{JobRole, MetricsSource, ResourceChart, ResourceMetric};
@@ -231,7 +231,7 @@ pub fn JobCharts(
         |(job, (from, to))| resource_charts(job, from, to),
     );
     view! {
-        <div id="resource-charts">
+        <Region id="resource-charts">
         <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 data.await.map(|d| {
@@ -252,8 +252,10 @@ pub fn JobCharts(
                 })
             })}
         </Transition>
-        </div>
-        {move || range().1.is_none().then(|| view! { <LiveRegion target="resource-charts".to_owned() every_secs=3 /> })}
+        </Region>
+        {beside_regions(|| view! {
+            {move || range().1.is_none().then(|| view! { <LiveRegion target="resource-charts".to_owned() every_secs=3 /> })}
+        })}
     }
 }
 

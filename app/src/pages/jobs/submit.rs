@@ -11,7 +11,7 @@ use crate::api::usage::{cluster_room, quota_left};
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::resource::resource;
 use crate::models::quantity::{format_cpu, format_memory};
-use crate::models::{ClusterCapacity, JobForm, QuotaUse};
+use crate::models::{ClusterCapacity, JobForm, QuotaUse, Workload};
 
 /// The dialog, open while the URL has `submit=1`.
 #[component]
@@ -142,7 +142,7 @@ fn JobTotal(
         crate::components::quota_line::quota_line(quota.as_ref(), true, |q| {
             form.with(|f| f.to_spec().and_then(|s| s.totals()))
                 .ok()
-                .map(|t| q.admit(t))
+                .map(|t| q.admit(Workload::Job, t))
         })
     };
     // The cluster's room: free now, and whether this job waits or never starts.

@@ -15,7 +15,7 @@ use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::pipelines::list_pipelines;
-use crate::components::live::LiveRegion;
+use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::resource::resource;
 use crate::models::time::format_utc;
 use crate::models::RunStatus;
@@ -31,16 +31,18 @@ pub fn PipelinesPage() -> impl IntoView {
     let query = use_query_map();
     let runs = resource(|| (), |_| list_pipelines());
     view! {
-        <Title text="Pipelines" />
-        <div class="page-head">
-            <h1>"Pipelines"</h1>
-            <A href="/pipelines?new=1" attr:class="button primary">"New pipeline"</A>
-        </div>
-        <p class="hint">
-            "A pipeline runs a graph of jobs as one: each node a job or a template, started once what it waits for has happened, retried as it says, and the run succeeded only if every node that had to run succeeded. "
-            "Make one from templates here, or submit any graph of jobs with " <code>"paddlecloud pipeline run -f"</code> ", the SDK or " <code>"POST /api/v1/pipelines"</code> "."
-        </p>
-        <div id="pipelines-table">
+        {beside_regions(|| view! {
+            <Title text="Pipelines" />
+            <div class="page-head">
+                <h1>"Pipelines"</h1>
+                <A href="/pipelines?new=1" attr:class="button primary">"New pipeline"</A>
+            </div>
+            <p class="hint">
+                "A pipeline runs a graph of jobs as one: each node a job or a template, started once what it waits for has happened, retried as it says, and the run succeeded only if every node that had to run succeeded. "
+                "Make one from templates here, or submit any graph of jobs with " <code>"paddlecloud pipeline run -f"</code> ", the SDK or " <code>"POST /api/v1/pipelines"</code> "."
+            </p>
+        })}
+        <Region id="pipelines-table">
             <Transition fallback=|| view! { <p class="loading">"Loading runs…"</p> }>
                 {move || Suspend::new(async move {
                     match runs.await {
@@ -71,8 +73,10 @@ pub fn PipelinesPage() -> impl IntoView {
                     }
                 })}
             </Transition>
-        </div>
-        <LiveRegion target="pipelines-table".to_owned() events="/events/pipelines".to_owned() every_secs=5 />
-        {move || query.with(|q| q.get("new").is_some()).then(|| view! { <new::NewPipelineDialog /> })}
+        </Region>
+        {beside_regions(|| view! {
+            <LiveRegion target="pipelines-table".to_owned() events="/events/pipelines".to_owned() every_secs=5 />
+            {move || query.with(|q| q.get("new").is_some()).then(|| view! { <new::NewPipelineDialog /> })}
+        })}
     }
 }

@@ -11,7 +11,7 @@ use super::node::NodeDock;
 use super::run_badge;
 use crate::api::pipelines::{get_pipeline, RetryPipeline, StopPipeline};
 use crate::components::form::{last_error, FormError};
-use crate::components::live::LiveRegion;
+use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::resource::resource;
 use crate::models::pipelines::layout::{layout, Graph, BOX_H, BOX_W};
 use crate::models::time::format_utc;
@@ -46,8 +46,10 @@ pub fn PipelinePage() -> impl IntoView {
     // Fixed text: see the job Resources page's title.
     let title = format!("Pipeline {}", untrack(name));
     view! {
-        <Title text=title />
-        <div id="pipeline-run">
+        {beside_regions(|| view! {
+            <Title text=title />
+        })}
+        <Region id="pipeline-run">
             <Transition fallback=|| view! { <p class="loading">"Loading the run…"</p> }>
                 {move || Suspend::new(async move {
                     let filter = query.with(|q| q.get("status")).and_then(|s| NodeStatus::parse(&s));
@@ -57,11 +59,13 @@ pub fn PipelinePage() -> impl IntoView {
                     }
                 })}
             </Transition>
-        </div>
-        <FormError error=stop_error />
-        <FormError error=retry_error />
-        <LiveRegion target="pipeline-run".to_owned() events=format!("/events/pipelines?run={}", crate::models::url::encode(&name())) every_secs=3 />
-        {move || query.with(|q| q.get("log")).filter(|j| !j.is_empty()).map(|job| view! { <NodeDock run=name() job /> })}
+        </Region>
+        {beside_regions(|| view! {
+            <FormError error=stop_error />
+            <FormError error=retry_error />
+            <LiveRegion target="pipeline-run".to_owned() events=format!("/events/pipelines?run={}", crate::models::url::encode(&name())) every_secs=3 />
+            {move || query.with(|q| q.get("log")).filter(|j| !j.is_empty()).map(|job| view! { <NodeDock run=name() job /> })}
+        })}
     }
 }
 

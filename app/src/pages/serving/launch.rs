@@ -14,7 +14,7 @@ use crate::api::usage::quota_left;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::links::page_href;
 use crate::components::resource::resource;
-use crate::models::{QuotaUse, ServingForm};
+use crate::models::{QuotaUse, ServingForm, Workload};
 
 /// The dialog, open while the URL has `launch=1`.
 #[component]
@@ -274,7 +274,7 @@ fn ServingTotal(
         crate::components::quota_line::quota_line(quota.as_ref(), false, |q| {
             form.with(|f| f.size())
                 .ok()
-                .map(|(_, _, t)| q.admit_serving(t))
+                .map(|(_, _, t)| q.admit(Workload::Instance, t))
         })
     };
     view! {

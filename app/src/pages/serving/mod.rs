@@ -14,7 +14,7 @@ use leptos_router::hooks::use_query_map;
 use crate::api::serving::{list_serving, DeleteServing, ScaleServing, StopServing};
 use crate::components::form::{last_error, FormError};
 use crate::components::links::page_href;
-use crate::components::live::LiveRegion;
+use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::resource::resource;
 use crate::models::quantity::{format_cpu, format_memory};
 use crate::models::time::format_age;
@@ -42,13 +42,15 @@ pub fn ServingPage() -> impl IntoView {
     let launch_href =
         move || params.with(|p| page_href("/serving", p, &[("launch", Some("1".into()))]));
     view! {
-        <Title text="Serving" />
-        <div class="page-head">
-            <h1>"Serving"</h1>
-            <A href=launch_href attr:class="button primary">"Launch"</A>
-        </div>
-        <FormError error=scale_error />
-        <div id="serving-table">
+        {beside_regions(|| view! {
+            <Title text="Serving" />
+            <div class="page-head">
+                <h1>"Serving"</h1>
+                <A href=launch_href attr:class="button primary">"Launch"</A>
+            </div>
+            <FormError error=scale_error />
+        })}
+        <Region id="serving-table">
         <Transition fallback=|| view! { <p class="loading">"Loading serving instances…"</p> }>
             {move || Suspend::new(async move {
                 match list.await {
@@ -90,9 +92,11 @@ pub fn ServingPage() -> impl IntoView {
                 }
             })}
         </Transition>
-        </div>
-        <LiveRegion target="serving-table".to_owned() events="/events/serving".to_owned() every_secs=5 />
-        {move || params.with(|p| p.get("launch").is_some()).then(|| view! { <launch::LaunchDialog /> })}
+        </Region>
+        {beside_regions(|| view! {
+            <LiveRegion target="serving-table".to_owned() events="/events/serving".to_owned() every_secs=5 />
+            {move || params.with(|p| p.get("launch").is_some()).then(|| view! { <launch::LaunchDialog /> })}
+        })}
     }
 }
 

@@ -7,7 +7,7 @@ use leptos_router::components::A;
 
 use crate::api::serving::serving_traffic_chart;
 use crate::components::chart::{css_color, frame, render, Line};
-use crate::components::live::LiveRegion;
+use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::resource::resource;
 use crate::models::board::XAxis;
 use crate::models::{ServingTraffic, TrafficPoint};
@@ -79,11 +79,13 @@ pub fn ServingTrafficPage() -> impl IntoView {
         |(name, (from, to))| serving_traffic_chart(name, from, to),
     );
     view! {
-        <div class="page-head">
-            <h1>{move || format!("{} · traffic", name())}</h1>
-            <nav class="page-links"><A href="/serving">"Serving"</A></nav>
-        </div>
-        <div id="traffic-charts">
+        {beside_regions(|| view! {
+            <div class="page-head">
+                <h1>{move || format!("{} · traffic", name())}</h1>
+                <nav class="page-links"><A href="/serving">"Serving"</A></nav>
+            </div>
+        })}
+        <Region id="traffic-charts">
         <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 let page = format!("/serving/{}", name());
@@ -113,7 +115,9 @@ pub fn ServingTrafficPage() -> impl IntoView {
                 })
             })}
         </Transition>
-        </div>
-        {move || range().1.is_none().then(|| view! { <LiveRegion target="traffic-charts".to_owned() every_secs=5 /> })}
+        </Region>
+        {beside_regions(|| view! {
+            {move || range().1.is_none().then(|| view! { <LiveRegion target="traffic-charts".to_owned() every_secs=5 /> })}
+        })}
     }
 }

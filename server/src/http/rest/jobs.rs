@@ -1,9 +1,9 @@
 //! `/api/v1/jobs`: submit, list, get, stop, delete, pods and pod logs.
 
 use app::error::AppError;
+use app::models::time::DAY_MS;
 use app::models::{
     date_to_ms, Job, JobPage, JobQuery, JobSort, JobSource, JobSpec, JobStatus, LogRequest, Pod,
-    DAY_MS,
 };
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;

@@ -42,8 +42,6 @@ pub const NOTEBOOK: &str = "paddlecloud.org/notebook";
 pub const NOTEBOOK_CONTAINER: &str = "notebook";
 /// Where the workspace claim is mounted: the home of Jupyter's images.
 pub const WORKSPACE_DIR: &str = "/home/jovyan";
-/// Where the SDK's ConfigMap is mounted (as `<SDK_DIR>/paddlecloud`).
-pub const SDK_DIR: &str = "/opt/paddlecloud/python";
 /// The image of notebooks that name none: the Jupyter project's base
 /// image (JupyterLab, `python3`, user `jovyan`); a site running
 /// PaddlePaddle sets its own with `--notebook-image`.

@@ -6,10 +6,11 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, Service};
 use serde_json::json;
 
-use super::{NotebookPods, NOTEBOOK, NOTEBOOK_CONTAINER, NOTEBOOK_ID, SDK_DIR, WORKSPACE_DIR};
+use super::{NotebookPods, NOTEBOOK, NOTEBOOK_CONTAINER, NOTEBOOK_ID, WORKSPACE_DIR};
 use crate::backend::notebooks::{jupyter_args, NotebookRun, SDK_FILES};
 use crate::kubernetes::inputs::{self, PodSupport};
 use crate::kubernetes::objects::{from_json, CONSOLE, MANAGED_BY};
+use crate::kubernetes::sdk::{sdk_mount, SDK_DIR};
 
 /// The Secret keys its container reads its credentials from: the token
 /// for the server's identity provider (`paddlecloud/lab.py`, which takes it
@@ -123,7 +124,7 @@ pub fn notebook_objects(
         "resources": { "requests": amounts, "limits": amounts },
         "volumeMounts": [
             { "name": "workspace", "mountPath": WORKSPACE_DIR },
-            { "name": "sdk", "mountPath": format!("{SDK_DIR}/paddlecloud"), "readOnly": true },
+            sdk_mount(),
         ],
         "readinessProbe": { "tcpSocket": { "port": pods.port }, "periodSeconds": 2 },
         // Kubernetes shows a failed container's last output as its message.

@@ -3,8 +3,10 @@
 //! predict server and the user's script, a Secret with the instance's own
 //! token and, when it autoscales, a HorizontalPodAutoscaler. The Deployment
 //! owns the rest, so deleting it removes everything. Each pod first fetches
-//! the model version from the console (init container `fetch-model`, with
-//! the token, into an `emptyDir` both containers mount). A task per
+//! the model version from the console with the token, into the node's cache
+//! of inputs as a job's model versions are (init container `fetch-inputs`,
+//! see [`crate::kubernetes::inputs`]): a second replica of the version on
+//! that node downloads nothing. A task per
 //! instance reads the Deployment's and pods' status into the console's
 //! record; a model that keeps failing to start fails the instance with its
 //! container's message.
@@ -32,7 +34,7 @@ pub use self::objects::{serving_objects, PodSettings, ServingObjects};
 use super::errors::{from_kube, is_conflict, is_not_found};
 use super::objects::{CONSOLE, MANAGED_BY};
 use super::{wait_gone, Inner, KubeCluster};
-use crate::backend::serving::{Reporter, Run, ServingBackend, Upstream};
+use crate::backend::serving::{Reporter, ServingBackend, ServingRun, Upstream};
 
 /// Label with the instance's database id (the selector of its pods).
 pub const SERVING_ID: &str = "paddlecloud.org/serving-id";
@@ -44,9 +46,8 @@ pub const SERVING_CONTAINER: &str = "serving";
 pub const SERVING_PORT: u16 = 8080;
 /// The image of the default predict server (PaddlePaddle with Python).
 pub const DEFAULT_IMAGE: &str = "paddlepaddle/paddle:3.3.1";
-/// The init container that fetches the model.
-pub const FETCH_CONTAINER: &str = "fetch-model";
-/// Where pods keep their model by default: an `emptyDir` mounted there.
+/// Where an image that holds its model has it by default (pods that can
+/// fetch it find it in the node's cache instead).
 pub const MODEL_ROOT: &str = "/models";
 
 /// The Kubernetes serving backend.
@@ -54,14 +55,14 @@ pub struct KubeServing {
     inner: Arc<Inner>,
     /// Per instance id: set to true to end its status task.
     watchers: Mutex<HashMap<i64, watch::Sender<bool>>>,
-    /// Where pods mount the volume their model is fetched into.
+    /// Where an image that holds its model has it.
     model_root: String,
 }
 
 impl KubeServing {
-    /// On the cluster jobs run on, the model volume mounted at
-    /// `model_root` ([`MODEL_ROOT`] unless given: an absolute path; the test
-    /// kubelet, which has no volumes, uses a host folder).
+    /// On the cluster jobs run on; an image that holds its model (when pods
+    /// cannot reach the console) has it below `model_root` ([`MODEL_ROOT`]
+    /// unless given: an absolute path).
     pub fn new(kube: &KubeCluster, model_root: Option<String>) -> Self {
         Self {
             inner: kube.inner.clone(),
@@ -119,13 +120,13 @@ impl ServingBackend for KubeServing {
         String::from_utf8(token.0).ok()
     }
 
-    async fn start(&self, run: Run, reporter: Reporter) -> Result<(), AppError> {
+    async fn start(&self, run: ServingRun, reporter: Reporter) -> Result<(), AppError> {
         self.inner.ensure_namespace(&run.account).await?;
         let ns = &run.account.namespace;
         let fetching = PodSettings {
             console_url: self.inner.console_url.as_deref(),
             model_root: &self.model_root,
-            pip_index_url: self.inner.support.pip_index_url.as_deref(),
+            support: &self.inner.support,
             grace_seconds: self.inner.grace.as_secs().max(1) as i64,
         };
         if fetching.console_url.is_none() {
@@ -174,7 +175,7 @@ impl ServingBackend for KubeServing {
         Ok(())
     }
 
-    async fn resize(&self, run: Run) -> Result<(), AppError> {
+    async fn resize(&self, run: ServingRun) -> Result<(), AppError> {
         let ns = &run.account.namespace;
         let name = &run.spec.name;
         let params = PatchParams::default();

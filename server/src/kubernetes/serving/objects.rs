@@ -7,17 +7,14 @@ use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use serde_json::json;
 
-use super::{DEFAULT_IMAGE, FETCH_CONTAINER, SERVING, SERVING_CONTAINER, SERVING_ID, SERVING_PORT};
-use crate::backend::notebooks::SDK_FILES;
-use crate::backend::serving::Run;
-use crate::kubernetes::notebooks::SDK_DIR;
+use super::{DEFAULT_IMAGE, SERVING, SERVING_CONTAINER, SERVING_ID, SERVING_PORT};
+use crate::backend::serving::ServingRun;
+use crate::kubernetes::inputs::{self, PodSupport};
 use crate::kubernetes::objects::{from_json, CONSOLE, MANAGED_BY};
-use crate::kubernetes::objects::{sdk_items, sdk_key};
+use crate::kubernetes::sdk::{sdk_data, sdk_items, sdk_mount, SDK_DIR};
 
 /// Where the ConfigMap (predict server, user script) is mounted.
 const CONFIG_DIR: &str = "/etc/paddlecloud";
-/// The fetcher, run with `python3 -c` so the image needs only a Python.
-const FETCH_MODEL: &str = include_str!("../../../../sdk/python/paddlecloud/fetch_model.py");
 
 /// Everything an instance is made of in its namespace.
 pub struct ServingObjects {
@@ -34,15 +31,16 @@ pub struct ServingObjects {
 }
 
 /// What an instance's pods get besides its spec, for [`serving_objects`]:
-/// where the console is, where the model goes, how long a stop waits.
+/// where the console is, where the model is, how long a stop waits.
 pub struct PodSettings<'a> {
     /// The console's URL as pods reach it; without one, pods cannot fetch
     /// the model and the image must hold it.
     pub console_url: Option<&'a str>,
-    /// Where the model volume is mounted.
+    /// Where an image that holds its model has it (when pods cannot fetch).
     pub model_root: &'a str,
-    /// The index the environment's init step installs from.
-    pub pip_index_url: Option<&'a str>,
+    /// The node's cache of inputs, which the model is fetched into as a
+    /// job's model versions are, and the index environments install from.
+    pub support: &'a PodSupport,
     /// Seconds between SIGTERM and SIGKILL when a replica is stopped (the
     /// console's `--stop-grace`, as for jobs; Kubernetes' own default is 30).
     pub grace_seconds: i64,
@@ -50,7 +48,10 @@ pub struct PodSettings<'a> {
 
 /// The objects of an instance. All but the Deployment get their owner
 /// reference once it exists (see [`owned_by`]).
-pub fn serving_objects(run: &Run, fetching: &PodSettings) -> Result<ServingObjects, AppError> {
+pub fn serving_objects(
+    run: &ServingRun,
+    fetching: &PodSettings,
+) -> Result<ServingObjects, AppError> {
     let spec = &run.spec;
     let id = run.id.to_string();
     let labels = json!({ MANAGED_BY: CONSOLE, SERVING: spec.name, SERVING_ID: id });
@@ -67,21 +68,35 @@ pub fn serving_objects(run: &Run, fetching: &PodSettings) -> Result<ServingObjec
         .iter()
         .map(|v| json!({ "name": v.name, "value": v.value }))
         .collect();
-    // What both the fetcher and the predict server need to know.
-    let mut model_env = vec![
+    // Pods fetch the model when they can reach the console with a token:
+    // into the node's cache, as a job's model versions are, so a second
+    // replica (or instance) of the version on that node downloads nothing.
+    let fetch = fetching.console_url.is_some() && run.token.is_some();
+    let pinned = format!("{}:{}", run.model.model, run.model.version);
+    let model_input = app::models::job_inputs(&run.account.name, &[], &[pinned])?;
+    let model_dir = if fetch {
+        inputs::path_of(&model_input[0])
+    } else {
+        format!(
+            "{}/{}/{}",
+            fetching.model_root.trim_end_matches('/'),
+            run.model.model,
+            run.model.version
+        )
+    };
+    // One file of the version (a `.tar.gz`) when the spec names one: the
+    // predict server unpacks it.
+    let model_path = if spec.file.is_empty() {
+        model_dir
+    } else {
+        format!("{model_dir}/{}", spec.file.trim_start_matches('/'))
+    };
+    env.extend([
         json!({ "name": "PADDLECLOUD_MODEL", "value": run.model.model }),
         json!({ "name": "PADDLECLOUD_MODEL_VERSION", "value": run.model.version.to_string() }),
-        json!({ "name": "PADDLECLOUD_MODEL_DIR", "value": format!(
-            "{}/{}/{}", fetching.model_root.trim_end_matches('/'), run.model.model, run.model.version) }),
+        json!({ "name": "PADDLECLOUD_MODEL_DIR", "value": model_path }),
         json!({ "name": "PYTHONUNBUFFERED", "value": "1" }),
-    ];
-    if !spec.file.is_empty() {
-        model_env.push(json!({ "name": "PADDLECLOUD_MODEL_FILE", "value": spec.file }));
-    }
-    if let Some(url) = fetching.console_url {
-        model_env.push(json!({ "name": "PADDLECLOUD_SERVER", "value": url }));
-    }
-    env.extend(model_env.iter().cloned());
+    ]);
     let mut set = |name: &str, value: String| env.push(json!({ "name": name, "value": value }));
     set("PORT", SERVING_PORT.to_string());
     set("HOST", "0.0.0.0".to_owned());
@@ -103,9 +118,6 @@ pub fn serving_objects(run: &Run, fetching: &PodSettings) -> Result<ServingObjec
     let environment = spec.environment_use.as_ref();
     let image = super::super::environment::image(environment, own);
     let config_name = config_name(&spec.name);
-    // Pods fetch the model when they can reach the console with a token.
-    let fetch = fetching.console_url.is_some() && run.token.is_some();
-    let model_mount = json!({ "name": "model", "mountPath": fetching.model_root });
     let default = spec.command.is_empty();
     let command = if default {
         vec!["python3".to_owned(), format!("{CONFIG_DIR}/serving.py")]
@@ -120,35 +132,14 @@ pub fn serving_objects(run: &Run, fetching: &PodSettings) -> Result<ServingObjec
     // The SDK, as in jobs' pods: a serving script or command may `import
     // paddlecloud` (after a PYTHONPATH of the spec's own).
     crate::kubernetes::environment::add_to_pythonpath(&mut env, SDK_DIR, false);
-    let mut mounts = vec![
+    let mounts = vec![
         json!({ "name": "paddlecloud", "mountPath": CONFIG_DIR, "readOnly": true }),
-        json!({ "name": "sdk", "mountPath": format!("{SDK_DIR}/paddlecloud"), "readOnly": true }),
+        sdk_mount(),
     ];
-    let mut volumes = vec![
+    let volumes = vec![
         json!({ "name": "paddlecloud", "configMap": { "name": config_name, "items": config_items } }),
         json!({ "name": "sdk", "configMap": { "name": config_name, "items": sdk_items() } }),
     ];
-    let mut init = vec![];
-    if fetch {
-        mounts.push(model_mount.clone());
-        volumes.push(json!({ "name": "model", "emptyDir": {} }));
-        let mut fetch_env = model_env;
-        fetch_env.push(json!({
-            "name": "PADDLECLOUD_SERVING_TOKEN",
-            "valueFrom": { "secretKeyRef": { "name": config_name, "key": "token" } },
-        }));
-        init.push(json!({
-            "name": FETCH_CONTAINER,
-            "image": image,
-            "command": ["python3", "-c", FETCH_MODEL],
-            "env": fetch_env,
-            "volumeMounts": [model_mount],
-            // Small: it only streams bytes to disk.
-            "resources": { "requests": { "cpu": "100m", "memory": "128Mi" },
-                           "limits": { "cpu": "1", "memory": "512Mi" } },
-            "terminationMessagePolicy": "FallbackToLogsOnError",
-        }));
-    }
     let mut container = json!({
         "name": SERVING_CONTAINER,
         "image": image,
@@ -170,11 +161,25 @@ pub fn serving_objects(run: &Run, fetching: &PodSettings) -> Result<ServingObjec
     let mut pod = json!({
         "enableServiceLinks": false,
         "terminationGracePeriodSeconds": fetching.grace_seconds,
-        "initContainers": init,
         "containers": [container],
         "volumes": volumes,
     });
-    super::super::environment::apply(environment, &[], image, fetching.pip_index_url, &mut pod);
+    if fetch {
+        let token = json!({ "secretKeyRef": { "name": config_name, "key": "token" } });
+        let resources = json!({ "requests": amounts, "limits": amounts });
+        let support = fetching.support;
+        inputs::apply(
+            &model_input,
+            support,
+            fetching.console_url,
+            token,
+            &resources,
+            "model",
+            &mut pod,
+        )?;
+    }
+    let index = fetching.support.pip_index_url.as_deref();
+    super::super::environment::apply(environment, &[], image, index, &mut pod);
     let deployment = from_json(json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -197,10 +202,8 @@ pub fn serving_objects(run: &Run, fetching: &PodSettings) -> Result<ServingObjec
             "ports": [{ "name": "http", "port": 80, "targetPort": SERVING_PORT }],
         },
     }))?;
-    let mut files = json!({ "serving.py": crate::backend::serving::PREDICT_SERVER });
-    for (file, text) in SDK_FILES {
-        files[sdk_key(file)] = json!(text);
-    }
+    let mut files = serde_json::Value::Object(sdk_data());
+    files["serving.py"] = json!(crate::backend::serving::PREDICT_SERVER);
     if !spec.script.is_empty() {
         files["script.py"] = json!(spec.script);
     }
@@ -277,8 +280,8 @@ mod tests {
     use crate::backend::serving::ModelFiles;
     use crate::kubernetes::pods::env_of;
 
-    fn run(token: Option<&str>, file: &str) -> Run {
-        Run {
+    fn run(token: Option<&str>, file: &str) -> ServingRun {
+        ServingRun {
             id: 7,
             account: Account {
                 id: 1,
@@ -314,18 +317,25 @@ mod tests {
         }
     }
 
+    /// The console's settings for pods, reaching it at `console_url`.
+    fn settings(console_url: Option<&'static str>) -> PodSettings<'static> {
+        static SUPPORT: std::sync::LazyLock<PodSupport> =
+            std::sync::LazyLock::new(PodSupport::default);
+        PodSettings {
+            grace_seconds: 5,
+            console_url,
+            model_root: "/models",
+            support: &SUPPORT,
+        }
+    }
+
     fn pod_spec(objects: &ServingObjects) -> Value {
         serde_json::to_value(&objects.deployment).unwrap()["spec"]["template"]["spec"].clone()
     }
 
     #[test]
     fn a_replica_imports_the_sdk_from_the_instances_config_map() {
-        let fetching = PodSettings {
-            grace_seconds: 5,
-            console_url: None,
-            model_root: "/models",
-            pip_index_url: None,
-        };
+        let fetching = settings(None);
         let objects = serving_objects(&run(None, ""), &fetching).unwrap();
         let pod = pod_spec(&objects);
         let main = &pod["containers"][0];
@@ -341,62 +351,72 @@ mod tests {
     }
 
     #[test]
-    fn pods_fetch_the_model_with_the_instance_token_into_a_shared_volume() {
-        let fetching = PodSettings {
-            grace_seconds: 5,
-            console_url: Some("http://console:3000"),
-            model_root: "/models",
-            pip_index_url: None,
-        };
+    fn pods_fetch_the_model_with_the_instance_token_into_the_nodes_cache() {
+        let fetching = settings(Some("http://console:3000"));
         let objects = serving_objects(&run(Some("pcv_secret"), "m.tar.gz"), &fetching).unwrap();
         let secret = serde_json::to_value(objects.secret.as_ref().unwrap()).unwrap();
         assert_eq!(secret["metadata"]["name"], "tiny-api-serving");
         assert_eq!(secret["stringData"]["token"], "pcv_secret");
         let pod = pod_spec(&objects);
         let init = &pod["initContainers"][0];
-        assert_eq!(init["name"], FETCH_CONTAINER);
-        assert_eq!(init["command"][0], "python3");
+        assert_eq!(init["name"], inputs::FETCHER);
+        assert_eq!(init["image"], inputs::DEFAULT_FETCH_IMAGE);
         assert_eq!(
-            env_of(init, "PADDLECLOUD_SERVING_TOKEN")["valueFrom"]["secretKeyRef"]["name"],
+            env_of(init, "PADDLECLOUD_FETCH_TOKEN")["valueFrom"]["secretKeyRef"]["name"],
             "tiny-api-serving"
         );
         assert_eq!(
             env_of(init, "PADDLECLOUD_SERVER")["value"],
             "http://console:3000"
         );
-        assert_eq!(env_of(init, "PADDLECLOUD_MODEL_FILE")["value"], "m.tar.gz");
+        let told: Value = serde_json::from_str(
+            env_of(init, "PADDLECLOUD_INPUTS")["value"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(told[0]["kind"], "model");
+        assert_eq!(told[0]["version"], 3);
+        // The predict server is pointed at the named file of the cached version.
         let main = &pod["containers"][0];
-        // Both read and write the same folder, on the same volume.
-        for c in [init, main] {
-            assert_eq!(
-                env_of(c, "PADDLECLOUD_MODEL_DIR")["value"],
-                "/models/acme/tiny/3"
-            );
-            assert!(c["volumeMounts"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|m| m["name"] == "model" && m["mountPath"] == "/models"));
-        }
-        // The token is the fetcher's alone.
-        assert_eq!(env_of(main, "PADDLECLOUD_SERVING_TOKEN"), Value::Null);
+        assert_eq!(
+            env_of(main, "PADDLECLOUD_MODEL_DIR")["value"],
+            "/opt/paddlecloud/inputs/models/acme/tiny/3/m.tar.gz"
+        );
+        // The token is the fetcher's alone, and the model is read-only.
+        assert_eq!(env_of(main, "PADDLECLOUD_FETCH_TOKEN"), Value::Null);
+        assert!(main["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["name"] == "input-cache")
+            .all(|m| m["readOnly"] == true));
         // A stop gives replicas the console's grace, not Kubernetes' 30 s.
         assert_eq!(pod["terminationGracePeriodSeconds"], 5);
         assert!(pod["volumes"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|v| v["name"] == "model" && v["emptyDir"].is_object()));
+            .any(|v| v["hostPath"]["path"] == inputs::DEFAULT_NODE_DIR));
+    }
+
+    #[test]
+    fn the_fetcher_asks_for_the_replicas_cpu_and_memory_but_no_gpu() {
+        let fetching = settings(Some("http://console:3000"));
+        let mut r = run(Some("pcv_secret"), "");
+        r.spec.resources.gpu = 1;
+        let pod = pod_spec(&serving_objects(&r, &fetching).unwrap());
+        let gpu = crate::kubernetes::capacity::GPU;
+        assert_eq!(pod["containers"][0]["resources"]["limits"][gpu], "1");
+        let fetcher = &pod["initContainers"][0]["resources"];
+        assert_eq!(fetcher["limits"]["cpu"], "1000m");
+        assert_eq!(fetcher["limits"][gpu], Value::Null);
+        assert_eq!(fetcher["requests"][gpu], Value::Null);
     }
 
     #[test]
     fn without_a_console_url_pods_do_not_try_to_fetch() {
-        let fetching = PodSettings {
-            grace_seconds: 5,
-            console_url: None,
-            model_root: "/models",
-            pip_index_url: None,
-        };
+        let fetching = settings(None);
         let objects = serving_objects(&run(Some("pcv_secret"), ""), &fetching).unwrap();
         assert!(objects.secret.is_none());
         let pod = pod_spec(&objects);
@@ -408,19 +428,8 @@ mod tests {
     }
 
     #[test]
-    fn the_fetcher_survives_kubernetes_variable_expansion() {
-        // `$(VAR)` in a command is expanded by the kubelet: none may be there.
-        assert!(!FETCH_MODEL.contains('$'));
-    }
-
-    #[test]
     fn an_environment_runs_the_replicas_in_its_image_after_the_model_fetcher() {
-        let fetching = PodSettings {
-            grace_seconds: 5,
-            console_url: Some("http://console:3000"),
-            model_root: "/models",
-            pip_index_url: None,
-        };
+        let fetching = settings(Some("http://console:3000"));
         let mut r = run(Some("pcv_secret"), "");
         r.spec.environment_use = Some(app::models::EnvironmentUse {
             reference: "acme/serve:1".into(),
@@ -434,7 +443,7 @@ mod tests {
             .iter()
             .map(|c| c["name"].as_str().unwrap())
             .collect();
-        assert_eq!(init, [FETCH_CONTAINER, "environment"]);
+        assert_eq!(init, [inputs::FETCHER, "environment"]);
         let main = &pod["containers"][0];
         assert_eq!(main["image"], "paddlepaddle/paddle:3.3.1");
         // The environment's packages first, the SDK after them.
@@ -442,7 +451,7 @@ mod tests {
             env_of(main, "PYTHONPATH")["value"],
             format!("/opt/paddlecloud/env:{SDK_DIR}")
         );
-        // The model's volume is still mounted beside the environment's.
+        // The model's cache is still mounted beside the environment's.
         let mounts: Vec<&str> = main["volumeMounts"]
             .as_array()
             .unwrap()
@@ -450,7 +459,7 @@ mod tests {
             .map(|m| m["name"].as_str().unwrap())
             .collect();
         assert!(
-            mounts.contains(&"model") && mounts.contains(&"environment"),
+            mounts.contains(&"input-cache") && mounts.contains(&"environment"),
             "{mounts:?}"
         );
     }

@@ -11,8 +11,9 @@ use kube::Api;
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::{FETCH_CONTAINER, SERVING_ID};
-use crate::backend::serving::{Reporter, Run};
+use super::SERVING_ID;
+use crate::backend::serving::{Reporter, ServingRun};
+use crate::kubernetes::inputs::FETCHER;
 use crate::kubernetes::objects::selector;
 use crate::kubernetes::pods::failure;
 use crate::kubernetes::Inner;
@@ -26,7 +27,7 @@ const POLL: Duration = Duration::from_secs(1);
 /// Reads the instance's Deployment and pods into its record until stopped.
 pub(super) async fn follow(
     inner: Arc<Inner>,
-    run: Run,
+    run: ServingRun,
     reporter: Reporter,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -120,9 +121,8 @@ fn is_fetching(pod: &Pod) -> bool {
         .as_ref()
         .and_then(|s| s.init_container_statuses.as_ref())
         .is_some_and(|all| {
-            all.iter().any(|c| {
-                c.name == FETCH_CONTAINER && c.state.as_ref().is_some_and(|s| s.running.is_some())
-            })
+            all.iter()
+                .any(|c| c.name == FETCHER && c.state.as_ref().is_some_and(|s| s.running.is_some()))
         })
 }
 
@@ -133,7 +133,7 @@ fn failed_line(pod: &Pod) -> Option<String> {
     Some(
         text.lines()
             .rev()
-            .find(|l| l.contains("cannot load the model") || l.contains("cannot fetch the model"))
+            .find(|l| l.contains("cannot load the model") || l.contains("cannot fetch "))
             .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
             .unwrap_or("")
             .trim()

@@ -91,37 +91,6 @@ pub(super) fn parse_gpu_tables(gpus_csv: &str, apps_csv: &str) -> GpuTable {
     GpuTable { apps, util, uuids }
 }
 
-/// The GPUs `program` (`nvidia-smi`) shows, for the executor's capacity;
-/// `None` when it is not installed, fails or hangs.
-pub fn gpu_devices(program: &str) -> Option<Vec<crate::local::capacity::Gpu>> {
-    let csv = run_with_timeout(
-        program,
-        &[
-            "--query-gpu=index,name,memory.total",
-            "--format=csv,noheader,nounits",
-        ],
-    )?;
-    Some(parse_gpu_devices(&csv))
-}
-
-/// `0, NVIDIA H100 80GB HBM3, 81559` lines (memory in MiB).
-pub(super) fn parse_gpu_devices(csv: &str) -> Vec<crate::local::capacity::Gpu> {
-    csv.lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-            Some(crate::local::capacity::Gpu {
-                index: fields.first()?.parse().ok()?,
-                name: fields.get(1)?.to_string(),
-                memory_bytes: fields
-                    .get(2)
-                    .and_then(|m| m.parse::<u64>().ok())
-                    .map(|mib| mib * 1024 * 1024),
-                simulated: false,
-            })
-        })
-        .collect()
-}
-
 /// Asks `program` (`nvidia-smi`) for the GPUs and their processes; `None`
 /// when it is not installed, fails or hangs.
 pub(super) fn probe_gpus(program: &str) -> Option<GpuTable> {
@@ -136,7 +105,7 @@ pub(super) fn probe_gpus(program: &str) -> Option<GpuTable> {
 
 /// The standard output of `program args`, if it succeeds within
 /// [`NVIDIA_SMI_TIMEOUT`]; killed otherwise.
-fn run_with_timeout(program: &str, args: &[&str]) -> Option<String> {
+pub(crate) fn run_with_timeout(program: &str, args: &[&str]) -> Option<String> {
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())

@@ -42,6 +42,19 @@ pub fn kube_choice(
     }
 }
 
+/// [`kube_choice`], environments' init steps installing from the package
+/// index at `index_url` (`--kube-pip-index-url`).
+pub fn kube_choice_installing_from(
+    client: &Client,
+    index_url: &str,
+) -> server::console::ClusterChoice {
+    let mut cluster = kube_choice(client, None);
+    if let server::console::ClusterChoice::Kube { pod_support, .. } = &mut cluster {
+        pod_support.pip_index_url = Some(index_url.to_owned());
+    }
+    cluster
+}
+
 /// A kube client for the test cluster, or None when
 /// `PADDLECLOUD_TEST_KUBECONFIG` is unset (`super::node::real_node` says
 /// why, and fails where the node is required).

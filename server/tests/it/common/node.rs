@@ -128,3 +128,42 @@ pub async fn allocatable(client: &kube::Client, name: &str) -> (u64, u64) {
         app::models::quantity::parse_memory_bytes("memory", &allocatable["memory"].0).unwrap();
     (cpu, memory)
 }
+
+/// A package index with one wheel (`server/tests/fixtures/wheel_index.py`)
+/// on the node's address, killed when dropped.
+pub struct WheelIndex {
+    child: std::process::Child,
+    /// The index's URL, for `PIP_INDEX_URL`.
+    pub url: String,
+}
+
+impl WheelIndex {
+    /// Serves the wheel built into `dir` on `ip`.
+    pub fn start(dir: &std::path::Path, ip: &str) -> Self {
+        use std::io::BufRead;
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/wheel_index.py");
+        let mut child = std::process::Command::new("python3")
+            .arg(script)
+            .arg(dir)
+            .arg(ip)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut url = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut url)
+            .unwrap();
+        Self {
+            child,
+            url: url.trim().to_owned(),
+        }
+    }
+}
+
+impl Drop for WheelIndex {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
