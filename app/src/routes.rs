@@ -41,6 +41,13 @@ use crate::pages::{
 /// region's refresh, a bare one (no scripts: the page that asked has them).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     let whole = crate::components::live::requested_regions().is_none();
+    if !whole {
+        // What `HydrationScripts` does in islands mode: the page's resources
+        // are not serialized for a browser that hydrates none of them.
+        if let Some(context) = Owner::current_shared_context() {
+            context.set_is_hydrating(false);
+        }
+    }
     view! {
         <!DOCTYPE html>
         <html lang="en">

@@ -292,8 +292,17 @@ async fn a_live_refresh_renders_only_the_region_it_asks_for() {
         ("the scripts", "paddlecloud.js"),
     ] {
         assert!(whole.contains(marker), "the page lacks {what}");
-        assert!(!region.contains(marker), "the region's refresh has {what}: {region}");
+        assert!(
+            !region.contains(marker),
+            "the region's refresh has {what}: {region}"
+        );
     }
+    // Nor the page's data as JSON for hydration: nothing hydrates it.
+    assert_eq!(
+        region.matches("__RESOLVED_RESOURCES[").count(),
+        0,
+        "{region}"
+    );
     assert!(region.contains("id=\"jobs-table\""), "{region}");
     assert!(region.contains(">first<"), "no row of the job in {region}");
     assert!(
