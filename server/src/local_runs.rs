@@ -368,16 +368,19 @@ impl LocalRuns for SqlLocalRuns {
             .filter(|t| t.year() >= 0)
             .map(format_timestamp)
             .ok_or_else(|| AppError::invalid("at", "Not a time."))?;
-        let mut stamped = String::with_capacity(new.len() + 64);
-        for line in new.split_inclusive('\n') {
-            stamped.push_str(&stamp);
-            stamped.push(' ');
-            stamped.push_str(line);
-            if !line.ends_with('\n') {
-                stamped.push('\n');
-            }
-        }
         let path = log_path(&self.root.join(&account.name).join(name), POD);
+        // A chunk may end inside a line (a print cut by the end of a run, or
+        // by the SDK's sending): the line is left open, and the next chunk
+        // goes on with it, so the log is exactly what the program printed.
+        let continues = ends_inside_a_line(&path).await;
+        let mut stamped = String::with_capacity(new.len() + 64);
+        for (i, line) in new.split_inclusive('\n').enumerate() {
+            if !(i == 0 && continues) {
+                stamped.push_str(&stamp);
+                stamped.push(' ');
+            }
+            stamped.push_str(line);
+        }
         let written = async {
             tokio::fs::create_dir_all(path.parent().expect("a log has a folder")).await?;
             let mut file = tokio::fs::OpenOptions::new()
@@ -538,4 +541,18 @@ impl LocalRuns for SqlLocalRuns {
             log_length: log_len as u64,
         })
     }
+}
+
+/// Whether the log at `path` ends without its last line's newline (no log
+/// yet: no).
+async fn ends_inside_a_line(path: &std::path::Path) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncSeekExt};
+    let Ok(mut file) = tokio::fs::File::open(path).await else {
+        return false;
+    };
+    if file.seek(std::io::SeekFrom::End(-1)).await.is_err() {
+        return false; // empty
+    }
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last).await.is_ok() && last[0] != b'\n'
 }

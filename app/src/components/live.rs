@@ -45,11 +45,21 @@ pub fn Region(
     /// The element's class.
     #[prop(optional)]
     class: &'static str,
+    /// Its name for assistive technology: given, the region is a
+    /// `<section>` (a landmark) rather than a `<div>`.
+    #[prop(optional)]
+    label: Option<&'static str>,
     /// What it shows.
     children: Children,
 ) -> impl IntoView {
     let wanted = requested_regions().is_none_or(|ids| ids.iter().any(|i| i == id));
-    view! { <div id=id class=class>{wanted.then(children)}</div> }
+    let content = wanted.then(children);
+    match label {
+        Some(label) => {
+            view! { <section id=id class=class aria-label=label>{content}</section> }.into_any()
+        }
+        None => view! { <div id=id class=class>{content}</div> }.into_any(),
+    }
 }
 
 /// What a page shows besides its live regions: rendered for a whole page

@@ -13,7 +13,7 @@ use crate::api::environments::{
     get_environment, list_environments, EnvironmentForm, SaveEnvironment,
 };
 use crate::components::form::{last_error, FieldError, FormError};
-use crate::components::live::LiveRegion;
+use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::resource::resource;
 use crate::models::time::format_utc;
 use crate::models::{BuildState, Environment, EnvironmentDetail, EnvironmentSummary};
@@ -195,37 +195,41 @@ fn EnvironmentView(d: EnvironmentDetail) -> impl IntoView {
         d.build.log.clone()
     };
     view! {
-        <div class="page-head">
-            <h1>{format!("{}/{}", env.owner, env.spec.name)}</h1>
-            <span class="badge" data-testid="version">{format!("v{}", env.version)}</span>
-            {env.public.then(|| view! { <span class="badge">"Published"</span> })}
-        </div>
-        {(!env.spec.description.is_empty()).then(|| view! { <p class="hint">{env.spec.description.clone()}</p> })}
-        <p class="versions">"Versions: " {versions}</p>
-        <dl class="facts">
-            <dt>"Use it"</dt>
-            <dd><code data-testid="reference">{format!("\"environment\": \"{}\"", env.pinned())}</code></dd>
-            <dt>"Image (Kubernetes)"</dt>
-            <dd><code>{if env.spec.image.is_empty() { "the job's own".to_owned() } else { env.spec.image.clone() }}</code></dd>
-            <dt>"Saved"</dt>
-            <dd>{format!("{} by {}", format_utc(env.created_at), env.created_by)}</dd>
-        </dl>
-        <h2>"Packages"</h2>
-        {requirements}
-        {(!env.spec.setup_notes.is_empty()).then(|| view! { <h2>"Setup notes"</h2><p class="notes">{env.spec.setup_notes.clone()}</p> })}
-        <section id="environment-build" class="build">
+        {beside_regions(|| view! {
+            <div class="page-head">
+                <h1>{format!("{}/{}", env.owner, env.spec.name)}</h1>
+                <span class="badge" data-testid="version">{format!("v{}", env.version)}</span>
+                {env.public.then(|| view! { <span class="badge">"Published"</span> })}
+            </div>
+            {(!env.spec.description.is_empty()).then(|| view! { <p class="hint">{env.spec.description.clone()}</p> })}
+            <p class="versions">"Versions: " {versions}</p>
+            <dl class="facts">
+                <dt>"Use it"</dt>
+                <dd><code data-testid="reference">{format!("\"environment\": \"{}\"", env.pinned())}</code></dd>
+                <dt>"Image (Kubernetes)"</dt>
+                <dd><code>{if env.spec.image.is_empty() { "the job's own".to_owned() } else { env.spec.image.clone() }}</code></dd>
+                <dt>"Saved"</dt>
+                <dd>{format!("{} by {}", format_utc(env.created_at), env.created_by)}</dd>
+            </dl>
+            <h2>"Packages"</h2>
+            {requirements}
+            {(!env.spec.setup_notes.is_empty()).then(|| view! { <h2>"Setup notes"</h2><p class="notes">{env.spec.setup_notes.clone()}</p> })}
+        })}
+        <Region id="environment-build" class="build">
             <h2>"Build on this machine " {state_badge(d.build.state)}</h2>
             {(!d.build.message.is_empty()).then(|| view! {
                 <p class="banner error" role="alert" data-testid="build-error">{d.build.message.clone()}</p>
             })}
             <pre class="log build-log" data-testid="build-log">{log}</pre>
-        </section>
-        {building.then(|| view! { <LiveRegion target="environment-build".to_owned() every_secs=2 /> })}
-        {d.can_edit.then(|| view! {
-            <section class="panel">
-                <h2>"Save a new version"</h2>
-                <EnvironmentEditor form=EnvironmentForm::from_spec(&env.spec) />
-            </section>
+        </Region>
+        {beside_regions(|| view! {
+            {building.then(|| view! { <LiveRegion target="environment-build".to_owned() every_secs=2 /> })}
+            {d.can_edit.then(|| view! {
+                <section class="panel">
+                    <h2>"Save a new version"</h2>
+                    <EnvironmentEditor form=EnvironmentForm::from_spec(&env.spec) />
+                </section>
+            })}
         })}
     }
 }

@@ -99,18 +99,20 @@ async fn a_local_run_is_recorded_once_and_its_output_taken_once_however_often_it
             .json()["length"],
         16
     );
+    let printed = || async {
+        let url = "/api/v1/jobs/train/pods/trainer-0/log";
+        call(&site, Method::GET, url, Some(&key), None).await.body
+    };
     let gap = post(&site, &key, path, log(40, "epoch 9\n")).await;
     assert_eq!(gap.status, StatusCode::CONFLICT, "{}", gap.body);
     assert!(gap.body.contains("send from offset 16"), "{}", gap.body);
-    let text = call(
-        &site,
-        Method::GET,
-        "/api/v1/jobs/train/pods/trainer-0/log",
-        Some(&key),
-        None,
-    )
-    .await;
-    assert_eq!(text.body, "epoch 1\nepoch 2\n");
+    assert_eq!(printed().await, "epoch 1\nepoch 2\n");
+
+    // A line cut between chunks goes on in the next; one the run ended
+    // inside stays as it was printed, without a newline it never had.
+    post(&site, &key, path, log(16, "READY")).await;
+    post(&site, &key, path, log(21, " True\ndone")).await;
+    assert_eq!(printed().await, "epoch 1\nepoch 2\nREADY True\ndone");
 
     // The run's metrics go where any job's go; PaddleBoard charts them.
     let points = json!([{"tag": "loss", "step": 0, "value": 1.5}, {"tag": "loss", "step": 1, "value": 0.75}]);

@@ -15,7 +15,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::paddleboard::{board_charts, board_jobs};
-use crate::components::live::LiveRegion;
+use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::resource::resource;
 use crate::models::board::{Board, BoardView};
 use crate::models::url::encode;
@@ -32,7 +32,6 @@ fn view_from_url() -> BoardView {
 #[component]
 pub fn PaddleBoardPage() -> impl IntoView {
     let view = view_from_url();
-    let jobs = resource(|| (), |_| board_jobs());
     let query = view.query();
     let data = resource(
         move || query.clone(),
@@ -57,14 +56,22 @@ pub fn PaddleBoardPage() -> impl IntoView {
         format!("/events/metrics?{}", q.join("&"))
     });
 
+    // A live refresh of the charts renders them alone: not the controls,
+    // whose job list is not even asked for.
+    let controls = beside_regions(|| {
+        let jobs = resource(|| (), |_| board_jobs());
+        view! { <controls::Controls view=view.clone() jobs /> }
+    });
     view! {
-        <Title text="PaddleBoard" />
-        <div class="page-head">
-            <h1>"PaddleBoard"</h1>
-        </div>
+        {beside_regions(|| view! {
+            <Title text="PaddleBoard" />
+            <div class="page-head">
+                <h1>"PaddleBoard"</h1>
+            </div>
+        })}
         <div class="board">
-            <controls::Controls view=view.clone() jobs />
-            <section class="charts" aria-label="Charts" id="board-charts">
+            {controls}
+            <Region id="board-charts" class="charts" label="Charts">
                 <Transition fallback=|| view! { <p class="loading">"Loading charts…"</p> }>
                     {let view = view.clone(); move || {
                         let view = view.clone();
@@ -75,12 +82,12 @@ pub fn PaddleBoardPage() -> impl IntoView {
                         }
                     })}}
                 </Transition>
-            </section>
+            </Region>
         </div>
-        {events.map(|events| view! {
+        {beside_regions(|| events.map(|events| view! {
             <LiveRegion target="board-charts".to_owned() events />
             <ChartPointer />
-        })}
+        }))}
     }
 }
 
