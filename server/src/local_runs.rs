@@ -369,25 +369,29 @@ impl LocalRuns for SqlLocalRuns {
             .map(format_timestamp)
             .ok_or_else(|| AppError::invalid("at", "Not a time."))?;
         let path = log_path(&self.root.join(&account.name).join(name), POD);
-        // A chunk may end inside a line (a print cut by the end of a run, or
-        // by the SDK's sending): the line is left open, and the next chunk
-        // goes on with it, so the log is exactly what the program printed.
-        let continues = ends_inside_a_line(&path).await;
-        let mut stamped = String::with_capacity(new.len() + 64);
-        for (i, line) in new.split_inclusive('\n').enumerate() {
-            if !(i == 0 && continues) {
-                stamped.push_str(&stamp);
-                stamped.push(' ');
-            }
-            stamped.push_str(line);
-        }
         let written = async {
             tokio::fs::create_dir_all(path.parent().expect("a log has a folder")).await?;
+            // Read and appended through one handle: the last byte says
+            // whether the log ends inside a line.
             let mut file = tokio::fs::OpenOptions::new()
                 .create(true)
+                .read(true)
                 .append(true)
                 .open(&path)
                 .await?;
+            // A chunk may end inside a line (a print cut by the end of a
+            // run, or by the SDK's sending): the line is left open, and the
+            // next chunk goes on with it, so the log is exactly what the
+            // program printed.
+            let continues = ends_inside_a_line(&mut file).await?;
+            let mut stamped = String::with_capacity(new.len() + 64);
+            for (i, line) in new.split_inclusive('\n').enumerate() {
+                if !(i == 0 && continues) {
+                    stamped.push_str(&stamp);
+                    stamped.push(' ');
+                }
+                stamped.push_str(line);
+            }
             file.write_all(stamped.as_bytes()).await?;
             file.sync_data().await
         };
@@ -543,16 +547,15 @@ impl LocalRuns for SqlLocalRuns {
     }
 }
 
-/// Whether the log at `path` ends without its last line's newline (no log
-/// yet: no).
-async fn ends_inside_a_line(path: &std::path::Path) -> bool {
+/// Whether `file` (open for reading) ends without its last line's
+/// newline; an empty one does not.
+async fn ends_inside_a_line(file: &mut tokio::fs::File) -> std::io::Result<bool> {
     use tokio::io::{AsyncReadExt, AsyncSeekExt};
-    let Ok(mut file) = tokio::fs::File::open(path).await else {
-        return false;
-    };
-    if file.seek(std::io::SeekFrom::End(-1)).await.is_err() {
-        return false; // empty
+    if file.metadata().await?.len() == 0 {
+        return Ok(false);
     }
+    file.seek(std::io::SeekFrom::End(-1)).await?;
     let mut last = [0u8; 1];
-    file.read_exact(&mut last).await.is_ok() && last[0] != b'\n'
+    file.read_exact(&mut last).await?;
+    Ok(last[0] != b'\n')
 }
