@@ -11,7 +11,7 @@ use app::error::AppError;
 use tokio::sync::RwLock;
 
 use super::series::Series;
-use super::store::{Head, PointStore, Written};
+use crate::storage::metrics::{Head, PointStore, Written};
 
 /// One series in memory.
 pub struct Cached {

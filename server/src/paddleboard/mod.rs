@@ -1,18 +1,16 @@
 //! PaddleBoard's metrics store: [`app::ports::Metrics`] on the console's
 //! database, with an in-memory envelope per series for charts.
 //!
-//! Points live in `metric_blocks`, a row per batch written ([`block`]). A
+//! Points live in `metric_blocks`, a row per batch written
+//! ([`crate::storage::metrics::block`]). A
 //! chart query never reads them: each series is loaded once into a [`Series`]
 //! (a min/max pyramid), or built from the first batch when this process
 //! creates it, and kept in step with every batch written here. Another console
 //! process writing to the same database bumps the series' `revision`, which a
 //! query checks before trusting its copy.
 
-pub mod batch;
-pub mod block;
 pub mod cache;
 pub mod series;
-pub mod store;
 
 use app::error::AppError;
 use app::models::{
@@ -21,15 +19,16 @@ use app::models::{
 };
 use app::ports::{Metrics, MetricsEvent};
 use async_trait::async_trait;
-use sqlx::AnyPool;
 use tokio::sync::broadcast;
 
+use crate::storage::db::Pool;
 use crate::storage::jobs::JobStore;
+use crate::storage::metrics::{batch, PointStore};
 pub use series::Series;
 
 /// Metrics in the console's database, charts from memory.
 pub struct SqlMetrics {
-    store: store::PointStore,
+    store: PointStore,
     jobs: JobStore,
     cache: cache::SeriesCache,
     events: broadcast::Sender<MetricsEvent>,
@@ -37,10 +36,10 @@ pub struct SqlMetrics {
 
 impl SqlMetrics {
     /// Wraps a migrated pool; `cache_points` bounds the points kept in memory.
-    pub fn new(pool: AnyPool, cache_points: usize) -> Self {
+    pub fn new(pool: Pool, cache_points: usize) -> Self {
         let (events, _) = broadcast::channel(1024);
         Self {
-            store: store::PointStore::new(pool.clone()),
+            store: PointStore::new(pool.clone()),
             jobs: JobStore::new(pool),
             cache: cache::SeriesCache::new(cache_points),
             events,

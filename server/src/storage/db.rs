@@ -46,6 +46,10 @@ pub fn default_url(data_dir: &Path) -> String {
     )
 }
 
+/// The console's database pool. Everything outside `storage` holds it by
+/// this name and hands it to a store: only stores speak SQL.
+pub type Pool = AnyPool;
+
 /// Connects, prepares the engine, and applies every pending migration.
 pub async fn connect(url: &str) -> anyhow::Result<AnyPool> {
     sqlx::any::install_default_drivers();

@@ -12,6 +12,7 @@ pub mod db;
 pub mod jobs;
 pub mod lease;
 pub mod logfile;
+pub mod metrics;
 pub mod notebooks;
 pub mod pipelines;
 pub mod samples;

@@ -1,12 +1,15 @@
-//! SQL for metric series and points.
+//! SQL for metric series and points: PaddleBoard's tables. Points are kept
+//! in blocks, a row per batch written ([`block`]).
+
+pub mod batch;
+pub mod block;
 
 use app::error::AppError;
 use app::models::{BoardJob, TagSummary};
 use sqlx::AnyPool;
 
-use super::batch::{Row, TagBatch};
-use super::block;
 use crate::storage::internal;
+use batch::{Row, TagBatch};
 
 /// Where a series stands in the database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
