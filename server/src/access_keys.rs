@@ -10,15 +10,15 @@ use app::models::{
 };
 use app::ports::{AccessKeys, Credential, Principal};
 use async_trait::async_trait;
-use sqlx::AnyPool;
 
+use crate::storage::access_keys::{AccessKeyTable, KeyHolder};
 use crate::storage::audit;
-use crate::storage::internal;
+use crate::storage::db::Pool;
 use crate::storage::jobs::JOB_TOKEN_PREFIX;
 use crate::storage::notebooks::NOTEBOOK_KEY_PREFIX;
 use crate::storage::serving::SERVING_TOKEN_PREFIX;
 use crate::storage::tokens::{random_token, token_hash};
-use crate::storage::users::{self, me_from, user_columns, UserRow};
+use crate::storage::users;
 use crate::time::now_ms;
 
 /// `last_used_at` is written at most this often per key, so that a script
@@ -27,13 +27,15 @@ const TOUCH_EVERY_MS: i64 = 60 * 1000;
 
 /// Access keys in the console's database.
 pub struct SqlAccessKeys {
-    pool: AnyPool,
+    table: AccessKeyTable,
 }
 
 impl SqlAccessKeys {
     /// Wraps a migrated pool.
-    pub fn new(pool: AnyPool) -> Arc<Self> {
-        Arc::new(Self { pool })
+    pub fn new(pool: Pool) -> Arc<Self> {
+        Arc::new(Self {
+            table: AccessKeyTable::new(pool),
+        })
     }
 
     /// For `paddlecloud admin create-key`: a key for the user `email` of `account`.
@@ -43,7 +45,7 @@ impl SqlAccessKeys {
         email: &str,
         name: &str,
     ) -> Result<NewAccessKey, AppError> {
-        let me = users::find(&self.pool, account, email)
+        let me = users::find(self.table.pool(), account, email)
             .await?
             .ok_or_else(|| AppError::not_found(format!("User {email} in account {account}")))?;
         self.create_key(&me, name).await
@@ -65,109 +67,49 @@ impl SqlAccessKeys {
         if !is_well_formed_with(JOB_TOKEN_PREFIX, token) {
             return Ok(None);
         }
-        /// The job's id and name, then its submitter.
-        #[derive(sqlx::FromRow)]
-        struct JobTokenRow {
-            job_id: i64,
-            job: String,
-            #[sqlx(flatten)]
-            user: UserRow,
-        }
-        let row: Option<JobTokenRow> = sqlx::query_as(concat!(
-            "SELECT j.id AS job_id, j.name AS job, ",
-            user_columns!(),
-            " FROM jobs j JOIN users u ON u.id = j.user_id \
-                 JOIN memberships m ON m.user_id = u.id AND m.account_id = j.account_id \
-                 JOIN accounts a ON a.id = m.account_id WHERE j.token_hash = $1"
-        ))
-        .bind(token_hash(token))
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(internal("look up job token"))?;
-        Ok(row.map(|r| {
+        let holder = self.table.job_token(&token_hash(token)).await?;
+        Ok(holder.map(|h| {
             Principal::new(
-                me_from(r.user),
+                h.me,
                 Credential::JobToken {
-                    job_id: r.job_id,
-                    job: r.job,
+                    job_id: h.id,
+                    job: h.name,
                 },
             )
         }))
     }
-}
 
-impl SqlAccessKeys {
     /// A serving instance's token acts as the user who launched it, scoped
     /// to reading its model; it ends with the instance (stopped or deleted).
     async fn resolve_serving_token(&self, token: &str) -> Result<Option<Principal>, AppError> {
         if !is_well_formed_with(SERVING_TOKEN_PREFIX, token) {
             return Ok(None);
         }
-        /// The instance's id and model, then its launcher.
-        #[derive(sqlx::FromRow)]
-        struct ServingTokenRow {
-            serving_id: i64,
-            model: String,
-            #[sqlx(flatten)]
-            user: UserRow,
-        }
-        let row: Option<ServingTokenRow> = sqlx::query_as(concat!(
-            "SELECT s.id AS serving_id, s.model AS model, ",
-            user_columns!(),
-            " FROM serving s JOIN memberships m ON m.account_id = s.account_id \
-                 JOIN users u ON u.id = m.user_id AND u.email = s.created_by \
-                 JOIN accounts a ON a.id = m.account_id \
-                 WHERE s.token_hash = $1 AND s.status <> 'stopped'"
-        ))
-        .bind(token_hash(token))
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(internal("look up serving token"))?;
-        Ok(row.map(|r| {
+        let holder = self.table.serving_token(&token_hash(token)).await?;
+        Ok(holder.map(|h| {
             Principal::new(
-                me_from(r.user),
+                h.me,
                 Credential::ServingToken {
-                    serving_id: r.serving_id,
-                    model: r.model,
+                    serving_id: h.id,
+                    model: h.name,
                 },
             )
         }))
     }
-}
 
-impl SqlAccessKeys {
     /// A notebook's key acts as the notebook's owner, while the notebook
     /// runs (it is cleared when it stops) and its owner is still a member.
     async fn resolve_notebook_key(&self, key: &str) -> Result<Option<Principal>, AppError> {
         if !is_well_formed_with(NOTEBOOK_KEY_PREFIX, key) {
             return Ok(None);
         }
-        /// The notebook's id and name, then its owner.
-        #[derive(sqlx::FromRow)]
-        struct NotebookKeyRow {
-            notebook_id: i64,
-            notebook: String,
-            #[sqlx(flatten)]
-            user: UserRow,
-        }
-        let row: Option<NotebookKeyRow> = sqlx::query_as(concat!(
-            "SELECT n.id AS notebook_id, n.name AS notebook, ",
-            user_columns!(),
-            " FROM notebooks n JOIN users u ON u.id = n.user_id \
-                 JOIN memberships m ON m.user_id = u.id AND m.account_id = n.account_id \
-                 JOIN accounts a ON a.id = m.account_id \
-                 WHERE n.key_hash = $1 AND n.status IN ('pending', 'running')"
-        ))
-        .bind(token_hash(key))
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(internal("look up notebook key"))?;
-        Ok(row.map(|r| {
+        let holder = self.table.notebook_key(&token_hash(key)).await?;
+        Ok(holder.map(|h| {
             Principal::new(
-                me_from(r.user),
+                h.me,
                 Credential::NotebookKey {
-                    notebook_id: r.notebook_id,
-                    notebook: r.notebook,
+                    notebook_id: h.id,
+                    notebook: h.name,
                 },
             )
         }))
@@ -181,22 +123,13 @@ impl AccessKeys for SqlAccessKeys {
         let key = format!("{ACCESS_KEY_PREFIX}{}", random_token());
         let prefix = key[..SHOWN_PREFIX_LEN].to_owned();
         let created_at = now_ms();
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO access_keys (token_hash, prefix, name, user_id, account_id, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-        )
-        .bind(token_hash(&key))
-        .bind(&prefix)
-        .bind(&name)
-        .bind(me.user_id)
-        .bind(me.account.id)
-        .bind(created_at)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(internal("insert access key"))?;
+        let id = self
+            .table
+            .insert(&token_hash(&key), &prefix, &name, me, created_at)
+            .await?;
         tracing::info!(account = %me.account.name, user = %me.email, key_id = id, "access key created");
         audit::record(
-            &self.pool,
+            self.table.pool(),
             audit::Entry {
                 account_id: me.account.id,
                 actor: &me.email,
@@ -218,45 +151,16 @@ impl AccessKeys for SqlAccessKeys {
     }
 
     async fn keys(&self, who: &Principal) -> Result<Vec<AccessKeyInfo>, AppError> {
-        let rows: Vec<(i64, String, String, i64, Option<i64>)> = sqlx::query_as(
-            "SELECT id, name, prefix, created_at, last_used_at FROM access_keys \
-             WHERE user_id = $1 AND account_id = $2 ORDER BY created_at DESC, id DESC",
-        )
-        .bind(who.me.user_id)
-        .bind(who.me.account.id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(internal("list access keys"))?;
-        Ok(rows
-            .into_iter()
-            .map(
-                |(id, name, prefix, created_at, last_used_at)| AccessKeyInfo {
-                    id,
-                    name,
-                    prefix,
-                    created_at,
-                    last_used_at,
-                },
-            )
-            .collect())
+        self.table.of(&who.me).await
     }
 
     async fn revoke_key(&self, who: &Principal, id: i64) -> Result<(), AppError> {
-        let gone: Option<(String, String)> = sqlx::query_as(
-            "DELETE FROM access_keys WHERE id = $1 AND user_id = $2 AND account_id = $3 \
-             RETURNING name, prefix",
-        )
-        .bind(id)
-        .bind(who.me.user_id)
-        .bind(who.me.account.id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(internal("revoke access key"))?;
+        let gone = self.table.delete(&who.me, id).await?;
         let Some((name, prefix)) = gone else {
             return Err(AppError::not_found("Access key"));
         };
         audit::record(
-            &self.pool,
+            self.table.pool(),
             audit::Entry {
                 account_id: who.me.account.id,
                 actor: &who.me.email,
@@ -282,46 +186,19 @@ impl AccessKeys for SqlAccessKeys {
         if !is_well_formed(key) {
             return Ok(None);
         }
-        /// The key, then its user.
-        #[derive(sqlx::FromRow)]
-        struct KeyRow {
-            key_id: i64,
-            last_used_at: Option<i64>,
-            #[sqlx(flatten)]
-            user: UserRow,
-        }
-        let row: Option<KeyRow> = sqlx::query_as(concat!(
-            "SELECT k.id AS key_id, k.last_used_at AS last_used_at, ",
-            user_columns!(),
-            " FROM access_keys k JOIN users u ON u.id = k.user_id \
-                 JOIN memberships m ON m.user_id = u.id AND m.account_id = k.account_id \
-                 JOIN accounts a ON a.id = m.account_id WHERE k.token_hash = $1"
-        ))
-        .bind(token_hash(key))
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(internal("look up access key"))?;
-        let Some(KeyRow {
+        let Some(KeyHolder {
             key_id,
             last_used_at: last_used,
-            user,
-        }) = row
+            me,
+        }) = self.table.key(&token_hash(key)).await?
         else {
             return Ok(None);
         };
         let now = now_ms();
         if last_used.is_none_or(|t| now - t > TOUCH_EVERY_MS) {
-            sqlx::query("UPDATE access_keys SET last_used_at = $1 WHERE id = $2")
-                .bind(now)
-                .bind(key_id)
-                .execute(&self.pool)
-                .await
-                .map_err(internal("touch access key"))?;
+            self.table.touch(key_id, now).await?;
         }
-        Ok(Some(Principal::new(
-            me_from(user),
-            Credential::AccessKey(key_id),
-        )))
+        Ok(Some(Principal::new(me, Credential::AccessKey(key_id))))
     }
 }
 

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::storage::db::Pool;
 use anyhow::Context;
 use app::ports::{Cluster, Services};
 use leptos::prelude::LeptosOptions;
-use sqlx::AnyPool;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::access_keys::SqlAccessKeys;
@@ -224,7 +224,7 @@ struct Backends {
 /// The built console: its ports and what the router serves them with.
 pub struct Console {
     /// The database every port uses.
-    pub pool: AnyPool,
+    pub pool: Pool,
     /// The ports.
     pub services: Services,
     /// The router's state (the ports, the site settings, MLflow, serving).

@@ -13,18 +13,17 @@ use std::time::Duration;
 use app::error::AppError;
 use app::models::{
     name_from_command, Account, Beat, Job, JobSource, JobSpec, JobStatus, LocalRun, LocalRunEnd,
-    LocalRunStart, LogAck, LogChunk, Me, PodPhase, RunFacts, RunOutcome, MAX_LOG_CHUNK,
-    MAX_RUN_PARAMS,
+    LocalRunStart, LogAck, LogChunk, Me, PodPhase, RunOutcome, MAX_LOG_CHUNK, MAX_RUN_PARAMS,
 };
 use app::ports::{JobEvent, LocalRuns};
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::AnyPool;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{broadcast, Mutex};
 
-use crate::storage::internal;
+use crate::storage::db::Pool;
 use crate::storage::jobs::{JobStore, PodUpdate, StoredJob};
+use crate::storage::local_runs::{LocalRunTable, Transition};
 use crate::storage::logfile::{format_timestamp, log_path};
 use crate::time::now_ms;
 
@@ -36,7 +35,7 @@ const NAME_TRIES: u32 = 200;
 /// Local runs on the console's database and the executor's job folders.
 #[derive(Clone)]
 pub struct SqlLocalRuns {
-    pool: AnyPool,
+    runs: LocalRunTable,
     jobs: JobStore,
     /// `<root>/<account>/<job>/logs/trainer-0.log`, as the executor lays out.
     root: PathBuf,
@@ -48,10 +47,10 @@ pub struct SqlLocalRuns {
 impl SqlLocalRuns {
     /// Runs in `pool`, their logs under `root`, their changes told on
     /// `events` (the job table's stream).
-    pub fn new(pool: AnyPool, root: PathBuf, events: broadcast::Sender<JobEvent>) -> Self {
+    pub fn new(pool: Pool, root: PathBuf, events: broadcast::Sender<JobEvent>) -> Self {
         Self {
             jobs: JobStore::new(pool.clone()),
-            pool,
+            runs: LocalRunTable::new(pool),
             root,
             events,
             appending: Arc::new(Mutex::new(())),
@@ -79,12 +78,7 @@ impl SqlLocalRuns {
         account_id: i64,
         client_id: &str,
     ) -> Result<Option<i64>, AppError> {
-        sqlx::query_scalar("SELECT job_id FROM local_runs WHERE account_id = $1 AND client_id = $2")
-            .bind(account_id)
-            .bind(client_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(internal("find a local run"))
+        self.runs.by_client_id(account_id, client_id).await
     }
 
     /// Records the job (named `name`, or the first free of the generated
@@ -142,41 +136,29 @@ impl SqlLocalRuns {
         start: &LocalRunStart,
         started: i64,
     ) -> Result<StoredJob, AppError> {
-        let facts = serde_json::to_string(&start.facts).map_err(|_| AppError::Internal)?;
-        let params = serde_json::to_string(&start.params).map_err(|_| AppError::Internal)?;
-        let recorded = sqlx::query(
-            "INSERT INTO local_runs (job_id, account_id, client_id, host, facts, params, heartbeat_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(stored.id)
-        .bind(me.account.id)
-        .bind(start.client_id.trim())
-        .bind(start.facts.host.chars().take(253).collect::<String>())
-        .bind(facts)
-        .bind(params)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await;
-        if let Err(err) = recorded {
+        let host: String = start.facts.host.chars().take(253).collect();
+        let client_id = start.client_id.trim();
+        let recorded = self
+            .runs
+            .insert(
+                stored.id,
+                me.account.id,
+                client_id,
+                &host,
+                &start.facts,
+                &start.params,
+                now_ms(),
+            )
+            .await;
+        if !matches!(recorded, Ok(true)) {
             // The same start raced in twice: keep the first.
             self.jobs.delete(stored.id).await?;
-            return match self
-                .by_client_id(me.account.id, start.client_id.trim())
-                .await?
-            {
+            return match self.by_client_id(me.account.id, client_id).await? {
                 Some(id) => self.jobs.by_id(id).await,
-                None => Err(internal("record a local run")(err)),
+                None => Err(recorded.err().unwrap_or(AppError::Internal)),
             };
         }
-        sqlx::query(
-            "UPDATE jobs SET source = $1, status = 'running', started_at = $2 WHERE id = $3",
-        )
-        .bind(JobSource::Local.as_str())
-        .bind(started)
-        .bind(stored.id)
-        .execute(&self.pool)
-        .await
-        .map_err(internal("mark a local run started"))?;
+        self.runs.mark_running(stored.id, started).await?;
         let running = PodUpdate {
             phase: Some(PodPhase::Running),
             started_at: Some(started),
@@ -186,12 +168,8 @@ impl SqlLocalRuns {
         self.jobs.by_id(stored.id).await
     }
 
-    /// Moves a run's job from `from` to `status` (an end keeps its time;
-    /// running again clears it); whether it was still in `from`. The
-    /// condition is in the same statement: a heartbeat, an end and the
-    /// lost sweep each read the status first, and one that read it before
-    /// another's write must not undo it (a late beat turning an ended run
-    /// running again, the sweep marking lost a run that just ended).
+    /// Moves a run's job from `from` to `status` and its pod's phase with
+    /// it; whether it was still in `from` ([`LocalRunTable::set_status`]).
     async fn set_status(
         &self,
         stored: &StoredJob,
@@ -200,36 +178,11 @@ impl SqlLocalRuns {
         message: &str,
         at: Option<i64>,
     ) -> Result<bool, AppError> {
-        // Whole statements, one per transition: sqlx takes literal SQL only.
-        let query = match from {
-            Transition::Ends => sqlx::query(
-                "UPDATE jobs SET status = $1, message = $2, finished_at = $3 \
-                 WHERE id = $4 AND status IN ('running', 'lost')",
-            ),
-            Transition::ComesBack => sqlx::query(
-                "UPDATE jobs SET status = $1, message = $2, finished_at = $3 \
-                 WHERE id = $4 AND status = 'lost'",
-            ),
-            Transition::IsLostBefore(_) => sqlx::query(
-                "UPDATE jobs SET status = $1, message = $2, finished_at = $3 \
-                 WHERE id = $4 AND status = 'running' AND id IN \
-                 (SELECT job_id FROM local_runs WHERE heartbeat_at < $5)",
-            ),
-        };
-        let mut query = query
-            .bind(status.as_str())
-            .bind(message)
-            .bind(at)
-            .bind(stored.id);
-        if let Transition::IsLostBefore(before) = from {
-            query = query.bind(before);
-        }
-        let changed = query
-            .execute(&self.pool)
-            .await
-            .map_err(internal("set a local run's status"))?
-            .rows_affected();
-        if changed == 0 {
+        if !self
+            .runs
+            .set_status(stored.id, from, status, message, at)
+            .await?
+        {
             return Ok(false);
         }
         let phase = match status {
@@ -251,14 +204,7 @@ impl SqlLocalRuns {
     /// `window` lost; returns how many.
     pub async fn sweep(&self, window: Duration) -> Result<usize, AppError> {
         let before = now_ms() - window.as_millis() as i64;
-        let stale: Vec<(i64, i64, i64)> = sqlx::query_as(
-            "SELECT j.id, j.account_id, r.heartbeat_at FROM jobs j JOIN local_runs r ON r.job_id = j.id \
-             WHERE j.source = 'local' AND j.status = 'running' AND r.heartbeat_at < $1",
-        )
-        .bind(before)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(internal("find lost local runs"))?;
+        let stale = self.runs.stale(before).await?;
         let mut swept = 0;
         for (id, account_id, last) in &stale {
             let stored = self.jobs.by_id(*id).await?;
@@ -290,17 +236,6 @@ impl SqlLocalRuns {
             }
         }
     }
-}
-
-/// Which states a run's status may move from (see `set_status`).
-#[derive(Clone, Copy)]
-enum Transition {
-    /// Its end: from running or lost.
-    Ends,
-    /// A late report of a lost run: from lost only.
-    ComesBack,
-    /// The sweep: from running, if its last beat is still before this time.
-    IsLostBefore(i64),
 }
 
 #[async_trait]
@@ -338,12 +273,7 @@ impl LocalRuns for SqlLocalRuns {
         }
         let stored = self.run_of(account, name).await?;
         let _one = self.appending.lock().await;
-        let length: i64 = sqlx::query_scalar("SELECT log_len FROM local_runs WHERE job_id = $1")
-            .bind(stored.id)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(internal("read a local run's log length"))?;
-        let length = length as u64;
+        let length = self.runs.log_len(stored.id).await?;
         if chunk.offset > length {
             return Err(AppError::conflict(
                 "offset",
@@ -400,29 +330,13 @@ impl LocalRuns for SqlLocalRuns {
             AppError::Internal
         })?;
         let length = length + new.len() as u64;
-        sqlx::query("UPDATE local_runs SET log_len = $1, heartbeat_at = $2 WHERE job_id = $3")
-            .bind(length as i64)
-            .bind(now_ms())
-            .bind(stored.id)
-            .execute(&self.pool)
-            .await
-            .map_err(internal("record a local run's log length"))?;
+        self.runs.set_log_len(stored.id, length, now_ms()).await?;
         Ok(LogAck { length })
     }
 
     async fn heartbeat(&self, account: &Account, name: &str) -> Result<Beat, AppError> {
         let stored = self.run_of(account, name).await?;
-        sqlx::query("UPDATE local_runs SET heartbeat_at = $1 WHERE job_id = $2")
-            .bind(now_ms())
-            .bind(stored.id)
-            .execute(&self.pool)
-            .await
-            .map_err(internal("record a heartbeat"))?;
-        let asked: i64 = sqlx::query_scalar("SELECT stop_asked FROM local_runs WHERE job_id = $1")
-            .bind(stored.id)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(internal("read a stop request"))?;
+        let asked = self.runs.beat(stored.id, now_ms()).await?;
         let mut status = stored.job.status;
         if status == JobStatus::Lost
             && self
@@ -435,7 +349,7 @@ impl LocalRuns for SqlLocalRuns {
         }
         Ok(Beat {
             status,
-            stop: asked != 0 && status.is_active(),
+            stop: asked && status.is_active(),
         })
     }
 
@@ -445,21 +359,11 @@ impl LocalRuns for SqlLocalRuns {
         if !matches!(stored.job.status, JobStatus::Running | JobStatus::Lost) {
             return Ok(stored.job);
         }
-        sqlx::query("UPDATE local_runs SET stop_asked = 1 WHERE job_id = $1")
-            .bind(stored.id)
-            .execute(&self.pool)
-            .await
-            .map_err(internal("record a stop request"))?;
         let why = format!(
             "{} asked it to stop: its machine is told at its next heartbeat.",
             me.email
         );
-        sqlx::query("UPDATE jobs SET message = $1 WHERE id = $2")
-            .bind(&why)
-            .bind(stored.id)
-            .execute(&self.pool)
-            .await
-            .map_err(internal("record a stop request"))?;
+        self.runs.ask_stop(stored.id, &why).await?;
         tracing::info!(job = %name, user = %me.email, "local run asked to stop");
         self.emit(me.account.id, name);
         Ok(self.jobs.by_id(stored.id).await?.job)
@@ -518,31 +422,19 @@ impl LocalRuns for SqlLocalRuns {
                 format!("A run records at most {MAX_RUN_PARAMS} parameters."),
             ));
         }
-        let json = serde_json::to_string(&all).map_err(|_| AppError::Internal)?;
-        sqlx::query("UPDATE local_runs SET params = $1 WHERE job_id = $2")
-            .bind(json)
-            .bind(stored.id)
-            .execute(&self.pool)
-            .await
-            .map_err(internal("record a local run's parameters"))?;
+        self.runs.set_params(stored.id, &all).await?;
         self.get(account, name).await
     }
 
     async fn get(&self, account: &Account, name: &str) -> Result<LocalRun, AppError> {
         let stored = self.run_of(account, name).await?;
-        let (facts, params, heartbeat_at, log_len): (String, String, i64, i64) = sqlx::query_as(
-            "SELECT facts, params, heartbeat_at, log_len FROM local_runs WHERE job_id = $1",
-        )
-        .bind(stored.id)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(internal("read a local run"))?;
+        let row = self.runs.get(stored.id).await?;
         Ok(LocalRun {
             name: stored.job.name,
-            facts: serde_json::from_str::<RunFacts>(&facts).unwrap_or_default(),
-            params: serde_json::from_str(&params).unwrap_or_default(),
-            heartbeat_at,
-            log_length: log_len as u64,
+            facts: row.facts,
+            params: row.params,
+            heartbeat_at: row.heartbeat_at,
+            log_length: row.log_len,
         })
     }
 }

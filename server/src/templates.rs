@@ -2,11 +2,11 @@
 //! ([`crate::storage::catalog`]: one row per saved version, never changed
 //! afterwards), with the library the console ships.
 
+use crate::storage::db::Pool;
 use app::error::AppError;
 use app::models::{Account, Me, Template, TemplateList, TemplateSpec};
 use app::ports::Templates;
 use async_trait::async_trait;
-use sqlx::AnyPool;
 
 use crate::environments::LIBRARY_ACCOUNT;
 use crate::storage::catalog::{Catalog, Row};
@@ -18,7 +18,7 @@ pub struct SqlTemplates {
 
 impl SqlTemplates {
     /// On a migrated pool.
-    pub fn new(pool: AnyPool) -> Self {
+    pub fn new(pool: Pool) -> Self {
         Self {
             catalog: Catalog::new(pool, "templates", "Template"),
         }

@@ -9,8 +9,8 @@ use app::error::AppError;
 use app::models::FileEntry;
 use futures_util::StreamExt;
 
-use super::store::AssetRow;
 use super::SqlAssets;
+use crate::storage::assets::AssetRow;
 use crate::storage::tokens::random_token;
 
 impl SqlAssets {

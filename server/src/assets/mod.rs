@@ -1,6 +1,6 @@
 //! [`app::ports::Assets`]: datasets and models with their files in an
 //! object store ([`objects`]) and their index, versions and shares in the
-//! database ([`store`]).
+//! database ([`crate::storage::assets`]).
 //!
 //! Objects are laid out as `datasets/<owner>/<name>/files/<path>` and
 //! `models/<owner>/<name>/v<N>/<path>`.
@@ -8,7 +8,6 @@
 mod folder;
 mod local_view;
 pub mod objects;
-pub mod store;
 
 use std::path::PathBuf;
 
@@ -21,12 +20,12 @@ use app::ports::{Assets, ByteRange, ByteStream, OpenFile, Slot, Viewer};
 use async_trait::async_trait;
 use object_store::path::Path;
 
-use crate::storage::internal;
+use crate::storage::assets::{AssetRow, AssetStore};
+use crate::storage::db::Pool;
 use crate::storage::tokens::{random_token, token_hash};
 use crate::time::now_ms;
 pub use folder::folder;
 use objects::Objects;
-use store::{AssetRow, AssetStore};
 
 /// Every share link token starts with this.
 pub const LINK_PREFIX: &str = "pcs_";
@@ -48,7 +47,7 @@ pub struct SqlAssets {
 impl SqlAssets {
     /// Wraps a migrated pool and a store; `cache_dir` holds copies of remote
     /// datasets for local jobs.
-    pub fn new(pool: sqlx::AnyPool, objects: Objects, cache_dir: PathBuf) -> Self {
+    pub fn new(pool: Pool, objects: Objects, cache_dir: PathBuf) -> Self {
         Self {
             store: AssetStore::new(pool),
             objects,
@@ -171,30 +170,25 @@ impl Assets for SqlAssets {
         let name = validate_asset_name(&form.name)?;
         let tags = parse_tags(&form.tags)?;
         let now = now_ms();
-        let created = sqlx::query(
-            "INSERT INTO assets (account_id, kind, name, description, tags, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $6)",
-        )
-        .bind(me.account.id)
-        .bind(kind.as_str())
-        .bind(&name)
-        .bind(form.description.trim())
-        .bind(serde_json::to_string(&tags).unwrap_or_default())
-        .bind(now)
-        .execute(self.store.pool())
-        .await;
-        match created {
-            Ok(_) => {}
-            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
-                return Err(AppError::conflict(
-                    "name",
-                    format!(
-                        "Your account already has a {} called “{name}”.",
-                        kind.as_str()
-                    ),
-                ))
-            }
-            Err(err) => return Err(internal("create asset")(err)),
+        let created = self
+            .store
+            .create(
+                me.account.id,
+                kind,
+                &name,
+                form.description.trim(),
+                &tags,
+                now,
+            )
+            .await?;
+        if !created {
+            return Err(AppError::conflict(
+                "name",
+                format!(
+                    "Your account already has a {} called “{name}”.",
+                    kind.as_str()
+                ),
+            ));
         }
         tracing::info!(account = %me.account.name, user = %me.email, kind = kind.as_str(), name, "asset created");
         let r = AssetRef {
@@ -208,14 +202,9 @@ impl Assets for SqlAssets {
     async fn update(&self, me: &Me, r: &AssetRef, form: AssetForm) -> Result<Asset, AppError> {
         let row = self.owned(me, r).await?;
         let tags = parse_tags(&form.tags)?;
-        sqlx::query("UPDATE assets SET description = $1, tags = $2, updated_at = $3 WHERE id = $4")
-            .bind(form.description.trim())
-            .bind(serde_json::to_string(&tags).unwrap_or_default())
-            .bind(now_ms())
-            .bind(row.id)
-            .execute(self.store.pool())
-            .await
-            .map_err(internal("update asset"))?;
+        self.store
+            .update(row.id, form.description.trim(), &tags, now_ms())
+            .await?;
         self.get(&Viewer::User(me.clone()), r).await
     }
 
@@ -241,23 +230,7 @@ impl Assets for SqlAssets {
                 .collect();
             self.objects.delete(keys).await?;
         }
-        let pool = self.store.pool();
-        let mut tx = pool.begin().await.map_err(internal("begin delete asset"))?;
-        for table in ["asset_files", "model_versions", "asset_shares"] {
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "DELETE FROM {table} WHERE asset_id = $1"
-            )))
-            .bind(row.id)
-            .execute(&mut *tx)
-            .await
-            .map_err(internal("delete asset children"))?;
-        }
-        sqlx::query("DELETE FROM assets WHERE id = $1")
-            .bind(row.id)
-            .execute(&mut *tx)
-            .await
-            .map_err(internal("delete asset"))?;
-        tx.commit().await.map_err(internal("commit delete asset"))?;
+        self.store.delete(row.id).await?;
         tracing::info!(account = %me.account.name, user = %me.email, asset = %r.href(), "asset deleted");
         Ok(())
     }
@@ -418,11 +391,7 @@ impl Assets for SqlAssets {
     async fn share_with(&self, me: &Me, r: &AssetRef, account: &str) -> Result<Share, AppError> {
         let row = self.owned(me, r).await?;
         let account = account.trim().to_ascii_lowercase();
-        let target: Option<i64> = sqlx::query_scalar("SELECT id FROM accounts WHERE name = $1")
-            .bind(&account)
-            .fetch_optional(self.store.pool())
-            .await
-            .map_err(internal("find account to share with"))?;
+        let target = self.store.account_id(&account).await?;
         let target = target.ok_or_else(|| {
             AppError::invalid("account", format!("There is no account “{account}”."))
         })?;
@@ -435,16 +404,10 @@ impl Assets for SqlAssets {
                 format!("Already shared with “{account}”."),
             ));
         }
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO asset_shares (asset_id, account_id, created_by, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
-        )
-        .bind(row.id)
-        .bind(target)
-        .bind(&me.email)
-        .bind(now_ms())
-        .fetch_one(self.store.pool())
-        .await
-        .map_err(internal("share asset"))?;
+        let id = self
+            .store
+            .share(row.id, target, &me.email, now_ms())
+            .await?;
         tracing::info!(asset = %r.href(), with = %account, user = %me.email, "asset shared");
         self.store
             .shares(row.id)
@@ -470,19 +433,17 @@ impl Assets for SqlAssets {
         let token = format!("{LINK_PREFIX}{}", random_token());
         let now = now_ms();
         let expires = expires_in_days.map(|d| now + i64::from(d) * 24 * 3600 * 1000);
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO asset_shares (asset_id, token_hash, prefix, expires_at, created_by, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-        )
-        .bind(row.id)
-        .bind(token_hash(&token))
-        .bind(&token[..12])
-        .bind(expires)
-        .bind(&me.email)
-        .bind(now)
-        .fetch_one(self.store.pool())
-        .await
-        .map_err(internal("create share link"))?;
+        let id = self
+            .store
+            .add_link(
+                row.id,
+                &token_hash(&token),
+                &token[..12],
+                expires,
+                &me.email,
+                now,
+            )
+            .await?;
         tracing::info!(asset = %r.href(), user = %me.email, "share link created");
         let share = self
             .store
@@ -499,13 +460,7 @@ impl Assets for SqlAssets {
 
     async fn revoke(&self, me: &Me, r: &AssetRef, share: i64) -> Result<(), AppError> {
         let row = self.owned(me, r).await?;
-        let done = sqlx::query("DELETE FROM asset_shares WHERE id = $1 AND asset_id = $2")
-            .bind(share)
-            .bind(row.id)
-            .execute(self.store.pool())
-            .await
-            .map_err(internal("revoke share"))?;
-        if done.rows_affected() == 0 {
+        if !self.store.revoke(row.id, share).await? {
             return Err(AppError::not_found("Share"));
         }
         tracing::info!(asset = %r.href(), share, user = %me.email, "share revoked");
@@ -514,12 +469,7 @@ impl Assets for SqlAssets {
 
     async fn set_public(&self, me: &Me, r: &AssetRef, public: bool) -> Result<Asset, AppError> {
         let row = self.owned(me, r).await?;
-        sqlx::query("UPDATE assets SET public = $1 WHERE id = $2")
-            .bind(i64::from(public))
-            .bind(row.id)
-            .execute(self.store.pool())
-            .await
-            .map_err(internal("publish asset"))?;
+        self.store.set_public(row.id, public).await?;
         tracing::info!(asset = %r.href(), public, user = %me.email, "asset visibility changed");
         self.get(&Viewer::User(me.clone()), r).await
     }
@@ -551,32 +501,17 @@ impl Assets for SqlAssets {
             .job
             .map(|j| j.trim().to_owned())
             .filter(|j| !j.is_empty());
-        // The next number and the row in one statement; two registrations at
-        // once may still pick the same number, and the loser tries again.
-        let mut attempt = 0;
-        let next: i64 = loop {
-            attempt += 1;
-            let inserted = sqlx::query_scalar(
-                "INSERT INTO model_versions (asset_id, version, description, tags, job, created_by, created_at, state) \
-                 SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6, 'uploading' \
-                 FROM model_versions WHERE asset_id = $1 RETURNING version",
+        let next = self
+            .store
+            .new_version(
+                row.id,
+                form.description.trim(),
+                &tags,
+                job.as_deref(),
+                &me.email,
+                now_ms(),
             )
-            .bind(row.id)
-            .bind(form.description.trim())
-            .bind(serde_json::to_string(&tags).unwrap_or_default())
-            .bind(&job)
-            .bind(&me.email)
-            .bind(now_ms())
-            .fetch_one(self.store.pool())
-            .await;
-            match inserted {
-                Ok(n) => break n,
-                Err(sqlx::Error::Database(db)) if db.is_unique_violation() && attempt < 5 => {
-                    continue
-                }
-                Err(err) => return Err(internal("create version")(err)),
-            }
-        };
+            .await?;
         let n = u32::try_from(next).unwrap_or(0);
         if !tags.is_empty() {
             return self.tag_version(me, r, n, &tags.join(",")).await;
@@ -600,14 +535,7 @@ impl Assets for SqlAssets {
                 "Upload the version's files first: it has none.",
             ));
         }
-        sqlx::query(
-            "UPDATE model_versions SET state = 'ready' WHERE asset_id = $1 AND version = $2",
-        )
-        .bind(row.id)
-        .bind(v)
-        .execute(self.store.pool())
-        .await
-        .map_err(internal("finish version"))?;
+        self.store.finish_version(row.id, v).await?;
         self.find_version(row.id, version).await
     }
 
@@ -623,42 +551,24 @@ impl Assets for SqlAssets {
             .slot_version(&row, Access::Owner, Slot::Version(version))
             .await?;
         let tags = parse_tags(tags)?;
-        let mut tx = self
-            .store
-            .pool()
-            .begin()
-            .await
-            .map_err(internal("begin tag version"))?;
         // A stage (production, candidate) is on one version at a time: it moves.
+        let mut changes = Vec::new();
         for other in self.store.versions(row.id).await? {
             if other.version == version {
                 continue;
             }
-            let kept: Vec<&String> = other
+            let kept: Vec<String> = other
                 .tags
                 .iter()
                 .filter(|t| !(STAGES.contains(&t.as_str()) && tags.contains(t)))
+                .cloned()
                 .collect();
             if kept.len() != other.tags.len() {
-                sqlx::query(
-                    "UPDATE model_versions SET tags = $1 WHERE asset_id = $2 AND version = $3",
-                )
-                .bind(serde_json::to_string(&kept).unwrap_or_default())
-                .bind(row.id)
-                .bind(i64::from(other.version))
-                .execute(&mut *tx)
-                .await
-                .map_err(internal("move stage tag"))?;
+                changes.push((i64::from(other.version), kept));
             }
         }
-        sqlx::query("UPDATE model_versions SET tags = $1 WHERE asset_id = $2 AND version = $3")
-            .bind(serde_json::to_string(&tags).unwrap_or_default())
-            .bind(row.id)
-            .bind(v)
-            .execute(&mut *tx)
-            .await
-            .map_err(internal("tag version"))?;
-        tx.commit().await.map_err(internal("commit tag version"))?;
+        changes.push((v, tags));
+        self.store.set_version_tags(row.id, &changes).await?;
         self.find_version(row.id, version).await
     }
 

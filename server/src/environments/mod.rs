@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::storage::db::Pool;
 use app::error::AppError;
 use app::models::{
     Environment, EnvironmentDetail, EnvironmentList, EnvironmentRef, EnvironmentSpec,
@@ -11,7 +12,6 @@ use app::models::{
 };
 use app::ports::Environments;
 use async_trait::async_trait;
-use sqlx::AnyPool;
 
 use crate::local::venvs::Venvs;
 use crate::storage::catalog::{Catalog, Row};
@@ -30,7 +30,7 @@ pub struct SqlEnvironments {
 
 impl SqlEnvironments {
     /// On a migrated pool, building with `venvs`.
-    pub fn new(pool: AnyPool, venvs: Arc<Venvs>, build_on_save: bool) -> Self {
+    pub fn new(pool: Pool, venvs: Arc<Venvs>, build_on_save: bool) -> Self {
         Self {
             catalog: Catalog::new(pool, "environments", "Environment"),
             venvs,

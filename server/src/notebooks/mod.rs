@@ -49,7 +49,7 @@ impl NotebookService {
     /// `console_url`; `default_idle` minutes apply to notebooks that set no
     /// idle timeout.
     pub fn new(
-        pool: sqlx::AnyPool,
+        pool: crate::storage::db::Pool,
         backend: Arc<dyn NotebookBackend>,
         assets: Arc<dyn Assets>,
         console_url: Option<String>,

@@ -49,7 +49,7 @@ fn changed(events: &broadcast::Sender<PipelineEvent>, account_id: i64, run: &str
 
 impl SqlPipelines {
     /// Runs in `pool`; stopping a run stops its jobs on `cluster`.
-    pub fn new(pool: sqlx::AnyPool, cluster: Arc<dyn Cluster>) -> Self {
+    pub fn new(pool: crate::storage::db::Pool, cluster: Arc<dyn Cluster>) -> Self {
         Self {
             store: PipelineStore::new(pool),
             cluster,

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::storage::db::Pool;
 use app::error::AppError;
 use app::models::{
     Account, JobResources, JobRole, LimitEnforcement, MetricsSource, ResourceChart, ResourceMetric,
@@ -11,7 +12,6 @@ use app::models::{
 };
 use app::ports::ResourceCharts;
 use async_trait::async_trait;
-use sqlx::AnyPool;
 
 use crate::kubernetes::metrics_api::MetricsApi;
 use crate::kubernetes::objects::replica_job_name;
@@ -43,7 +43,7 @@ impl SqlResourceCharts {
     /// locally are charted from `prometheus` when there is one, else from
     /// the samples of the cluster's `metrics_api` when there is that.
     pub fn new(
-        pool: AnyPool,
+        pool: Pool,
         store: Arc<ResourceStore>,
         sample_secs: u32,
         prometheus: Option<Prometheus>,

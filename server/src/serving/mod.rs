@@ -46,7 +46,7 @@ pub struct ServingService {
 impl ServingService {
     /// On a migrated pool; starts writing traffic (kept `keep`).
     pub fn new(
-        pool: sqlx::AnyPool,
+        pool: crate::storage::db::Pool,
         backend: Arc<dyn ServingBackend>,
         assets: Arc<dyn Assets>,
         keep: std::time::Duration,

@@ -1,20 +1,30 @@
-//! The bottom layer: what backends and services both keep. The database
+//! The bottom layer, and the one home of SQL: every query the console makes
+//! is in a file here (`tests/it/architecture.rs` checks it). The database
 //! pool and its migrations ([`db`]), the job and pod records every cluster
 //! backend writes ([`jobs`]), serving records ([`serving`]), resource
 //! samples ([`samples`]), pod log files ([`logfile`]), tokens
-//! ([`tokens`]), what other replicas changed ([`changes`]), the user row every "who is this" query reads
-//! ([`users`]), the audit log ([`audit`]) and rate limits ([`throttle`]). Nothing here knows of a backend, a service or HTTP.
+//! ([`tokens`]), what other replicas changed ([`changes`]), the user row
+//! every "who is this" query reads ([`users`]), the audit log ([`audit`]),
+//! rate limits ([`throttle`]), and each service's own tables: PaddleBoard's
+//! points ([`metrics`]), datasets and models ([`assets`]), quotas
+//! ([`quota`]), access keys ([`access_keys`]), local runs ([`local_runs`]).
+//! Nothing here knows of a backend, a service or HTTP: stores take and give
+//! models and plain values.
 
+pub mod access_keys;
+pub mod assets;
 pub mod audit;
 pub mod catalog;
 pub mod changes;
 pub mod db;
 pub mod jobs;
 pub mod lease;
+pub mod local_runs;
 pub mod logfile;
 pub mod metrics;
 pub mod notebooks;
 pub mod pipelines;
+pub mod quota;
 pub mod samples;
 pub mod serving;
 pub mod sqlite_memory;

@@ -121,3 +121,15 @@ pub async fn account_named(pool: &AnyPool, name: &str) -> Result<Option<Account>
         created_at,
     }))
 }
+
+/// Makes every user with `email` (trimmed, lower-cased) a site admin, or no
+/// longer one; how many users that was.
+pub async fn grant_site_admin(pool: &AnyPool, email: &str, admin: bool) -> Result<u64, AppError> {
+    let done = sqlx::query("UPDATE users SET site_admin = $1 WHERE email = $2")
+        .bind(i64::from(admin))
+        .bind(email.trim().to_lowercase())
+        .execute(pool)
+        .await
+        .map_err(internal("grant site admin"))?;
+    Ok(done.rows_affected())
+}

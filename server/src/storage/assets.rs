@@ -1,10 +1,11 @@
-//! SQL for assets, their file index, model versions and shares.
+//! The asset tables: assets, their file index, model versions and shares.
 
 use app::error::AppError;
 use app::models::{Access, Asset, AssetKind, AssetRef, FileEntry, ModelVersion, Share};
-use sqlx::AnyPool;
 
-use crate::storage::internal;
+use super::db::Pool;
+use super::internal;
+use super::users;
 
 /// An asset row with the ids the store addresses it by.
 #[derive(Debug, Clone)]
@@ -75,18 +76,13 @@ fn from_row(r: Row) -> AssetRow {
 /// The asset tables.
 #[derive(Clone)]
 pub struct AssetStore {
-    pool: AnyPool,
+    pool: Pool,
 }
 
 impl AssetStore {
     /// Wraps a migrated pool.
-    pub fn new(pool: AnyPool) -> Self {
+    pub fn new(pool: Pool) -> Self {
         Self { pool }
-    }
-
-    /// The pool, for transactions spanning calls.
-    pub fn pool(&self) -> &AnyPool {
-        &self.pool
     }
 
     /// An asset by owner name, kind and name.
@@ -364,5 +360,226 @@ impl AssetStore {
                 },
             )
             .collect())
+    }
+
+    /// Creates the account's asset; `Ok(false)` if it has one of that kind
+    /// and name already.
+    pub async fn create(
+        &self,
+        account_id: i64,
+        kind: AssetKind,
+        name: &str,
+        description: &str,
+        tags: &[String],
+        now: i64,
+    ) -> Result<bool, AppError> {
+        let created = sqlx::query(
+            "INSERT INTO assets (account_id, kind, name, description, tags, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $6)",
+        )
+        .bind(account_id)
+        .bind(kind.as_str())
+        .bind(name)
+        .bind(description)
+        .bind(serde_json::to_string(tags).unwrap_or_default())
+        .bind(now)
+        .execute(&self.pool)
+        .await;
+        match created {
+            Ok(_) => Ok(true),
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Ok(false),
+            Err(err) => Err(internal("create asset")(err)),
+        }
+    }
+
+    /// Sets an asset's description and tags.
+    pub async fn update(
+        &self,
+        id: i64,
+        description: &str,
+        tags: &[String],
+        now: i64,
+    ) -> Result<(), AppError> {
+        sqlx::query("UPDATE assets SET description = $1, tags = $2, updated_at = $3 WHERE id = $4")
+            .bind(description)
+            .bind(serde_json::to_string(tags).unwrap_or_default())
+            .bind(now)
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("update asset"))?;
+        Ok(())
+    }
+
+    /// Deletes an asset's rows: its file index, versions, shares and itself,
+    /// all or none.
+    pub async fn delete(&self, id: i64) -> Result<(), AppError> {
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(internal("begin delete asset"))?;
+        for table in ["asset_files", "model_versions", "asset_shares"] {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE asset_id = $1"
+            )))
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(internal("delete asset children"))?;
+        }
+        sqlx::query("DELETE FROM assets WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(internal("delete asset"))?;
+        tx.commit().await.map_err(internal("commit delete asset"))
+    }
+
+    /// The id of the account named `name`, if there is one.
+    pub async fn account_id(&self, name: &str) -> Result<Option<i64>, AppError> {
+        Ok(users::account_named(&self.pool, name).await?.map(|a| a.id))
+    }
+
+    /// Shares the asset with account `account_id`; the share's id.
+    pub async fn share(
+        &self,
+        asset_id: i64,
+        account_id: i64,
+        by: &str,
+        now: i64,
+    ) -> Result<i64, AppError> {
+        sqlx::query_scalar(
+            "INSERT INTO asset_shares (asset_id, account_id, created_by, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
+        )
+        .bind(asset_id)
+        .bind(account_id)
+        .bind(by)
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(internal("share asset"))
+    }
+
+    /// Stores a share link by its token's hash and shown prefix; its id.
+    pub async fn add_link(
+        &self,
+        asset_id: i64,
+        token_hash: &str,
+        prefix: &str,
+        expires_at: Option<i64>,
+        by: &str,
+        now: i64,
+    ) -> Result<i64, AppError> {
+        sqlx::query_scalar(
+            "INSERT INTO asset_shares (asset_id, token_hash, prefix, expires_at, created_by, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+        )
+        .bind(asset_id)
+        .bind(token_hash)
+        .bind(prefix)
+        .bind(expires_at)
+        .bind(by)
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(internal("create share link"))
+    }
+
+    /// Removes the asset's share (or link) `share`; whether there was one.
+    pub async fn revoke(&self, asset_id: i64, share: i64) -> Result<bool, AppError> {
+        let done = sqlx::query("DELETE FROM asset_shares WHERE id = $1 AND asset_id = $2")
+            .bind(share)
+            .bind(asset_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("revoke share"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Makes the asset readable by every account, or no longer.
+    pub async fn set_public(&self, id: i64, public: bool) -> Result<(), AppError> {
+        sqlx::query("UPDATE assets SET public = $1 WHERE id = $2")
+            .bind(i64::from(public))
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("publish asset"))?;
+        Ok(())
+    }
+
+    /// Registers the model's next version (uploading, no files yet); its
+    /// number. The number and the row are one statement; two registrations
+    /// at once may still pick the same number, and the loser tries again.
+    pub async fn new_version(
+        &self,
+        asset_id: i64,
+        description: &str,
+        tags: &[String],
+        job: Option<&str>,
+        by: &str,
+        now: i64,
+    ) -> Result<i64, AppError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let inserted = sqlx::query_scalar(
+                "INSERT INTO model_versions (asset_id, version, description, tags, job, created_by, created_at, state) \
+                 SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6, 'uploading' \
+                 FROM model_versions WHERE asset_id = $1 RETURNING version",
+            )
+            .bind(asset_id)
+            .bind(description)
+            .bind(serde_json::to_string(tags).unwrap_or_default())
+            .bind(job)
+            .bind(by)
+            .bind(now)
+            .fetch_one(&self.pool)
+            .await;
+            match inserted {
+                Ok(n) => return Ok(n),
+                Err(sqlx::Error::Database(db)) if db.is_unique_violation() && attempt < 5 => {
+                    continue
+                }
+                Err(err) => return Err(internal("create version")(err)),
+            }
+        }
+    }
+
+    /// Marks a version's files all in.
+    pub async fn finish_version(&self, asset_id: i64, version: i64) -> Result<(), AppError> {
+        sqlx::query(
+            "UPDATE model_versions SET state = 'ready' WHERE asset_id = $1 AND version = $2",
+        )
+        .bind(asset_id)
+        .bind(version)
+        .execute(&self.pool)
+        .await
+        .map_err(internal("finish version"))?;
+        Ok(())
+    }
+
+    /// Sets the tags of several of a model's versions, all or none (a stage
+    /// tag moving from one version to another is two of them).
+    pub async fn set_version_tags(
+        &self,
+        asset_id: i64,
+        tags: &[(i64, Vec<String>)],
+    ) -> Result<(), AppError> {
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(internal("begin tag version"))?;
+        for (version, tags) in tags {
+            sqlx::query("UPDATE model_versions SET tags = $1 WHERE asset_id = $2 AND version = $3")
+                .bind(serde_json::to_string(tags).unwrap_or_default())
+                .bind(asset_id)
+                .bind(version)
+                .execute(&mut *tx)
+                .await
+                .map_err(internal("tag version"))?;
+        }
+        tx.commit().await.map_err(internal("commit tag version"))
     }
 }
