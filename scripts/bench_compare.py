@@ -859,9 +859,9 @@ def pc_jobs(args, tmp, port, key, cookie, server_pid, site_root):
     row(sec, "jobs in the account (GET /api/v1/jobs total); /jobs HTML", f"{total}; {len(body) / 1e3:.0f} KB")
 
     # The ceiling: the very bytes of that page, served by the same server process through
-    # its static file service (ServeDir, the fallback every page request also passes), from
-    # a file in the site root copy, which the page cache keeps in memory after the first read.
-    # Same listener, runtime, router and compression layer; no session look-up, no
+    # its static file service (ServeDir, the router's fallback, which serves the wasm bundle),
+    # from a file in the site root copy, which the page cache keeps in memory after the first
+    # read.  Same listener, runtime, router and compression layer; no session look-up, no
     # database, no rendering: what this server and these clients can move at all, a page
     # of this size.  (A route returning the bytes from the heap would skip the file's stat,
     # open and read on tokio's blocking pool, a few tens of us, so this ceiling is that much
