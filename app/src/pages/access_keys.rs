@@ -10,6 +10,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::access_keys::{access_keys, CreateAccessKey, RevokeAccessKey};
 use crate::components::form::{last_error, FieldError, FormError};
+use crate::components::live::{beside_regions, Region};
 use crate::components::resource::resource;
 use crate::error::AppError;
 use crate::models::time::format_utc;
@@ -17,6 +18,9 @@ use crate::models::{CREDENTIALS_FILE, MAX_KEY_NAME_LEN};
 
 /// Query parameter the no-JavaScript create route reports a refused name in.
 pub const KEY_ERROR_PARAM: &str = "key_error";
+
+/// The live region of the keys' table, refreshed after a key is made.
+const KEYS_REGION: &str = "access-keys-list";
 
 /// The access keys section.
 #[component]
@@ -26,7 +30,8 @@ pub fn AccessKeys() -> impl IntoView {
     let params = use_query_map();
     let revoke_error = Signal::derive(last_error(revoke));
     let refused = params.with_untracked(|p| p.get(KEY_ERROR_PARAM));
-    view! {
+    let heading = beside_regions(move || {
+        view! {
         <h2 id="keys">"Access keys"</h2>
         <p class="hint">
             "For the " <code>"paddlecloud"</code> " command line, the Python SDK and scripts ("
@@ -37,7 +42,11 @@ pub fn AccessKeys() -> impl IntoView {
         </p>
         <CreateKey refused />
         <FormError error=revoke_error />
-        <div id="access-keys-list">
+        }
+    });
+    view! {
+        {heading}
+        <Region id=KEYS_REGION>
         <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 keys.await
@@ -90,7 +99,7 @@ pub fn AccessKeys() -> impl IntoView {
                     })
             })}
         </Transition>
-        </div>
+        </Region>
     }
 }
 
@@ -123,7 +132,7 @@ fn CreateKey(
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         if create.value().with(|v| matches!(v, Some(Ok(_)))) {
-            crate::components::live::refresh_now(&["access-keys-list"]);
+            crate::components::live::refresh_now(&[KEYS_REGION]);
         }
     });
     view! {

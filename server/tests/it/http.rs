@@ -257,6 +257,56 @@ async fn a_signed_in_page_sends_its_data_as_html_and_not_again_for_hydration() {
     assert_eq!(html.matches("__RESOLVED_RESOURCES[").count(), 0);
 }
 
+/// An asset page marks its summary and file table as regions: an upload
+/// refreshes them without the uploader, the versions or the frame.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_asset_pages_refresh_after_an_upload_renders_its_summary_and_files_only() {
+    let site = site().await;
+    let (key, cookie) = crate::common::rest::key_and_cookie(&site, "vision").await;
+    let made = crate::common::rest::call(
+        &site,
+        http::Method::POST,
+        "/api/v1/datasets",
+        Some(&key),
+        Some(serde_json::json!({"name": "flowers"})),
+    )
+    .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let base = "/api/v1/datasets/vision/flowers";
+    crate::common::rest::put_file(&site, &key, base, "train/tulip.txt", "tulip").await;
+    let page = "/datasets/vision/flowers";
+    let whole = text(site.get(page, Some(&cookie)).await).await;
+    let refresh = Request::get(page)
+        .header(header::ACCEPT, "text/html")
+        .header(header::COOKIE, &cookie)
+        .header(
+            app::components::live::REGION_HEADER,
+            "asset-summary,asset-files",
+        )
+        .body(Body::empty())
+        .unwrap();
+    let answer = site.send(refresh).await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    let region = text(answer).await;
+    for (what, marker) in [
+        ("the frame", "class=\"topbar\""),
+        ("the uploader", "data-testid=\"uploader\""),
+        ("the settings link", "data-testid=\"settings-link\""),
+    ] {
+        assert!(whole.contains(marker), "the page lacks {what}");
+        assert!(!region.contains(marker), "the refresh has {what}: {region}");
+    }
+    for (what, marker) in [
+        ("the file count", "data-testid=\"file-count\""),
+        ("the folder", ">train<"),
+    ] {
+        assert!(
+            region.contains(marker),
+            "the refresh lacks {what}: {region}"
+        );
+    }
+}
+
 /// A live region's refresh (what the page's island sends on each event)
 /// renders that region alone: the table with its rows, not the frame, the
 /// filters, the open log console or the scripts, so an event costs a

@@ -10,6 +10,7 @@ use super::files::FileBrowser;
 use super::upload::Uploader;
 use super::versions::{NewVersionDialog, VersionList};
 use crate::api::assets::open_asset;
+use crate::components::live::{beside_regions, Region};
 use crate::components::resource::resource;
 use crate::error::AppError;
 use crate::models::time::format_utc;
@@ -136,9 +137,38 @@ fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
         AssetKind::Model => version.as_ref().is_some_and(|x| x.files > 0),
     };
     let title = format!("{}/{}", a.owner, a.name);
+    let zip_href = files.archive_url(v.version);
+    let settings = beside_regions(|| {
+        owner.then(|| {
+            let shares = v.shares.as_ref().map_or(0, Vec::len);
+            view! {
+                <p>
+                    <a class="button" href=format!("{}/settings", r.href()) data-testid="settings-link">
+                        {format!("Sharing and settings ({shares} shares{})", if a.public { ", public" } else { "" })}
+                    </a>
+                </p>
+            }
+        })
+    });
+    let versions = beside_regions(|| {
+        (a.kind == AssetKind::Model).then(|| view! {
+            <VersionList r=r.clone() versions=v.versions.clone() shown=v.version owner page_path=page_path.clone() />
+        })
+    });
+    let uploader = beside_regions(|| {
+        can_upload.then(|| {
+            let (uploaded, failed) =
+                params.with_untracked(|p| (p.get("uploaded"), p.get("upload_error")));
+            view! { <Uploader r=r.clone() version=v.version dir=v.dir.clone() uploaded failed /> }
+        })
+    });
+    let new_version = beside_regions(|| {
+        (owner && a.kind == AssetKind::Model && params.with_untracked(|p| p.get("new").is_some()))
+            .then(|| view! { <NewVersionDialog r=r.clone() page_path=page_path.clone() /> })
+    });
     view! {
         <Title text=title.clone() />
-        <div id=super::upload::SUMMARY_REGION>
+        <Region id=super::upload::SUMMARY_REGION>
         <div class="page-head">
             <h1>
                 <a href=format!("/{}", a.kind.plural()) class="crumb">{a.kind.label()}"s"</a>
@@ -147,7 +177,7 @@ fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
             <span class="tag access" data-testid="access">{access}</span>
             {a.public.then(|| view! { <span class="tag public">"public"</span> })}
             {has_files.then(|| view! {
-                <a class="button" href=files.archive_url(v.version) download data-testid="download-zip">{zip_label.clone()}</a>
+                <a class="button" href=zip_href.clone() download data-testid="download-zip">{zip_label.clone()}</a>
             })}
         </div>
         <p class="description">{a.description.clone()}</p>
@@ -162,33 +192,18 @@ fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
             <dt>"Created"</dt>
             <dd>{format_utc(a.created_at)}</dd>
         </dl>
-        </div>
-        {owner.then(|| {
-            let shares = v.shares.as_ref().map_or(0, Vec::len);
-            view! {
-                <p>
-                    <a class="button" href=format!("{}/settings", r.href()) data-testid="settings-link">
-                        {format!("Sharing and settings ({shares} shares{})", if a.public { ", public" } else { "" })}
-                    </a>
-                </p>
-            }
-        })}
-        {(a.kind == AssetKind::Model).then(|| view! {
-            <VersionList r=r.clone() versions=v.versions.clone() shown=v.version owner page_path=page_path.clone() />
-        })}
-        <div id=super::upload::FILES_REGION>
+        </Region>
+        {settings}
+        {versions}
+        <Region id=super::upload::FILES_REGION>
             <FileBrowser
                 view=v.clone()
                 source=source.clone()
                 files=files.clone()
                 owner
             />
-        </div>
-        {can_upload.then(|| {
-            let (uploaded, failed) = params.with_untracked(|p| (p.get("uploaded"), p.get("upload_error")));
-            view! { <Uploader r=r.clone() version=v.version dir=v.dir.clone() uploaded failed /> }
-        })}
-        {(owner && a.kind == AssetKind::Model && params.with_untracked(|p| p.get("new").is_some()))
-            .then(|| view! { <NewVersionDialog r=r.clone() page_path=page_path.clone() /> })}
+        </Region>
+        {uploader}
+        {new_version}
     }
 }
