@@ -6,6 +6,7 @@
 //! is its home and root folder, kept across stops and console restarts.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -19,7 +20,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 
 use super::machine::{gpu_env, Machine};
-use super::process::{command, end, free_ports, log_lines, signal_group};
+use super::process::{
+    command, end, exit_words, free_port, kill_recorded_group, log_lines, log_outputs, signal_group,
+};
 use super::venvs::{Prepared, Venvs};
 use crate::backend::lab_client::LabClient;
 use crate::backend::last_lines;
@@ -315,22 +318,13 @@ async fn supervise(server: &Server, mut launch: Launch, reporter: &NotebookRepor
         Err(err) => return report(NotebookStatus::Failed, err.to_string()).await,
     };
     let ticket = launch.machine.scheduler.enqueue(ask);
-    let mut reason = ticket.reason.clone();
-    let granted = ticket.granted();
-    tokio::pin!(granted);
-    let mut reasons_open = true;
-    let grant = loop {
-        tokio::select! {
-            grant = &mut granted => break grant,
-            changed = reason.changed(), if reasons_open => {
-                reasons_open = changed.is_ok();
-                let why = reason.borrow().clone();
-                if reasons_open && why != "starting" {
-                    report(NotebookStatus::Pending, format!("Waiting for room: {why}")).await;
-                }
-            }
-            _ = stop.changed() => return,
-        }
+    let waiting = |why| async move {
+        let why = format!("Waiting for room: {why}");
+        report(NotebookStatus::Pending, why).await;
+        Ok::<_, Infallible>(())
+    };
+    let Ok(Some(grant)) = ticket.wait_turn(&mut stop, waiting).await else {
+        return;
     };
     report(NotebookStatus::Pending, "Starting JupyterLab…".to_owned()).await;
     let log = launch.dir.join("jupyter.log");
@@ -373,9 +367,7 @@ async fn supervise(server: &Server, mut launch: Launch, reporter: &NotebookRepor
         None => end(&mut child, pgid, launch.grace).await,
         Some(status) => {
             signal_group(pgid, Signal::SIGKILL);
-            let code = status
-                .and_then(|s| s.code())
-                .map_or("a signal".to_owned(), |c| format!("code {c}"));
+            let code = exit_words(status);
             let what = if ready {
                 "JupyterLab exited"
             } else {
@@ -401,19 +393,8 @@ async fn spawn(
     log: &Path,
     gpus: &[u32],
 ) -> Result<(tokio::process::Child, u16), String> {
-    let port = free_ports(1)
-        .map_err(|e| format!("no free port: {e}"))?
-        .first()
-        .copied()
-        .ok_or("no free port")?;
-    let out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .map_err(|e| format!("cannot open its log: {e}"))?;
-    let err = out
-        .try_clone()
-        .map_err(|e| format!("cannot open its log: {e}"))?;
+    let port = free_port()?;
+    let (out, err) = log_outputs(log)?;
     let mut argv = vec![launch.python.clone()];
     argv.extend(jupyter_args(
         &launch.base_url,
@@ -426,8 +407,8 @@ async fn spawn(
     let mut cmd = command(&argv, &work, &launch.inherited_env, &launch.env);
     cmd.envs(gpu_env(gpus))
         .stdin(Stdio::piped())
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err))
+        .stdout(out)
+        .stderr(err)
         .kill_on_drop(true);
     let mut child = cmd
         .spawn()
@@ -493,16 +474,5 @@ fn log_tail(log: &Path) -> String {
 /// Ends a server a previous console left running for this notebook: the
 /// recorded group, if its leader still carries the notebook's marker.
 fn kill_leftover(dir: &Path, tag: &str) {
-    let Some(pgid) = std::fs::read_to_string(dir.join("pid"))
-        .ok()
-        .and_then(|s| s.trim().parse::<i64>().ok())
-    else {
-        return;
-    };
-    let wanted = format!("{MARKER}={tag}");
-    let ours = std::fs::read(format!("/proc/{pgid}/environ"))
-        .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()));
-    if ours {
-        signal_group(pgid, Signal::SIGKILL);
-    }
+    kill_recorded_group(&dir.join("pid"), &format!("{MARKER}={tag}"));
 }

@@ -1,4 +1,9 @@
-//! Starting and ending replica processes.
+//! Starting and ending the executor's processes: job replicas, serving
+//! replicas and notebook servers alike (the backbone every long-running
+//! workload of the local executor shares: a turn in the machine's queue,
+//! [`super::scheduler::Ticket::wait_turn`]; a free port, its log, its own
+//! process group recorded in a pid file; an end with a grace period; and
+//! leftovers of a previous console found by their marker and ended).
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -88,4 +93,79 @@ pub fn log_lines(log: &Path) -> Vec<String> {
         .filter(|l| !l.is_empty())
         .map(str::to_owned)
         .collect()
+}
+
+/// A free port of 127.0.0.1 for a server to bind, as a reason on failure.
+pub fn free_port() -> Result<u16, String> {
+    free_ports(1)
+        .map_err(|e| format!("no free port: {e}"))?
+        .first()
+        .copied()
+        .ok_or_else(|| "no free port".to_owned())
+}
+
+/// `log` opened for appending, twice: a process's stdout and stderr.
+pub fn log_outputs(log: &Path) -> Result<(Stdio, Stdio), String> {
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| format!("cannot open its log: {e}"))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| format!("cannot open its log: {e}"))?;
+    Ok((Stdio::from(out), Stdio::from(err)))
+}
+
+/// How a process ended, for a message: "code 3", or "a signal".
+pub fn exit_words(status: Option<std::process::ExitStatus>) -> String {
+    status
+        .and_then(|s| s.code())
+        .map_or("a signal".to_owned(), |c| format!("code {c}"))
+}
+
+/// Ends the process group recorded in `pid_file` by a previous console, if
+/// its leader still carries `marker` (`NAME=value`) in its environment: a
+/// recycled pid is someone else's process and is left alone.
+pub fn kill_recorded_group(pid_file: &Path, marker: &str) {
+    let Some(pgid) = std::fs::read_to_string(pid_file)
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+    else {
+        return;
+    };
+    let ours = std::fs::read(format!("/proc/{pgid}/environ"))
+        .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()));
+    if ours {
+        signal_group(pgid, Signal::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_group_is_ended_only_while_its_leader_carries_the_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let spawn = || {
+            let mut cmd = std::process::Command::new("sleep");
+            cmd.arg("30").env("PADDLECLOUD_TEST_MARKER", "mine");
+            std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+            cmd.spawn().unwrap()
+        };
+        let mut other = spawn();
+        std::fs::write(&pid_file, other.id().to_string()).unwrap();
+        kill_recorded_group(&pid_file, "PADDLECLOUD_TEST_MARKER=theirs");
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            other.try_wait().unwrap().is_none(),
+            "a stranger's group was ended"
+        );
+        kill_recorded_group(&pid_file, "PADDLECLOUD_TEST_MARKER=mine");
+        let status = other.wait().unwrap();
+        assert_eq!(exit_words(Some(status)), "a signal");
+        kill_recorded_group(&dir.path().join("none"), "PADDLECLOUD_TEST_MARKER=mine");
+    }
 }

@@ -289,6 +289,47 @@ impl Ticket {
     }
 }
 
+impl Ticket {
+    /// Waits in the queue for its turn, as every workload of the executor
+    /// does (job replicas, serving replicas, notebook servers): each new
+    /// reason it waits for (not "starting", not one already told) goes to
+    /// `told`, which records it where the workload's page shows it. `None`
+    /// if `stop` says stop first (dropping the ticket leaves the queue); an
+    /// error from `told` ends the wait with it.
+    pub async fn wait_turn<E, Told>(
+        self,
+        stop: &mut watch::Receiver<bool>,
+        mut told: impl FnMut(String) -> Told,
+    ) -> Result<Option<Grant>, E>
+    where
+        Told: std::future::Future<Output = Result<(), E>>,
+    {
+        let mut reason = self.reason.clone();
+        let granted = self.granted();
+        tokio::pin!(granted);
+        let mut shown = String::new();
+        let mut reasons_open = true;
+        loop {
+            if reasons_open {
+                let now = reason.borrow_and_update().clone();
+                if now != shown && now != "starting" && !now.is_empty() {
+                    told(now.clone()).await?;
+                    shown = now;
+                }
+            }
+            tokio::select! {
+                grant = &mut granted => return Ok(Some(grant)),
+                changed = reason.changed(), if reasons_open => reasons_open = changed.is_ok(),
+                changed = stop.changed() => {
+                    if changed.is_err() || *stop.borrow() {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Drop for Ticket {
     fn drop(&mut self) {
         if self.taken {

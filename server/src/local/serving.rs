@@ -5,8 +5,8 @@
 //! instance with the reason from its log, instead of leaving it Pending.
 
 use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,7 +19,9 @@ use tokio::sync::{mpsc, watch};
 
 use super::limits::ReplicaLimit;
 use super::machine::{gpu_env, Machine};
-use super::process::{command, end, free_ports, log_lines, signal_group};
+use super::process::{
+    command, end, exit_words, free_port, kill_recorded_group, log_lines, log_outputs, signal_group,
+};
 use super::scheduler::{Ask, ReplicaAsk};
 use super::venvs::{Prepared, Venvs};
 use crate::backend::last_lines;
@@ -458,22 +460,13 @@ async fn replica(
         }
         // Room on the machine first, in turn with jobs and other replicas.
         let ticket = launch.machine.scheduler.enqueue(launch.ask.clone());
-        let mut reason = ticket.reason.clone();
-        let granted = ticket.granted();
-        tokio::pin!(granted);
-        let mut reasons_open = true;
-        let grant = loop {
-            tokio::select! {
-                grant = &mut granted => break grant,
-                changed = reason.changed(), if reasons_open => {
-                    reasons_open = changed.is_ok();
-                    let why = reason.borrow().clone();
-                    if reasons_open && why != "starting" {
-                        let _ = news.send((index, serial, News::Waiting(why))).await;
-                    }
-                }
-                _ = stop.changed() => return,
-            }
+        let news = &news;
+        let waiting = |why| async move {
+            let _ = news.send((index, serial, News::Waiting(why))).await;
+            Ok::<_, Infallible>(())
+        };
+        let Ok(Some(grant)) = ticket.wait_turn(&mut stop, waiting).await else {
+            return;
         };
         let gpus = grant.gpus.first().cloned().unwrap_or_default();
         let started = start(&launch, &log, index, &gpus);
@@ -509,9 +502,7 @@ async fn replica(
         // The group may hold children of the replica: end them with it.
         signal_group(pgid, Signal::SIGKILL);
         let _ = std::fs::remove_file(&pid_file);
-        let code = status
-            .and_then(|s| s.code())
-            .map_or("a signal".to_owned(), |c| format!("code {c}"));
+        let code = exit_words(status);
         // The model's place on this machine is the console's business.
         let model = launch
             .env
@@ -552,19 +543,8 @@ fn start(
     index: usize,
     gpus: &[u32],
 ) -> Result<(tokio::process::Child, u16, ReplicaLimit), String> {
-    let port = free_ports(1)
-        .map_err(|e| format!("no free port: {e}"))?
-        .first()
-        .copied()
-        .ok_or("no free port")?;
-    let out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .map_err(|e| format!("cannot open its log: {e}"))?;
-    let err = out
-        .try_clone()
-        .map_err(|e| format!("cannot open its log: {e}"))?;
+    let port = free_port()?;
+    let (out, err) = log_outputs(log)?;
     // A job replica's command (own process group, only the passed-through
     // environment), its output going straight to the log file.
     let mut cmd = command(
@@ -575,8 +555,8 @@ fn start(
     );
     cmd.env("PORT", port.to_string())
         .envs(gpu_env(gpus))
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err))
+        .stdout(out)
+        .stderr(err)
         .kill_on_drop(true);
     let asked = launch.ask.replicas.first().copied().unwrap_or(ReplicaAsk {
         cpu_millis: 0,
@@ -624,19 +604,9 @@ fn kill_leftovers(dir: &Path, tag: &str) {
     let Ok(entries) = std::fs::read_dir(dir.join("pids")) else {
         return;
     };
-    let wanted = format!("PADDLECLOUD_SERVING_INSTANCE={tag}");
+    let marker = format!("PADDLECLOUD_SERVING_INSTANCE={tag}");
     for entry in entries.flatten() {
-        let Some(pgid) = std::fs::read_to_string(entry.path())
-            .ok()
-            .and_then(|s| s.trim().parse::<i64>().ok())
-        else {
-            continue;
-        };
-        let ours = std::fs::read(format!("/proc/{pgid}/environ"))
-            .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()));
-        if ours {
-            signal_group(pgid, Signal::SIGKILL);
-        }
+        kill_recorded_group(&entry.path(), &marker);
     }
 }
 

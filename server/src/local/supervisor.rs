@@ -125,30 +125,11 @@ async fn wait_turn(
     stop: &mut watch::Receiver<bool>,
 ) -> anyhow::Result<Option<Grant>> {
     let ticket = inner.machine.scheduler.enqueue(run.ask.clone());
-    let mut reason = ticket.reason.clone();
-    let granted = ticket.granted();
-    tokio::pin!(granted);
-    let mut shown = String::new();
-    let mut reasons_open = true;
-    loop {
-        if reasons_open {
-            let now = reason.borrow_and_update().clone();
-            if now != shown && now != "starting" && !now.is_empty() {
-                set_job(inner, run, JobStatus::Pending, &now).await?;
-                shown = now;
-            }
-        }
-        tokio::select! {
-            grant = &mut granted => return Ok(Some(grant)),
-            changed = reason.changed(), if reasons_open => reasons_open = changed.is_ok(),
-            changed = stop.changed() => {
-                if changed.is_err() || *stop.borrow() {
-                    // Dropping the ticket leaves the queue.
-                    return Ok(None);
-                }
-            }
-        }
-    }
+    ticket
+        .wait_turn(stop, |why| async move {
+            set_job(inner, run, JobStatus::Pending, &why).await
+        })
+        .await
 }
 
 /// Builds the job's environment (at most once for every job that lists
