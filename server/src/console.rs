@@ -38,7 +38,7 @@ use crate::local::venvs::Venvs;
 use crate::local::{LocalCluster, LocalParts};
 use crate::local_runs::SqlLocalRuns;
 use crate::mail::{MailChoice, Outbox, Smtp};
-use crate::mlflow::store::MlflowStore;
+use crate::mlflow::tracking::MlflowService;
 use crate::notebooks::NotebookService;
 use crate::paddleboard::SqlMetrics;
 use crate::pipelines::SqlPipelines;
@@ -496,7 +496,7 @@ impl Console {
         let state = AppState {
             leptos: config.site,
             services: services.clone(),
-            mlflow: MlflowStore::new(pool.clone()),
+            mlflow: MlflowService::new(pool.clone()),
             serving,
             notebooks,
             changes,

@@ -1,5 +1,5 @@
 //! The MLflow tracking API's routes, `/api/2.0/mlflow/…`, on
-//! [`crate::mlflow`]'s store and wire shapes.
+//! [`crate::mlflow`]'s service and wire shapes.
 
 use app::error::AppError;
 use app::models::MetricPoint;
@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::caller::{Caller, Writer};
 use super::AppState;
-use crate::mlflow::store::RunRow;
+use crate::mlflow::tracking::RunRow;
 use crate::mlflow::wire::{
     int64, KeyValue, Metric, MetricOut, MlflowError, MlflowRun, RunData, RUN_STATUSES,
 };
@@ -164,7 +164,7 @@ async fn create_run(
     let experiment = req
         .experiment_id
         .as_deref()
-        .unwrap_or(crate::mlflow::store::DEFAULT_EXPERIMENT);
+        .unwrap_or(crate::mlflow::tracking::DEFAULT_EXPERIMENT);
     let run = state
         .mlflow
         .create_run(

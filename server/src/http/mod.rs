@@ -36,7 +36,7 @@ pub struct AppState {
     /// The ports' implementations.
     pub services: Services,
     /// MLflow's experiments and runs (the tracking API only the server serves).
-    pub mlflow: crate::mlflow::store::MlflowStore,
+    pub mlflow: crate::mlflow::tracking::MlflowService,
     /// Serving, for the endpoint that forwards predict calls and counts them.
     pub serving: crate::serving::ServingService,
     /// Notebooks, for the proxy in front of their JupyterLab servers.

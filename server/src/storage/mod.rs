@@ -7,7 +7,8 @@
 //! every "who is this" query reads ([`users`]), the audit log ([`audit`]),
 //! rate limits ([`throttle`]), and each service's own tables: PaddleBoard's
 //! points ([`metrics`]), datasets and models ([`assets`]), quotas
-//! ([`quota`]), access keys ([`access_keys`]), local runs ([`local_runs`]).
+//! ([`quota`]), access keys ([`access_keys`]), local runs ([`local_runs`]),
+//! MLflow's experiments and runs ([`mlflow`]).
 //! Nothing here knows of a backend, a service or HTTP: stores take and give
 //! models and plain values.
 
@@ -22,6 +23,7 @@ pub mod lease;
 pub mod local_runs;
 pub mod logfile;
 pub mod metrics;
+pub mod mlflow;
 pub mod notebooks;
 pub mod pipelines;
 pub mod quota;
