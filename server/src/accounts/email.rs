@@ -4,11 +4,10 @@ use app::error::AppError;
 use app::models::{Me, CONFIRM_LINK_DAYS};
 use app::ports::{Mail, Principal};
 
-use super::links::{self, Purpose};
 use super::SqlAccounts;
+use crate::storage::accounts::{self as store, LinkUse};
 use crate::storage::throttle::Limit;
-use crate::storage::{audit, internal};
-use crate::time::now_ms;
+use crate::storage::user_links::{self, Purpose};
 
 /// One confirmation mail per user per minute, five per day.
 const RESEND_BURST: Limit = Limit {
@@ -60,7 +59,7 @@ pub(super) fn mail_with_link(
 impl SqlAccounts {
     /// Mails `me` a link that confirms their address.
     pub(super) async fn send_confirmation(&self, me: &Me) -> Result<(), AppError> {
-        let token = links::issue(&self.pool, me.user_id, Purpose::Confirm).await?;
+        let token = user_links::issue(&self.pool, me.user_id, Purpose::Confirm).await?;
         let link = format!("{}/confirm?token={token}", self.mail.public_url);
         let account = format!(
             "You (or someone with your address) signed up for the PaddleCloud account “{}” as {}.",
@@ -81,36 +80,19 @@ impl SqlAccounts {
     }
 
     pub(super) async fn confirm(&self, token: &str) -> Result<(), AppError> {
-        let mut tx = self.pool.begin().await.map_err(internal("confirm email"))?;
-        let Some(user_id) = links::take(&mut *tx, token, Purpose::Confirm).await? else {
-            return Err(AppError::invalid(
+        let used = store::confirm_email(&self.pool, token, "email.confirmed", |email| {
+            format!("{email} confirmed their address")
+        })
+        .await?;
+        match used {
+            LinkUse::Used(_) => Ok(()),
+            LinkUse::NoUser => Err(AppError::not_found("User")),
+            LinkUse::Invalid => Err(AppError::invalid(
                 "token",
                 "This confirmation link is not valid: it was used, it expired, or it was \
                  copied incompletely. Ask for a new one on the Account page.",
-            ));
-        };
-        let row: Option<(i64, String)> = sqlx::query_as(
-            "UPDATE users SET email_confirmed_at = COALESCE(email_confirmed_at, $1) \
-             WHERE id = $2 RETURNING account_id, email",
-        )
-        .bind(now_ms())
-        .bind(user_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(internal("confirm email"))?;
-        let (account_id, email) = row.ok_or_else(|| AppError::not_found("User"))?;
-        audit::record(
-            &mut *tx,
-            audit::Entry {
-                account_id,
-                actor: &email,
-                action: "email.confirmed",
-                detail: &format!("{email} confirmed their address"),
-            },
-        )
-        .await?;
-        tx.commit().await.map_err(internal("confirm email"))?;
-        Ok(())
+            )),
+        }
     }
 
     pub(super) async fn resend(&self, who: &Principal) -> Result<(), AppError> {

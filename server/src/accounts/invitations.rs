@@ -8,11 +8,11 @@ use app::models::{
 use app::ports::Principal;
 
 use super::email::mail_with_link;
-use super::members::lock_account;
-use super::{hash_password, holder, is_unique_violation, Holder, SqlAccounts};
+use super::{hash_password, holder, Holder, SqlAccounts};
+use crate::storage::accounts::User;
+use crate::storage::invitations::{self as store, Accepted, Invitation, NewInvitation};
 use crate::storage::throttle::Limit;
-use crate::storage::tokens::{random_token, token_hash};
-use crate::storage::{audit, internal, users};
+use crate::storage::{audit, users};
 use crate::time::now_ms;
 
 /// An account mails at most this many invitations an hour: enough for a
@@ -22,15 +22,6 @@ const INVITES_PER_HOUR: Limit = Limit {
     max: 50,
     window_ms: 3_600_000,
 };
-
-/// What the link of an open invitation leads to.
-struct Open {
-    account_id: i64,
-    account: String,
-    email: String,
-    role: Role,
-    invited_by: String,
-}
 
 fn not_valid() -> AppError {
     AppError::invalid(
@@ -47,28 +38,7 @@ impl SqlAccounts {
         &self,
         account_id: i64,
     ) -> Result<Vec<PendingInvitation>, AppError> {
-        let rows: Vec<(i64, String, String, String, i64)> = sqlx::query_as(
-            "SELECT id, email, role, invited_by, expires_at FROM invitations \
-             WHERE account_id = $1 AND accepted_at IS NULL AND expires_at > $2 \
-             ORDER BY created_at, id",
-        )
-        .bind(account_id)
-        .bind(now_ms())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(internal("list invitations"))?;
-        Ok(rows
-            .into_iter()
-            .map(
-                |(id, email, role, invited_by, expires_at)| PendingInvitation {
-                    id,
-                    email,
-                    role: Role::parse(&role).unwrap_or(Role::Viewer),
-                    invited_by,
-                    expires_at,
-                },
-            )
-            .collect())
+        store::pending(&self.pool, account_id, now_ms()).await
     }
 
     pub(super) async fn send_invitation(
@@ -99,35 +69,18 @@ impl SqlAccounts {
                 ),
             });
         }
-        let token = random_token();
         let now = now_ms();
         let expires_at = now + INVITATION_DAYS * 86_400_000;
-        let mut tx = self.pool.begin().await.map_err(internal("invite"))?;
-        // Only the newest invitation of an address works.
-        sqlx::query(
-            "DELETE FROM invitations WHERE account_id = $1 AND email = $2 AND accepted_at IS NULL",
-        )
-        .bind(account.id)
-        .bind(&email)
-        .execute(&mut *tx)
-        .await
-        .map_err(internal("invite"))?;
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO invitations (token_hash, account_id, email, role, invited_by, \
-             created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-        )
-        .bind(token_hash(&token))
-        .bind(account.id)
-        .bind(&email)
-        .bind(role.as_str())
-        .bind(&who.me.email)
-        .bind(now)
-        .bind(expires_at)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(internal("invite"))?;
-        audit::record(
-            &mut *tx,
+        let (id, token) = store::create(
+            &self.pool,
+            &NewInvitation {
+                account_id: account.id,
+                email: &email,
+                role,
+                invited_by: &who.me.email,
+                created_at: now,
+                expires_at,
+            },
             audit::Entry {
                 account_id: account.id,
                 actor: &who.me.email,
@@ -136,7 +89,6 @@ impl SqlAccounts {
             },
         )
         .await?;
-        tx.commit().await.map_err(internal("invite"))?;
         let link = format!("{}/join?token={token}", self.mail.public_url);
         let what = format!(
             "{} invited you to the PaddleCloud account “{}” as {} ({}).",
@@ -164,11 +116,7 @@ impl SqlAccounts {
             .await;
         if let Err(err) = sent {
             // A link nobody received must not stay open.
-            sqlx::query("DELETE FROM invitations WHERE id = $1")
-                .bind(id)
-                .execute(&self.pool)
-                .await
-                .map_err(internal("withdraw an unsent invitation"))?;
+            store::delete(&self.pool, id).await?;
             return Err(err);
         }
         tracing::info!(account = %account.name, invitee = %email, role = role.as_str(), "invitation sent");
@@ -187,65 +135,26 @@ impl SqlAccounts {
         id: i64,
     ) -> Result<(), AppError> {
         who.me.role.require_owner("withdraw invitations")?;
-        let mut tx = self.pool.begin().await.map_err(internal("withdraw"))?;
-        let gone: Option<(String,)> = sqlx::query_as(
-            "DELETE FROM invitations WHERE id = $1 AND account_id = $2 AND accepted_at IS NULL \
-             RETURNING email",
+        store::withdraw(
+            &self.pool,
+            id,
+            who.me.account.id,
+            &who.me.email,
+            "member.invitation_withdrawn",
         )
-        .bind(id)
-        .bind(who.me.account.id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(internal("withdraw"))?;
-        let (email,) = gone.ok_or_else(|| AppError::not_found("Invitation"))?;
-        audit::record(
-            &mut *tx,
-            audit::Entry {
-                account_id: who.me.account.id,
-                actor: &who.me.email,
-                action: "member.invitation_withdrawn",
-                detail: &email,
-            },
-        )
-        .await?;
-        tx.commit().await.map_err(internal("withdraw"))?;
+        .await?
+        .ok_or_else(|| AppError::not_found("Invitation"))?;
         Ok(())
     }
 
-    /// The open invitation behind `token`, used up if `take` (one
-    /// statement, so two uses at once cannot both win; in `accept` it is
-    /// also the transaction's first write).
-    async fn open_invitation<'e, E>(&self, db: E, token: &str, take: bool) -> Result<Open, AppError>
-    where
-        E: sqlx::Executor<'e, Database = sqlx::Any>,
-    {
+    /// The open invitation behind `token`.
+    async fn open_invitation(&self, token: &str) -> Result<Invitation, AppError> {
         if token.len() != 64 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(not_valid());
         }
-        let sql = if take {
-            "UPDATE invitations SET accepted_at = $2 WHERE token_hash = $1 \
-             AND accepted_at IS NULL AND expires_at > $2 \
-             RETURNING account_id, email, role, invited_by, \
-             (SELECT name FROM accounts a WHERE a.id = invitations.account_id)"
-        } else {
-            "SELECT account_id, email, role, invited_by, \
-             (SELECT name FROM accounts a WHERE a.id = invitations.account_id) \
-             FROM invitations WHERE token_hash = $1 AND accepted_at IS NULL AND expires_at > $2"
-        };
-        let row: Option<(i64, String, String, String, String)> = sqlx::query_as(sql)
-            .bind(token_hash(token))
-            .bind(now_ms())
-            .fetch_optional(db)
-            .await
-            .map_err(internal("read an invitation"))?;
-        let (account_id, email, role, invited_by, account) = row.ok_or_else(not_valid)?;
-        Ok(Open {
-            account_id,
-            account,
-            email,
-            role: Role::parse(&role).unwrap_or(Role::Viewer),
-            invited_by,
-        })
+        store::open(&self.pool, token, now_ms())
+            .await?
+            .ok_or_else(not_valid)
     }
 
     pub(super) async fn show_invitation(
@@ -253,7 +162,7 @@ impl SqlAccounts {
         token: &str,
         who: Option<&Principal>,
     ) -> Result<InvitationView, AppError> {
-        let open = self.open_invitation(&self.pool, token, false).await?;
+        let open = self.open_invitation(token).await?;
         let user_exists = !matches!(holder(&self.pool, &open.email, None).await?, Holder::Nobody);
         Ok(InvitationView {
             signed_in_as_invitee: who.is_some_and(|w| w.me.email == open.email),
@@ -271,17 +180,19 @@ impl SqlAccounts {
         password: Option<String>,
         who: Option<&Principal>,
     ) -> Result<Me, AppError> {
-        let now = now_ms();
-        let mut tx = self.pool.begin().await.map_err(internal("accept"))?;
-        // Anything refused below rolls the use back.
-        let open = self.open_invitation(&mut *tx, token, true).await?;
-        lock_account(&mut tx, open.account_id).await?;
-        let user_id = match who.filter(|w| w.me.email == open.email) {
-            Some(w) => w.me.user_id,
-            None => {
-                let password = password.unwrap_or_default();
-                match holder(&mut *tx, &open.email, Some(&password)).await? {
-                    Holder::Matching(id) => id,
+        let password = password.unwrap_or_default();
+        // Who joins is decided (and a new user's password hashed) before
+        // the transaction that uses the invitation up, so that no lock is
+        // held while a password is checked or hashed; should the address
+        // get a user in between, it is decided again, for that user (users
+        // are never deleted, so this happens at most once).
+        loop {
+            let open = self.open_invitation(token).await?;
+            let hash;
+            let user = match who.filter(|w| w.me.email == open.email) {
+                Some(w) => User::Existing(w.me.user_id),
+                None => match holder(&self.pool, &open.email, Some(&password)).await? {
+                    Holder::Matching(id) => User::Existing(id),
                     Holder::Other(_) => {
                         return Err(AppError::invalid(
                             "password",
@@ -294,63 +205,44 @@ impl SqlAccounts {
                     }
                     Holder::Nobody => {
                         validate_password(&password)?;
-                        let hash = hash_password(password).await?;
-                        // The mailed link proves the address.
-                        sqlx::query_scalar(
-                            "INSERT INTO users (account_id, email, password_hash, role, \
-                             created_at, site_admin, email_confirmed_at) \
-                             VALUES ($1, $2, $3, $4, $5, 0, $5) RETURNING id",
-                        )
-                        .bind(open.account_id)
-                        .bind(&open.email)
-                        .bind(&hash)
-                        .bind(Role::Member.as_str())
-                        .bind(now)
-                        .fetch_one(&mut *tx)
-                        .await
-                        .map_err(internal("create the invited user"))?
+                        hash = hash_password(password.clone()).await?;
+                        User::New {
+                            password_hash: &hash,
+                        }
                     }
-                }
-            }
-        };
-        let joined = sqlx::query(
-            "INSERT INTO memberships (account_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)",
-        )
-        .bind(open.account_id)
-        .bind(user_id)
-        .bind(open.role.as_str())
-        .bind(now)
-        .execute(&mut *tx)
-        .await;
-        match joined {
-            Ok(_) => {}
-            Err(err) if is_unique_violation(&err) => {
-                return Err(AppError::conflict(
-                    "token",
-                    format!("You are already a member of {}.", open.account),
-                ))
-            }
-            Err(err) => return Err(internal("join")(err)),
-        }
-        audit::record(
-            &mut *tx,
-            audit::Entry {
+                },
+            };
+            let detail = format!(
+                "{} as {} (invited by {})",
+                open.email,
+                open.role.as_str(),
+                open.invited_by
+            );
+            let entry = audit::Entry {
                 account_id: open.account_id,
                 actor: &open.email,
                 action: "member.joined",
-                detail: &format!(
-                    "{} as {} (invited by {})",
-                    open.email,
-                    open.role.as_str(),
-                    open.invited_by
-                ),
-            },
-        )
-        .await?;
-        tx.commit().await.map_err(internal("accept"))?;
-        tracing::info!(account = %open.account, member = %open.email, role = open.role.as_str(), "invitation accepted");
-        users::member(&self.pool, user_id, open.account_id)
-            .await?
-            .ok_or(AppError::Internal)
+                detail: &detail,
+            };
+            let (user_id, joined) =
+                match store::accept(&self.pool, token, user, now_ms(), entry).await? {
+                    Accepted::Joined {
+                        user_id,
+                        invitation,
+                    } => (user_id, invitation),
+                    Accepted::AddressTaken => continue,
+                    Accepted::NotOpen => return Err(not_valid()),
+                    Accepted::AlreadyMember(invitation) => {
+                        return Err(AppError::conflict(
+                            "token",
+                            format!("You are already a member of {}.", invitation.account),
+                        ))
+                    }
+                };
+            tracing::info!(account = %joined.account, member = %joined.email, role = joined.role.as_str(), "invitation accepted");
+            return users::member(&self.pool, user_id, joined.account_id)
+                .await?
+                .ok_or(AppError::Internal);
+        }
     }
 }

@@ -1,10 +1,12 @@
 //! [`app::ports::Accounts`] on the SQL database: argon2id password hashes,
 //! sessions stored as SHA-256 hashes of random tokens, and the mailed links
 //! that confirm an address ([`email`]) or reset a password ([`passwords`]).
+//! The rules and the words are here; the tables are the stores'
+//! ([`crate::storage::accounts`], `sessions`, `members`, `invitations` and
+//! `user_links`), which take what these decided.
 
 mod email;
 mod invitations;
-mod links;
 mod members;
 mod passwords;
 
@@ -20,11 +22,11 @@ use app::ports::{Accounts, Credential, Mailer, NewSession, Principal};
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
 use async_trait::async_trait;
-use sqlx::AnyPool;
 
-use crate::storage::tokens::{random_token, token_hash};
-use crate::storage::users::{me_from, member_of, user_columns, UserRow};
-use crate::storage::{audit, internal, users};
+use crate::storage::accounts::{self as store, NameTaken, NewAccount, User};
+use crate::storage::db::Pool;
+use crate::storage::tokens::random_token;
+use crate::storage::{audit, sessions, users};
 use crate::time::now_ms;
 
 /// How long a session lives without being used.
@@ -63,13 +65,13 @@ impl AccountMail {
 
 /// Accounts, users and sessions in the console's database.
 pub struct SqlAccounts {
-    pool: AnyPool,
+    pool: Pool,
     mail: AccountMail,
 }
 
 impl SqlAccounts {
     /// Wraps a migrated pool; mail goes as `mail` says.
-    pub fn new(pool: AnyPool, mail: AccountMail) -> Arc<Self> {
+    pub fn new(pool: Pool, mail: AccountMail) -> Arc<Self> {
         Arc::new(Self { pool, mail })
     }
 
@@ -86,11 +88,7 @@ impl SqlAccounts {
         let (me, new_user) = self.insert_account(form, true, site_admin).await?;
         // A user who already exists keeps the password they chose.
         if generated && new_user {
-            sqlx::query("UPDATE users SET must_change_password = 1 WHERE id = $1")
-                .bind(me.user_id)
-                .execute(&self.pool)
-                .await
-                .map_err(internal("mark a generated password"))?;
+            store::require_password_change(&self.pool, me.user_id).await?;
             return Ok(Me {
                 must_change_password: true,
                 ..me
@@ -142,76 +140,36 @@ impl SqlAccounts {
             Some(_) => String::new(),
             None => hash_password(form.password).await?,
         };
-        let now = now_ms();
-        let namespace = namespace_for(&form.account);
-        // The transaction writes first: on SQLite one that read first fails
-        // at once ("database is locked") when another connection wrote since,
-        // instead of waiting for the lock.
-        let mut tx = self.pool.begin().await.map_err(internal("begin sign-up"))?;
-        let account_id: i64 = match sqlx::query_scalar(
-            "INSERT INTO accounts (name, namespace, created_at) VALUES ($1, $2, $3) RETURNING id",
+        let created = store::create(
+            &self.pool,
+            &NewAccount {
+                name: &form.account,
+                namespace: &namespace_for(&form.account),
+                email: &form.email,
+                owner: match existing {
+                    Some(id) => User::Existing(id),
+                    None => User::New {
+                        password_hash: &password_hash,
+                    },
+                },
+                confirmed,
+                site_admin,
+            },
         )
-        .bind(&form.account)
-        .bind(&namespace)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await
-        {
-            Ok(id) => id,
-            Err(err) if is_unique_violation(&err) => {
-                return Err(AppError::conflict(
-                    "account",
-                    format!(
-                        "The account name “{}” is taken. Choose another.",
-                        form.account
-                    ),
-                ))
-            }
-            Err(err) => return Err(internal("insert account")(err)),
-        };
-        // The owner is not in yet: this counts the users from before.
-        let (users_before,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users")
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(internal("count users"))?;
-        let site_admin = site_admin || users_before == 0;
-        let user_id: i64 = match existing {
-            Some(id) => {
-                if site_admin {
-                    sqlx::query("UPDATE users SET site_admin = 1 WHERE id = $1")
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(internal("make a site admin"))?;
-                }
-                id
-            }
-            None => sqlx::query_scalar(
-                "INSERT INTO users (account_id, email, password_hash, role, created_at, \
-                 site_admin, email_confirmed_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+        .await?;
+        let store::Created {
+            user_id,
+            account_id,
+            site_admin,
+        } = created.map_err(|NameTaken| {
+            AppError::conflict(
+                "account",
+                format!(
+                    "The account name “{}” is taken. Choose another.",
+                    form.account
+                ),
             )
-            .bind(account_id)
-            .bind(&form.email)
-            .bind(&password_hash)
-            .bind(Role::Owner.as_str())
-            .bind(now)
-            .bind(i64::from(site_admin))
-            .bind(confirmed.then_some(now))
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(internal("insert owner"))?,
-        };
-        sqlx::query(
-            "INSERT INTO memberships (account_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)",
-        )
-        .bind(account_id)
-        .bind(user_id)
-        .bind(Role::Owner.as_str())
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(internal("insert owner's membership"))?;
-        tx.commit().await.map_err(internal("commit sign-up"))?;
+        })?;
         tracing::info!(account = %form.account, user_id, site_admin, "account created");
         let me = users::member(&self.pool, user_id, account_id)
             .await?
@@ -233,35 +191,23 @@ pub(super) enum Holder {
 }
 
 /// Which user holds `email`, checking `password` (if given) against each.
-pub(super) async fn holder<'e, E>(
-    db: E,
+pub(super) async fn holder(
+    pool: &Pool,
     email: &str,
     password: Option<&str>,
-) -> Result<Holder, AppError>
-where
-    E: sqlx::Executor<'e, Database = sqlx::Any>,
-{
-    let users: Vec<(i64, String)> =
-        sqlx::query_as("SELECT id, password_hash FROM users WHERE email = $1 ORDER BY id")
-            .bind(email)
-            .fetch_all(db)
-            .await
-            .map_err(internal("look up users"))?;
-    let Some(&(first, _)) = users.first() else {
+) -> Result<Holder, AppError> {
+    let users = store::passwords_of(pool, email).await?;
+    let Some(first) = users.first().map(|u| u.user_id) else {
         return Ok(Holder::Nobody);
     };
     if let Some(password) = password {
-        for (id, stored) in users {
-            if verify_password(password.to_owned(), stored).await {
-                return Ok(Holder::Matching(id));
+        for user in users {
+            if verify_password(password.to_owned(), user.hash).await {
+                return Ok(Holder::Matching(user.user_id));
             }
         }
     }
     Ok(Holder::Other(first))
-}
-
-fn is_unique_violation(err: &sqlx::Error) -> bool {
-    matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
 async fn hash_password(password: String) -> Result<String, AppError> {
@@ -331,33 +277,14 @@ impl Accounts for SqlAccounts {
 
     async fn authenticate(&self, form: SignInForm) -> Result<Me, AppError> {
         let form = form.normalized();
-        /// The user, then their password's hash.
-        #[derive(sqlx::FromRow)]
-        struct Candidate {
-            #[sqlx(flatten)]
-            user: UserRow,
-            password_hash: String,
-        }
-        let row: Option<(UserRow, String)> = sqlx::query_as::<_, Candidate>(concat!(
-            "SELECT ",
-            user_columns!(),
-            ", u.password_hash AS password_hash FROM users u",
-            member_of!(),
-            "WHERE a.name = $1 AND u.email = $2"
-        ))
-        .bind(&form.account)
-        .bind(&form.email)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(internal("look up user"))?
-        .map(|c| (c.user, c.password_hash));
+        let row = store::sign_in(&self.pool, &form.account, &form.email).await?;
         let stored = match &row {
             Some((_, hash)) => hash.clone(),
             None => decoy_hash().await,
         };
         let matches = verify_password(form.password, stored).await;
         let me = match row {
-            Some((user, _)) if matches => me_from(user),
+            Some((me, _)) if matches => me,
             _ => return Err(AppError::BadCredentials),
         };
         if self.mail.require_confirmation && !me.email_confirmed {
@@ -374,23 +301,14 @@ impl Accounts for SqlAccounts {
     }
 
     async fn create_session(&self, me: &Me, user_agent: &str) -> Result<NewSession, AppError> {
-        let token = random_token();
-        let now = now_ms();
-        let ttl = SESSION_TTL.as_millis() as i64;
-        sqlx::query(
-            "INSERT INTO sessions (token_hash, user_id, account_id, user_agent, created_at, \
-             last_seen_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        let token = sessions::create(
+            &self.pool,
+            me.user_id,
+            me.account.id,
+            user_agent,
+            SESSION_TTL.as_millis() as i64,
         )
-        .bind(token_hash(&token))
-        .bind(me.user_id)
-        .bind(me.account.id)
-        .bind(user_agent)
-        .bind(now)
-        .bind(now)
-        .bind(now + ttl)
-        .execute(&self.pool)
-        .await
-        .map_err(internal("insert session"))?;
+        .await?;
         Ok(NewSession {
             token,
             max_age_secs: SESSION_TTL.as_secs() as i64,
@@ -403,101 +321,41 @@ impl Accounts for SqlAccounts {
             return Ok(None);
         }
         let now = now_ms();
-        // The session's account must still have the user as a member: a
-        // removed member's sessions stop working there at once.
-        /// The session, then its user.
-        #[derive(sqlx::FromRow)]
-        struct SessionRow {
-            session_id: i64,
-            last_seen_at: i64,
-            /// Every account of the user, `name:role` joined by commas
-            /// (neither can hold either): what the account switcher lists.
-            accounts: Option<String>,
-            #[sqlx(flatten)]
-            user: UserRow,
-        }
-        let row: Option<SessionRow> = sqlx::query_as(concat!(
-            "SELECT s.id AS session_id, s.last_seen_at AS last_seen_at, \
-             (SELECT string_agg(oa.name || ':' || om.role, ',') FROM memberships om \
-              JOIN accounts oa ON oa.id = om.account_id WHERE om.user_id = u.id) AS accounts, ",
-            user_columns!(),
-            " FROM sessions s JOIN users u ON u.id = s.user_id \
-             JOIN memberships m ON m.user_id = u.id AND m.account_id = s.account_id \
-             JOIN accounts a ON a.id = m.account_id \
-             WHERE s.token_hash = $1 AND s.expires_at > $2"
-        ))
-        .bind(token_hash(token))
-        .bind(now)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(internal("look up session"))?;
-        let Some(SessionRow {
-            session_id,
-            last_seen_at: last_seen,
-            accounts,
-            user,
-        }) = row
-        else {
+        let Some(session) = sessions::find(&self.pool, token, now).await? else {
             return Ok(None);
         };
-        if now - last_seen > TOUCH_EVERY_MS {
+        if now - session.last_seen_at > TOUCH_EVERY_MS {
             // Sliding expiry: a session in use does not run out.
-            sqlx::query("UPDATE sessions SET last_seen_at = $1, expires_at = $2 WHERE id = $3")
-                .bind(now)
-                .bind(now + SESSION_TTL.as_millis() as i64)
-                .bind(session_id)
-                .execute(&self.pool)
-                .await
-                .map_err(internal("touch session"))?;
+            let expires_at = now + SESSION_TTL.as_millis() as i64;
+            sessions::touch(&self.pool, session.id, now, expires_at).await?;
         }
         Ok(Some(Principal {
-            memberships: Some(members::parse_memberships(accounts.as_deref())),
-            ..Principal::new(me_from(user), Credential::Session(session_id))
+            memberships: Some(session.memberships),
+            ..Principal::new(session.me, Credential::Session(session.id))
         }))
     }
 
     async fn end_session(&self, token: &str) -> Result<(), AppError> {
-        sqlx::query("DELETE FROM sessions WHERE token_hash = $1")
-            .bind(token_hash(token))
-            .execute(&self.pool)
-            .await
-            .map_err(internal("delete session"))?;
-        Ok(())
+        sessions::end(&self.pool, token).await
     }
 
     async fn sessions(&self, who: &Principal) -> Result<Vec<SessionInfo>, AppError> {
-        let rows: Vec<(i64, i64, i64, i64, String)> = sqlx::query_as(
-            "SELECT id, created_at, last_seen_at, expires_at, user_agent FROM sessions \
-             WHERE user_id = $1 AND expires_at > $2 ORDER BY created_at DESC, id DESC",
-        )
-        .bind(who.me.user_id)
-        .bind(now_ms())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(internal("list sessions"))?;
-        Ok(rows
+        let stored = sessions::of_user(&self.pool, who.me.user_id, now_ms()).await?;
+        Ok(stored
             .into_iter()
-            .map(
-                |(id, created_at, last_seen_at, expires_at, user_agent)| SessionInfo {
-                    id,
-                    created_at,
-                    last_seen_at,
-                    expires_at,
-                    user_agent,
-                    current: who.is_session(id),
-                },
-            )
+            .map(|s| SessionInfo {
+                current: who.is_session(s.id),
+                id: s.id,
+                created_at: s.created_at,
+                last_seen_at: s.last_seen_at,
+                expires_at: s.expires_at,
+                user_agent: s.user_agent,
+            })
             .collect())
     }
 
     async fn revoke_session(&self, who: &Principal, session_id: i64) -> Result<(), AppError> {
-        let done = sqlx::query("DELETE FROM sessions WHERE id = $1 AND user_id = $2")
-            .bind(session_id)
-            .bind(who.me.user_id)
-            .execute(&self.pool)
-            .await
-            .map_err(internal("revoke session"))?;
-        if done.rows_affected() == 0 {
+        if !sessions::revoke(&self.pool, session_id, who.me.user_id).await? {
             return Err(AppError::not_found("Session"));
         }
         Ok(())

@@ -4,13 +4,14 @@
 use app::error::AppError;
 use app::models::{validate_password, Me, PasswordChange, ResetRequest, RESET_LINK_MINUTES};
 use app::ports::{Credential, Principal};
-use sqlx::AnyPool;
 
 use super::email::mail_with_link;
-use super::links::{self, Purpose};
 use super::{hash_password, verify_password, AccountMail, SqlAccounts};
+use crate::storage::accounts::{self as store, LinkUse};
+use crate::storage::db::Pool;
 use crate::storage::throttle::Limit;
-use crate::storage::{audit, internal, users};
+use crate::storage::user_links::{self, Purpose};
+use crate::storage::{audit, users};
 
 /// Reset requests from one client address: generous enough for an office
 /// behind one address, small enough to stop a mail cannon.
@@ -35,13 +36,9 @@ impl SqlAccounts {
         change: PasswordChange,
     ) -> Result<(), AppError> {
         validate_password(&change.password)?;
-        let stored: Option<(String,)> =
-            sqlx::query_as("SELECT password_hash FROM users WHERE id = $1")
-                .bind(who.me.user_id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(internal("read password"))?;
-        let stored = stored.map(|(h,)| h).unwrap_or_default();
+        let stored = store::password_hash(&self.pool, who.me.user_id)
+            .await?
+            .unwrap_or_default();
         if !verify_password(change.current, stored).await {
             return Err(AppError::invalid(
                 "current",
@@ -54,49 +51,30 @@ impl SqlAccounts {
             Credential::Session(id) => id,
             _ => 0,
         };
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(internal("change password"))?;
-        sqlx::query("UPDATE users SET password_hash = $1, must_change_password = 0 WHERE id = $2")
-            .bind(&hash)
-            .bind(who.me.user_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(internal("change password"))?;
-        let ended = sqlx::query("DELETE FROM sessions WHERE user_id = $1 AND id <> $2")
-            .bind(who.me.user_id)
-            .bind(keep)
-            .execute(&mut *tx)
-            .await
-            .map_err(internal("end sessions"))?
-            .rows_affected();
-        links::forget(&mut *tx, who.me.user_id, Purpose::Reset).await?;
-        let mut detail = format!(
-            "{} changed their password; {ended} other sessions ended",
-            who.me.email
-        );
-        if change.revoke_keys {
-            let keys = sqlx::query("DELETE FROM access_keys WHERE user_id = $1")
-                .bind(who.me.user_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(internal("revoke keys"))?
-                .rows_affected();
-            detail.push_str(&format!("; {keys} access keys revoked"));
-        }
-        audit::record(
-            &mut *tx,
-            audit::Entry {
+        let ended = store::change_password(
+            &self.pool,
+            &store::PasswordChange {
+                user_id: who.me.user_id,
                 account_id: who.me.account.id,
                 actor: &who.me.email,
-                action: "password.changed",
-                detail: &detail,
+                hash: &hash,
+                keep_session: keep,
+                revoke_keys: change.revoke_keys,
+            },
+            "password.changed",
+            |ended| {
+                let mut detail = format!(
+                    "{} changed their password; {} other sessions ended",
+                    who.me.email, ended.sessions
+                );
+                if let Some(keys) = ended.keys {
+                    detail.push_str(&format!("; {keys} access keys revoked"));
+                }
+                detail
             },
         )
-        .await?;
-        tx.commit().await.map_err(internal("change password"))?;
+        .await?
+        .sessions;
         tracing::info!(user = %who.me.email, account = %who.me.account.name, ended, "password changed");
         Ok(())
     }
@@ -145,53 +123,26 @@ impl SqlAccounts {
         // A bad new password must not use the link up.
         validate_password(password)?;
         let hash = hash_password(password.to_owned()).await?;
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(internal("reset password"))?;
-        let Some(user_id) = links::take(&mut *tx, token, Purpose::Reset).await? else {
-            return Err(AppError::invalid(
-                "token",
-                format!(
-                    "This reset link is not valid: links work once, for {RESET_LINK_MINUTES} \
-                     minutes, and not after a password change. Ask for a new one."
-                ),
-            ));
-        };
-        // Following a mailed link proves the address too.
-        let row: Option<(i64, String)> = sqlx::query_as(
-            "UPDATE users SET password_hash = $1, must_change_password = 0, \
-             email_confirmed_at = COALESCE(email_confirmed_at, $2) \
-             WHERE id = $3 RETURNING account_id, email",
-        )
-        .bind(&hash)
-        .bind(crate::time::now_ms())
-        .bind(user_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(internal("reset password"))?;
-        let (account_id, email) = row.ok_or_else(|| AppError::not_found("User"))?;
-        let ended = sqlx::query("DELETE FROM sessions WHERE user_id = $1")
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(internal("end sessions"))?
-            .rows_affected();
-        links::forget(&mut *tx, user_id, Purpose::Reset).await?;
-        audit::record(
-            &mut *tx,
-            audit::Entry {
-                account_id,
-                actor: &email,
-                action: "password.reset",
-                detail: &format!(
-                    "{email} set a new password with a reset link; {ended} sessions ended"
-                ),
-            },
-        )
+        let used = store::reset_password(&self.pool, token, &hash, "password.reset", |reset| {
+            format!(
+                "{} set a new password with a reset link; {} sessions ended",
+                reset.email, reset.ended
+            )
+        })
         .await?;
-        tx.commit().await.map_err(internal("reset password"))?;
+        let store::Reset { email, ended } = match used {
+            LinkUse::Used(reset) => reset,
+            LinkUse::NoUser => return Err(AppError::not_found("User")),
+            LinkUse::Invalid => {
+                return Err(AppError::invalid(
+                    "token",
+                    format!(
+                        "This reset link is not valid: links work once, for {RESET_LINK_MINUTES} \
+                         minutes, and not after a password change. Ask for a new one."
+                    ),
+                ))
+            }
+        };
         tracing::info!(user = %email, ended, "password reset");
         Ok(())
     }
@@ -226,12 +177,12 @@ impl SqlAccounts {
 
 /// Mails `user` a reset link (`by`: the site admin who sent it, if one did).
 async fn send_reset(
-    pool: &AnyPool,
+    pool: &Pool,
     mail: &AccountMail,
     user: &Me,
     by: Option<&str>,
 ) -> Result<(), AppError> {
-    let token = links::issue(pool, user.user_id, Purpose::Reset).await?;
+    let token = user_links::issue(pool, user.user_id, Purpose::Reset).await?;
     let link = format!("{}/reset?token={token}", mail.public_url);
     let asked = match by {
         Some(admin) => format!(

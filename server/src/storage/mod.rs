@@ -5,7 +5,10 @@
 //! samples ([`samples`]), pod log files ([`logfile`]), tokens
 //! ([`tokens`]), what other replicas changed ([`changes`]), the user row
 //! every "who is this" query reads ([`users`]), the audit log ([`audit`]),
-//! rate limits ([`throttle`]), and each service's own tables: PaddleBoard's
+//! rate limits ([`throttle`]), and each service's own tables: accounts and
+//! their users' credentials ([`accounts`]), sign-in sessions ([`sessions`]),
+//! members, roles and caps ([`members`]), invitations ([`invitations`]),
+//! the tokens behind mailed links ([`user_links`]), PaddleBoard's
 //! points ([`metrics`]), datasets and models ([`assets`]), quotas
 //! ([`quota`]), access keys ([`access_keys`]), local runs ([`local_runs`]),
 //! MLflow's experiments and runs ([`mlflow`]).
@@ -13,15 +16,18 @@
 //! models and plain values.
 
 pub mod access_keys;
+pub mod accounts;
 pub mod assets;
 pub mod audit;
 pub mod catalog;
 pub mod changes;
 pub mod db;
+pub mod invitations;
 pub mod jobs;
 pub mod lease;
 pub mod local_runs;
 pub mod logfile;
+pub mod members;
 pub mod metrics;
 pub mod mlflow;
 pub mod notebooks;
@@ -29,9 +35,11 @@ pub mod pipelines;
 pub mod quota;
 pub mod samples;
 pub mod serving;
+pub mod sessions;
 pub mod sqlite_memory;
 pub mod throttle;
 pub mod tokens;
+pub mod user_links;
 pub mod users;
 
 use app::error::AppError;

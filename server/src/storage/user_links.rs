@@ -1,17 +1,18 @@
-//! The single-use tokens behind mailed links: stored as hashes, each for
-//! one purpose, with an expiry, used at most once.
+//! The single-use tokens behind mailed links (`user_tokens`): stored as
+//! hashes, each for one purpose, with an expiry, used at most once. What a
+//! link changes when it is followed is in [`super::accounts`].
 
 use app::error::AppError;
 use app::models::{CONFIRM_LINK_DAYS, RESET_LINK_MINUTES};
 use sqlx::{Any, AnyPool, Executor};
 
-use crate::storage::internal;
-use crate::storage::tokens::{random_token, token_hash};
+use super::internal;
+use super::tokens::{random_token, token_hash};
 use crate::time::now_ms;
 
 /// What a link does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Purpose {
+pub enum Purpose {
     /// Confirms the address it was mailed to.
     Confirm,
     /// Sets a new password.
@@ -35,11 +36,7 @@ impl Purpose {
 }
 
 /// A new token for `user_id`; the secret is returned once, for the link.
-pub(super) async fn issue(
-    pool: &AnyPool,
-    user_id: i64,
-    purpose: Purpose,
-) -> Result<String, AppError> {
+pub async fn issue(pool: &AnyPool, user_id: i64, purpose: Purpose) -> Result<String, AppError> {
     let token = random_token();
     let now = now_ms();
     sqlx::query(
