@@ -6,6 +6,12 @@
 //! below, and no two top-level modules may depend on each other, directly or
 //! around a circle.
 //!
+//! **One home for SQL.** Only `server/src/storage` speaks to the database:
+//! no other file of either crate names `sqlx` or holds a SQL statement.
+//! Services hold the pool as `storage::db::Pool` and hand it to a store;
+//! storage, the bottom layer, knows no service, so its functions take and
+//! give models and plain values.
+//!
 //! **Rooms.** No two files may depend on each other either, directly or
 //! around a circle: files in a circle are one room cut in pieces, none of
 //! which a reader can take in on its own.
@@ -492,6 +498,77 @@ fn assert_no_circles(krate: &Crate, graph: impl Fn(&Tree) -> Graph) {
         "import circles in {src}:\n{}",
         found.join("\n")
     );
+}
+
+/// Where `text` (a file of `krate`) speaks SQL outside `storage/`: a
+/// `sqlx` path in its code, or a string that starts a SQL statement.
+fn sql_outside_storage(file: &str, text: &str) -> Vec<String> {
+    if file.starts_with("storage/") {
+        return Vec::new();
+    }
+    let mut found: Vec<String> = (tokens(text).into_iter())
+        .filter(|(_, token)| token == "sqlx")
+        .map(|(line, _)| format!("{file}:{line}: names sqlx"))
+        .collect();
+    const STATEMENTS: [&str; 6] = [
+        "SELECT ",
+        "INSERT INTO ",
+        "UPDATE ",
+        "DELETE FROM ",
+        "CREATE TABLE ",
+        "ALTER TABLE ",
+    ];
+    for (n, line) in text.lines().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("//") {
+            continue;
+        }
+        let quoted = code.split('"').skip(1).step_by(2);
+        if quoted
+            .into_iter()
+            .any(|s| STATEMENTS.iter().any(|k| s.starts_with(k)))
+        {
+            found.push(format!("{file}:{}: a SQL statement: {code}", n + 1));
+        }
+    }
+    found
+}
+
+fn assert_sql_only_in_storage(krate: &Crate) {
+    let found: Vec<String> = (krate.sources().iter())
+        .flat_map(|(file, text)| sql_outside_storage(file, text))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "SQL outside storage/ in {} (move it into a store there):\n{}",
+        krate.src.display(),
+        found.join("\n")
+    );
+}
+
+#[test]
+fn only_the_servers_storage_speaks_sql() {
+    assert_sql_only_in_storage(&server());
+}
+
+#[test]
+fn the_app_speaks_no_sql() {
+    assert_sql_only_in_storage(&app());
+}
+
+#[test]
+fn the_sql_check_sees_sqlx_and_statements_but_not_comments_or_storage() {
+    let code = "use sqlx::AnyPool;\nlet q = \"SELECT id FROM jobs\";\n// UPDATE x SET y\n";
+    let found = sql_outside_storage("quota.rs", code);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].starts_with("quota.rs:1: names sqlx"), "{found:?}");
+    assert!(
+        found[1].starts_with("quota.rs:2: a SQL statement"),
+        "{found:?}"
+    );
+    assert!(sql_outside_storage("storage/jobs.rs", code).is_empty());
+    let words = "let m = \"Select a job\"; /* sqlx */";
+    assert!(sql_outside_storage("http/mod.rs", words).is_empty());
 }
 
 #[test]
