@@ -48,9 +48,12 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
             context.set_is_hydrating(false);
         }
     }
+    // The remembered theme is on `<html>` from the first byte: no flash of
+    // the other palette, with or without JavaScript.
+    let theme = crate::components::theme::requested_theme();
     view! {
         <!DOCTYPE html>
-        <html lang="en">
+        <html lang="en" data-theme=theme.as_str()>
             <head>
                 {whole.then(|| view! {
                     <meta charset="utf-8" />

@@ -9,6 +9,7 @@ use crate::api::accounts::{current_user, SignOut};
 use crate::api::jobs::cluster_health;
 use crate::api::members::{my_accounts, SwitchAccount};
 use crate::components::resource::{once_resource, OnceResource};
+use crate::components::theme::{requested_theme, ThemeChooser};
 use crate::error::AppError;
 use crate::models::{Me, Membership, Role};
 
@@ -136,7 +137,9 @@ fn in_section(href: &str, here: &str) -> bool {
 /// is never hydrated, and the router's `<A>` and `<ActionForm>` set up
 /// reactive state for each of them only to print the same HTML.
 fn top_nav(me: Me, accounts: Vec<Membership>) -> impl IntoView {
-    let here = use_location().pathname.get_untracked();
+    let location = use_location();
+    let here = location.pathname.get_untracked();
+    let back = with_query(&here, &location.search.get_untracked());
     view! {
         <header class="topbar">
             <a class="brand" href="/jobs">
@@ -158,6 +161,7 @@ fn top_nav(me: Me, accounts: Vec<Membership>) -> impl IntoView {
                         .collect_view()}
                 </ul>
             </nav>
+            <ThemeChooser theme=requested_theme() back />
             // <details> opens without JavaScript, so signing out always works.
             <details class="user-menu">
                 <summary>
@@ -177,6 +181,14 @@ fn top_nav(me: Me, accounts: Vec<Membership>) -> impl IntoView {
                 </div>
             </details>
         </header>
+    }
+}
+
+/// `path` with its query string (`search`, with or without its `?`).
+fn with_query(path: &str, search: &str) -> String {
+    match search.trim_start_matches('?') {
+        "" => path.to_owned(),
+        query => format!("{path}?{query}"),
     }
 }
 
@@ -211,7 +223,14 @@ fn account_switcher(current: &str, accounts: Vec<Membership>) -> impl IntoView {
 
 #[cfg(test)]
 mod tests {
-    use super::in_section;
+    use super::{in_section, with_query};
+
+    #[test]
+    fn the_theme_chooser_comes_back_to_the_page_with_its_query() {
+        assert_eq!(with_query("/jobs", ""), "/jobs");
+        assert_eq!(with_query("/jobs", "status=failed"), "/jobs?status=failed");
+        assert_eq!(with_query("/jobs", "?status=failed"), "/jobs?status=failed");
+    }
 
     #[test]
     fn a_section_is_current_on_its_page_and_the_pages_below_it() {

@@ -10,3 +10,4 @@ pub mod markup;
 pub mod quota_line;
 pub mod resource;
 pub mod sse;
+pub mod theme;

@@ -30,6 +30,7 @@ pub mod serving;
 pub mod serving_form;
 pub mod template_form;
 pub mod templates;
+pub mod theme;
 pub mod time;
 pub mod url;
 

@@ -12,6 +12,7 @@ mod rest;
 mod serve;
 mod session;
 mod status;
+mod theme;
 mod uploads;
 
 use std::sync::Arc;
@@ -76,6 +77,10 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/events/log", get(events::log))
         .route("/account/keys", axum::routing::post(keys::create))
+        .route(
+            app::models::theme::ROUTE,
+            axum::routing::post(theme::choose),
+        )
         .route("/events/metrics", get(board::events))
         .route("/paddleboard/export.csv", get(board::export_csv))
         .route("/paddleboard/export.zip", get(board::export_zip))

@@ -370,3 +370,51 @@ async fn a_live_refresh_renders_only_the_region_it_asks_for() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_theme_form_remembers_the_choice_and_every_page_is_rendered_in_it() {
+    let site = site().await;
+    let res = site
+        .form_post(
+            "/theme",
+            "theme=dark&back=%2Fjobs%3Fstatus%3Dfailed",
+            "/jobs",
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&res), "/jobs?status=failed");
+    assert_eq!(
+        set_cookie(&res),
+        "paddlecloud_theme=dark; Path=/; Max-Age=31536000; SameSite=Lax"
+    );
+    let theme = cookie_pair(&res);
+
+    // Signed out, signed in, and the 404 page: `<html data-theme>` from the first byte.
+    let login = text(site.get("/login", Some(&theme)).await).await;
+    assert!(
+        login.contains(r#"<html lang="en" data-theme="dark""#),
+        "{login}"
+    );
+    let session = site.sign_up("vision").await;
+    let both = format!("{session}; {theme}");
+    let jobs = text(site.get("/jobs", Some(&both)).await).await;
+    assert!(jobs.contains(r#"data-theme="dark""#));
+    assert!(
+        jobs.contains(r#"value="dark" title="Dark theme" aria-pressed="true""#),
+        "the header's chooser shows dark pressed"
+    );
+    let missing = text(site.get("/no/such/page", Some(&both)).await).await;
+    assert!(missing.contains(r#"data-theme="dark""#));
+    // Without the cookie: the system's.
+    let plain = text(site.get("/jobs", Some(&session)).await).await;
+    assert!(plain.contains(r#"data-theme="system""#));
+
+    let refused = site
+        .form_post("/theme", "theme=neon&back=%2Fjobs", "/jobs")
+        .await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let away = site
+        .form_post("/theme", "theme=light&back=%2F%2Fevil.example%2F", "/jobs")
+        .await;
+    assert_eq!(location(&away), "/jobs");
+}
