@@ -2,6 +2,14 @@
 //! the SVG, never plotters). The plot area sits at fixed pixel offsets
 //! ([`Frame`]), so the browser maps the pointer to data for tooltips and
 //! drag-to-zoom from the frame alone.
+//!
+//! One SVG serves every theme: [`themed`] gives each colour drawn a class
+//! (`chart-fill-bg`, `chart-stroke-grid`, `chart-stroke-3`…) whose colour the
+//! stylesheet takes from the theme's custom properties (`--chart-*`,
+//! `--series-*`). A class beats the presentation attribute plotters writes,
+//! which stays as the colour where the stylesheet is not loaded. So "system"
+//! follows the browser live, and a live region's refresh (the same SVG
+//! from the server) needs nothing more.
 
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
@@ -29,10 +37,71 @@ pub const PALETTE: [(u8, u8, u8); 10] = [
     (0x08, 0x91, 0xb2),
 ];
 
-/// The CSS colour of palette entry `i`.
+/// The chart's background as drawn (`--chart-bg` in the stylesheet).
+pub const BACKGROUND: RGBColor = RGBColor(255, 255, 255);
+/// The grid lines as drawn (`--chart-grid`).
+pub const GRID: RGBColor = RGBColor(232, 236, 242);
+/// The axes and their ticks as drawn (`--chart-axis`).
+pub const AXIS: RGBColor = RGBColor(160, 168, 180);
+/// The axes' labels as drawn (`--chart-text`).
+pub const TEXT: RGBColor = RGBColor(90, 98, 112);
+
+/// The CSS colour of palette entry `i`: the theme's `--series-i`, with the
+/// palette's own colour where the stylesheet has none.
 pub fn css_color(i: usize) -> String {
-    let (r, g, b) = PALETTE[i % PALETTE.len()];
-    format!("#{r:02x}{g:02x}{b:02x}")
+    let i = i % PALETTE.len();
+    let (r, g, b) = PALETTE[i];
+    format!("var(--series-{i}, #{r:02x}{g:02x}{b:02x})")
+}
+
+/// What a colour plotters wrote stands for: `bg`, `grid`, `axis`, `text`,
+/// or the palette entry's index.
+fn role(hex: &str) -> Option<String> {
+    let same =
+        |(r, g, b): (u8, u8, u8)| hex.eq_ignore_ascii_case(&format!("{r:02x}{g:02x}{b:02x}"));
+    let chrome = [
+        (BACKGROUND, "bg"),
+        (GRID, "grid"),
+        (AXIS, "axis"),
+        (TEXT, "text"),
+    ];
+    chrome
+        .iter()
+        .find(|(c, _)| same((c.0, c.1, c.2)))
+        .map(|(_, name)| (*name).to_owned())
+        .or_else(|| PALETTE.iter().position(|&c| same(c)).map(|i| i.to_string()))
+}
+
+/// `svg` (as plotters writes it) with a class on every element drawn in one
+/// of the chart's colours: `chart-<fill|stroke>-<role>` (see the module's
+/// docs), so the stylesheet colours it for the theme.
+pub fn themed(svg: &str) -> String {
+    let mut out = String::with_capacity(svg.len() + svg.len() / 8);
+    // Each piece is text, then one tag up to its `>`.
+    for piece in svg.split_inclusive('>') {
+        let Some(start) = piece.rfind('<') else {
+            out.push_str(piece);
+            continue;
+        };
+        let tag = &piece[start..];
+        let classes: Vec<String> = ["fill", "stroke"]
+            .iter()
+            .filter_map(|attr| {
+                let at = tag.find(&format!(" {attr}=\"#"))? + attr.len() + 4;
+                let hex = tag.get(at..at + 6)?;
+                role(hex).map(|role| format!("chart-{attr}-{role}"))
+            })
+            .collect();
+        match tag.find(' ') {
+            Some(name_end) if !classes.is_empty() && !tag.contains(" class=") => {
+                out.push_str(&piece[..start + name_end]);
+                out.push_str(&format!(" class=\"{}\"", classes.join(" ")));
+                out.push_str(&tag[name_end..]);
+            }
+            _ => out.push_str(piece),
+        }
+    }
+    out
 }
 
 /// One job's line.
@@ -216,7 +285,7 @@ pub fn render(lines: &[Line], frame: &Frame, axis: XAxis, smoothing: bool) -> St
     let drawn = {
         let root =
             SVGBackend::with_string(&mut svg, (frame.width, frame.height)).into_drawing_area();
-        let built = root.fill(&WHITE).ok().and_then(|_| {
+        let built = root.fill(&BACKGROUND).ok().and_then(|_| {
             let mut builder = ChartBuilder::on(&root);
             builder
                 .margin(MARGIN)
@@ -233,7 +302,7 @@ pub fn render(lines: &[Line], frame: &Frame, axis: XAxis, smoothing: bool) -> St
         built.is_some() && root.present().is_ok()
     };
     if drawn {
-        svg
+        themed(&svg)
     } else {
         String::new()
     }
@@ -261,14 +330,10 @@ where
         .x_label_formatter(&|x| format_x(axis, *x))
         .y_label_formatter(&|y| format_value(*y))
         .max_light_lines(0)
-        .bold_line_style(RGBColor(232, 236, 242))
-        .axis_style(RGBColor(160, 168, 180))
+        .bold_line_style(GRID)
+        .axis_style(AXIS)
         // plotters draws text at size / 1.24: this is 11 px.
-        .label_style(
-            ("sans-serif", 13.6)
-                .into_font()
-                .color(&RGBColor(90, 98, 112)),
-        )
+        .label_style(("sans-serif", 13.6).into_font().color(&TEXT))
         .draw()
         .ok()?;
     let (x0, x1) = frame.x;
@@ -359,6 +424,47 @@ mod tests {
             texts.contains(&"0".to_owned()) && texts.contains(&"3".to_owned()),
             "{texts:?}"
         );
+    }
+
+    #[test]
+    fn every_colour_of_a_chart_has_a_class_the_theme_colours() {
+        let lines = [line()];
+        let f = frame(&lines, None, false, false, (640, 300)).unwrap();
+        let svg = render(&lines, &f, XAxis::Step, true);
+        assert!(svg.contains(r#"<rect class="chart-fill-bg" "#), "{svg}");
+        assert!(svg.contains(r#"<line class="chart-stroke-grid" "#), "{svg}");
+        assert!(svg.contains(r#"<line class="chart-stroke-axis" "#), "{svg}");
+        assert!(svg.contains(r#"<text class="chart-fill-text" "#), "{svg}");
+        assert!(
+            svg.contains(r#"<polyline class="chart-stroke-0" "#),
+            "{svg}"
+        );
+        // The NaN mark is red (palette entry 8), filled.
+        assert!(svg.contains(r#"<circle class="chart-fill-8" "#), "{svg}");
+        for tag in svg.split('<').skip(1) {
+            let tag = tag.split('>').next().unwrap_or_default();
+            assert!(tag.matches(" class=").count() <= 1, "{tag}");
+            let coloured = tag.contains("fill=\"#") || tag.contains("stroke=\"#");
+            assert!(
+                !coloured || tag.contains(" class=\"chart-"),
+                "a colour the theme does not know: {tag}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_colour_that_is_not_the_charts_is_left_as_drawn() {
+        let svg = r##"<svg width="2"><rect fill="#123456" x="0"/><text fill="#5A6270">1 > 0</text></svg>"##;
+        assert_eq!(
+            themed(svg),
+            r##"<svg width="2"><rect fill="#123456" x="0"/><text class="chart-fill-text" fill="#5A6270">1 > 0</text></svg>"##
+        );
+    }
+
+    #[test]
+    fn a_series_colour_is_the_themes_with_the_palette_as_fallback() {
+        assert_eq!(css_color(0), "var(--series-0, #2563eb)");
+        assert_eq!(css_color(11), "var(--series-1, #ea580c)");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::usage::{quota_view, QuotaPage, SetQuota};
+use crate::components::chart::css_color;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::resource::resource;
 use crate::models::quantity::{format_cpu, format_memory};
@@ -145,13 +146,15 @@ fn QuotaEditor(account: String, q: QuotaUse, action: ServerAction<SetQuota>) -> 
     }
 }
 
-/// CPU and GPU hours by day, as grouped bars drawn with plotters.
+/// CPU and GPU hours by day, as grouped bars drawn with plotters in the
+/// charts' colours (so they follow the theme: `chart::themed`).
 fn day_chart(days: &[DayHours]) -> String {
+    use crate::components::chart::{themed, AXIS, BACKGROUND, GRID, PALETTE, TEXT};
     use plotters::prelude::*;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (720, 220)).into_drawing_area();
-        let _ = root.fill(&WHITE);
+        let _ = root.fill(&BACKGROUND);
         let max = days
             .iter()
             .map(|d| d.hours.cpu.max(d.hours.gpu))
@@ -174,9 +177,15 @@ fn day_chart(days: &[DayHours]) -> String {
                 .x_labels(10)
                 .x_label_formatter(&labels)
                 .y_desc("hours")
+                .bold_line_style(GRID)
+                .light_line_style(GRID.mix(0.5))
+                .axis_style(AXIS)
+                // plotters' own default size, in the charts' text colour.
+                .label_style(("sans-serif", 12.percent().max(12), &TEXT))
+                .axis_desc_style(("sans-serif", 12.percent().max(12), &TEXT))
                 .draw();
-            let cpu = RGBColor(0x25, 0x63, 0xeb);
-            let gpu = RGBColor(0xea, 0x58, 0x0c);
+            let color = |(r, g, b): (u8, u8, u8)| RGBColor(r, g, b);
+            let (cpu, gpu) = (color(PALETTE[0]), color(PALETTE[1]));
             let bars = days.iter().enumerate().flat_map(|(i, d)| {
                 let x = i as f64;
                 [
@@ -188,7 +197,7 @@ fn day_chart(days: &[DayHours]) -> String {
         }
         let _ = root.present();
     }
-    svg
+    themed(&svg)
 }
 
 /// Hours as the table shows them: small amounts keep their digits, so a
@@ -235,7 +244,7 @@ fn UsageSection(page: QuotaPage) -> impl IntoView {
                 </tbody>
             </table>
             <figure class="chart-card wide">
-                <figcaption><strong>"Hours by day (UTC)"</strong>" · "<span style="color:#2563eb">"CPU"</span>" · "<span style="color:#ea580c">"GPU"</span></figcaption>
+                <figcaption><strong>"Hours by day (UTC)"</strong>" · "<span style=format!("color:{}", css_color(0))>"CPU"</span>" · "<span style=format!("color:{}", css_color(1))>"GPU"</span></figcaption>
                 <div class="chart-svg" inner_html=day_chart(&usage.days)></div>
             </figure>
         </section>
