@@ -133,12 +133,17 @@ async function waitStatus(page: Page, name: string, status: string) {
   }).toPass({ timeout: 60_000 });
 }
 
-/** The fill of a chart's labels and of its background, as drawn. */
+/**
+ * The fill of a chart's labels and of its background, as drawn. Read in one
+ * evaluation: a live region may swap the SVG at any moment, and a detached
+ * element has no computed style.
+ */
 async function chartColours(page: Page, chart: string) {
-  return page.locator(chart).evaluate((svg) => ({
-    text: getComputedStyle(svg.querySelector("text")!).fill,
-    bg: getComputedStyle(svg.querySelector("rect")!).fill,
-  }));
+  return page.evaluate((selector) => {
+    const svg = document.querySelector(selector);
+    const [text, rect] = [svg?.querySelector("text"), svg?.querySelector("rect")];
+    return { text: text ? getComputedStyle(text).fill : "", bg: rect ? getComputedStyle(rect).fill : "" };
+  }, chart);
 }
 
 /** Relative luminance of `rgb(r, g, b)`, 0 (black) to 1 (white). */
@@ -324,7 +329,12 @@ test("a chart's labels are light on dark in dark, dark on light in light, and st
   }).toPass({ timeout: 30_000 });
 
   const check = async (theme: "light" | "dark") => {
-    const { text, bg } = await chartColours(page, chart);
+    let colours = { text: "", bg: "" };
+    await expect.poll(async () => {
+      colours = await chartColours(page, chart);
+      return colours.text.startsWith("rgb") && colours.bg.startsWith("rgb");
+    }).toBe(true);
+    const { text, bg } = colours;
     if (theme === "dark") {
       expect(luminance(text), `labels ${text} on ${bg}`).toBeGreaterThan(0.4);
       expect(luminance(bg), `background ${bg}`).toBeLessThan(0.05);
