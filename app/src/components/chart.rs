@@ -428,15 +428,24 @@ mod tests {
 
     #[test]
     fn every_colour_of_a_chart_has_a_class_the_theme_colours() {
-        let lines = [line()];
+        let steady = Line {
+            color: 3,
+            xs: vec![0.0, 1.0, 2.0],
+            raw: vec![1.0, 2.0, 3.0],
+            smoothed: vec![1.0, 1.5, 2.0],
+        };
+        let lines = [line(), steady];
         let f = frame(&lines, None, false, false, (640, 300)).unwrap();
         let svg = render(&lines, &f, XAxis::Step, true);
         assert!(svg.contains(r#"<rect class="chart-fill-bg" "#), "{svg}");
         assert!(svg.contains(r#"<line class="chart-stroke-grid" "#), "{svg}");
-        assert!(svg.contains(r#"<line class="chart-stroke-axis" "#), "{svg}");
+        assert!(
+            svg.contains(r#"<polyline class="chart-stroke-axis" "#),
+            "{svg}"
+        );
         assert!(svg.contains(r#"<text class="chart-fill-text" "#), "{svg}");
         assert!(
-            svg.contains(r#"<polyline class="chart-stroke-0" "#),
+            svg.contains(r#"<polyline class="chart-stroke-3" "#),
             "{svg}"
         );
         // The NaN mark is red (palette entry 8), filled.
