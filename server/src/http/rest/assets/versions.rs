@@ -1,0 +1,116 @@
+//! A model's versions: list, start one, finish it, tag it.
+
+use app::models::{join_tags, AssetKind, AssetRef, ModelVersion, VersionBody};
+use app::ports::Viewer;
+use axum::extract::{Path, State};
+use axum::Json;
+use http::StatusCode;
+use serde::Deserialize;
+
+use crate::http::api_error::{ApiError, ErrorBody};
+use crate::http::caller::{Caller, Writer};
+use crate::http::rest::json::JsonBody;
+use crate::http::AppState;
+
+fn model(owner: String, name: String) -> AssetRef {
+    AssetRef {
+        kind: AssetKind::Model,
+        owner,
+        name,
+    }
+}
+
+/// `GET /api/v1/models/{owner}/{name}/versions`: newest first.
+#[utoipa::path(get, path = "/api/v1/models/{owner}/{name}/versions", tag = "files",
+    params(("owner" = String, Path), ("name" = String, Path)),
+    responses((status = 200, body = Vec<ModelVersion>), (status = 404, body = ErrorBody)))]
+pub async fn versions(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Path((owner, name)): Path<(String, String)>,
+) -> Result<Json<Vec<ModelVersion>>, ApiError> {
+    Ok(Json(
+        state
+            .services
+            .assets
+            .versions(&Viewer::User(who.me), &model(owner, name))
+            .await?,
+    ))
+}
+
+/// `POST /api/v1/models/{owner}/{name}/versions`: starts a version; upload
+/// its files with `PUT …/files/{path}?version=N`, then `…/versions/N/finish`.
+/// A job's token may register versions; they record the job.
+#[utoipa::path(post, path = "/api/v1/models/{owner}/{name}/versions", tag = "files", request_body = VersionBody,
+    params(("owner" = String, Path), ("name" = String, Path)),
+    responses((status = 201, body = ModelVersion), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn create_version(
+    State(state): State<AppState>,
+    Writer(who): Writer,
+    Path((owner, name)): Path<(String, String)>,
+    form: Result<JsonBody<VersionBody>, ApiError>,
+) -> Result<(StatusCode, Json<ModelVersion>), ApiError> {
+    let mut form = form?.0.into_form()?;
+    if let Some(job) = who.job_scope() {
+        form.job = Some(job.to_owned());
+    }
+    let v = state
+        .services
+        .assets
+        .create_version(&who.me, &model(owner, name), form)
+        .await?;
+    Ok((StatusCode::CREATED, Json(v)))
+}
+
+/// `POST /api/v1/models/{owner}/{name}/versions/{version}/finish`: all its
+/// files are in; the version is complete and no longer changes.
+#[utoipa::path(post, path = "/api/v1/models/{owner}/{name}/versions/{version}/finish", tag = "files",
+    params(("owner" = String, Path), ("name" = String, Path), ("version" = u32, Path)),
+    responses((status = 200, body = ModelVersion), (status = 400, body = ErrorBody)))]
+pub async fn finish_version(
+    State(state): State<AppState>,
+    Writer(who): Writer,
+    Path((owner, name, version)): Path<(String, String, u32)>,
+) -> Result<Json<ModelVersion>, ApiError> {
+    Ok(Json(
+        state
+            .services
+            .assets
+            .finish_version(&who.me, &model(owner, name), version)
+            .await?,
+    ))
+}
+
+/// `{"tags": ["production", "best"]}`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct TagsRequest {
+    /// The version's tags; `production` and `candidate` move from other versions.
+    #[schema(schema_with = app::models::tags_schema)]
+    pub tags: Vec<String>,
+}
+
+/// `PUT /api/v1/models/{owner}/{name}/versions/{version}/tags`.
+#[utoipa::path(put, path = "/api/v1/models/{owner}/{name}/versions/{version}/tags", tag = "files",
+    request_body = TagsRequest,
+    params(("owner" = String, Path), ("name" = String, Path), ("version" = u32, Path)),
+    responses((status = 200, body = ModelVersion), (status = 400, body = ErrorBody)))]
+pub async fn tag_version(
+    State(state): State<AppState>,
+    Writer(who): Writer,
+    Path((owner, name, version)): Path<(String, String, u32)>,
+    body: Result<JsonBody<TagsRequest>, ApiError>,
+) -> Result<Json<ModelVersion>, ApiError> {
+    let JsonBody(body) = body?;
+    Ok(Json(
+        state
+            .services
+            .assets
+            .tag_version(
+                &who.me,
+                &model(owner, name),
+                version,
+                &join_tags(&body.tags)?,
+            )
+            .await?,
+    ))
+}
