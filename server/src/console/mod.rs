@@ -1,0 +1,456 @@
+//! The composition root: [`Console::build`] makes every port, background
+//! loop and the router's state from one [`Config`]. `paddlecloud serve`,
+//! every test helper and every benchmark call it, varying only the config;
+//! nothing below reads the environment (the CLI turns flags and variables
+//! into the config).
+//!
+//! `build` reads as its steps, in the order they run: the database, the
+//! stores several ports share, this machine, account mail, the local
+//! executor, the backends of the chosen cluster (`backends.rs`), the
+//! services, the background loops, the change feed between replicas.
+
+mod backends;
+mod config;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::storage::db::Pool;
+use anyhow::Context;
+use app::ports::Services;
+use tokio::sync::broadcast::error::RecvError;
+
+use self::backends::Backends;
+pub use self::config::{ClusterChoice, Config, Storage};
+use crate::access_keys::SqlAccessKeys;
+use crate::accounts::{AccountMail, SqlAccounts};
+use crate::assets::objects::Objects;
+use crate::assets::SqlAssets;
+use crate::environments::SqlEnvironments;
+use crate::http::{router, AppState};
+use crate::kubernetes::prometheus::Prometheus;
+use crate::local::machine::Machine;
+use crate::local::venvs::Venvs;
+use crate::local::{LocalCluster, LocalParts};
+use crate::local_runs::SqlLocalRuns;
+use crate::mail::{MailChoice, Outbox, Smtp};
+use crate::mlflow::tracking::MlflowService;
+use crate::notebooks::NotebookService;
+use crate::paddleboard::SqlMetrics;
+use crate::pipelines::SqlPipelines;
+use crate::quota::SqlQuotas;
+use crate::resources::SqlResourceCharts;
+use crate::serving::ServingService;
+use crate::storage::changes::{ChangeFeed, Kind};
+use crate::storage::db;
+use crate::storage::jobs::JobStore;
+use crate::storage::lease::{self, Lease};
+use crate::storage::samples::ResourceStore;
+use crate::templates::SqlTemplates;
+
+/// The built console: its ports and what the router serves them with.
+pub struct Console {
+    /// The database every port uses.
+    pub pool: Pool,
+    /// The ports.
+    pub services: Services,
+    /// The router's state (the ports, the site settings, MLflow, serving).
+    pub state: AppState,
+}
+
+impl Console {
+    /// Connects to the database and the cluster, makes every port, brings
+    /// back what a previous process left running (local jobs are marked
+    /// failed, serving instances restarted) and starts the background
+    /// loops (resource sampling and pruning, traffic, cluster watches).
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let base = Base::open(&config).await?;
+        let stores = Stores::open(&base, &config).await?;
+        let host = Host::detect(&config)?;
+        let account_mail = account_mail(&config)?;
+        let local = start_local_executor(&base, &config, &stores, &host).await?;
+        let prometheus = prometheus(&config)?;
+        let local_runs = local_runs(&base, &local, config.local_run_lost_after);
+        let backends =
+            Backends::connect(&base, &config, &stores, &host, local, prometheus.is_none()).await?;
+        let resource_charts = SqlResourceCharts::new(
+            base.pool.clone(),
+            stores.samples.clone(),
+            config.sample_secs,
+            prometheus,
+            backends.metrics_api.clone(),
+            host.machine.limits.enforcement(),
+        );
+        let serving = recover_serving(&base, &config, &stores, &backends).await?;
+        let notebooks = recover_notebooks(&base, &config, &stores, &backends).await?;
+        let catalogs = Catalogs::install(&base, &config, &host).await?;
+        let accounts = SqlAccounts::new(base.pool.clone(), account_mail);
+        let pipelines = Arc::new(SqlPipelines::new(
+            base.pool.clone(),
+            backends.cluster.clone(),
+        ));
+        let services = Services {
+            accounts: accounts.clone(),
+            members: accounts,
+            access_keys: SqlAccessKeys::new(base.pool.clone()),
+            cluster: backends.cluster,
+            metrics: stores.metrics,
+            assets: stores.assets,
+            resource_charts: Arc::new(resource_charts),
+            quotas: Arc::new(SqlQuotas::new(base.pool.clone(), backends.quota)),
+            serving: Arc::new(serving.clone()),
+            notebooks: Arc::new(notebooks.clone()),
+            templates: Arc::new(catalogs.templates),
+            environments: Arc::new(catalogs.environments),
+            pipelines: pipelines.clone(),
+            local_runs: Arc::new(local_runs),
+            secure_cookies: config.secure_cookies,
+        };
+        schedule_pipelines(&base, &pipelines, &services);
+        let changes = relay_changes(&base, &config, &services, pipelines)?;
+        let state = AppState {
+            leptos: config.site,
+            services: services.clone(),
+            mlflow: MlflowService::new(base.pool.clone()),
+            serving,
+            notebooks,
+            changes,
+        };
+        Ok(Self {
+            pool: base.pool,
+            services,
+            state,
+        })
+    }
+
+    /// The whole HTTP surface on this console's ports.
+    pub fn router(&self) -> axum::Router {
+        router(self.state.clone())
+    }
+
+    /// Serving, as the `/serve/…` endpoint reaches it (its traffic counts).
+    pub fn serving(&self) -> &ServingService {
+        &self.state.serving
+    }
+
+    /// Notebooks, as the proxy reaches them (and the idle check runs them).
+    pub fn notebooks(&self) -> &NotebookService {
+        &self.state.notebooks
+    }
+}
+
+/// The database, this process as a holder of leases, and what every later
+/// step takes from the config.
+struct Base {
+    /// The database every port uses.
+    pool: Pool,
+    /// This process among the replicas sharing the database.
+    holder: String,
+    /// How long a lease holds without renewal.
+    lease_ttl: Duration,
+    /// What a stopped replica gets between SIGTERM and SIGKILL.
+    grace: Duration,
+    /// Between samples of what replicas use.
+    sample_every: Duration,
+    /// What local replicas inherit of the console's environment.
+    inherited_env: Arc<[(String, String)]>,
+}
+
+impl Base {
+    /// Connects to the database.
+    async fn open(config: &Config) -> anyhow::Result<Self> {
+        let pool = db::connect(&config.database_url).await?;
+        tracing::info!(database = %db::redact(&config.database_url), "database ready");
+        Ok(Self {
+            pool,
+            holder: lease::holder_id(),
+            lease_ttl: config.lease_ttl,
+            grace: config.stop_grace,
+            sample_every: Duration::from_secs(config.sample_secs.into()),
+            inherited_env: config.inherited_env.as_slice().into(),
+        })
+    }
+
+    /// A background loop's lease: loops that act for every replica run in
+    /// the one holding their lease.
+    fn lease(&self, name: &str) -> Lease {
+        Lease::new(self.pool.clone(), name, &self.holder, self.lease_ttl)
+    }
+}
+
+/// What several ports share: resource samples, metric points, datasets and
+/// models with their files.
+struct Stores {
+    /// Resource samples (pruned by a background loop).
+    samples: Arc<ResourceStore>,
+    /// PaddleBoard's points.
+    metrics: Arc<SqlMetrics>,
+    /// Datasets and models, their files in the object store.
+    assets: Arc<SqlAssets>,
+}
+
+impl Stores {
+    /// Opens them, moving metric points of old rows into blocks, and starts
+    /// the pruning of old samples.
+    async fn open(base: &Base, config: &Config) -> anyhow::Result<Self> {
+        let samples = Arc::new(ResourceStore::new(base.pool.clone()));
+        {
+            let (samples, days) = (samples.clone(), config.resource_keep_days);
+            base.lease("resource-pruning")
+                .guard(move || SqlResourceCharts::prune_forever(samples.clone(), days));
+        }
+        let metrics = Arc::new(SqlMetrics::new(
+            base.pool.clone(),
+            config.metrics_cache_points,
+        ));
+        let moved = metrics
+            .convert_row_points()
+            .await
+            .map_err(|e| anyhow::anyhow!("moving metric points into blocks: {e}"))?;
+        if moved > 0 {
+            tracing::info!(points = moved, "metric points moved into blocks");
+        }
+        let assets = Arc::new(SqlAssets::new(
+            base.pool.clone(),
+            object_store(config)?,
+            config.data_dir.join("dataset-cache"),
+        ));
+        Ok(Self {
+            samples,
+            metrics,
+            assets,
+        })
+    }
+}
+
+/// Where dataset and model files go: the store the config opened, or the
+/// folder or S3 bucket it names.
+fn object_store(config: &Config) -> anyhow::Result<Objects> {
+    Ok(match &config.storage {
+        Storage::Opened(objects) => objects.clone(),
+        Storage::Setting { url, aws_env } => {
+            Objects::from_setting_in(url, config.max_upload_bytes, aws_env.clone())
+                .with_context(|| format!("opening the file storage {url}"))?
+        }
+    })
+}
+
+/// This machine, as local replicas and environments' builds use it.
+struct Host {
+    /// Its room, queue and limits.
+    machine: Arc<Machine>,
+    /// Environments' virtualenvs built on it.
+    venvs: Arc<Venvs>,
+}
+
+impl Host {
+    /// Detects the machine's room (unless the config sets it).
+    fn detect(config: &Config) -> anyhow::Result<Self> {
+        Ok(Self {
+            machine: Machine::detect(&config.local_capacity, config.local_limits)?,
+            venvs: Venvs::new(
+                config.environments_dir.clone(),
+                config.environment_python.clone(),
+            ),
+        })
+    }
+}
+
+/// Account mail (confirmation, resets, invitations): to the outbox folder
+/// or an SMTP server, with links to the console's public URL.
+fn account_mail(config: &Config) -> anyhow::Result<AccountMail> {
+    let from = crate::mail::sender(&config.mail_from)?;
+    let mailer: Arc<dyn app::ports::Mailer> = match &config.mail {
+        MailChoice::Outbox(folder) => Arc::new(
+            Outbox::new(folder.clone(), from)
+                .with_context(|| format!("making the mail outbox {}", folder.display()))?,
+        ),
+        MailChoice::Smtp(url) => Arc::new(Smtp::new(url, from)?),
+    };
+    Ok(AccountMail {
+        mailer,
+        public_url: config.link_base(),
+        require_confirmation: config.require_email_confirmation,
+    })
+}
+
+/// The local executor, whichever cluster runs new jobs: it keeps local
+/// runs and the jobs that ran here before.
+async fn start_local_executor(
+    base: &Base,
+    config: &Config,
+    stores: &Stores,
+    host: &Host,
+) -> anyhow::Result<LocalCluster> {
+    LocalCluster::start(LocalParts {
+        store: JobStore::new(base.pool.clone()),
+        data_dir: config.data_dir.clone(),
+        grace: base.grace,
+        console_url: config.public_url.clone(),
+        metrics: stores.metrics.clone(),
+        assets: stores.assets.clone(),
+        samples: stores.samples.clone(),
+        sample_every: base.sample_every,
+        inherited_env: base.inherited_env.clone(),
+        machine: host.machine.clone(),
+        venvs: host.venvs.clone(),
+    })
+    .await
+    .map_err(|err| anyhow::anyhow!("starting the local executor: {err}"))
+}
+
+/// `--prometheus-url`'s server, if one is given.
+fn prometheus(config: &Config) -> anyhow::Result<Option<Prometheus>> {
+    config
+        .prometheus_url
+        .as_deref()
+        .map(Prometheus::new)
+        .transpose()
+        .context("--prometheus-url")
+}
+
+/// Runs reported from outside, and the sweep that marks silent ones lost.
+/// Local runs are jobs of the local executor's that it does not run.
+fn local_runs(base: &Base, local: &LocalCluster, lost_after: Duration) -> SqlLocalRuns {
+    let local_runs = SqlLocalRuns::new(base.pool.clone(), local.jobs_root(), local.job_events());
+    {
+        let runs = local_runs.clone();
+        base.lease("local-run-sweep")
+            .guard(move || runs.clone().sweep_forever(lost_after));
+    }
+    local_runs
+}
+
+/// Serving on the chosen backend, its instances brought back.
+async fn recover_serving(
+    base: &Base,
+    config: &Config,
+    stores: &Stores,
+    backends: &Backends,
+) -> anyhow::Result<ServingService> {
+    let keep = Duration::from_secs(u64::from(config.resource_keep_days) * 86_400);
+    let serving = ServingService::new(
+        base.pool.clone(),
+        backends.serving.clone(),
+        stores.assets.clone(),
+        keep,
+    );
+    serving
+        .recover()
+        .await
+        .map_err(|err| anyhow::anyhow!("bringing back serving instances: {err}"))?;
+    Ok(serving)
+}
+
+/// Notebooks on the chosen backend, brought back, and the culling of idle
+/// ones.
+async fn recover_notebooks(
+    base: &Base,
+    config: &Config,
+    stores: &Stores,
+    backends: &Backends,
+) -> anyhow::Result<NotebookService> {
+    let notebooks = NotebookService::new(
+        base.pool.clone(),
+        backends.notebooks.clone(),
+        stores.assets.clone(),
+        config.public_url.clone(),
+        config.notebook_idle_minutes,
+    );
+    notebooks
+        .recover()
+        .await
+        .map_err(|err| anyhow::anyhow!("bringing back notebooks: {err}"))?;
+    {
+        let (service, every) = (
+            notebooks.clone(),
+            Duration::from_secs(config.notebook_probe_secs.max(1).into()),
+        );
+        base.lease("notebook-culling")
+            .guard(move || service.clone().cull_forever(every));
+    }
+    Ok(notebooks)
+}
+
+/// Templates and environments, with what ships installed.
+struct Catalogs {
+    /// Experiment templates.
+    templates: SqlTemplates,
+    /// Environment profiles, built on this machine.
+    environments: SqlEnvironments,
+}
+
+impl Catalogs {
+    /// Opens both and installs the shipped library of each.
+    async fn install(base: &Base, config: &Config, host: &Host) -> anyhow::Result<Self> {
+        let templates = SqlTemplates::new(base.pool.clone());
+        templates
+            .install_library()
+            .await
+            .map_err(|err| anyhow::anyhow!("installing the template library: {err}"))?;
+        let runs_locally = matches!(config.cluster, ClusterChoice::Local);
+        let environments =
+            SqlEnvironments::new(base.pool.clone(), host.venvs.clone(), runs_locally);
+        environments
+            .install_library()
+            .await
+            .map_err(|err| anyhow::anyhow!("installing the shipped environments: {err}"))?;
+        Ok(Self {
+            templates,
+            environments,
+        })
+    }
+}
+
+/// The pipeline scheduler, in the replica holding its lease: runs left
+/// running by a previous console carry on from here.
+fn schedule_pipelines(base: &Base, pipelines: &Arc<SqlPipelines>, services: &Services) {
+    let (pipelines, services) = (pipelines.clone(), services.clone());
+    base.lease("pipeline-scheduler")
+        .guard(move || pipelines.scheduler().run(services.clone()));
+}
+
+/// What this replica changed, told to the others for their live pages, and
+/// what they changed, told to this one's: replicas share one PostgreSQL;
+/// SQLite is one console's own.
+fn relay_changes(
+    base: &Base,
+    config: &Config,
+    services: &Services,
+    pipelines: Arc<SqlPipelines>,
+) -> anyhow::Result<ChangeFeed> {
+    let changes = match db::Engine::of_url(&config.database_url)? {
+        db::Engine::Postgres => ChangeFeed::start(base.pool.clone(), &base.holder),
+        db::Engine::Sqlite => ChangeFeed::off(),
+    };
+    changes.relay(Kind::Jobs, services.cluster.subscribe(), |e| {
+        (e.account_id, e.job)
+    });
+    changes.relay(Kind::Metrics, services.metrics.subscribe(), |e| {
+        (e.account_id, e.job)
+    });
+    changes.relay(Kind::Serving, services.serving.subscribe(), |e| {
+        (e.account_id, e.name)
+    });
+    changes.relay(Kind::Notebooks, services.notebooks.subscribe(), |e| {
+        (e.account_id, e.name)
+    });
+    changes.relay(Kind::Pipelines, services.pipelines.subscribe(), |e| {
+        (e.account_id, e.name)
+    });
+    // A run submitted on another replica is scheduled at once when this one
+    // holds the scheduler's lease.
+    let mut remote = changes.subscribe();
+    tokio::spawn(async move {
+        loop {
+            match remote.recv().await {
+                Ok(change) if matches!(change.kind, Kind::Pipelines | Kind::Jobs) => {
+                    pipelines.wake()
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return,
+            }
+        }
+    });
+    Ok(changes)
+}
