@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| server::fuzzing::pipeline_spec(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| paddlecloud_fuzz::pipeline_spec(data));

@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| server::fuzzing::vdlrecords(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| paddlecloud_fuzz::vdlrecords(data));

@@ -10,7 +10,6 @@ pub mod cli;
 pub mod clusters;
 pub mod console;
 pub mod environments;
-pub mod fuzzing;
 pub mod http;
 pub mod kubernetes;
 pub mod local;

@@ -10,7 +10,7 @@ mod admin;
 mod catalog;
 mod files;
 mod local_run;
-pub(crate) mod pipelines;
+mod pipelines;
 mod remote;
 mod serve;
 mod serve_args;
@@ -22,6 +22,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 pub use self::admin::{AdminCommand, CreateAccountArgs, CreateKeyArgs, GrantArgs};
+/// How `paddlecloud pipeline run -f FILE` reads its file; public for the
+/// fuzz target `pipeline_spec` (`fuzz/src/lib.rs`).
+pub use self::pipelines::parse as parse_pipeline_file;
 pub use self::remote::{ClusterArgs, JobNameArgs, JobsArgs, LogsArgs, RemoteArgs, SubmitArgs};
 pub use self::serve::site_options;
 pub use self::serve_args::{inherited_env, ServeArgs};

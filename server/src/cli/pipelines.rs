@@ -77,7 +77,7 @@ fn read(file: &PathBuf) -> anyhow::Result<PipelineSpec> {
 }
 
 /// A pipeline file's `text`, YAML or JSON; `shown` names the file in errors.
-pub(crate) fn parse(text: &str, yaml: bool, shown: &str) -> anyhow::Result<PipelineSpec> {
+pub fn parse(text: &str, yaml: bool, shown: &str) -> anyhow::Result<PipelineSpec> {
     let value: serde_json::Value = if yaml {
         serde_norway::from_str(text).with_context(|| format!("{shown} is not YAML"))?
     } else {

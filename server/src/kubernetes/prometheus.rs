@@ -416,9 +416,9 @@ fn envelope(shown: &str, status: StatusCode, bytes: &[u8]) -> Result<Data, Prome
 
 /// Reads the answer (`status`, `bytes`) of the server at `shown` to a range
 /// query: its series, each with its finite points only. Apart from the
-/// request so that anything a server may send can be tried on it
-/// (`crate::fuzzing`).
-pub(crate) fn read_matrix(
+/// request, and public, so that the fuzz target `prometheus_answer`
+/// (`fuzz/src/lib.rs`) can try anything a server may send on it.
+pub fn read_matrix(
     shown: &str,
     status: StatusCode,
     bytes: &[u8],

@@ -16,7 +16,7 @@ use crc::{Crc, CRC_32_ISCSI};
 /// bytes; images and histograms reach megabytes), so a longer length is
 /// taken as corruption rather than waited for: otherwise one damaged length
 /// would make the reader wait for gigabytes that never come.
-pub(crate) const MAX_RECORD_LEN: u64 = 256 << 20;
+pub const MAX_RECORD_LEN: u64 = 256 << 20;
 
 /// TFRecord header: length + length CRC.
 const TF_HEADER_LEN: usize = 12;
@@ -30,7 +30,7 @@ const CRC32C: Crc<u32> = Crc::<u32>::new(&CRC_32_ISCSI);
 
 /// What the bytes at the start of a buffer hold.
 #[derive(Debug, PartialEq)]
-pub(crate) enum Frame<'a> {
+pub enum Frame<'a> {
     /// A complete, intact record: its payload and the bytes it occupies.
     Record { payload: &'a [u8], len: usize },
     /// A complete record whose payload is damaged; skip `len` bytes.
@@ -44,7 +44,7 @@ pub(crate) enum Frame<'a> {
 
 /// TFRecord's checksum: CRC32C rotated right by 15 bits plus a constant, so
 /// that data which itself contains CRCs does not checksum to trivial values.
-pub(crate) fn masked_crc32c(data: &[u8]) -> u32 {
+pub fn masked_crc32c(data: &[u8]) -> u32 {
     let crc = CRC32C.checksum(data);
     crc.rotate_right(15).wrapping_add(0xa282_ead8)
 }
@@ -68,7 +68,7 @@ fn checked_len(len: u64) -> Result<usize, String> {
 }
 
 /// Parses the TFRecord at the start of `data`.
-pub(crate) fn next_tfrecord(data: &[u8]) -> Frame<'_> {
+pub fn next_tfrecord(data: &[u8]) -> Frame<'_> {
     let (Some(len), Some(len_crc)) = (read_u64_le(data), data.get(8..).and_then(read_u32_le))
     else {
         return Frame::Incomplete;
@@ -100,7 +100,7 @@ pub(crate) fn next_tfrecord(data: &[u8]) -> Frame<'_> {
 }
 
 /// Parses the VisualDL record at the start of `data`.
-pub(crate) fn next_vdl_record(data: &[u8]) -> Frame<'_> {
+pub fn next_vdl_record(data: &[u8]) -> Frame<'_> {
     let Some(len) = read_u64_le(data) else {
         return Frame::Incomplete;
     };

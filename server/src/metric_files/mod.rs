@@ -37,7 +37,9 @@
 //!
 //! Nothing here panics on any input.
 
-pub(crate) mod framing;
+/// Public for the fuzz targets (`fuzz/src/lib.rs`), which check the
+/// framing of records on any bytes.
+pub mod framing;
 pub mod shipped;
 mod tensorboard;
 mod visualdl;

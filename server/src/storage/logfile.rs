@@ -213,9 +213,10 @@ pub async fn tail_with_offset(path: &Path, lines: usize) -> io::Result<(Vec<u8>,
 
 /// The tail of the first `len` bytes of `reader`, read backwards `block`
 /// bytes at a time. Separate from the file so tests can count what it reads
-/// and use tiny blocks to exercise the boundaries (and `crate::fuzzing`
-/// compares it with the lines counted forwards).
-pub(crate) fn tail_of<R: Read + Seek>(
+/// and use tiny blocks to exercise the boundaries; public for the fuzz
+/// target `log_stamps` (`fuzz/src/lib.rs`), which compares it with the
+/// lines counted forwards.
+pub fn tail_of<R: Read + Seek>(
     reader: &mut R,
     len: u64,
     lines: usize,

@@ -69,7 +69,6 @@ const SERVER_LAYERS: Layers = &[
     ("http", &["http"]),
     ("composition root", &["console"]),
     ("command line", &["cli", "api_client"]),
-    ("fuzz targets", &["fuzzing"]),
 ];
 
 /// Each top-level module of `app/src` and its layer, bottom first.

@@ -1,5 +1,6 @@
-//! The fuzz targets (`server::fuzzing`) on every `cargo test`, without
-//! libFuzzer: every committed input of `fuzz/corpus/<target>/` and
+//! The fuzz targets (`fuzz/src/lib.rs`, compiled here as the module
+//! `fuzzing`: the server library carries none of it) on every `cargo test`,
+//! without libFuzzer: every committed input of `fuzz/corpus/<target>/` and
 //! `fuzz/regressions/<target>/`, then a fixed-seed run of mutations of them.
 //! `scripts/fuzz.sh` does the coverage-guided search; this keeps what it
 //! found (and what it once broke) passing.
@@ -8,7 +9,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use server::fuzzing::{Mutator, Target, TARGETS};
+#[path = "../../../fuzz/src/lib.rs"]
+mod fuzzing;
+
+use fuzzing::{Mutator, Target, TARGETS};
 
 /// Mutated inputs per target: about a second for all targets in a release
 /// build, a few in a debug one.
@@ -122,14 +126,14 @@ fn every_fuzz_target_has_a_libfuzzer_binary_calling_it() {
     names.sort();
     assert_eq!(
         binaries, names,
-        "fuzz/fuzz_targets/ against server::fuzzing::TARGETS"
+        "fuzz/fuzz_targets/ against fuzz/src/lib.rs's TARGETS"
     );
     for target in TARGETS {
         let source =
             std::fs::read_to_string(fuzz.join(format!("fuzz_targets/{}.rs", target.name))).unwrap();
         assert!(
-            source.contains(&format!("server::fuzzing::{}(data)", target.name)),
-            "fuzz/fuzz_targets/{}.rs calls server::fuzzing::{}",
+            source.contains(&format!("paddlecloud_fuzz::{}(data)", target.name)),
+            "fuzz/fuzz_targets/{}.rs calls paddlecloud_fuzz::{}",
             target.name,
             target.name
         );
@@ -138,6 +142,11 @@ fn every_fuzz_target_has_a_libfuzzer_binary_calling_it() {
             "fuzz/Cargo.toml has a [[bin]] {}",
             target.name
         );
-        assert!(server::fuzzing::target(target.name).is_some());
+        assert!(fuzzing::target(target.name).is_some());
+        assert!(
+            !target.covers.trim().is_empty(),
+            "{} says what it feeds and checks",
+            target.name
+        );
     }
 }

@@ -4,12 +4,15 @@
 //! itself, a valid spec survives a JSON round trip, a record reader never
 //! reads past its input and yields only records whose checksums hold…).
 //!
-//! Two callers run the same functions: the libFuzzer binaries in `fuzz/`
-//! (coverage-guided, built and run by `scripts/fuzz.sh`, outside CI), and
-//! the test `fuzz_corpus` (`server/tests/it/fuzz_corpus.rs`), which replays
-//! every committed input of `fuzz/corpus/<target>/` and
-//! `fuzz/regressions/<target>/` and a few thousand [`Mutator`] variations
-//! of them on every `cargo test`.
+//! Two callers run the same functions: the libFuzzer binaries of
+//! `fuzz/fuzz_targets/` (coverage-guided, built and run by
+//! `scripts/fuzz.sh`, outside CI), through this crate's library, and the
+//! test `fuzz_corpus` (`server/tests/it/fuzz_corpus.rs`), which compiles
+//! this file as a module of its own (`#[path]`) and replays every committed
+//! input of `fuzz/corpus/<target>/` and `fuzz/regressions/<target>/` and a
+//! few thousand [`Mutator`] variations of them on every `cargo test`. So it
+//! stays out of the production server library, and uses only public items
+//! of `server` and `app`, and only crates the server depends on.
 //!
 //! A target reports a finding by panicking: an `assert!` here, or a panic
 //! (an overflow, an index out of range) in the parser itself.
@@ -27,10 +30,10 @@ use app::models::{
     MAX_PER_PAGE,
 };
 
-use crate::kubernetes::{metrics_api, prometheus};
-use crate::metric_files::framing::{self, Frame};
-use crate::metric_files::{Batch, LogFormat, LogReader, ScalarPoint};
-use crate::storage::logfile;
+use server::kubernetes::{metrics_api, prometheus};
+use server::metric_files::framing::{self, Frame};
+use server::metric_files::{Batch, LogFormat, LogReader, ScalarPoint};
+use server::storage::logfile;
 
 /// One fuzz target: its name (the libFuzzer binary `fuzz/fuzz_targets/<name>.rs`
 /// and the folders `fuzz/corpus/<name>/`, `fuzz/regressions/<name>/`), the
@@ -507,7 +510,7 @@ pub fn pipeline_spec(data: &[u8]) {
     };
     let outcomes: Vec<bool> = data.iter().map(|b| b & 1 == 0).collect();
     for yaml in [false, true] {
-        if let Ok(spec) = crate::cli::pipelines::parse(text, yaml, "pipeline") {
+        if let Ok(spec) = server::cli::parse_pipeline_file(text, yaml, "pipeline") {
             check_pipeline(&spec, &outcomes);
         }
     }
