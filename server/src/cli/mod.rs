@@ -16,6 +16,7 @@ mod serve;
 mod serve_args;
 mod serving;
 mod spool;
+mod startup_pages;
 
 use std::path::PathBuf;
 

@@ -37,6 +37,15 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let app = console.router();
     tracing::info!(url = %format!("http://{local}"), "PaddleCloud Console is up");
     println!("PaddleCloud Console: http://{local}  (sign up at http://{local}/signup)");
+    // Once the loops' first rounds have run, the code only starting ran
+    // need not stay mapped (startup_pages.rs).
+    tokio::spawn(async {
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        let dropped = tokio::task::spawn_blocking(super::startup_pages::drop_startup_pages)
+            .await
+            .unwrap_or(0);
+        tracing::debug!(bytes = dropped, "unmapped the pages starting touched");
+    });
     // Small writes go out at once: a kernel's WebSocket messages through the
     // notebook proxy would otherwise wait on delayed ACKs (40 ms each).
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {

@@ -53,8 +53,10 @@ struct Inner {
     machine: Arc<Machine>,
     /// Running instances by id.
     instances: Mutex<HashMap<i64, Arc<Instance>>>,
-    /// Asks replicas whether they answer.
-    probe: reqwest::Client,
+    /// Asks replicas whether they answer; made when the first instance
+    /// starts (a client loads the system's root certificates: half a
+    /// megabyte a console without serving instances need not hold).
+    probe: std::sync::OnceLock<reqwest::Client>,
     /// The virtualenvs of environments instances run in.
     venvs: Arc<Venvs>,
 }
@@ -107,7 +109,7 @@ impl LocalServing {
                 inherited_env,
                 machine,
                 instances: Mutex::new(HashMap::new()),
-                probe: http_client(Duration::from_secs(2)).unwrap_or_default(),
+                probe: std::sync::OnceLock::new(),
                 venvs,
             }),
         }
@@ -115,6 +117,13 @@ impl LocalServing {
 
     fn dir(&self, account: &Account, name: &str) -> PathBuf {
         self.inner.root.join(&account.name).join(name)
+    }
+}
+
+impl Inner {
+    fn probe(&self) -> &reqwest::Client {
+        self.probe
+            .get_or_init(|| http_client(Duration::from_secs(2)).unwrap_or_default())
     }
 }
 
@@ -267,7 +276,7 @@ impl ServingBackend for LocalServing {
                     }
                     // The autoscaler ends with the supervisor.
                     tokio::select! {
-                        _ = supervise(&instance, &run, &reporter, launch, &inner.probe) => {}
+                        _ = supervise(&instance, &run, &reporter, launch, inner.probe()) => {}
                         _ = super::autoscale::run(&pids_dir, &instance.desired, instance.bounds.subscribe(), cores) => {}
                     }
                 }

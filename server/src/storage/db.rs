@@ -80,6 +80,14 @@ pub async fn connect(url: &str) -> anyhow::Result<AnyPool> {
             })
         })
         .max_connections(16)
+        // An idle SQLite connection holds its own parsed schema, page cache
+        // and worker thread (with its allocator's pages): a few hundred KB
+        // each. Those a burst opened close after 30 s unused; one the
+        // background loops use every few seconds stays.
+        .idle_timeout(match engine {
+            Engine::Sqlite => std::time::Duration::from_secs(30),
+            Engine::Postgres => std::time::Duration::from_secs(600),
+        })
         // A pooled PostgreSQL connection may have died with its server, so
         // it is pinged before use; a SQLite connection is a file handle
         // behind a worker thread, and pinging it was one more trip to that

@@ -22,8 +22,6 @@ mod serving;
 mod templates;
 mod usage;
 
-use std::sync::Arc;
-
 use app::error::AppError;
 use app::models::Me;
 use axum::response::IntoResponse;
@@ -169,7 +167,9 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
 /// `/api/v1` with `openapi.json` beside it, and JSON 404s for unknown API paths.
 pub fn router() -> Router<AppState> {
     let (routes, doc) = api();
-    let doc = Arc::new(doc);
+    // Kept as the bytes it is served as, not as a JSON tree (which held
+    // about a megabyte for the life of the process).
+    let doc = bytes::Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
     routes
         .route("/api/v1/jobs/{name}/metrics/{*tag}", get(metrics::series))
         .route(
@@ -194,8 +194,8 @@ pub fn router() -> Router<AppState> {
         .route(
             "/api/v1/openapi.json",
             get(move || {
-                let doc = Arc::clone(&doc);
-                async move { Json(doc) }
+                let doc = doc.clone();
+                async move { ([(http::header::CONTENT_TYPE, "application/json")], doc) }
             }),
         )
         .layer(axum::middleware::map_response(json::json_errors))
