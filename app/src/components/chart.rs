@@ -221,6 +221,44 @@ pub fn frame(
     })
 }
 
+/// The frame of a quantity that is never below zero (CPU, memory, bytes,
+/// requests a second): like [`frame`], but the y axis starts at 0 and ends
+/// a little above the largest visible value, or at 1 when every visible
+/// value is 0. Padding around an all-zero series would draw ticks at
+/// -0.04 and a label like `6.94e-18` where 0 belongs.
+pub fn zero_based_frame(
+    lines: &[Line],
+    zoom: Option<(f64, f64)>,
+    size: (u32, u32),
+) -> Option<Frame> {
+    let mut f = frame(lines, zoom, false, false, size)?;
+    let (x0, x1) = f.x;
+    let top = lines
+        .iter()
+        .flat_map(|l| {
+            l.xs.iter()
+                .zip(l.raw.iter().chain(l.smoothed.iter()))
+                .filter(move |(x, _)| **x >= x0 && **x <= x1)
+                .map(|(_, v)| *v)
+        })
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    f.y = (0.0, if top > 0.0 { top * 1.05 } else { 1.0 });
+    Some(f)
+}
+
+/// A y tick's value as its label shows it: plotters places ticks by adding
+/// steps, so the one meant to be 0 can come out as 6.94e-18; anything
+/// closer to 0 than a billionth of the axis' span is 0.
+fn tick_value(y: f64, frame: &Frame) -> f64 {
+    let span = (frame.y.1 - frame.y.0).abs();
+    if !frame.log_y && y.abs() < span * 1e-9 {
+        0.0
+    } else {
+        y
+    }
+}
+
 /// A number on an axis: short, no needless digits.
 pub fn format_value(v: f64) -> String {
     if v == 0.0 {
@@ -328,7 +366,7 @@ where
         .x_labels(6)
         .y_labels(5)
         .x_label_formatter(&|x| format_x(axis, *x))
-        .y_label_formatter(&|y| format_value(*y))
+        .y_label_formatter(&|y| format_value(tick_value(*y, frame)))
         .max_light_lines(0)
         .bold_line_style(GRID)
         .axis_style(AXIS)
@@ -503,6 +541,67 @@ mod tests {
         let f = frame(&lines, None, true, false, (640, 300)).unwrap();
         assert!(f.log_y && f.y.0 > 0.0, "{f:?}");
         assert!(render(&lines, &f, XAxis::Step, false).contains("<polyline"));
+    }
+
+    /// The text of every `<text>` element of an SVG.
+    fn texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| t.split_once('>').map(|(_, rest)| rest))
+            .filter_map(|t| {
+                t.split_once("</text>")
+                    .map(|(text, _)| text.trim().to_owned())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_all_zero_series_is_drawn_from_0_up_without_negative_or_tiny_labels() {
+        let lines = [Line {
+            color: 0,
+            xs: vec![0.0, 1.0, 2.0, 3.0],
+            raw: vec![0.0; 4],
+            smoothed: vec![0.0; 4],
+        }];
+        let f = zero_based_frame(&lines, None, (560, 220)).unwrap();
+        assert_eq!(f.y, (0.0, 1.0));
+        let svg = render(&lines, &f, XAxis::Step, false);
+        let labels = texts(&svg);
+        assert!(labels.contains(&"0".to_owned()), "{labels:?}");
+        assert!(labels.contains(&"1".to_owned()), "{labels:?}");
+        for label in &labels {
+            assert!(!label.starts_with('-'), "a negative tick: {labels:?}");
+            assert!(!label.contains('e'), "a label in e-notation: {labels:?}");
+        }
+        assert!(svg.contains("<polyline"), "the zero line is drawn");
+    }
+
+    #[test]
+    fn a_quantity_that_is_never_negative_starts_at_0() {
+        let lines = [Line {
+            color: 0,
+            xs: vec![0.0, 1.0, 2.0],
+            raw: vec![0.5, 0.75, 1.0],
+            smoothed: vec![0.5, 0.75, 1.0],
+        }];
+        let f = zero_based_frame(&lines, None, (560, 220)).unwrap();
+        assert_eq!(f.y, (0.0, 1.05));
+        let labels = texts(&render(&lines, &f, XAxis::Step, false));
+        assert!(labels.contains(&"0".to_owned()), "{labels:?}");
+        assert!(labels.iter().all(|l| !l.starts_with('-')), "{labels:?}");
+    }
+
+    #[test]
+    fn a_tick_a_rounding_error_away_from_0_is_labelled_0() {
+        let f = Frame {
+            width: 560,
+            height: 220,
+            x: (0.0, 1.0),
+            y: (-0.05, 0.05),
+            log_y: false,
+        };
+        assert_eq!(format_value(tick_value(6.938_893_903_907_228e-18, &f)), "0");
+        assert_eq!(format_value(tick_value(0.02, &f)), "0.02");
     }
 
     #[test]

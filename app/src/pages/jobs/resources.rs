@@ -8,7 +8,7 @@ use leptos_router::components::A;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::usage::resource_charts;
-use crate::components::chart::{css_color, frame, render, Line, PALETTE};
+use crate::components::chart::{css_color, render, zero_based_frame, Line, PALETTE};
 use crate::components::links::page_href;
 use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::resource::resource;
@@ -65,6 +65,14 @@ fn lines(chart: &ResourceChart, from: f64, to: f64) -> (Vec<Line>, &'static str)
     (out, label)
 }
 
+/// The chart of `drawn` over `from`..`to` as SVG: what is charted here
+/// (use, bytes, the request) is never below zero, so the axis starts at 0.
+fn chart_svg(drawn: &[Line], from: f64, to: f64) -> String {
+    zero_based_frame(drawn, Some((from, to)), SIZE)
+        .map(|f| render(drawn, &f, XAxis::Wall, false))
+        .unwrap_or_default()
+}
+
 /// One metric of one role.
 #[component]
 fn ResourceCard(chart: ResourceChart, from: f64, to: f64) -> impl IntoView {
@@ -78,9 +86,7 @@ fn ResourceCard(chart: ResourceChart, from: f64, to: f64) -> impl IntoView {
     } else {
         format!("{} ({unit_label})", chart.metric.title())
     };
-    let svg = frame(&drawn, Some((from, to)), false, false, SIZE)
-        .map(|f| render(&drawn, &f, XAxis::Wall, false))
-        .unwrap_or_default();
+    let svg = chart_svg(&drawn, from, to);
     let empty = chart.series.is_empty();
     let gpu = matches!(
         chart.metric,
@@ -291,4 +297,65 @@ fn JobOrigin(job: crate::models::Job) -> impl IntoView {
         .map(|n| view! { <dt>"Notebook"</dt><dd>{n}</dd> });
     let any = template.is_some() || environment.is_some() || notebook.is_some();
     any.then(|| view! { <dl class="facts job-origin">{template}{environment}{notebook}</dl> })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::{JobRole, PodSeries};
+
+    fn labels(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| t.split_once('>').map(|(_, rest)| rest))
+            .filter_map(|t| {
+                t.split_once("</text>")
+                    .map(|(text, _)| text.trim().to_owned())
+            })
+            .collect()
+    }
+
+    fn idle(metric: ResourceMetric) -> ResourceChart {
+        ResourceChart {
+            metric,
+            role: JobRole::Trainer,
+            requested: None,
+            series: vec![PodSeries {
+                pod: "trainer-0".into(),
+                ts: (0..12)
+                    .map(|i| 1_700_000_000.0 + f64::from(i) * 5.0)
+                    .collect(),
+                values: vec![0.0; 12],
+            }],
+        }
+    }
+
+    #[test]
+    fn an_idle_pods_charts_start_at_0_without_negative_ticks_or_tiny_labels() {
+        for metric in [
+            ResourceMetric::Cpu,
+            ResourceMetric::NetRx,
+            ResourceMetric::GpuUtil,
+        ] {
+            let chart = idle(metric);
+            let (from, to) = (1_700_000_000.0, 1_700_000_055.0);
+            let (drawn, _) = lines(&chart, from, to);
+            let svg = chart_svg(&drawn, from, to);
+            let y_labels: Vec<String> = labels(&svg)
+                .into_iter()
+                .filter(|l| !l.contains(':'))
+                .collect();
+            assert!(
+                y_labels.contains(&"0".to_owned()),
+                "{metric:?}: {y_labels:?}"
+            );
+            for label in &y_labels {
+                assert!(
+                    !label.starts_with('-'),
+                    "{metric:?}: a negative tick in {y_labels:?}"
+                );
+                assert!(!label.contains("e-"), "{metric:?}: {label} in {y_labels:?}");
+            }
+        }
+    }
 }

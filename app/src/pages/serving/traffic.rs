@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 
 use crate::api::serving::serving_traffic_chart;
-use crate::components::chart::{css_color, frame, render, Line};
+use crate::components::chart::{css_color, render, zero_based_frame, Line};
 use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::resource::resource;
 use crate::models::board::XAxis;
@@ -42,7 +42,8 @@ fn TrafficCard(
             }
         })
         .collect();
-    let svg = frame(&drawn, Some((data.from, data.to)), false, false, SIZE)
+    // Requests, errors and latencies are never below zero.
+    let svg = zero_based_frame(&drawn, Some((data.from, data.to)), SIZE)
         .map(|f| render(&drawn, &f, XAxis::Wall, false))
         .unwrap_or_default();
     let empty = data.points.is_empty();
