@@ -177,7 +177,16 @@ pub struct PasswordChange {
 pub struct ResetRequest {
     /// Account name.
     pub account: String,
-    /// The user's email in that account.
+    /// The user's email in that account: an address mail takes (see
+    /// [`validate_mail_address`]).
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            format = Email,
+            pattern = r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$",
+            max_length = 254
+        )
+    )]
     pub email: String,
 }
 
@@ -272,6 +281,45 @@ pub fn validate_email(raw: &str) -> Result<String, AppError> {
         ))
     }
 }
+
+/// An address mail takes, the one the console sends links to: what the
+/// OpenAPI document states for an address (`format: email`, at most 254
+/// characters, [`MAIL_ADDRESS_PATTERN`]). Surrounding spaces are trimmed and
+/// the address is lower-cased (as [`validate_email`]); then an ASCII
+/// `local@domain` (RFC 5321): the local part 1–64 characters of dot-separated
+/// atoms (letters, digits, ``!#$%&'*+/=?^_`{|}~-``), the domain two or more
+/// labels of letters, digits and inner hyphens, each at most 63, 253 in all.
+pub fn validate_mail_address(raw: &str) -> Result<String, AppError> {
+    let email = validate_email(raw)?;
+    let atext = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+/=?^_`{|}~-".contains(c);
+    let label = |l: &str| {
+        (1..=63).contains(&l.len())
+            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    let ok = email.split_once('@').is_some_and(|(local, domain)| {
+        local.len() <= 64
+            && local
+                .split('.')
+                .all(|atom| !atom.is_empty() && atom.chars().all(atext))
+            && domain.len() <= 253
+            && domain.split('.').count() >= 2
+            && domain.split('.').all(label)
+    });
+    if ok {
+        Ok(email)
+    } else {
+        Err(AppError::invalid(
+            "email",
+            "Enter an address mail takes, like name@example.com (letters, digits and . _ + - in ASCII).",
+        ))
+    }
+}
+
+/// [`validate_mail_address`] as a pattern, for the OpenAPI document (the
+/// lengths are its `maxLength` and `format: email`'s).
+pub const MAIL_ADDRESS_PATTERN: &str = r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$";
 
 /// Length bounds only: long passphrases beat composition rules.
 pub fn validate_password(password: &str) -> Result<(), AppError> {

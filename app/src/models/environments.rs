@@ -37,14 +37,34 @@ pub struct EnvironmentSpec {
     #[serde(default)]
     pub image: String,
     /// pip requirement lines (`paddlepaddle==3.3.1`, `visualdl>=2.5`), from
-    /// PyPI. The console's Python SDK is always there besides.
+    /// PyPI: a package name, then extras, versions or markers; no options,
+    /// URLs, paths or control characters; spaces around are ignored. The
+    /// console's Python SDK is always there besides.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(value_type = Vec<RequirementLine>, max_items = 100)
+    )]
     pub requirements: Vec<String>,
     /// Anything else a user of it should know (system packages the image
     /// must have, say). Shown, never run.
     #[serde(default)]
     pub setup_notes: String,
 }
+
+/// One requirement line as the OpenAPI document states it: exactly what
+/// [`EnvironmentSpec::validate`] takes (a package name, then nothing or
+/// extras, a version or markers; no `@`, `/` or `\`, so no URL or path; no
+/// control characters; spaces around; at most 200 characters). A line of
+/// spaces alone is taken and dropped.
+#[cfg(feature = "ssr")]
+#[derive(utoipa::ToSchema)]
+#[schema(
+    pattern = r"^ *([A-Za-z0-9][A-Za-z0-9._-]*( *[\[=<>!~;(][^\x00-\x1f\x7f-\x9f@/\\]*)? *)?$",
+    max_length = 200
+)]
+#[allow(dead_code)] // only its schema is used
+pub struct RequirementLine(String);
 
 /// How far the local build of an environment's requirements is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -274,7 +294,7 @@ impl EnvironmentSpec {
             ));
         }
         for (i, line) in self.requirements.iter().enumerate() {
-            check_requirement(line).map_err(|why| {
+            check_line(line).map_err(|why| {
                 AppError::invalid(format!("requirements[{i}]"), format!("“{line}”: {why}"))
             })?;
         }
@@ -287,18 +307,38 @@ impl EnvironmentSpec {
         Ok(())
     }
 
-    /// The requirements as they are built: trimmed, blank lines dropped,
-    /// in order (pip's resolver sees them as written).
+    /// The requirements as they are built: the spaces around each line
+    /// trimmed, blank lines dropped, in order (pip's resolver sees them as
+    /// written). Only spaces: a tab or a line break is a control character,
+    /// which [`Self::validate`] refuses rather than drops.
     pub fn normalized(mut self) -> Self {
         self.name = self.name.trim().to_owned();
         self.image = self.image.trim().to_owned();
         self.requirements = self
             .requirements
             .iter()
-            .map(|r| r.trim().to_owned())
+            .map(|r| r.trim_matches(' ').to_owned())
             .filter(|r| !r.is_empty())
             .collect();
         self
+    }
+}
+
+/// One requirement line as sent: at most 200 characters and no control
+/// characters (a tab, a line break) anywhere, then a requirement once the
+/// spaces around it are trimmed, or nothing (a blank line, dropped). What
+/// [`RequirementLine`]'s pattern says.
+fn check_line(line: &str) -> Result<(), &'static str> {
+    if line.chars().count() > MAX_REQUIREMENT_LEN {
+        return Err("a requirement has at most 200 characters.");
+    }
+    if line.chars().any(char::is_control) {
+        return Err("a requirement is one line, without control characters such as tabs.");
+    }
+    match line.trim_matches(' ') {
+        // A blank line is dropped (`normalized`), as a form's would be.
+        "" => Ok(()),
+        line => check_requirement(line),
     }
 }
 
@@ -307,12 +347,8 @@ impl EnvironmentSpec {
 /// (`-e`, `--index-url`), URLs and paths are refused: they would reach
 /// outside PyPI or into the console's files.
 fn check_requirement(line: &str) -> Result<(), &'static str> {
-    let line = line.trim();
     if line.is_empty() {
         return Err("a requirement cannot be empty.");
-    }
-    if line.len() > MAX_REQUIREMENT_LEN {
-        return Err("a requirement has at most 200 characters.");
     }
     if line.starts_with('-') {
         return Err("pip options are not allowed; list packages only.");
@@ -323,9 +359,6 @@ fn check_requirement(line: &str) -> Result<(), &'static str> {
     if line.contains('/') || line.contains('\\') || line.starts_with('.') {
         return Err("paths are not allowed; packages come from PyPI.");
     }
-    if line.chars().any(|c| c.is_control()) {
-        return Err("a requirement is one line.");
-    }
     let name_end = line
         .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
         .unwrap_or(line.len());
@@ -333,7 +366,7 @@ fn check_requirement(line: &str) -> Result<(), &'static str> {
     if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
         return Err("a requirement starts with a package name.");
     }
-    let rest = line[name_end..].trim_start();
+    let rest = line[name_end..].trim_start_matches(' ');
     if !(rest.is_empty() || rest.starts_with(['[', '=', '<', '>', '!', '~', ';', '('])) {
         return Err("after the name come extras, a version or markers, e.g. paddlepaddle==3.3.1.");
     }
@@ -377,7 +410,6 @@ mod tests {
             "git+https://github.com/x/y",
             "./local-dir",
             "/etc/passwd",
-            "",
             "numpy rm -rf",
         ] {
             let err = spec(&["numpy", bad]).validate().unwrap_err();
@@ -408,6 +440,23 @@ mod tests {
         for bad in ["", "a/b/c", "x:0", "x:latest", "/x", "Upper"] {
             assert!(EnvironmentRef::parse(bad, "environment").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_requirement_with_a_tab_a_line_break_or_over_200_characters_is_refused() {
+        let long = format!("numpy{}", "0".repeat(196));
+        for bad in [
+            "numpy\t",
+            "\tnumpy",
+            "numpy\n",
+            "numpy==1.0\r",
+            "numpy\u{85}",
+            long.as_str(),
+        ] {
+            let err = spec(&["numpy", bad]).validate().unwrap_err();
+            assert_eq!(field_of(err), "requirements[1]", "{bad:?}");
+        }
+        spec(&["  numpy==1.26  ", &long[..200]]).validate().unwrap();
     }
 
     #[test]

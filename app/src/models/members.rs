@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::account::{validate_email, Role};
+use super::account::{validate_mail_address, Role};
 use super::quota::Quota;
 use crate::error::AppError;
 
@@ -31,11 +31,13 @@ pub const INVITATION_DAYS: i64 = 7;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct InviteForm {
-    /// Where the invitation goes; the invitee joins as this address.
+    /// Where the invitation goes; the invitee joins as this address (one
+    /// mail takes: see `validate_mail_address`).
     #[cfg_attr(
         feature = "ssr",
         schema(
-            pattern = r"^[^\s@]+@[^\s@.][^\s@]*\.[^\s@]*[^\s@.]$",
+            format = Email,
+            pattern = r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$",
             max_length = 254
         )
     )]
@@ -48,7 +50,7 @@ pub struct InviteForm {
 impl InviteForm {
     /// The normalised address and the role, or the first bad field.
     pub fn validated(&self) -> Result<(String, Role), AppError> {
-        let email = validate_email(&self.email)?;
+        let email = validate_mail_address(&self.email)?;
         Ok((email, parse_role(&self.role)?))
     }
 }

@@ -124,6 +124,15 @@ pub struct MetricPoint {
     pub wall_time: Option<f64>,
 }
 
+/// The metrics route's body as the OpenAPI document states it: 1 to
+/// [`MAX_BATCH_POINTS`] points (what [`validate_batch`] takes; an empty
+/// batch is a 400, as is one over the limit).
+#[cfg(feature = "ssr")]
+#[derive(utoipa::ToSchema)]
+#[schema(min_items = 1, max_items = 10_000)]
+#[allow(dead_code)] // only its schema is used
+pub struct MetricBatch(Vec<MetricPoint>);
+
 /// Checks a tag: 1–256 characters, no control characters.
 pub fn validate_tag(tag: &str) -> Result<(), String> {
     if tag.trim().is_empty() {

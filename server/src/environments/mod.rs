@@ -105,8 +105,9 @@ pub fn shipped() -> Vec<EnvironmentSpec> {
 impl Environments for SqlEnvironments {
     async fn save(&self, by: &Me, spec: EnvironmentSpec) -> Result<Environment, AppError> {
         by.role.require_change()?;
-        let spec = spec.normalized();
+        // Checked as sent (what the OpenAPI document states), then trimmed.
         spec.validate()?;
+        let spec = spec.normalized();
         let text = serde_json::to_string(&spec).map_err(|_| AppError::Internal)?;
         let row = self
             .catalog

@@ -45,6 +45,7 @@ mod notebook_access;
 mod notebook_contract;
 mod notebook_environment;
 mod notebooks;
+mod openapi_constraints;
 mod pipelines;
 mod prometheus;
 mod real_node;

@@ -52,7 +52,7 @@ pub async fn change_password(
     security(()),
     responses(
         (status = 202, description = "If the user exists, a link is on its way"),
-        (status = 400, description = "The body is not a reset request", body = ErrorBody),
+        (status = 400, description = "The body is not a reset request, or `email` is not an address", body = ErrorBody),
         (status = 429, description = "Too many resets asked for from this address", body = ErrorBody),
     )
 )]
@@ -62,6 +62,8 @@ pub async fn request_reset(
     request: Result<JsonBody<ResetRequest>, ApiError>,
 ) -> Result<StatusCode, ApiError> {
     let JsonBody(request) = request?;
+    // The document says the address is one mail takes; so does this check.
+    app::models::validate_mail_address(&request.email)?;
     let client = client.map_or_else(|| "unknown".to_owned(), |Extension(a)| a.0);
     state
         .services
@@ -158,6 +160,7 @@ pub async fn admin_reset_link(
     request: Result<JsonBody<ResetRequest>, ApiError>,
 ) -> Result<StatusCode, ApiError> {
     let JsonBody(request) = request?;
+    app::models::validate_mail_address(&request.email)?;
     state
         .services
         .accounts

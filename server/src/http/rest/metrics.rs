@@ -3,8 +3,8 @@
 
 use app::error::AppError;
 use app::models::{
-    AppendSummary, ChartRange, MetricFileAck, MetricPoint, PluginTag, RangeQuery, SeriesEnvelope,
-    TagSummary, MAX_WIDTH,
+    AppendSummary, ChartRange, MetricBatch, MetricFileAck, MetricPoint, PluginTag, RangeQuery,
+    SeriesEnvelope, TagSummary, MAX_WIDTH,
 };
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::QueryRejection;
@@ -92,7 +92,7 @@ fn parse_batch(text: &[u8]) -> Result<Vec<MetricPoint>, serde_json::Error> {
     path = "/api/v1/jobs/{name}/metrics",
     tag = "metrics",
     params(("name" = String, Path, description = "The job's name")),
-    request_body(content = Vec<MetricPoint>, description = "`[{tag, step, value, wall_time}]`; \
+    request_body(content = MetricBatch, description = "`[{tag, step, value, wall_time}]`, 1 to 10,000 points; \
         `value` may be `\"NaN\"`, `\"Infinity\"`, `\"-Infinity\"`; `wall_time` in seconds, \
         default now"),
     responses(
