@@ -12,6 +12,7 @@ use crate::pages::assets::{detail::AssetPage, detail::SharedPage, AssetsPage};
 use crate::pages::{
     account::AccountPage,
     admin::AdminPage,
+    audit::AuditLogPage,
     auth::ConfirmPage,
     auth::ForgotPage,
     auth::LoginPage,
@@ -113,6 +114,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("templates/:name") view=|| view! { <TemplateRunPage /> } />
                     <Route path=path!("quota") view=|| view! { <QuotaPageView /> } />
                     <Route path=path!("account") view=|| view! { <AccountPage /> } />
+                    <Route path=path!("account/audit") view=|| view! { <AuditLogPage /> } />
                     <Route path=path!("admin") view=|| view! { <AdminPage /> } />
                 </ParentRoute>
             </Routes>

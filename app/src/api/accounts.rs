@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use crate::error::AppError;
 #[cfg(feature = "ssr")]
 use crate::models::{safe_next, PasswordChange, ResetRequest, SignInForm, SignUpForm};
-use crate::models::{AuditLog, Me, SessionInfo};
+use crate::models::{AuditLog, AuditQuery, Me, SessionInfo};
 
 #[cfg(feature = "ssr")]
 use super::context::{
@@ -184,8 +184,16 @@ pub async fn resend_confirmation() -> Result<(), AppError> {
     Ok(())
 }
 
-/// The audit log of the caller's account (owners and site admins).
+/// One page of the audit log of the caller's account (owners and site
+/// admins), or of `account` (site admins): the events `query` asks for.
 #[server(prefix = "/api", endpoint = "account_audit")]
-pub async fn account_audit() -> Result<AuditLog, AppError> {
-    services()?.accounts.audit_log(&principal()?, None).await
+pub async fn account_audit(
+    #[server(default)] query: AuditQuery,
+    #[server(default)] account: Option<String>,
+) -> Result<AuditLog, AppError> {
+    let filter = query.parse()?;
+    services()?
+        .accounts
+        .audit_log(&principal()?, account.as_deref(), &filter)
+        .await
 }

@@ -4,11 +4,11 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
+use super::audit::AuditTable;
 use crate::api::accounts::{account_audit, ChangePassword, ResendConfirmation};
 use crate::components::form::{last_error, FieldError, FormError, PasswordInput};
 use crate::components::resource::resource;
-use crate::models::time::format_utc_seconds;
-use crate::models::{Me, Role, MIN_PASSWORD_LEN};
+use crate::models::{AuditQuery, Me, Role, MIN_PASSWORD_LEN};
 
 /// The address, whether it is confirmed, and "send the link again".
 #[component]
@@ -103,7 +103,11 @@ pub fn PasswordSection() -> impl IntoView {
     }
 }
 
-/// The account's audit log, for its owners.
+/// Events of the audit log the Account page shows; the rest are a link away.
+pub const LATEST_AUDIT_EVENTS: u32 = 10;
+
+/// The account's latest audit events, for its owners, with a link to the
+/// whole log (filtered and paged on a page of its own).
 #[component]
 pub fn AuditSection(
     /// The signed-in user.
@@ -112,46 +116,32 @@ pub fn AuditSection(
     if me.role != Role::Owner {
         return ().into_any();
     }
-    let log = resource(|| (), |_| account_audit());
+    let latest = AuditQuery {
+        limit: Some(LATEST_AUDIT_EVENTS),
+        ..AuditQuery::default()
+    };
+    let log = resource(move || latest.clone(), |q| account_audit(q, None));
     view! {
         <h2>"Audit log"</h2>
         <p class="hint">
-            "Who changed passwords, keys and the quota, and when. "
+            "Who changed members, passwords, keys and the quota, and when: the latest events. "
+            <a href="/account/audit" data-testid="audit-all">"The whole log"</a>
+            " · "
             <a href="/api/v1/audit.csv" download data-testid="audit-csv">"Download CSV"</a>
         </p>
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
-                log.await
-                    .map(|log| {
-                        view! {
-                            <table class="grid" data-testid="audit">
-                                <thead>
-                                    <tr>
-                                        <th>"When"</th>
-                                        <th>"Who"</th>
-                                        <th>"What"</th>
-                                        <th>"Details"</th>
-                                    </tr>
-                                </thead>
-                                <tbody>
-                                    {log
-                                        .events
-                                        .into_iter()
-                                        .map(|e| {
-                                            view! {
-                                                <tr>
-                                                    <td>{format_utc_seconds(e.at)}</td>
-                                                    <td>{e.actor}</td>
-                                                    <td data-testid="audit-action">{e.action}</td>
-                                                    <td>{e.detail}</td>
-                                                </tr>
-                                            }
-                                        })
-                                        .collect_view()}
-                                </tbody>
-                            </table>
-                        }
-                    })
+                log.await.map(|log| {
+                    let older = log
+                        .older
+                        .map(|c| format!("/account/audit?before={}", crate::models::url::encode(&c)));
+                    view! {
+                        <AuditTable events=log.events />
+                        {older.map(|href| view! {
+                            <p><a href=href data-testid="audit-more">"Older events in the whole log →"</a></p>
+                        })}
+                    }
+                })
             })}
         </Suspense>
     }

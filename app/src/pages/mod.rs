@@ -5,6 +5,7 @@ pub mod account;
 pub mod account_security;
 pub mod admin;
 pub mod assets;
+pub mod audit;
 pub mod auth;
 pub mod environments;
 pub mod jobs;

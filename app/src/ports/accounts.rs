@@ -4,7 +4,8 @@ use async_trait::async_trait;
 
 use crate::error::AppError;
 use crate::models::{
-    AuditLog, Me, Membership, PasswordChange, ResetRequest, SessionInfo, SignInForm, SignUpForm,
+    AuditFilter, AuditLog, Me, Membership, PasswordChange, ResetRequest, SessionInfo, SignInForm,
+    SignUpForm,
 };
 
 /// Who is asking: resolved once per request from the session cookie (or, for
@@ -182,8 +183,13 @@ pub trait Accounts: Send + Sync {
     async fn confirm_email(&self, token: &str) -> Result<(), AppError>;
     /// Mails the caller a new confirmation link (rate-limited).
     async fn resend_confirmation(&self, who: &Principal) -> Result<(), AppError>;
-    /// The audit log of the caller's account (its owners) or of the account
-    /// `account` names (site admins).
-    async fn audit_log(&self, who: &Principal, account: Option<&str>)
-        -> Result<AuditLog, AppError>;
+    /// One page of the audit log of the caller's account (its owners) or
+    /// of the account `account` names (site admins): the events `filter`
+    /// asks for, newest first.
+    async fn audit_log(
+        &self,
+        who: &Principal,
+        account: Option<&str>,
+        filter: &AuditFilter,
+    ) -> Result<AuditLog, AppError>;
 }

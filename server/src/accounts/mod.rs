@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use app::error::AppError;
 use app::models::{
-    namespace_for, AuditLog, Me, PasswordChange, ResetRequest, Role, SessionInfo, SignInForm,
-    SignUpForm,
+    namespace_for, AuditCursor, AuditFilter, AuditLog, Me, PasswordChange, ResetRequest, Role,
+    SessionInfo, SignInForm, SignUpForm,
 };
 use app::ports::{Accounts, Credential, Mailer, NewSession, Principal};
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
@@ -402,6 +402,7 @@ impl Accounts for SqlAccounts {
         &self,
         who: &Principal,
         account: Option<&str>,
+        filter: &AuditFilter,
     ) -> Result<AuditLog, AppError> {
         let admin = users::is_site_admin(&self.pool, who.me.user_id).await?;
         let own = account.is_none_or(|a| a == who.me.account.name);
@@ -424,8 +425,12 @@ impl Accounts for SqlAccounts {
                 account.unwrap_or_default()
             )));
         };
+        let (events, older, newer) = audit::page(&self.pool, target.id, filter).await?;
         Ok(AuditLog {
-            events: audit::list(&self.pool, target.id, 1000).await?,
+            events,
+            older: older.map(AuditCursor::to_param),
+            newer: newer.map(AuditCursor::to_param),
+            actions: audit::actions(&self.pool, target.id).await?,
             account: target.name,
         })
     }

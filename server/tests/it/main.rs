@@ -12,6 +12,7 @@ mod accounts;
 mod architecture;
 mod asset_pages;
 mod assets;
+mod audit_log;
 mod changes;
 mod cli;
 mod cli_remote;

@@ -1,7 +1,9 @@
 //! `/api/v1`: the caller's password and address, password resets, and the
 //! audit log.
 
-use app::models::{AccountQuota, AuditLog, LinkToken, PasswordChange, ResetRequest};
+use app::models::{
+    AccountQuota, AuditLog, AuditQuery, LinkToken, PasswordChange, ResetRequest, AUDIT_MAX_PAGE,
+};
 use app::ports::ClientAddress;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
@@ -188,15 +190,19 @@ pub async fn admin_accounts(
     Ok(Json(state.services.quotas.accounts(&who.me).await?))
 }
 
-/// The audit log of the caller's account (owners), or of `account` (site
-/// admins): membership, role, quota, key and password events, newest first.
+/// One page of the audit log of the caller's account (owners), or of
+/// `account` (site admins): membership, role, quota, key and password
+/// events, newest first, 50 a page unless `limit` says; filtered by actor,
+/// action or kind, and time. An answer's `older` and `newer` are the
+/// `before` and `after` of the pages beside it.
 #[utoipa::path(
     get,
     path = "/api/v1/audit",
     tag = "account",
-    params(AccountParam),
+    params(AccountParam, AuditQuery),
     responses(
         (status = 200, description = "The events", body = AuditLog),
+        (status = 400, description = "A bad filter or page, named in `field`", body = ErrorBody),
         (status = 401, description = "No or a wrong access key", body = ErrorBody),
         (status = 403, description = "The caller is not an owner of the account", body = ErrorBody),
         (status = 404, description = "No such account (or not yours)", body = ErrorBody),
@@ -206,24 +212,29 @@ pub async fn audit(
     State(state): State<AppState>,
     Caller(who): Caller,
     which: Result<Query<AccountParam>, QueryRejection>,
+    query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Json<AuditLog>, ApiError> {
-    let Query(which) = which?;
+    let (Query(which), Query(query)) = (which?, query?);
+    let filter = query.parse()?;
     let log = state
         .services
         .accounts
-        .audit_log(&who, which.account.as_deref())
+        .audit_log(&who, which.account.as_deref(), &filter)
         .await?;
     Ok(Json(log))
 }
 
-/// The audit log as CSV (what the Account page's "Download CSV" gets).
+/// The audit log as CSV (what the log's page's "Download CSV" gets): the
+/// events the same filters pick, newest first, up to 1,000 from where
+/// `before` or `after` says.
 #[utoipa::path(
     get,
     path = "/api/v1/audit.csv",
     tag = "account",
-    params(AccountParam),
+    params(AccountParam, AuditQuery),
     responses(
         (status = 200, description = "time_utc,actor,action,detail", content_type = "text/csv"),
+        (status = 400, description = "A bad filter or page, named in `field`", body = ErrorBody),
         (status = 401, description = "No or a wrong access key", body = ErrorBody),
         (status = 403, description = "The caller is not an owner of the account", body = ErrorBody),
         (status = 404, description = "No such account (or not yours)", body = ErrorBody),
@@ -233,12 +244,15 @@ pub async fn audit_csv(
     State(state): State<AppState>,
     Caller(who): Caller,
     which: Result<Query<AccountParam>, QueryRejection>,
+    query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let Query(which) = which?;
+    let (Query(which), Query(mut query)) = (which?, query?);
+    query.limit = Some(query.limit.unwrap_or(AUDIT_MAX_PAGE));
+    let filter = query.parse()?;
     let log = state
         .services
         .accounts
-        .audit_log(&who, which.account.as_deref())
+        .audit_log(&who, which.account.as_deref(), &filter)
         .await?;
     let mut response = log.to_csv().into_response();
     let headers = response.headers_mut();
