@@ -128,9 +128,10 @@ VmFlags: rd ex mr mw me
 
     #[test]
     fn dropping_the_pages_of_the_running_binary_keeps_it_running() {
-        // The test binary's own code: it goes on running after the drop.
+        // The test binary's own code: it goes on running after the drop,
+        // and a second drop finds the same mappings to drop.
         let dropped = drop_startup_pages();
         assert!(dropped > 0, "nothing dropped");
-        assert_eq!(format!("{}", 6 * 7), "42");
+        assert_eq!(drop_startup_pages(), dropped);
     }
 }
