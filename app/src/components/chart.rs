@@ -428,7 +428,7 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn line() -> Line {
@@ -544,7 +544,7 @@ mod tests {
     }
 
     /// The text of every `<text>` element of an SVG.
-    fn texts(svg: &str) -> Vec<String> {
+    pub(crate) fn texts(svg: &str) -> Vec<String> {
         svg.split("<text")
             .skip(1)
             .filter_map(|t| t.split_once('>').map(|(_, rest)| rest))

@@ -304,17 +304,6 @@ mod tests {
     use super::*;
     use crate::models::{JobRole, PodSeries};
 
-    fn labels(svg: &str) -> Vec<String> {
-        svg.split("<text")
-            .skip(1)
-            .filter_map(|t| t.split_once('>').map(|(_, rest)| rest))
-            .filter_map(|t| {
-                t.split_once("</text>")
-                    .map(|(text, _)| text.trim().to_owned())
-            })
-            .collect()
-    }
-
     fn idle(metric: ResourceMetric) -> ResourceChart {
         ResourceChart {
             metric,
@@ -341,7 +330,7 @@ mod tests {
             let (from, to) = (1_700_000_000.0, 1_700_000_055.0);
             let (drawn, _) = lines(&chart, from, to);
             let svg = chart_svg(&drawn, from, to);
-            let y_labels: Vec<String> = labels(&svg)
+            let y_labels: Vec<String> = crate::components::chart::tests::texts(&svg)
                 .into_iter()
                 .filter(|l| !l.contains(':'))
                 .collect();
