@@ -33,6 +33,7 @@ pub mod templates;
 pub mod theme;
 pub mod time;
 pub mod url;
+pub mod workload;
 
 pub use access_key::*;
 pub use account::*;
@@ -62,3 +63,4 @@ pub use serving::*;
 pub use serving_form::*;
 pub use template_form::*;
 pub use templates::*;
+pub use workload::*;

@@ -8,6 +8,7 @@ use super::quantity::{
     format_cpu, format_memory, memory_quantity, parse_cpu_millis, parse_memory_bytes,
 };
 use super::time::DAY_MS;
+use super::workload::Workload;
 use crate::error::AppError;
 
 /// Limits on what an account's unfinished jobs may request at once; `None`
@@ -179,30 +180,6 @@ fn over(
             fmt(asked - left)
         )
     })
-}
-
-/// What asks for room in a quota: every workload is admitted by the same
-/// rule ([`QuotaUse::admit`]); only a job also counts against the number
-/// of jobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Workload {
-    /// A job (its replicas, while unfinished).
-    Job,
-    /// A notebook's server, while it runs.
-    Notebook,
-    /// A serving instance's replicas, while active.
-    Instance,
-}
-
-impl Workload {
-    /// What messages call it.
-    pub fn noun(self) -> &'static str {
-        match self {
-            Workload::Job => "job",
-            Workload::Notebook => "notebook",
-            Workload::Instance => "instance",
-        }
-    }
 }
 
 impl QuotaUse {

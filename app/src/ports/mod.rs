@@ -16,6 +16,7 @@ mod pipelines;
 mod resources;
 mod serving;
 mod templates;
+mod workload;
 
 use std::sync::Arc;
 
@@ -33,6 +34,7 @@ pub use pipelines::*;
 pub use resources::*;
 pub use serving::*;
 pub use templates::*;
+pub use workload::*;
 
 /// Everything a server function can reach, provided as context on every request.
 #[derive(Clone)]

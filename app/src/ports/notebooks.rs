@@ -8,13 +8,7 @@ use crate::error::AppError;
 use crate::models::{Account, Me, Notebook, NotebookList, NotebookSpec};
 
 /// Something about a notebook changed: live views refresh.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotebookEvent {
-    /// The account that owns it.
-    pub account_id: i64,
-    /// Its name.
-    pub name: String,
-}
+pub type NotebookEvent = super::WorkloadEvent;
 
 /// An account's notebooks. Another account's are "not found"; only a
 /// notebook's owner starts or opens it, and its owner or an owner of the

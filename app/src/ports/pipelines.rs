@@ -9,15 +9,8 @@ use serde_json::Value;
 use crate::error::AppError;
 use crate::models::{Account, Me, PipelineRun, PipelineSpec};
 
-/// Something about a pipeline run changed (a node moved on, the run
-/// started, ended, was stopped or retried): live views refresh.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PipelineEvent {
-    /// The account that owns it.
-    pub account_id: i64,
-    /// The run's name.
-    pub name: String,
-}
+/// Something about a pipeline run changed: live views refresh.
+pub type PipelineEvent = super::WorkloadEvent;
 
 /// Where pipeline runs are kept.
 #[async_trait]

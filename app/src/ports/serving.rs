@@ -11,13 +11,7 @@ use crate::models::{
 };
 
 /// Something about a serving instance changed: live views refresh.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServingEvent {
-    /// The account that owns it.
-    pub account_id: i64,
-    /// Its name.
-    pub name: String,
-}
+pub type ServingEvent = super::WorkloadEvent;
 
 /// An account's serving instances. Another account's are "not found".
 #[async_trait]

@@ -1,8 +1,10 @@
 //! Submitting a job, within the account's quota.
 
 use crate::error::AppError;
-use crate::models::{Environment, EnvironmentRef, EnvironmentUse, Job, JobSpec, Me, Workload};
+use crate::models::{Job, JobSpec, Me, Workload};
 use crate::ports::{Principal, Services};
+
+use super::admission::{prepare, start_admitted};
 
 /// Submits `spec` if the account's quota and the submitter's own caps have
 /// room for it, with a message
@@ -31,20 +33,12 @@ pub(crate) async fn admit_and_submit(
 ) -> Result<Job, AppError> {
     let me = &who.me;
     spec.notebook = who.notebook_scope().map(str::to_owned);
-    pin_environment(
-        services,
-        me,
-        &mut spec.environment,
-        &mut spec.environment_use,
-    )
-    .await?;
+    let asked = prepare(services, me, &mut spec).await?;
     spec.models =
         super::model_versions::pin_job_models(&*services.assets, me, &spec.models).await?;
     readable_datasets(&*services.assets, me, &spec.datasets).await?;
-    let totals = spec.totals()?;
-    let _admission = services.quotas.admission(&me.account).await?;
-    super::admission::admit(services, me, Workload::Job, totals).await?;
-    services.cluster.submit(me, spec).await
+    let submit = services.cluster.submit(me, spec);
+    start_admitted(services, me, Workload::Job, asked, submit).await
 }
 
 /// Refuses a job that names a dataset its submitter cannot read, before
@@ -70,45 +64,6 @@ pub async fn readable_datasets(
         }
     }
     Ok(())
-}
-
-/// Pins what a spec names in `environment` to the exact version
-/// (`owner/name:version`) and records what it holds in `used`; what a
-/// client put in `used` is never kept.
-pub async fn pin_environment(
-    services: &Services,
-    me: &Me,
-    named: &mut Option<String>,
-    used: &mut Option<EnvironmentUse>,
-) -> Result<(), AppError> {
-    *used = None;
-    if let Some(text) = named.take().filter(|e| !e.trim().is_empty()) {
-        let environment = resolve_environment(services, me, &text).await?;
-        *named = Some(environment.pinned());
-        *used = Some(environment.to_use());
-    }
-    Ok(())
-}
-
-/// The exact version of the environment a job, notebook or serving
-/// instance names, if `me` may use it; otherwise a 400 on `environment`.
-pub async fn resolve_environment(
-    services: &Services,
-    me: &Me,
-    named: &str,
-) -> Result<Environment, AppError> {
-    let reference = EnvironmentRef::parse(named, "environment")?;
-    services
-        .environments
-        .get(me, &reference)
-        .await
-        .map_err(|err| match err {
-            AppError::NotFound { .. } => AppError::invalid(
-                "environment",
-                format!("There is no environment “{}” you can use.", named.trim()),
-            ),
-            other => other,
-        })
 }
 
 /// Stops a job: the cluster ends its replicas; a local run is asked to stop

@@ -4,6 +4,7 @@
 //! of them. A use case that needs one port only is that port's method.
 
 pub mod admission;
+pub mod environments;
 pub mod jobs;
 pub mod model_versions;
 pub mod notebooks;

@@ -1,7 +1,7 @@
 //! Creating and starting a notebook, within the account's quota: a running
 //! notebook's server counts like a job's replica (its requests while it runs).
 
-use super::admission::admit;
+use super::admission::{admit, prepare, start_admitted};
 use crate::error::AppError;
 use crate::models::{Me, Notebook, NotebookSpec, Workload};
 use crate::ports::Services;
@@ -13,17 +13,9 @@ pub async fn create_notebook_within_quota(
     me: &Me,
     mut spec: NotebookSpec,
 ) -> Result<Notebook, AppError> {
-    spec.validate()?;
-    super::jobs::pin_environment(
-        services,
-        me,
-        &mut spec.environment,
-        &mut spec.environment_use,
-    )
-    .await?;
-    let _admission = services.quotas.admission(&me.account).await?;
-    admit(services, me, Workload::Notebook, spec.totals()?).await?;
-    services.notebooks.create(me, spec).await
+    let asked = prepare(services, me, &mut spec).await?;
+    let create = services.notebooks.create(me, spec);
+    start_admitted(services, me, Workload::Notebook, asked, create).await
 }
 
 /// Starts a stopped notebook again if the quota has room for it.

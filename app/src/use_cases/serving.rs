@@ -1,6 +1,6 @@
 //! Launching and scaling a serving instance, within the account's quota.
 
-use super::admission::admit;
+use super::admission::{admit, prepare, start_admitted};
 use crate::error::AppError;
 use crate::models::{Me, ResourceTotals, Scale, ServingInstance, ServingSpec, Workload};
 use crate::ports::Services;
@@ -13,17 +13,9 @@ pub async fn launch_within_quota(
     me: &Me,
     mut spec: ServingSpec,
 ) -> Result<ServingInstance, AppError> {
-    spec.validate()?;
-    super::jobs::pin_environment(
-        services,
-        me,
-        &mut spec.environment,
-        &mut spec.environment_use,
-    )
-    .await?;
-    let _admission = services.quotas.admission(&me.account).await?;
-    admit(services, me, Workload::Instance, spec.totals()?).await?;
-    services.serving.launch(me, spec).await
+    let asked = prepare(services, me, &mut spec).await?;
+    let launch = services.serving.launch(me, spec);
+    start_admitted(services, me, Workload::Instance, asked, launch).await
 }
 
 /// Scales an instance if the quota has room for what it grows by.

@@ -4,7 +4,7 @@
 use app::error::AppError;
 use app::models::{
     Account, Job, JobPage, JobQuery, JobRole, JobSort, JobSource, JobSpec, JobStatus, Me, Pod,
-    PodPhase, RoleCounts,
+    PodPhase, RoleCounts, Workload,
 };
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, AssertSqlSafe, Row};
@@ -167,13 +167,7 @@ impl JobStore {
         let id = match inserted {
             Ok(id) => id,
             Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
-                return Err(AppError::conflict(
-                    "name",
-                    format!(
-                        "A job named “{}” already exists. Choose another name or delete that job.",
-                        spec.name
-                    ),
-                ))
+                return Err(Workload::Job.name_taken(&spec.name))
             }
             Err(err) => return Err(internal("insert job")(err)),
         };

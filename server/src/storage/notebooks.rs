@@ -1,7 +1,7 @@
 //! SQL for notebooks: the record, its state, its key and its idle clock.
 
 use app::error::AppError;
-use app::models::{Account, Notebook, NotebookSpec, NotebookStatus};
+use app::models::{Account, Notebook, NotebookSpec, NotebookStatus, Workload};
 use sqlx::AnyPool;
 
 use crate::storage::internal;
@@ -188,13 +188,9 @@ impl NotebookStore {
         .await;
         match done {
             Ok(id) => Ok(id),
-            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Err(AppError::conflict(
-                "name",
-                format!(
-                    "A notebook named “{}” already exists in this account. Choose another name.",
-                    spec.name
-                ),
-            )),
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+                Err(Workload::Notebook.name_taken(&spec.name))
+            }
             Err(err) => Err(internal("insert notebook")(err)),
         }
     }

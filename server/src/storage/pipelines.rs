@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 
 use app::error::AppError;
-use app::models::{JobStatus, Me, NodeState, NodeStatus, PipelineRun, PipelineSpec, RunStatus};
+use app::models::{
+    JobStatus, Me, NodeState, NodeStatus, PipelineRun, PipelineSpec, RunStatus, Workload,
+};
 use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
@@ -137,10 +139,7 @@ impl PipelineStore {
         let run_id = match inserted {
             Ok(id) => id,
             Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
-                return Err(AppError::conflict(
-                    "name",
-                    format!("A pipeline run named “{name}” already exists."),
-                ))
+                return Err(Workload::PipelineRun.name_taken(name))
             }
             Err(err) => return Err(internal("insert a pipeline run")(err)),
         };

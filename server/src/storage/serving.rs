@@ -1,7 +1,7 @@
 //! SQL for serving instances and their traffic.
 
 use app::error::AppError;
-use app::models::{Account, ServingInstance, ServingSpec, ServingStatus, TrafficPoint};
+use app::models::{Account, ServingInstance, ServingSpec, ServingStatus, TrafficPoint, Workload};
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
@@ -104,14 +104,9 @@ impl ServingStore {
         .await;
         match done {
             Ok(id) => Ok(id),
-            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Err(AppError::conflict(
-                "name",
-                format!(
-                    "A serving instance named “{}” already exists. Choose another name or delete \
-                     that one.",
-                    spec.name
-                ),
-            )),
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+                Err(Workload::Instance.name_taken(&spec.name))
+            }
             Err(err) => Err(internal("insert serving")(err)),
         }
     }
