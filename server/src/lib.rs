@@ -9,6 +9,7 @@ pub mod backend;
 pub mod cli;
 pub mod clusters;
 pub mod console;
+pub mod controller;
 pub mod environments;
 pub mod http;
 pub mod kubernetes;

@@ -8,7 +8,9 @@
 pub mod lab_client;
 pub mod notebooks;
 pub mod quota;
+pub mod reporter;
 pub mod serving;
+pub mod supervised;
 
 /// The last `n` of `lines` as one line, at most `chars` characters: why a
 /// process ended, in its own words.

@@ -6,11 +6,10 @@
 
 use app::error::AppError;
 use app::models::{Account, NotebookSpec, NotebookStatus};
-use app::ports::NotebookEvent;
 use async_trait::async_trait;
-use tokio::sync::broadcast;
 
 use super::lab_client::LabClient;
+use super::reporter::StateRecord;
 use crate::storage::notebooks::NotebookStore;
 
 /// How long JupyterLab may take to answer, once its process runs, before
@@ -71,43 +70,37 @@ pub struct NotebookRun {
     pub inputs: Vec<app::models::Input>,
 }
 
-/// Records what a notebook's server does and tells live views.
-#[derive(Clone)]
-pub struct NotebookReporter {
-    store: NotebookStore,
-    events: broadcast::Sender<NotebookEvent>,
+/// What a notebook backend reports of a notebook's server.
+#[derive(Debug, Clone)]
+pub struct NotebookState {
+    /// Its status.
+    pub status: NotebookStatus,
+    /// Why, in words (empty when all is well).
+    pub message: String,
 }
 
-impl NotebookReporter {
-    /// Writes to `store` and announces on `events`.
-    pub fn new(store: NotebookStore, events: broadcast::Sender<NotebookEvent>) -> Self {
-        Self { store, events }
-    }
-
-    /// Saves the state of notebook `id` of account `account_id` and
-    /// announces it.
-    pub async fn report(
-        &self,
-        account_id: i64,
-        id: i64,
-        name: &str,
-        status: NotebookStatus,
-        message: &str,
-    ) {
-        if let Err(err) = self.store.set_state(id, status, message).await {
-            tracing::warn!(notebook = %name, error = %err, "recording a notebook's state");
+impl NotebookState {
+    /// `status`, and why.
+    pub fn new(status: NotebookStatus, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
         }
-        self.announce(account_id, name);
-    }
-
-    /// Tells live views that notebook `name` changed.
-    pub fn announce(&self, account_id: i64, name: &str) {
-        let _ = self.events.send(NotebookEvent {
-            account_id,
-            name: name.to_owned(),
-        });
     }
 }
+
+#[async_trait]
+impl StateRecord for NotebookStore {
+    type State = NotebookState;
+    const KIND: &'static str = "notebook";
+
+    async fn set_state(&self, id: i64, state: &NotebookState) -> Result<(), AppError> {
+        NotebookStore::set_state(self, id, state.status, &state.message).await
+    }
+}
+
+/// Records what a notebook's server does and tells live views.
+pub type NotebookReporter = super::reporter::Reporter<NotebookStore>;
 
 /// Runs notebook servers: the local executor or Kubernetes.
 #[async_trait]

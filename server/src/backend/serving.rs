@@ -7,10 +7,9 @@ use std::path::PathBuf;
 
 use app::error::AppError;
 use app::models::{Account, ServingSpec, ServingStatus};
-use app::ports::ServingEvent;
 use async_trait::async_trait;
-use tokio::sync::broadcast;
 
+use super::reporter::{self, StateRecord};
 use crate::storage::serving::ServingStore;
 
 /// The default predict server, written next to local instances and mounted
@@ -60,43 +59,46 @@ pub enum Upstream {
     },
 }
 
-/// Records what the replicas do and tells live views.
-#[derive(Clone)]
-pub struct Reporter {
-    store: ServingStore,
-    events: broadcast::Sender<ServingEvent>,
+/// What a serving backend reports of an instance.
+#[derive(Debug, Clone)]
+pub struct ServingState {
+    /// Its status.
+    pub status: ServingStatus,
+    /// Replicas that answer.
+    pub ready: u32,
+    /// Why, in words (empty when all is well).
+    pub message: String,
 }
 
-impl Reporter {
-    /// Writes to `store` and announces on `events`.
-    pub fn new(store: ServingStore, events: broadcast::Sender<ServingEvent>) -> Self {
-        Self { store, events }
-    }
-
-    /// Saves the state of instance `id` of account `account_id` and
-    /// announces it.
-    pub async fn report(
-        &self,
-        account_id: i64,
-        id: i64,
-        name: &str,
-        status: ServingStatus,
-        ready: u32,
-        message: &str,
-    ) {
-        if let Err(err) = self.store.set_state(id, status, ready, message).await {
-            tracing::warn!(serving = %name, error = %err, "recording a serving state");
+impl ServingState {
+    /// `status` with `ready` replicas answering, and why.
+    pub fn new(status: ServingStatus, ready: u32, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            ready,
+            message: message.into(),
         }
-        let _ = self.events.send(ServingEvent {
-            account_id,
-            name: name.to_owned(),
-        });
     }
+}
 
+#[async_trait]
+impl StateRecord for ServingStore {
+    type State = ServingState;
+    const KIND: &'static str = "serving";
+
+    async fn set_state(&self, id: i64, state: &ServingState) -> Result<(), AppError> {
+        ServingStore::set_state(self, id, state.status, state.ready, &state.message).await
+    }
+}
+
+/// Records what an instance's replicas do and tells live views.
+pub type Reporter = reporter::Reporter<ServingStore>;
+
+impl Reporter {
     /// Records the number of replicas an instance runs now (an autoscaler
     /// changed it), keeping the rest of its spec.
     pub async fn replicas(&self, id: i64, name: &str, replicas: u32) {
-        if let Err(err) = self.store.set_replicas(id, replicas).await {
+        if let Err(err) = self.store().set_replicas(id, replicas).await {
             tracing::warn!(serving = %name, error = %err, "recording a serving size");
         }
     }

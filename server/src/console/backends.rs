@@ -18,6 +18,7 @@ use crate::kubernetes::serving::KubeServing;
 use crate::kubernetes::KubeCluster;
 use crate::local::notebooks::LocalNotebooks;
 use crate::local::serving::LocalServing;
+use crate::local::workload_host::WorkloadHost;
 use crate::local::LocalCluster;
 use crate::storage::jobs::JobStore;
 
@@ -100,22 +101,24 @@ impl Backends {
     fn local(base: &Base, config: &Config, host: &Host, local: LocalCluster) -> Self {
         Self {
             cluster: Arc::new(local),
-            serving: Arc::new(LocalServing::new(
+            serving: Arc::new(LocalServing::new(WorkloadHost::new(
                 &config.data_dir,
+                "serving",
                 config.serving_python.clone(),
                 base.grace,
                 base.inherited_env.clone(),
                 host.machine.clone(),
                 host.venvs.clone(),
-            )),
-            notebooks: Arc::new(LocalNotebooks::new(
+            ))),
+            notebooks: Arc::new(LocalNotebooks::new(WorkloadHost::new(
                 &config.data_dir,
+                "notebooks",
                 config.notebook_python.clone(),
                 base.grace,
                 base.inherited_env.clone(),
                 host.machine.clone(),
                 host.venvs.clone(),
-            )),
+            ))),
             quota: None,
             metrics_api: None,
         }

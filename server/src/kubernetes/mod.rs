@@ -19,6 +19,7 @@ mod quota;
 pub mod sdk;
 pub mod serving;
 mod watch;
+pub mod workload_pod;
 
 pub use quota::QUOTA_NAME;
 

@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 
 use app::error::AppError;
-use app::models::quantity::{parse_cpu_millis, parse_memory_bytes};
 use app::models::{JobRole, JobSpec};
 use k8s_openapi::api::batch::v1::Job as KubeJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
@@ -244,12 +243,7 @@ pub fn replica_jobs(
                 "valueFrom": { "secretKeyRef": { "name": format!("{}-token", spec.name), "key": TOKEN_KEY } },
             }));
             // Requests and limits alike: a training replica's share is what it asked for.
-            let cpu = format!("{}m", parse_cpu_millis("cpu", &resources.cpu)?);
-            let memory = parse_memory_bytes("memory", &resources.memory)?.to_string();
-            let mut amounts = json!({ "cpu": cpu, "memory": memory });
-            if resources.gpu > 0 {
-                amounts[crate::kubernetes::capacity::GPU] = json!(resources.gpu.to_string());
-            }
+            let amounts = super::workload_pod::amounts(resources, "")?;
             let mut pod_labels = labels(spec, ctx.job_id);
             pod_labels[ROLE] = json!(role.as_str());
             pod_labels[INDEX] = json!(index.to_string());
@@ -262,7 +256,7 @@ pub fn replica_jobs(
                 "args": args,
                 "env": env,
                 "ports": [{ "containerPort": port.parse::<u16>().unwrap_or(PS_PORT) }],
-                "resources": { "requests": amounts, "limits": amounts },
+                "resources": super::workload_pod::requests_and_limits(&amounts),
                 "volumeMounts": [
                     sdk_mount(),
                 ],
@@ -285,7 +279,7 @@ pub fn replica_jobs(
                 ctx.support,
                 ctx.console_url,
                 token,
-                &json!({ "requests": amounts, "limits": amounts }),
+                &super::workload_pod::requests_and_limits(&amounts),
                 "datasets",
                 &mut pod,
             )?;

@@ -19,9 +19,11 @@ mod recovery;
 pub mod sampler;
 mod sampling;
 pub mod scheduler;
+pub mod server_process;
 pub mod serving;
 mod supervisor;
 pub mod venvs;
+pub mod workload_host;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -5,7 +5,6 @@
 //! environment, which other processes can read). Its workspace, `<data>/notebooks/<account>/<name>/work`,
 //! is its home and root folder, kept across stops and console restarts.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -15,20 +14,20 @@ use std::time::Duration;
 use app::error::AppError;
 use app::models::{Account, NotebookSpec, NotebookStatus};
 use async_trait::async_trait;
-use nix::sys::signal::Signal;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::watch;
 
-use super::machine::{gpu_env, Machine};
-use super::process::{
-    command, end, exit_words, free_port, kill_recorded_group, log_lines, log_outputs, signal_group,
-};
-use super::venvs::{Prepared, Venvs};
+use super::machine::gpu_env;
+use super::process::{command, exit_words, free_port, kill_recorded_group, log_lines, log_outputs};
+use super::server_process::{watch_server, Ended, Watch};
+use super::venvs::Prepared;
+use super::workload_host::WorkloadHost;
 use crate::backend::lab_client::LabClient;
 use crate::backend::last_lines;
 use crate::backend::notebooks::{
-    answers, jupyter_args, NotebookBackend, NotebookReporter, NotebookRun, SDK_FILES, START_TIMEOUT,
+    answers, jupyter_args, NotebookBackend, NotebookReporter, NotebookRun, NotebookState,
+    SDK_FILES, START_TIMEOUT,
 };
+use crate::backend::supervised::{Supervised, Supervisee};
 
 /// How often a starting server is asked whether it answers.
 const PROBE_EVERY: Duration = Duration::from_millis(300);
@@ -42,75 +41,43 @@ pub struct LocalNotebooks {
 }
 
 struct Inner {
-    /// `<data>/notebooks`.
-    root: PathBuf,
-    /// The Python whose `jupyterlab` runs the servers.
-    python: String,
-    /// SIGTERM → SIGKILL.
-    grace: Duration,
-    /// What servers inherit of the console's environment.
-    inherited_env: Arc<[(String, String)]>,
-    /// The room servers wait for, shared with jobs and serving.
-    machine: Arc<Machine>,
+    /// `<data>/notebooks`, the Python whose `jupyterlab` runs the servers,
+    /// and the rest every local workload runs with.
+    host: WorkloadHost,
     /// Servers started by this process, by notebook id.
-    servers: Mutex<HashMap<i64, Arc<Server>>>,
+    servers: Supervised<Server>,
     /// Reaches the servers: asks a starting one whether it answers.
     probe: LabClient,
-    /// The virtualenvs of environments kernels run in.
-    venvs: Arc<Venvs>,
 }
 
-/// A started server's controls.
+/// What a started server shares while it runs.
+#[derive(Default)]
 struct Server {
     /// Its port once JupyterLab answers.
     port: Mutex<Option<u16>>,
-    stop: watch::Sender<bool>,
-    done: watch::Receiver<bool>,
 }
 
 impl LocalNotebooks {
-    /// Notebooks live under `<data_dir>/notebooks`; servers run `python -m
-    /// jupyterlab`, inherit `inherited_env` and wait for room on `machine`;
-    /// the kernels of a notebook that names an environment run in its
-    /// build from `venvs`.
-    pub fn new(
-        data_dir: &Path,
-        python: String,
-        grace: Duration,
-        inherited_env: Arc<[(String, String)]>,
-        machine: Arc<Machine>,
-        venvs: Arc<Venvs>,
-    ) -> Self {
+    /// Notebooks live under `host.root`; servers run `host.python -m
+    /// jupyterlab`; the kernels of a notebook that names an environment run
+    /// in its build from `host.venvs`.
+    pub fn new(host: WorkloadHost) -> Self {
         Self {
             inner: Arc::new(Inner {
-                root: data_dir.join("notebooks"),
-                python,
-                grace,
-                inherited_env,
-                machine,
-                servers: Mutex::new(HashMap::new()),
+                host,
+                servers: Supervised::default(),
                 probe: crate::backend::lab_client::direct(),
-                venvs,
             }),
         }
     }
 
     fn dir(&self, account: &Account, name: &str) -> PathBuf {
-        self.inner.root.join(&account.name).join(name)
-    }
-
-    fn server(&self, id: i64) -> Option<Arc<Server>> {
-        self.inner
-            .servers
-            .lock()
-            .expect("servers lock")
-            .get(&id)
-            .cloned()
+        self.inner.host.dir(account, name)
     }
 
     /// Writes the SDK where kernels import it from; returns that folder.
     async fn sdk(&self) -> std::io::Result<PathBuf> {
-        let dir = self.inner.root.join(".sdk");
+        let dir = self.inner.host.root.join(".sdk");
         let package = dir.join("paddlecloud");
         tokio::fs::create_dir_all(&package).await?;
         for (name, text) in SDK_FILES {
@@ -123,17 +90,12 @@ impl LocalNotebooks {
 /// Everything one start needs, moved into its supervising task.
 struct Launch {
     run: NotebookRun,
-    /// The Python whose JupyterLab runs.
-    python: String,
+    host: WorkloadHost,
     base_url: String,
     root_dir: String,
     env: Vec<(String, String)>,
-    inherited_env: Arc<[(String, String)]>,
     dir: PathBuf,
-    machine: Arc<Machine>,
-    grace: Duration,
     probe: LabClient,
-    venvs: Arc<Venvs>,
 }
 
 #[async_trait]
@@ -147,7 +109,7 @@ impl NotebookBackend for LocalNotebooks {
     }
 
     fn admits(&self, spec: &NotebookSpec) -> Result<(), AppError> {
-        self.inner.machine.notebook_ask(spec).map(|_| ())
+        self.inner.host.machine.notebook_ask(spec).map(|_| ())
     }
 
     async fn start(&self, run: NotebookRun, reporter: NotebookReporter) -> Result<(), AppError> {
@@ -173,12 +135,13 @@ impl NotebookBackend for LocalNotebooks {
         quiet_news(&work)
             .await
             .map_err(io("writing a notebook's JupyterLab settings"))?;
-        let python_bin = Path::new(&self.inner.python)
+        let host = &self.inner.host;
+        let python_bin = Path::new(&host.python)
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .map(|p| format!("{}:", p.display()))
             .unwrap_or_default();
-        let path = super::process::inherited_path(&self.inner.inherited_env);
+        let path = super::process::inherited_path(&host.inherited_env);
         let mut env = run.env.clone();
         env.extend(
             [
@@ -198,54 +161,26 @@ impl NotebookBackend for LocalNotebooks {
             .map(|(k, v)| (k.to_owned(), v)),
         );
         // The port is chosen when the server is spawned (see [`spawn`]).
-        let python = self.inner.python.clone();
-        let base_url = run.base_url.clone();
-        let root_dir = work.display().to_string();
-        let (stop, _) = watch::channel(false);
-        let (done_tx, done) = watch::channel(false);
-        let server = Arc::new(Server {
-            port: Mutex::new(None),
-            stop,
-            done,
-        });
+        let launch = Launch {
+            base_url: run.base_url.clone(),
+            root_dir: work.display().to_string(),
+            run,
+            host: host.clone(),
+            env,
+            dir,
+            probe: self.inner.probe.clone(),
+        };
+        let id = launch.run.id;
         self.inner
             .servers
-            .lock()
-            .expect("servers lock")
-            .insert(run.id, server.clone());
-        let launch = Launch {
-            run,
-            python,
-            base_url,
-            root_dir,
-            env,
-            inherited_env: self.inner.inherited_env.clone(),
-            dir,
-            machine: self.inner.machine.clone(),
-            grace: self.inner.grace,
-            probe: self.inner.probe.clone(),
-            venvs: self.inner.venvs.clone(),
-        };
-        let inner = self.inner.clone();
-        tokio::spawn(async move {
-            let id = launch.run.id;
-            supervise(&server, launch, &reporter).await;
-            let mut servers = inner.servers.lock().expect("servers lock");
-            if servers.get(&id).is_some_and(|s| Arc::ptr_eq(s, &server)) {
-                servers.remove(&id);
-            }
-            drop(servers);
-            let _ = done_tx.send(true);
-        });
+            .spawn(id, Server::default(), move |server| async move {
+                supervise(&server, launch, &reporter).await;
+            });
         Ok(())
     }
 
     async fn stop(&self, _account: &Account, id: i64, _name: &str) -> Result<(), AppError> {
-        if let Some(server) = self.server(id) {
-            server.stop.send_replace(true);
-            let mut done = server.done.clone();
-            let _ = done.wait_for(|d| *d).await;
-        }
+        self.inner.servers.stop(id).await;
         Ok(())
     }
 
@@ -262,7 +197,14 @@ impl NotebookBackend for LocalNotebooks {
     }
 
     async fn upstream(&self, _account: &Account, id: i64, _name: &str) -> Option<String> {
-        let port = (*self.server(id)?.port.lock().expect("port lock"))?;
+        let port = (*self
+            .inner
+            .servers
+            .get(id)?
+            .state
+            .port
+            .lock()
+            .expect("port lock"))?;
         Some(format!("http://127.0.0.1:{port}"))
     }
 }
@@ -270,8 +212,8 @@ impl NotebookBackend for LocalNotebooks {
 /// Waits for room, runs the server until it is stopped or dies, and
 /// reports each change. A server that dies is Failed with its log's last
 /// lines; it is not restarted (its kernels are gone either way).
-async fn supervise(server: &Server, mut launch: Launch, reporter: &NotebookReporter) {
-    let mut stop = server.stop.subscribe();
+async fn supervise(server: &Supervisee<Server>, mut launch: Launch, reporter: &NotebookReporter) {
+    let mut stop = server.stop_signal();
     let environment = launch.run.spec.environment_use.clone();
     if let Some(used) = &environment {
         let waiting = Prepared::waiting(used);
@@ -279,6 +221,7 @@ async fn supervise(server: &Server, mut launch: Launch, reporter: &NotebookRepor
     }
     // Its kernels need ipykernel besides what the environment lists.
     match launch
+        .host
         .venvs
         .prepare(environment.as_ref(), &["ipykernel"], &mut stop)
         .await
@@ -291,7 +234,7 @@ async fn supervise(server: &Server, mut launch: Launch, reporter: &NotebookRepor
                     launch.env.push(("JUPYTER_PATH".to_owned(), jupyter_path));
                     launch
                         .env
-                        .extend(super::venvs::venv_env(&venv, &launch.inherited_env));
+                        .extend(super::venvs::venv_env(&venv, &launch.host.inherited_env));
                 }
                 Err(err) => {
                     tracing::error!(error = %err, "writing a notebook's kernel spec");
@@ -313,11 +256,12 @@ async fn supervise(server: &Server, mut launch: Launch, reporter: &NotebookRepor
     }
     let run = &launch.run;
     let report = |status, message: String| report_on(reporter, run, status, message);
-    let ask = match launch.machine.notebook_ask(&run.spec) {
+    let machine = &launch.host.machine;
+    let ask = match machine.notebook_ask(&run.spec) {
         Ok(ask) => ask,
         Err(err) => return report(NotebookStatus::Failed, err.to_string()).await,
     };
-    let ticket = launch.machine.scheduler.enqueue(ask);
+    let ticket = machine.scheduler.enqueue(ask);
     let waiting = |why| async move {
         let why = format!("Waiting for room: {why}");
         report(NotebookStatus::Pending, why).await;
@@ -333,42 +277,34 @@ async fn supervise(server: &Server, mut launch: Launch, reporter: &NotebookRepor
         Ok(started) => started,
         Err(why) => return report(NotebookStatus::Failed, why).await,
     };
-    let pgid = child.id().map(i64::from).unwrap_or(0);
-    let pid_file = launch.dir.join("pid");
-    let _ = std::fs::write(&pid_file, pgid.to_string());
     let status_url = format!("http://127.0.0.1:{port}{}api/status", run.base_url);
-    let deadline = tokio::time::Instant::now() + START_TIMEOUT;
-    let mut ready = false;
-    let outcome = loop {
-        tokio::select! {
-            status = child.wait() => break Some(status.ok()),
-            _ = stop.changed() => break None,
-            _ = tokio::time::sleep(PROBE_EVERY), if !ready => {
-                if answers(&launch.probe, &status_url, &run.jupyter_token).await {
-                    ready = true;
-                    *server.port.lock().expect("port lock") = Some(port);
-                    report(NotebookStatus::Running, String::new()).await;
-                } else if tokio::time::Instant::now() > deadline {
-                    end(&mut child, pgid, launch.grace).await;
-                    let why = format!(
-                        "JupyterLab did not answer within {} s. {}",
-                        START_TIMEOUT.as_secs(),
-                        log_tail(&log)
-                    );
-                    let _ = std::fs::remove_file(&pid_file);
-                    return report(NotebookStatus::Failed, why).await;
-                }
-            }
-        }
+    let how = Watch {
+        pid_file: &launch.dir.join("pid"),
+        probe_every: PROBE_EVERY,
+        deadline: Some(START_TIMEOUT),
+        grace: launch.host.grace,
     };
-    *server.port.lock().expect("port lock") = None;
-    match outcome {
+    let answering = || answers(&launch.probe, &status_url, &run.jupyter_token);
+    let on_answer = move || async move {
+        *server.state.port.lock().expect("port lock") = Some(port);
+        report(NotebookStatus::Running, String::new()).await;
+    };
+    let ended = watch_server(&mut child, how, &mut stop, answering, on_answer).await;
+    *server.state.port.lock().expect("port lock") = None;
+    match ended {
         // Stopped: the service records why.
-        None => end(&mut child, pgid, launch.grace).await,
-        Some(status) => {
-            signal_group(pgid, Signal::SIGKILL);
+        Ended::Stopped => {}
+        Ended::NoAnswer => {
+            let why = format!(
+                "JupyterLab did not answer within {} s. {}",
+                START_TIMEOUT.as_secs(),
+                log_tail(&log)
+            );
+            report(NotebookStatus::Failed, why).await;
+        }
+        Ended::Exited { answered, status } => {
             let code = exit_words(status);
-            let what = if ready {
+            let what = if answered {
                 "JupyterLab exited"
             } else {
                 "JupyterLab failed to start"
@@ -380,7 +316,6 @@ async fn supervise(server: &Server, mut launch: Launch, reporter: &NotebookRepor
             .await;
         }
     }
-    let _ = std::fs::remove_file(&pid_file);
     drop(grant);
 }
 
@@ -395,7 +330,7 @@ async fn spawn(
 ) -> Result<(tokio::process::Child, u16), String> {
     let port = free_port()?;
     let (out, err) = log_outputs(log)?;
-    let mut argv = vec![launch.python.clone()];
+    let mut argv = vec![launch.host.python.clone()];
     argv.extend(jupyter_args(
         &launch.base_url,
         &launch.root_dir,
@@ -404,7 +339,7 @@ async fn spawn(
     ));
     // Kernels started without a path run where the server does: the workspace.
     let work = launch.dir.join("work");
-    let mut cmd = command(&argv, &work, &launch.inherited_env, &launch.env);
+    let mut cmd = command(&argv, &work, &launch.host.inherited_env, &launch.env);
     cmd.envs(gpu_env(gpus))
         .stdin(Stdio::piped())
         .stdout(out)
@@ -412,7 +347,7 @@ async fn spawn(
         .kill_on_drop(true);
     let mut child = cmd
         .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", launch.python))?;
+        .map_err(|e| format!("cannot run {}: {e}", launch.host.python))?;
     if let Some(mut stdin) = child.stdin.take() {
         let line = format!("{}\n", launch.run.jupyter_token);
         // A server that died at once closed the pipe: its exit says why.
@@ -428,7 +363,12 @@ async fn report_on(
     message: String,
 ) {
     reporter
-        .report(run.account.id, run.id, &run.spec.name, status, &message)
+        .report(
+            run.account.id,
+            run.id,
+            &run.spec.name,
+            NotebookState::new(status, &message),
+        )
         .await
 }
 

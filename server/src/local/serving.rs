@@ -4,7 +4,7 @@
 //! comes up three times in a row (the model does not load) fails the
 //! instance with the reason from its log, instead of leaving it Pending.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,20 +14,20 @@ use std::time::Duration;
 use app::error::AppError;
 use app::models::{Account, Autoscale, ServingStatus};
 use async_trait::async_trait;
-use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, watch};
 
 use super::limits::ReplicaLimit;
 use super::machine::{gpu_env, Machine};
-use super::process::{
-    command, end, exit_words, free_port, kill_recorded_group, log_lines, log_outputs, signal_group,
-};
+use super::process::{command, exit_words, free_port, kill_recorded_group, log_lines, log_outputs};
 use super::scheduler::{Ask, ReplicaAsk};
-use super::venvs::{Prepared, Venvs};
+use super::server_process::{watch_server, Ended, Watch};
+use super::venvs::Prepared;
+use super::workload_host::WorkloadHost;
 use crate::backend::last_lines;
 use crate::backend::serving::{
-    http_client, Reporter, ServingBackend, ServingRun, Upstream, PREDICT_SERVER,
+    http_client, Reporter, ServingBackend, ServingRun, ServingState, Upstream, PREDICT_SERVER,
 };
+use crate::backend::supervised::Supervised;
 
 /// Failed starts in a row (never answering) that fail the instance.
 const MAX_FAILED_STARTS: u32 = 3;
@@ -41,33 +41,22 @@ pub struct LocalServing {
 }
 
 struct Inner {
-    /// `<data>/serving`.
-    root: PathBuf,
-    /// The interpreter for the default predict server.
-    python: String,
-    /// SIGTERM → SIGKILL.
-    grace: Duration,
-    /// What replicas inherit of the console's environment.
-    inherited_env: Arc<[(String, String)]>,
-    /// The room replicas wait for, and their limits (shared with jobs).
-    machine: Arc<Machine>,
+    /// `<data>/serving`, the Python of the default predict server, and the
+    /// rest every local workload runs with.
+    host: WorkloadHost,
     /// Running instances by id.
-    instances: Mutex<HashMap<i64, Arc<Instance>>>,
+    instances: Supervised<Instance>,
     /// Asks replicas whether they answer; made when the first instance
     /// starts (a client loads the system's root certificates: half a
     /// megabyte a console without serving instances need not hold).
     probe: std::sync::OnceLock<reqwest::Client>,
-    /// The virtualenvs of environments instances run in.
-    venvs: Arc<Venvs>,
 }
 
-/// A running instance's controls and its ready replicas.
+/// What a running instance shares: its size and its ready replicas.
 struct Instance {
     desired: watch::Sender<u32>,
     /// Autoscaler bounds, while it autoscales.
     bounds: watch::Sender<Option<Autoscale>>,
-    stop: watch::Sender<bool>,
-    done: watch::Receiver<bool>,
     /// Ready replicas: index → port.
     ready: Mutex<BTreeMap<usize, u16>>,
     /// Round-robin position.
@@ -88,35 +77,22 @@ enum News {
 }
 
 impl LocalServing {
-    /// Replicas live under `<data_dir>/serving`; the default server runs
-    /// with `python`; replicas inherit `inherited_env` of the console's
-    /// environment, and wait for room on `machine`, as job replicas do;
-    /// an instance that names an environment runs in its build from
-    /// `venvs`.
-    pub fn new(
-        data_dir: &Path,
-        python: String,
-        grace: Duration,
-        inherited_env: Arc<[(String, String)]>,
-        machine: Arc<Machine>,
-        venvs: Arc<Venvs>,
-    ) -> Self {
+    /// Replicas live under `host.root`; the default server runs with
+    /// `host.python`; replicas wait for room on `host.machine`, as job
+    /// replicas do; an instance that names an environment runs in its
+    /// build from `host.venvs`.
+    pub fn new(host: WorkloadHost) -> Self {
         Self {
             inner: Arc::new(Inner {
-                root: data_dir.join("serving"),
-                python,
-                grace,
-                inherited_env,
-                machine,
-                instances: Mutex::new(HashMap::new()),
+                host,
+                instances: Supervised::default(),
                 probe: std::sync::OnceLock::new(),
-                venvs,
             }),
         }
     }
 
     fn dir(&self, account: &Account, name: &str) -> PathBuf {
-        self.inner.root.join(&account.name).join(name)
+        self.inner.host.dir(account, name)
     }
 }
 
@@ -161,7 +137,7 @@ impl ServingBackend for LocalServing {
     }
 
     fn admits(&self, spec: &app::models::ServingSpec) -> Result<(), AppError> {
-        self.inner.machine.serving_ask(spec).map(|_| ())
+        self.inner.host.machine.serving_ask(spec).map(|_| ())
     }
 
     async fn start(&self, run: ServingRun, reporter: Reporter) -> Result<(), AppError> {
@@ -214,97 +190,77 @@ impl ServingBackend for LocalServing {
         }
         let default_server = run.spec.command.is_empty();
         let argv = if default_server {
-            let server = self.inner.root.join("paddlecloud_serving.py");
+            let server = self.inner.host.root.join("paddlecloud_serving.py");
             tokio::fs::write(&server, PREDICT_SERVER)
                 .await
                 .map_err(io("writing the predict server"))?;
             vec![
-                self.inner.python.clone(),
+                self.inner.host.python.clone(),
                 server.to_string_lossy().into_owned(),
             ]
         } else {
             run.spec.command.clone()
         };
+        let host = &self.inner.host;
         let mut launch = Launch {
             id: run.id,
-            ask: self.inner.machine.serving_ask(&run.spec)?,
-            machine: self.inner.machine.clone(),
+            ask: host.machine.serving_ask(&run.spec)?,
+            machine: host.machine.clone(),
             argv,
-            inherited_env: self.inner.inherited_env.clone(),
+            inherited_env: host.inherited_env.clone(),
             env,
             dir,
-            grace: self.inner.grace,
+            grace: host.grace,
         };
         let (desired, _) = watch::channel(run.spec.replicas);
-        let (stop, _) = watch::channel(false);
-        let (done_tx, done) = watch::channel(false);
         let (bounds, _) = watch::channel(run.spec.autoscale);
         let cores = run.spec.per_replica()?.cpu_millis as f64 / 1000.0;
         let pids_dir = launch.dir.join("pids");
-        let instance = Arc::new(Instance {
+        let instance = Instance {
             desired,
             bounds,
-            stop,
-            done,
             ready: Mutex::new(BTreeMap::new()),
             next: AtomicUsize::new(0),
-        });
-        self.inner
-            .instances
-            .lock()
-            .expect("instances lock")
-            .insert(run.id, instance.clone());
+        };
         let inner = self.inner.clone();
-        tokio::spawn(async move {
-            let mut stop = instance.stop.subscribe();
+        self.inner.instances.spawn(run.id, instance, move |instance| async move {
+            let mut stop = instance.stop_signal();
             let environment = run.spec.environment_use.as_ref();
             let report = |status, message: String| {
                 let (reporter, run) = (&reporter, &run);
                 async move {
                     reporter
-                        .report(run.account.id, run.id, &run.spec.name, status, 0, &message)
+                        .report(run.account.id, run.id, &run.spec.name, ServingState::new(status, 0, &message))
                         .await
                 }
             };
             if let Some(used) = environment {
                 report(ServingStatus::Pending, Prepared::waiting(used)).await;
             }
-            match inner.venvs.prepare(environment, &[], &mut stop).await {
+            match inner.host.venvs.prepare(environment, &[], &mut stop).await {
                 Prepared::Ready(venv) => {
                     if let Some(venv) = venv {
                         launch.in_venv(&venv, default_server);
                     }
+                    let state = &instance.state;
                     // The autoscaler ends with the supervisor.
                     tokio::select! {
-                        _ = supervise(&instance, &run, &reporter, launch, inner.probe()) => {}
-                        _ = super::autoscale::run(&pids_dir, &instance.desired, instance.bounds.subscribe(), cores) => {}
+                        _ = supervise(state, stop, &run, &reporter, launch, inner.probe()) => {}
+                        _ = super::autoscale::run(&pids_dir, &state.desired, state.bounds.subscribe(), cores) => {}
                     }
                 }
                 Prepared::Stopped => {}
                 Prepared::Failed(why) => report(ServingStatus::Failed, why).await,
             }
-            inner
-                .instances
-                .lock()
-                .expect("instances lock")
-                .remove(&run.id);
-            let _ = done_tx.send(true);
         });
         Ok(())
     }
 
     async fn resize(&self, run: ServingRun) -> Result<(), AppError> {
-        let instance = self
-            .inner
-            .instances
-            .lock()
-            .expect("instances lock")
-            .get(&run.id)
-            .cloned();
-        match instance {
+        match self.inner.instances.get(run.id) {
             Some(i) => {
-                i.bounds.send_replace(run.spec.autoscale);
-                i.desired.send_replace(run.spec.replicas);
+                i.state.bounds.send_replace(run.spec.autoscale);
+                i.state.desired.send_replace(run.spec.replicas);
                 Ok(())
             }
             None => Err(AppError::conflict(
@@ -315,29 +271,13 @@ impl ServingBackend for LocalServing {
     }
 
     async fn stop(&self, _account: &Account, id: i64, _name: &str) -> Result<(), AppError> {
-        let instance = self
-            .inner
-            .instances
-            .lock()
-            .expect("instances lock")
-            .get(&id)
-            .cloned();
-        if let Some(i) = instance {
-            i.stop.send_replace(true);
-            let mut done = i.done.clone();
-            let _ = done.wait_for(|d| *d).await;
-        }
+        self.inner.instances.stop(id).await;
         Ok(())
     }
 
     async fn upstream(&self, _account: &Account, id: i64, _name: &str) -> Option<Upstream> {
-        let instance = self
-            .inner
-            .instances
-            .lock()
-            .expect("instances lock")
-            .get(&id)
-            .cloned()?;
+        let instance = self.inner.instances.get(id)?;
+        let instance = &instance.state;
         let ready = instance.ready.lock().expect("ready lock");
         if ready.is_empty() {
             return None;
@@ -352,6 +292,7 @@ impl ServingBackend for LocalServing {
 /// instance's state on every change.
 async fn supervise(
     instance: &Instance,
+    mut stop: watch::Receiver<bool>,
     run: &ServingRun,
     reporter: &Reporter,
     launch: Launch,
@@ -363,7 +304,6 @@ async fn supervise(
     let mut replicas: Vec<(watch::Sender<bool>, tokio::task::JoinHandle<()>, u64)> = Vec::new();
     let mut serials = 0u64;
     let mut desired = instance.desired.subscribe();
-    let mut stop = instance.stop.subscribe();
     let mut message = String::new();
     let mut recorded = run.spec.replicas;
     let outcome = loop {
@@ -401,9 +341,11 @@ async fn supervise(
                 run.account.id,
                 run.id,
                 &run.spec.name,
-                ServingStatus::of_replicas(ready, want as u32),
-                ready,
-                &message,
+                ServingState::new(
+                    ServingStatus::of_replicas(ready, want as u32),
+                    ready,
+                    &message,
+                ),
             )
             .await;
         tokio::select! {
@@ -443,9 +385,7 @@ async fn supervise(
                 run.account.id,
                 run.id,
                 &run.spec.name,
-                ServingStatus::Failed,
-                0,
-                &why,
+                ServingState::new(ServingStatus::Failed, 0, &why),
             )
             .await;
     }
@@ -486,31 +426,33 @@ async fn replica(
                 return;
             }
         };
-        let pgid = child.id().map(i64::from).unwrap_or(0);
-        limit.watch(pgid as i32);
-        let _ = std::fs::write(&pid_file, pgid.to_string());
-        let mut ready = false;
-        let status = loop {
-            tokio::select! {
-                status = child.wait() => break status.ok(),
-                _ = stop.changed() => {
-                    end(&mut child, pgid, launch.grace).await;
-                    let _ = std::fs::remove_file(&pid_file);
-                    return;
-                }
-                _ = tokio::time::sleep(PROBE_EVERY), if !ready => {
-                    if answers(&probe, port).await {
-                        ready = true;
-                        failed_starts = 0;
-                        backoff = Duration::from_millis(500);
-                        let _ = news.send((index, serial, News::Ready(port))).await;
-                    }
-                }
-            }
+        limit.watch(child.id().map_or(0, |pid| pid as i32));
+        let how = Watch {
+            pid_file: &pid_file,
+            probe_every: PROBE_EVERY,
+            // A model may take long to load: a replica that never answers
+            // shows as not ready, and one that exits counts as a failed start.
+            deadline: None,
+            grace: launch.grace,
         };
-        // The group may hold children of the replica: end them with it.
-        signal_group(pgid, Signal::SIGKILL);
-        let _ = std::fs::remove_file(&pid_file);
+        let on_answer = move || async move {
+            let _ = news.send((index, serial, News::Ready(port))).await;
+        };
+        let ended = watch_server(
+            &mut child,
+            how,
+            &mut stop,
+            || answers(&probe, port),
+            on_answer,
+        );
+        let (ready, status) = match ended.await {
+            Ended::Exited { answered, status } => (answered, status),
+            Ended::Stopped | Ended::NoAnswer => return,
+        };
+        if ready {
+            failed_starts = 0;
+            backoff = Duration::from_millis(500);
+        }
         let code = exit_words(status);
         // The model's place on this machine is the console's business.
         let model = launch

@@ -18,7 +18,7 @@ use app::ports::{Assets, NotebookEvent, Notebooks, Principal, Slot};
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
-use crate::backend::notebooks::{NotebookBackend, NotebookReporter, NotebookRun};
+use crate::backend::notebooks::{NotebookBackend, NotebookReporter, NotebookRun, NotebookState};
 use crate::storage::notebooks::{NotebookStore, StoredNotebook};
 use crate::time::now_ms;
 
@@ -161,8 +161,7 @@ impl NotebookService {
                     stored.account.id,
                     stored.id,
                     name,
-                    NotebookStatus::Failed,
-                    &why,
+                    NotebookState::new(NotebookStatus::Failed, &why),
                 )
                 .await;
             return Err(err);
@@ -277,8 +276,7 @@ impl NotebookService {
                 stored.account.id,
                 stored.id,
                 name,
-                NotebookStatus::Stopped,
-                why,
+                NotebookState::new(NotebookStatus::Stopped, why),
             )
             .await;
         tracing::info!(account = %stored.account.name, notebook = %name, reason = %why, "notebook stopped");

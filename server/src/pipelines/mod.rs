@@ -18,6 +18,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio::sync::{broadcast, Notify};
 
+use crate::controller::Controller;
 use crate::storage::pipelines::{JobNow, NodeUpdate, PipelineStore, StoredRun};
 use crate::time::now_ms;
 
@@ -41,10 +42,7 @@ pub struct SqlPipelines {
 /// Tells live views that `run` of `account_id` changed (nobody listening is
 /// fine).
 fn changed(events: &broadcast::Sender<PipelineEvent>, account_id: i64, run: &str) {
-    let _ = events.send(PipelineEvent {
-        account_id,
-        name: run.to_owned(),
-    });
+    let _ = events.send(PipelineEvent::new(account_id, run));
 }
 
 impl SqlPipelines {
@@ -173,22 +171,14 @@ pub struct PipelineScheduler {
 impl PipelineScheduler {
     /// Runs until the process ends.
     pub async fn run(self, services: Services) {
-        let mut events = services.cluster.subscribe();
-        loop {
-            self.pass(&services).await;
-            tokio::select! {
-                _ = self.wake.notified() => {}
-                _ = events.recv() => {
-                    // Many events come at once: one pass for the lot.
-                    while events.try_recv().is_ok() {}
-                }
-                _ = tokio::time::sleep(TICK) => {}
-            }
-        }
+        let wake = self.wake.clone();
+        crate::controller::drive(self, services, wake, TICK).await
     }
+}
 
-    /// One pass over every running run (tests call it directly).
-    pub async fn pass(&self, services: &Services) {
+#[async_trait]
+impl Controller for PipelineScheduler {
+    async fn pass(&self, services: &Services) {
         let active = match self.store.active().await {
             Ok(active) => active,
             Err(err) => {
@@ -202,7 +192,9 @@ impl PipelineScheduler {
             }
         }
     }
+}
 
+impl PipelineScheduler {
     async fn advance(&self, services: &Services, id: i64) -> Result<(), AppError> {
         let mut stored = self.store.load(id).await?;
         if stored.run.status != RunStatus::Running {

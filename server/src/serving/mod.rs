@@ -21,7 +21,9 @@ use async_trait::async_trait;
 use tokio::sync::broadcast;
 
 use self::traffic::Traffic;
-use crate::backend::serving::{ModelFiles, Reporter, ServingBackend, ServingRun, Upstream};
+use crate::backend::serving::{
+    ModelFiles, Reporter, ServingBackend, ServingRun, ServingState, Upstream,
+};
 use crate::storage::serving::{ServingStore, StoredServing};
 use crate::time::now_ms;
 
@@ -69,10 +71,7 @@ impl ServingService {
     }
 
     fn emit(&self, account_id: i64, name: &str) {
-        let _ = self.events.send(ServingEvent {
-            account_id,
-            name: name.to_owned(),
-        });
+        self.reporter().announce(account_id, name);
     }
 
     /// Brings back the instances a previous console process left running.
@@ -122,9 +121,11 @@ impl ServingService {
                         account_id,
                         stored.id,
                         &name,
-                        ServingStatus::Failed,
-                        0,
-                        &format!("Could not restart after the console restarted: {err}"),
+                        ServingState::new(
+                            ServingStatus::Failed,
+                            0,
+                            format!("Could not restart after the console restarted: {err}"),
+                        ),
                     )
                     .await;
             }

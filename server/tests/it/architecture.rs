@@ -54,6 +54,7 @@ const SERVER_LAYERS: Layers = &[
             "access_keys",
             "assets",
             "clusters",
+            "controller",
             "environments",
             "local_runs",
             "mlflow",

@@ -26,13 +26,13 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, 
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use kube::Api;
 use serde_json::json;
-use tokio::sync::watch;
 
 pub use self::objects::{claim_name, notebook_objects, object_name, pod_name, NotebookObjects};
 use super::errors::{from_kube, is_conflict, is_not_found};
 use super::{wait_gone, Inner, KubeCluster};
 use crate::backend::lab_client::{self, LabClient};
 use crate::backend::notebooks::{NotebookBackend, NotebookReporter, NotebookRun};
+use crate::backend::supervised::Supervised;
 
 /// Label with the notebook's database id (the selector of its pod).
 pub const NOTEBOOK_ID: &str = "paddlecloud.org/notebook-id";
@@ -102,21 +102,14 @@ pub struct KubeNotebooks {
     pods: NotebookPods,
     /// The Python of the image that runs JupyterLab.
     python: String,
-    /// Per notebook id: its status task and, once it answers, its server.
-    followed: Arc<Mutex<HashMap<i64, Followed>>>,
+    /// Per notebook id: its status task and, once it answers, its server
+    /// (`http://<pod IP>:<port>`).
+    followed: Supervised<Mutex<Option<String>>>,
     /// Servers of notebooks another replica follows, read off their pods,
     /// and when.
     seen: Mutex<HashMap<i64, (String, std::time::Instant)>>,
     /// Reaches the servers (and asks a starting one whether it answers).
     probe: LabClient,
-}
-
-/// A running notebook's status task.
-struct Followed {
-    /// Set to true to end it.
-    stop: watch::Sender<bool>,
-    /// `http://<pod IP>:<port>` once JupyterLab answers there.
-    upstream: Option<String>,
 }
 
 impl KubeNotebooks {
@@ -126,7 +119,7 @@ impl KubeNotebooks {
         Self {
             inner: kube.inner.clone(),
             python,
-            followed: Arc::new(Mutex::new(HashMap::new())),
+            followed: Supervised::default(),
             seen: Mutex::new(HashMap::new()),
             probe: match pods.reach {
                 Reach::PodIp => lab_client::direct(),
@@ -140,33 +133,29 @@ impl KubeNotebooks {
 
     /// Follows `run`'s pod into its record until stopped.
     fn follow(&self, run: NotebookRun, reporter: NotebookReporter) {
-        let (stop, stop_rx) = watch::channel(false);
-        let id = run.id;
-        if let Some(old) = self.followed.lock().expect("followed lock").insert(
-            id,
-            Followed {
-                stop,
-                upstream: None,
-            },
-        ) {
-            old.stop.send_replace(true);
-        }
-        let follower = status::Follower {
-            inner: self.inner.clone(),
-            run,
-            reporter,
-            port: self.pods.port,
-            reach: self.pods.reach,
-            probe: self.probe.clone(),
-            followed: self.followed.clone(),
-        };
-        tokio::spawn(follower.run(stop_rx));
+        let (inner, port, reach, probe) = (
+            self.inner.clone(),
+            self.pods.port,
+            self.pods.reach,
+            self.probe.clone(),
+        );
+        self.followed
+            .spawn(run.id, Mutex::new(None), move |published| {
+                status::Follower {
+                    inner,
+                    run,
+                    reporter,
+                    port,
+                    reach,
+                    probe,
+                    published,
+                }
+                .run()
+            });
     }
 
     fn unfollow(&self, id: i64) {
-        if let Some(f) = self.followed.lock().expect("followed lock").remove(&id) {
-            f.stop.send_replace(true);
-        }
+        self.followed.end(id);
     }
 }
 
@@ -352,10 +341,8 @@ impl NotebookBackend for KubeNotebooks {
     async fn upstream(&self, account: &Account, id: i64, name: &str) -> Option<String> {
         let followed = self
             .followed
-            .lock()
-            .expect("followed lock")
-            .get(&id)
-            .and_then(|f| f.upstream.clone());
+            .get(id)
+            .and_then(|f| f.state.lock().expect("upstream lock").clone());
         if followed.is_some() {
             return followed;
         }

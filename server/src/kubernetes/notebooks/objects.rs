@@ -1,7 +1,6 @@
 //! The objects of a notebook, as the API server takes them.
 
 use app::error::AppError;
-use app::models::quantity::{parse_cpu_millis, parse_memory_bytes};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, Service};
 use serde_json::json;
@@ -11,6 +10,7 @@ use crate::backend::notebooks::{jupyter_args, NotebookRun, SDK_FILES};
 use crate::kubernetes::inputs::{self, PodSupport};
 use crate::kubernetes::objects::{from_json, CONSOLE, MANAGED_BY};
 use crate::kubernetes::sdk::{sdk_mount, SDK_DIR};
+use crate::kubernetes::workload_pod;
 
 /// The Secret keys its container reads its credentials from: the token
 /// for the server's identity provider (`paddlecloud/lab.py`, which takes it
@@ -70,14 +70,7 @@ pub fn notebook_objects(
     let name = &spec.name;
     let id = run.id.to_string();
     let labels = json!({ MANAGED_BY: CONSOLE, NOTEBOOK: name, NOTEBOOK_ID: id });
-    let resources = &spec.resources;
-    let mut amounts = json!({
-        "cpu": format!("{}m", parse_cpu_millis("resources.cpu", &resources.cpu)?),
-        "memory": parse_memory_bytes("resources.memory", &resources.memory)?.to_string(),
-    });
-    if resources.gpu > 0 {
-        amounts[crate::kubernetes::capacity::GPU] = json!(resources.gpu.to_string());
-    }
+    let amounts = workload_pod::amounts(&spec.resources, "resources")?;
     let secret_name = object_name(name);
     let from_secret = |key: &str| json!({ "secretKeyRef": { "name": secret_name, "key": key } });
     let mut env: Vec<serde_json::Value> = run
@@ -114,22 +107,21 @@ pub fn notebook_objects(
     };
     let environment = spec.environment_use.as_ref();
     let image = super::super::environment::image(environment, own);
-    let container = json!({
-        "name": NOTEBOOK_CONTAINER,
-        "image": image,
-        "command": command,
-        "workingDir": WORKSPACE_DIR,
-        "env": env,
-        "ports": [{ "name": "http", "containerPort": pods.port }],
-        "resources": { "requests": amounts, "limits": amounts },
-        "volumeMounts": [
-            { "name": "workspace", "mountPath": WORKSPACE_DIR },
-            sdk_mount(),
-        ],
-        "readinessProbe": { "tcpSocket": { "port": pods.port }, "periodSeconds": 2 },
-        // Kubernetes shows a failed container's last output as its message.
-        "terminationMessagePolicy": "FallbackToLogsOnError",
-    });
+    let mounts = vec![
+        json!({ "name": "workspace", "mountPath": WORKSPACE_DIR }),
+        sdk_mount(),
+    ];
+    let mut container = workload_pod::server_container(
+        NOTEBOOK_CONTAINER,
+        image,
+        &command,
+        env,
+        pods.port,
+        &amounts,
+        mounts,
+    );
+    container["workingDir"] = json!(WORKSPACE_DIR);
+    container["readinessProbe"] = json!({ "tcpSocket": { "port": pods.port }, "periodSeconds": 2 });
     let mut pod = json!({
         "enableServiceLinks": false,
         "terminationGracePeriodSeconds": pods.grace_seconds,
@@ -143,7 +135,7 @@ pub fn notebook_objects(
     });
     let (cache, console_url) = fetching;
     let credential = from_secret(KEY_KEY);
-    let resources = json!({ "requests": amounts, "limits": amounts });
+    let resources = workload_pod::requests_and_limits(&amounts);
     inputs::apply(
         &run.inputs,
         cache,
@@ -156,29 +148,22 @@ pub fn notebook_objects(
     // The server itself runs in the environment too: it needs JupyterLab.
     let index = cache.pip_index_url.as_deref();
     super::super::environment::apply(environment, &["jupyterlab"], image, index, &mut pod);
-    let stateful_set = from_json(json!({
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": { "name": stateful_set_name(name), "labels": labels },
-        "spec": {
-            "replicas": 1,
-            "serviceName": object_name(name),
-            "selector": { "matchLabels": { NOTEBOOK_ID: id } },
-            "template": {
-                "metadata": { "labels": labels },
-                "spec": pod,
-            },
-        },
-    }))?;
-    let service = from_json(json!({
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": { "name": object_name(name), "labels": labels },
-        "spec": {
-            "selector": { NOTEBOOK_ID: id },
-            "ports": [{ "name": "http", "port": 80, "targetPort": pods.port }],
-        },
-    }))?;
+    let stateful_set = from_json(workload_pod::controller(
+        "StatefulSet",
+        &stateful_set_name(name),
+        &labels,
+        json!({ NOTEBOOK_ID: id }),
+        1,
+        pod,
+        json!({ "serviceName": object_name(name) }),
+    ))?;
+    let selector = json!({ NOTEBOOK_ID: id });
+    let service = from_json(workload_pod::http_service(
+        &object_name(name),
+        &labels,
+        selector,
+        pods.port,
+    ))?;
     let mut claim_spec = json!({
         "accessModes": ["ReadWriteOnce"],
         "resources": { "requests": { "storage": pods.workspace_size } },

@@ -1,6 +1,5 @@
 //! A notebook's state, read from its pod into the record.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -10,13 +9,15 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Patch, PatchParams};
 use kube::Api;
 use serde_json::json;
-use tokio::sync::watch;
 
 use super::objects::{pod_name, stateful_set_name};
-use super::{Followed, Reach};
+use super::Reach;
 use crate::backend::lab_client::LabClient;
 use crate::backend::last_lines;
-use crate::backend::notebooks::{answers, NotebookReporter, NotebookRun, START_TIMEOUT};
+use crate::backend::notebooks::{
+    answers, NotebookReporter, NotebookRun, NotebookState, START_TIMEOUT,
+};
+use crate::backend::supervised::Supervisee;
 use crate::kubernetes::pods::{failure, waiting_reason};
 use crate::kubernetes::Inner;
 
@@ -33,8 +34,9 @@ pub(super) struct Follower {
     /// How its server is reached.
     pub reach: Reach,
     pub probe: LabClient,
-    /// Where the server's address is published for the proxy.
-    pub followed: Arc<Mutex<HashMap<i64, Followed>>>,
+    /// Where the server's address is published for the proxy, and the
+    /// signal that ends this task.
+    pub published: Arc<Supervisee<Mutex<Option<String>>>>,
 }
 
 /// What the pod says now.
@@ -51,7 +53,8 @@ enum Seen {
 
 impl Follower {
     /// Reads the pod every [`POLL`] and reports each change until `stop`.
-    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+    pub async fn run(self) {
+        let mut stop = self.published.stop_signal();
         let run = &self.run;
         let pods: Api<Pod> = self.inner.api(&run.account.namespace);
         let pod = pod_name(&run.spec.name);
@@ -143,20 +146,18 @@ impl Follower {
 
     /// Publishes where the proxy reaches the server (`None`: nowhere now).
     fn publish(&self, upstream: Option<String>) {
-        if let Some(f) = self
-            .followed
-            .lock()
-            .expect("followed lock")
-            .get_mut(&self.run.id)
-        {
-            f.upstream = upstream;
-        }
+        *self.published.state.lock().expect("upstream lock") = upstream;
     }
 
     async fn report(&self, status: NotebookStatus, message: &str) {
         let run = &self.run;
         self.reporter
-            .report(run.account.id, run.id, &run.spec.name, status, message)
+            .report(
+                run.account.id,
+                run.id,
+                &run.spec.name,
+                NotebookState::new(status, message),
+            )
             .await;
     }
 

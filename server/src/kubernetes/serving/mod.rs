@@ -14,8 +14,7 @@
 mod objects;
 mod status;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use app::error::AppError;
@@ -27,7 +26,6 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use kube::Api;
 use serde_json::json;
-use tokio::sync::watch;
 
 use self::objects::{hpa_object, owned_by};
 pub use self::objects::{serving_objects, PodSettings, ServingObjects};
@@ -35,6 +33,7 @@ use super::errors::{from_kube, is_conflict, is_not_found};
 use super::objects::{CONSOLE, MANAGED_BY};
 use super::{wait_gone, Inner, KubeCluster};
 use crate::backend::serving::{Reporter, ServingBackend, ServingRun, Upstream};
+use crate::backend::supervised::Supervised;
 
 /// Label with the instance's database id (the selector of its pods).
 pub const SERVING_ID: &str = "paddlecloud.org/serving-id";
@@ -53,8 +52,8 @@ pub const MODEL_ROOT: &str = "/models";
 /// The Kubernetes serving backend.
 pub struct KubeServing {
     inner: Arc<Inner>,
-    /// Per instance id: set to true to end its status task.
-    watchers: Mutex<HashMap<i64, watch::Sender<bool>>>,
+    /// Per instance id: its status task.
+    watchers: Supervised<()>,
     /// Where an image that holds its model has it.
     model_root: String,
 }
@@ -66,7 +65,7 @@ impl KubeServing {
     pub fn new(kube: &KubeCluster, model_root: Option<String>) -> Self {
         Self {
             inner: kube.inner.clone(),
-            watchers: Mutex::new(HashMap::new()),
+            watchers: Supervised::default(),
             model_root: model_root.unwrap_or_else(|| MODEL_ROOT.to_owned()),
         }
     }
@@ -162,16 +161,10 @@ impl ServingBackend for KubeServing {
         if let Some(hpa) = hpa {
             create(&self.inner.api::<HorizontalPodAutoscaler>(ns), hpa, &owner).await?;
         }
-        let (stop, stop_rx) = watch::channel(false);
-        if let Some(old) = self
-            .watchers
-            .lock()
-            .expect("watchers lock")
-            .insert(run.id, stop)
-        {
-            old.send_replace(true);
-        }
-        tokio::spawn(status::follow(self.inner.clone(), run, reporter, stop_rx));
+        let inner = self.inner.clone();
+        self.watchers.spawn(run.id, (), move |task| {
+            status::follow(inner, run, reporter, task.stop_signal())
+        });
         Ok(())
     }
 
@@ -217,9 +210,7 @@ impl ServingBackend for KubeServing {
     }
 
     async fn stop(&self, account: &Account, id: i64, name: &str) -> Result<(), AppError> {
-        if let Some(w) = self.watchers.lock().expect("watchers lock").remove(&id) {
-            w.send_replace(true);
-        }
+        self.watchers.end(id);
         let deployments: Api<Deployment> = self.inner.api(&account.namespace);
         let dp = DeleteParams {
             propagation_policy: Some(PropagationPolicy::Foreground),

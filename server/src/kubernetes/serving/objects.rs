@@ -1,7 +1,6 @@
 //! The objects of a serving instance, as the API server takes them.
 
 use app::error::AppError;
-use app::models::quantity::{parse_cpu_millis, parse_memory_bytes};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
@@ -12,6 +11,7 @@ use crate::backend::serving::ServingRun;
 use crate::kubernetes::inputs::{self, PodSupport};
 use crate::kubernetes::objects::{from_json, CONSOLE, MANAGED_BY};
 use crate::kubernetes::sdk::{sdk_data, sdk_items, sdk_mount, SDK_DIR};
+use crate::kubernetes::workload_pod;
 
 /// Where the ConfigMap (predict server, user script) is mounted.
 const CONFIG_DIR: &str = "/etc/paddlecloud";
@@ -56,13 +56,7 @@ pub fn serving_objects(
     let id = run.id.to_string();
     let labels = json!({ MANAGED_BY: CONSOLE, SERVING: spec.name, SERVING_ID: id });
     let per = spec.per_replica()?;
-    let mut amounts = json!({
-        "cpu": format!("{}m", parse_cpu_millis("resources.cpu", &spec.resources.cpu)?),
-        "memory": parse_memory_bytes("resources.memory", &spec.resources.memory)?.to_string(),
-    });
-    if per.gpu > 0 {
-        amounts[crate::kubernetes::capacity::GPU] = json!(per.gpu.to_string());
-    }
+    let amounts = workload_pod::amounts(&spec.resources, "resources")?;
     let mut env: Vec<serde_json::Value> = spec
         .env
         .iter()
@@ -140,17 +134,15 @@ pub fn serving_objects(
         json!({ "name": "paddlecloud", "configMap": { "name": config_name, "items": config_items } }),
         json!({ "name": "sdk", "configMap": { "name": config_name, "items": sdk_items() } }),
     ];
-    let mut container = json!({
-        "name": SERVING_CONTAINER,
-        "image": image,
-        "command": command,
-        "env": env,
-        "ports": [{ "name": "http", "containerPort": SERVING_PORT }],
-        "resources": { "requests": amounts, "limits": amounts },
-        "volumeMounts": mounts,
-        // Kubernetes shows a failed container's last output as its message.
-        "terminationMessagePolicy": "FallbackToLogsOnError",
-    });
+    let mut container = workload_pod::server_container(
+        SERVING_CONTAINER,
+        image,
+        &command,
+        env,
+        SERVING_PORT,
+        &amounts,
+        mounts,
+    );
     if default {
         // The default server listens only once the model is loaded.
         container["readinessProbe"] = json!({
@@ -166,7 +158,7 @@ pub fn serving_objects(
     });
     if fetch {
         let token = json!({ "secretKeyRef": { "name": config_name, "key": "token" } });
-        let resources = json!({ "requests": amounts, "limits": amounts });
+        let resources = workload_pod::requests_and_limits(&amounts);
         let support = fetching.support;
         inputs::apply(
             &model_input,
@@ -180,28 +172,22 @@ pub fn serving_objects(
     }
     let index = fetching.support.pip_index_url.as_deref();
     super::super::environment::apply(environment, &[], image, index, &mut pod);
-    let deployment = from_json(json!({
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": { "name": spec.name, "labels": labels },
-        "spec": {
-            "replicas": spec.replicas,
-            "selector": { "matchLabels": { SERVING_ID: id } },
-            "template": {
-                "metadata": { "labels": labels },
-                "spec": pod,
-            },
-        },
-    }))?;
-    let service = from_json(json!({
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": { "name": spec.name, "labels": labels },
-        "spec": {
-            "selector": { SERVING_ID: id },
-            "ports": [{ "name": "http", "port": 80, "targetPort": SERVING_PORT }],
-        },
-    }))?;
+    let deployment = from_json(workload_pod::controller(
+        "Deployment",
+        &spec.name,
+        &labels,
+        json!({ SERVING_ID: id }),
+        spec.replicas,
+        pod,
+        json!({}),
+    ))?;
+    let selector = json!({ SERVING_ID: id });
+    let service = from_json(workload_pod::http_service(
+        &spec.name,
+        &labels,
+        selector,
+        SERVING_PORT,
+    ))?;
     let mut files = serde_json::Value::Object(sdk_data());
     files["serving.py"] = json!(crate::backend::serving::PREDICT_SERVER);
     if !spec.script.is_empty() {

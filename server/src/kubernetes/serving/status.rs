@@ -12,7 +12,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::SERVING_ID;
-use crate::backend::serving::{Reporter, ServingRun};
+use crate::backend::serving::{Reporter, ServingRun, ServingState};
 use crate::kubernetes::inputs::FETCHER;
 use crate::kubernetes::objects::selector;
 use crate::kubernetes::pods::failure;
@@ -79,9 +79,7 @@ pub(super) async fn follow(
                         run.account.id,
                         run.id,
                         &run.spec.name,
-                        next.0,
-                        next.1,
-                        &next.2,
+                        ServingState::new(next.0, next.1, &next.2),
                     )
                     .await;
                 last = Some(next.clone());
