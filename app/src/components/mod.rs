@@ -1,6 +1,7 @@
 //! Pieces of UI shared by several pages.
 
 pub mod chart;
+pub mod dialog;
 pub mod form;
 pub mod form_watch;
 pub mod layout;

@@ -12,6 +12,7 @@ use crate::api::notebooks::{
     list_notebooks, CreateNotebook, DeleteNotebook, KeepNotebook, StartNotebook, StopNotebook,
 };
 use crate::api::usage::quota_left;
+use crate::components::dialog::Dialog;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::links::page_href;
 use crate::components::live::{beside_regions, LiveRegion, Region};
@@ -239,55 +240,49 @@ fn NewNotebookDialog() -> impl IntoView {
         }
     };
     view! {
-        <div class="modal-backdrop">
-            <section class="modal" role="dialog" aria-modal="true" aria-labelledby="new-notebook-title">
-                <header>
-                    <h2 id="new-notebook-title">"New notebook"</h2>
-                    <A href=close attr:class="close" attr:aria-label="Close">"×"</A>
-                </header>
-                <ActionForm action>
-                    <FormError error />
-                    <div class="form-grid">
-                        {field("name", "Name", "text", form.name.clone())}
+        <Dialog id="new-notebook-title" title="New notebook" close=close>
+            <ActionForm action>
+                <FormError error />
+                <div class="form-grid">
+                    {field("name", "Name", "text", form.name.clone())}
+                </div>
+                <FieldError error field="name" />
+                <fieldset>
+                    <legend>"Resources while it runs"</legend>
+                    <div class="form-grid three">
+                        {field("cpu", "CPU", "text", form.cpu.clone())}
+                        {field("memory", "Memory", "text", form.memory.clone())}
+                        {field("gpu", "GPU", "number", form.gpu.clone())}
                     </div>
-                    <FieldError error field="name" />
-                    <fieldset>
-                        <legend>"Resources while it runs"</legend>
-                        <div class="form-grid three">
-                            {field("cpu", "CPU", "text", form.cpu.clone())}
-                            {field("memory", "Memory", "text", form.memory.clone())}
-                            {field("gpu", "GPU", "number", form.gpu.clone())}
-                        </div>
-                        <FieldError error field="resources.cpu" />
-                        <FieldError error field="resources.memory" />
-                        <FieldError error field="resources.gpu" />
-                        <FieldError error field="gpu" />
-                    </fieldset>
-                    <div class="form-grid">
-                        {field("idle_minutes", "Stop after idle (minutes; empty: the site's default)", "number", form.idle_minutes.clone())}
-                        {field("image", "Image (Kubernetes)", "text", form.image.clone())}
-                    </div>
-                    <FieldError error field="idle_minutes" />
-                    <div class="form-grid">
-                        {field("environment", "Python environment (optional; its kernel runs in it)", "text", form.environment.clone())}
-                    </div>
-                    <FieldError error field="environment" />
-                    <Transition fallback=|| ()>
-                        {move || {
-                            let form = NotebookForm::example();
-                            Suspend::new(async move {
-                                let quota = quota.await.ok();
-                                view! { <NotebookTotal form quota /> }
-                            })
-                        }}
-                    </Transition>
-                    <footer>
-                        <A href=close attr:class="button">"Cancel"</A>
-                        <button type="submit" class="primary">"Create and start"</button>
-                    </footer>
-                </ActionForm>
-            </section>
-        </div>
+                    <FieldError error field="resources.cpu" />
+                    <FieldError error field="resources.memory" />
+                    <FieldError error field="resources.gpu" />
+                    <FieldError error field="gpu" />
+                </fieldset>
+                <div class="form-grid">
+                    {field("idle_minutes", "Stop after idle (minutes; empty: the site's default)", "number", form.idle_minutes.clone())}
+                    {field("image", "Image (Kubernetes)", "text", form.image.clone())}
+                </div>
+                <FieldError error field="idle_minutes" />
+                <div class="form-grid">
+                    {field("environment", "Python environment (optional; its kernel runs in it)", "text", form.environment.clone())}
+                </div>
+                <FieldError error field="environment" />
+                <Transition fallback=|| ()>
+                    {move || {
+                        let form = NotebookForm::example();
+                        Suspend::new(async move {
+                            let quota = quota.await.ok();
+                            view! { <NotebookTotal form quota /> }
+                        })
+                    }}
+                </Transition>
+                <footer>
+                    <A href=close attr:class="button">"Cancel"</A>
+                    <button type="submit" class="primary">"Create and start"</button>
+                </footer>
+            </ActionForm>
+        </Dialog>
     }
 }
 

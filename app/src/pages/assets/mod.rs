@@ -16,6 +16,7 @@ use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::assets::{list_assets, CreateAsset};
+use crate::components::dialog::Dialog;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::links::page_href;
 use crate::components::resource::resource;
@@ -139,30 +140,24 @@ fn NewAssetDialog(kind: AssetKind) -> impl IntoView {
     let close = move || params.with(|p| page_href(&path, p, &[("new", None)]));
     let noun = kind.label().to_lowercase();
     view! {
-        <div class="modal-backdrop">
-            <section class="modal" role="dialog" aria-modal="true" aria-labelledby="new-asset-title">
-                <header>
-                    <h2 id="new-asset-title">{format!("New {noun}")}</h2>
-                    <A href=close attr:class="close" attr:aria-label="Close">"×"</A>
-                </header>
-                <ActionForm action>
-                    <FormError error />
-                    <input type="hidden" name="kind" value=kind.as_str() />
-                    <label for="asset-name">"Name"</label>
-                    <input id="asset-name" name="form[name]" required placeholder="mnist-train" autocomplete="off" />
-                    <p class="hint">"Lower-case letters, digits, '-', '_' and '.'; part of its links."</p>
-                    <FieldError error field="name" />
-                    <label for="asset-description">"Description"</label>
-                    <textarea id="asset-description" name="form[description]" rows="3"></textarea>
-                    <FieldError error field="description" />
-                    <label for="asset-tags">"Tags"</label>
-                    <input id="asset-tags" name="form[tags]" placeholder="images, classification" />
-                    <FieldError error field="tags" />
-                    <footer>
-                        <button type="submit" class="primary">"Create"</button>
-                    </footer>
-                </ActionForm>
-            </section>
-        </div>
+        <Dialog id="new-asset-title" title={format!("New {noun}")} close=close>
+            <ActionForm action>
+                <FormError error />
+                <input type="hidden" name="kind" value=kind.as_str() />
+                <label for="asset-name">"Name"</label>
+                <input id="asset-name" name="form[name]" required placeholder="mnist-train" autocomplete="off" />
+                <p class="hint">"Lower-case letters, digits, '-', '_' and '.'; part of its links."</p>
+                <FieldError error field="name" />
+                <label for="asset-description">"Description"</label>
+                <textarea id="asset-description" name="form[description]" rows="3"></textarea>
+                <FieldError error field="description" />
+                <label for="asset-tags">"Tags"</label>
+                <input id="asset-tags" name="form[tags]" placeholder="images, classification" />
+                <FieldError error field="tags" />
+                <footer>
+                    <button type="submit" class="primary">"Create"</button>
+                </footer>
+            </ActionForm>
+        </Dialog>
     }
 }

@@ -7,6 +7,7 @@ use leptos_router::hooks::use_query_map;
 
 use super::change_form::ChangeForm;
 use crate::api::assets::ChangeAsset;
+use crate::components::dialog::Dialog;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::links::page_href;
 use crate::models::time::format_utc;
@@ -129,25 +130,19 @@ pub fn NewVersionDialog(
     let params = use_query_map();
     let close = move || params.with(|p| page_href(&page_path, p, &[("new", None)]));
     view! {
-        <div class="modal-backdrop">
-            <section class="modal" role="dialog" aria-modal="true" aria-labelledby="new-version-title">
-                <header>
-                    <h2 id="new-version-title">{format!("New version of {}", r.name)}</h2>
-                    <A href=close attr:class="close" attr:aria-label="Close">"×"</A>
-                </header>
-                <ChangeForm action r=r.clone() op=AssetOp::CreateVersion class="">
-                    <FormError error />
-                    <label for="version-description">"Description"</label>
-                    <textarea id="version-description" name="change[description]" rows="3" placeholder="What changed"></textarea>
-                    <label for="version-tags">"Tags"</label>
-                    <input id="version-tags" name="change[tags]" placeholder="candidate" />
-                    <FieldError error field="tags" />
-                    <p class="hint">"Then upload its files (an inference model tar.gz, its config) and press “Finish upload”."</p>
-                    <footer>
-                        <button type="submit" class="primary">"Start version"</button>
-                    </footer>
-                </ChangeForm>
-            </section>
-        </div>
+        <Dialog id="new-version-title" title={format!("New version of {}", r.name)} close=close>
+            <ChangeForm action r=r.clone() op=AssetOp::CreateVersion class="">
+                <FormError error />
+                <label for="version-description">"Description"</label>
+                <textarea id="version-description" name="change[description]" rows="3" placeholder="What changed"></textarea>
+                <label for="version-tags">"Tags"</label>
+                <input id="version-tags" name="change[tags]" placeholder="candidate" />
+                <FieldError error field="tags" />
+                <p class="hint">"Then upload its files (an inference model tar.gz, its config) and press “Finish upload”."</p>
+                <footer>
+                    <button type="submit" class="primary">"Start version"</button>
+                </footer>
+            </ChangeForm>
+        </Dialog>
     }
 }

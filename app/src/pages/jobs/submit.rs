@@ -8,6 +8,7 @@ use leptos_router::hooks::use_query_map;
 use super::jobs_href;
 use crate::api::jobs::SubmitJob;
 use crate::api::usage::{cluster_room, quota_left};
+use crate::components::dialog::Dialog;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::resource::resource;
 use crate::models::quantity::{format_cpu, format_memory};
@@ -37,77 +38,71 @@ pub fn SubmitDialog() -> impl IntoView {
         }
     };
     view! {
-        <div class="modal-backdrop">
-            <section class="modal" role="dialog" aria-modal="true" aria-labelledby="submit-title">
-                <header>
-                    <h2 id="submit-title">"Submit a training job"</h2>
-                    <A href=close attr:class="close" attr:aria-label="Close">"×"</A>
-                </header>
+        <Dialog id="submit-title" title="Submit a training job" close=close>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    templates.await.ok().filter(|l| !l.templates.is_empty()).map(|list| {
+                        let links = list.templates.into_iter().map(|t| {
+                            let href = format!("/templates/{}?owner={}", t.spec.name, t.owner);
+                            view! { <a href=href class="button small">{format!("{}/{}", t.owner, t.spec.name)}</a>" " }
+                        }).collect_view();
+                        view! { <p class="hint from-template" data-testid="from-template">"Or start from a template, filling in its parameters: " {links}</p> }
+                    })
+                })}
+            </Transition>
+            <ActionForm action>
+                <FormError error />
+                <div class="form-grid">
+                    {field("name", "Name", |f| f.name.clone())}
+                    {field("image", "Image", |f| f.image.clone())}
+                    {field("environment", "Python environment (optional, e.g. paddlecloud/paddle-cpu)", |f| f.environment.clone())}
+                    {field("command", "Command", |f| f.command.clone())}
+                    {field("working_dir", "Working directory", |f| f.working_dir.clone())}
+                </div>
+                <fieldset>
+                    <legend>"Parameter servers"</legend>
+                    <div class="form-grid three">
+                        {field("num_ps", "Count", |f| f.num_ps.clone())}
+                        {field("ps_cpu", "CPU each", |f| f.ps_cpu.clone())}
+                        {field("ps_memory", "Memory each", |f| f.ps_memory.clone())}
+                    </div>
+                    <FieldError error field="ps.cpu" />
+                    <FieldError error field="ps.memory" />
+                </fieldset>
+                <fieldset>
+                    <legend>"Trainers"</legend>
+                    <div class="form-grid four">
+                        {field("num_trainers", "Count", |f| f.num_trainers.clone())}
+                        {field("trainer_cpu", "CPU each", |f| f.trainer_cpu.clone())}
+                        {field("trainer_memory", "Memory each", |f| f.trainer_memory.clone())}
+                        {field("trainer_gpu", "GPU each", |f| f.trainer_gpu.clone())}
+                    </div>
+                    <FieldError error field="trainer.cpu" />
+                    <FieldError error field="trainer.memory" />
+                    <FieldError error field="trainer.gpu" />
+                </fieldset>
+                <label for="job-env">"Environment variables (KEY=VALUE per line)"</label>
+                <textarea
+                    id="job-env"
+                    name="form[env]"
+                    rows="3"
+                >{form.with_untracked(|f| f.env.clone())}</textarea>
+                <FieldError error field="env" />
+                {field("datasets", "Datasets it reads (comma-separated; the first is at $PADDLE_DATASET_DIR)", |f| f.datasets.clone())}
+                {field("models", "Model versions it reads (e.g. resnet, vision/base:3; the first is at $PADDLE_MODEL_DIR)", |f| f.models.clone())}
                 <Transition fallback=|| ()>
                     {move || Suspend::new(async move {
-                        templates.await.ok().filter(|l| !l.templates.is_empty()).map(|list| {
-                            let links = list.templates.into_iter().map(|t| {
-                                let href = format!("/templates/{}?owner={}", t.spec.name, t.owner);
-                                view! { <a href=href class="button small">{format!("{}/{}", t.owner, t.spec.name)}</a>" " }
-                            }).collect_view();
-                            view! { <p class="hint from-template" data-testid="from-template">"Or start from a template, filling in its parameters: " {links}</p> }
-                        })
+                        let quota = quota.await.ok();
+                        let room = room.await.ok();
+                        view! { <JobTotal form=form.get_untracked() quota room /> }
                     })}
                 </Transition>
-                <ActionForm action>
-                    <FormError error />
-                    <div class="form-grid">
-                        {field("name", "Name", |f| f.name.clone())}
-                        {field("image", "Image", |f| f.image.clone())}
-                        {field("environment", "Python environment (optional, e.g. paddlecloud/paddle-cpu)", |f| f.environment.clone())}
-                        {field("command", "Command", |f| f.command.clone())}
-                        {field("working_dir", "Working directory", |f| f.working_dir.clone())}
-                    </div>
-                    <fieldset>
-                        <legend>"Parameter servers"</legend>
-                        <div class="form-grid three">
-                            {field("num_ps", "Count", |f| f.num_ps.clone())}
-                            {field("ps_cpu", "CPU each", |f| f.ps_cpu.clone())}
-                            {field("ps_memory", "Memory each", |f| f.ps_memory.clone())}
-                        </div>
-                        <FieldError error field="ps.cpu" />
-                        <FieldError error field="ps.memory" />
-                    </fieldset>
-                    <fieldset>
-                        <legend>"Trainers"</legend>
-                        <div class="form-grid four">
-                            {field("num_trainers", "Count", |f| f.num_trainers.clone())}
-                            {field("trainer_cpu", "CPU each", |f| f.trainer_cpu.clone())}
-                            {field("trainer_memory", "Memory each", |f| f.trainer_memory.clone())}
-                            {field("trainer_gpu", "GPU each", |f| f.trainer_gpu.clone())}
-                        </div>
-                        <FieldError error field="trainer.cpu" />
-                        <FieldError error field="trainer.memory" />
-                        <FieldError error field="trainer.gpu" />
-                    </fieldset>
-                    <label for="job-env">"Environment variables (KEY=VALUE per line)"</label>
-                    <textarea
-                        id="job-env"
-                        name="form[env]"
-                        rows="3"
-                    >{form.with_untracked(|f| f.env.clone())}</textarea>
-                    <FieldError error field="env" />
-                    {field("datasets", "Datasets it reads (comma-separated; the first is at $PADDLE_DATASET_DIR)", |f| f.datasets.clone())}
-                    {field("models", "Model versions it reads (e.g. resnet, vision/base:3; the first is at $PADDLE_MODEL_DIR)", |f| f.models.clone())}
-                    <Transition fallback=|| ()>
-                        {move || Suspend::new(async move {
-                            let quota = quota.await.ok();
-                            let room = room.await.ok();
-                            view! { <JobTotal form=form.get_untracked() quota room /> }
-                        })}
-                    </Transition>
-                    <footer>
-                        <A href=close attr:class="button">"Cancel"</A>
-                        <button type="submit" class="primary">"Submit"</button>
-                    </footer>
-                </ActionForm>
-            </section>
-        </div>
+                <footer>
+                    <A href=close attr:class="button">"Cancel"</A>
+                    <button type="submit" class="primary">"Submit"</button>
+                </footer>
+            </ActionForm>
+        </Dialog>
     }
 }
 

@@ -10,6 +10,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::pipelines::CreatePipeline;
 use crate::api::templates::list_templates;
+use crate::components::dialog::Dialog;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::resource::resource;
 use crate::models::pipeline_form::{PipelineForm, FORM_ROWS, MAX_FORM_ROWS};
@@ -35,83 +36,77 @@ pub fn NewPipelineDialog() -> impl IntoView {
     let checked = draft.fail_fast == "on";
     let draft = StoredValue::new(draft);
     view! {
-        <div class="modal-backdrop">
-            <section class="modal wide" role="dialog" aria-modal="true" aria-labelledby="new-pipeline-title">
-                <header>
-                    <h2 id="new-pipeline-title">"New pipeline from templates"</h2>
-                    <A href="/pipelines" attr:class="close" attr:aria-label="Close">"×"</A>
-                </header>
-                <p class="hint">
-                    "One row per node: its template, its values (" <code>"NAME=VALUE"</code> " per line; "
-                    <code>"{{nodes.fit.model}}"</code> " is the model version node fit registered), and what it waits for ("
-                    <code>"fit"</code> ", " <code>"fit.failed"</code> ", " <code>"fit.finished"</code> "). Rows without a name are left out."
+        <Dialog id="new-pipeline-title" title="New pipeline from templates" close="/pipelines" wide=true>
+            <p class="hint">
+                "One row per node: its template, its values (" <code>"NAME=VALUE"</code> " per line; "
+                <code>"{{nodes.fit.model}}"</code> " is the model version node fit registered), and what it waits for ("
+                <code>"fit"</code> ", " <code>"fit.failed"</code> ", " <code>"fit.finished"</code> "). Rows without a name are left out."
+            </p>
+            {preview}
+            <ActionForm action>
+                <FormError error />
+                // For "Preview the graph" (a GET to this page); a post ignores them.
+                <input type="hidden" name="new" value="1" />
+                <input type="hidden" name="rows" value=rows.to_string() />
+                <div class="form-grid">
+                    <label for="pipeline-name">"Pipeline name"</label>
+                    <input id="pipeline-name" name="form[name]" required value=draft.with_value(|d| d.name.clone()) />
+                    <label for="pipeline-run">"Run name (optional)"</label>
+                    <input id="pipeline-run" name="form[run]" value=draft.with_value(|d| d.run.clone()) />
+                </div>
+                <FieldError error field="name" />
+                <label class="check">
+                    <input type="checkbox" name="form[fail_fast]" value="on" checked=checked />
+                    " Fail fast: start no other node after one fails"
+                </label>
+                <Transition fallback=|| view! { <p class="loading">"Loading templates…"</p> }>
+                    {move || Suspend::new(async move {
+                        let choices: Vec<String> = templates
+                            .await
+                            .map(|l| l.templates.iter().map(|t| format!("{}/{}", t.owner, t.spec.name)).collect())
+                            .unwrap_or_default();
+                        (0..rows).map(|i| {
+                            let choices = choices.clone();
+                            let field = move |f: &str| format!("form[nodes][{i}][{f}]");
+                            let row = draft.with_value(|d| d.nodes[i].clone());
+                            let picked = row.template.clone();
+                            view! {
+                                <fieldset class="node-row" data-testid="node-row">
+                                    <legend>{format!("Node {}", i + 1)}</legend>
+                                    <div class="form-grid">
+                                        <label for=format!("node-{i}-name")>"Name"</label>
+                                        <input id=format!("node-{i}-name") name=field("name") value=row.name />
+                                        <label for=format!("node-{i}-template")>"Template"</label>
+                                        <select id=format!("node-{i}-template") name=field("template")>
+                                            <option value="">"—"</option>
+                                            {choices.into_iter().map(|c| view! { <option value=c.clone() selected=c == picked>{c.clone()}</option> }).collect_view()}
+                                        </select>
+                                        <label for=format!("node-{i}-after")>"Waits for"</label>
+                                        <input id=format!("node-{i}-after") name=field("after") value=row.after />
+                                        <label for=format!("node-{i}-retries")>"Retries"</label>
+                                        <input id=format!("node-{i}-retries") name=field("retries") type="number" min="0" max="9" value=row.retries />
+                                    </div>
+                                    <label for=format!("node-{i}-values")>"Values (NAME=VALUE per line)"</label>
+                                    <textarea id=format!("node-{i}-values") name=field("values") rows="2">{row.values}</textarea>
+                                    <FieldError error field=format!("nodes[{i}]") />
+                                </fieldset>
+                            }
+                        }).collect_view()
+                    })}
+                </Transition>
+                <FieldError error field="nodes" />
+                <p>
+                    <A href=format!("/pipelines?new=1&rows={}", (rows + 2).min(MAX_FORM_ROWS))>"More rows"</A>
                 </p>
-                {preview}
-                <ActionForm action>
-                    <FormError error />
-                    // For "Preview the graph" (a GET to this page); a post ignores them.
-                    <input type="hidden" name="new" value="1" />
-                    <input type="hidden" name="rows" value=rows.to_string() />
-                    <div class="form-grid">
-                        <label for="pipeline-name">"Pipeline name"</label>
-                        <input id="pipeline-name" name="form[name]" required value=draft.with_value(|d| d.name.clone()) />
-                        <label for="pipeline-run">"Run name (optional)"</label>
-                        <input id="pipeline-run" name="form[run]" value=draft.with_value(|d| d.run.clone()) />
-                    </div>
-                    <FieldError error field="name" />
-                    <label class="check">
-                        <input type="checkbox" name="form[fail_fast]" value="on" checked=checked />
-                        " Fail fast: start no other node after one fails"
-                    </label>
-                    <Transition fallback=|| view! { <p class="loading">"Loading templates…"</p> }>
-                        {move || Suspend::new(async move {
-                            let choices: Vec<String> = templates
-                                .await
-                                .map(|l| l.templates.iter().map(|t| format!("{}/{}", t.owner, t.spec.name)).collect())
-                                .unwrap_or_default();
-                            (0..rows).map(|i| {
-                                let choices = choices.clone();
-                                let field = move |f: &str| format!("form[nodes][{i}][{f}]");
-                                let row = draft.with_value(|d| d.nodes[i].clone());
-                                let picked = row.template.clone();
-                                view! {
-                                    <fieldset class="node-row" data-testid="node-row">
-                                        <legend>{format!("Node {}", i + 1)}</legend>
-                                        <div class="form-grid">
-                                            <label for=format!("node-{i}-name")>"Name"</label>
-                                            <input id=format!("node-{i}-name") name=field("name") value=row.name />
-                                            <label for=format!("node-{i}-template")>"Template"</label>
-                                            <select id=format!("node-{i}-template") name=field("template")>
-                                                <option value="">"—"</option>
-                                                {choices.into_iter().map(|c| view! { <option value=c.clone() selected=c == picked>{c.clone()}</option> }).collect_view()}
-                                            </select>
-                                            <label for=format!("node-{i}-after")>"Waits for"</label>
-                                            <input id=format!("node-{i}-after") name=field("after") value=row.after />
-                                            <label for=format!("node-{i}-retries")>"Retries"</label>
-                                            <input id=format!("node-{i}-retries") name=field("retries") type="number" min="0" max="9" value=row.retries />
-                                        </div>
-                                        <label for=format!("node-{i}-values")>"Values (NAME=VALUE per line)"</label>
-                                        <textarea id=format!("node-{i}-values") name=field("values") rows="2">{row.values}</textarea>
-                                        <FieldError error field=format!("nodes[{i}]") />
-                                    </fieldset>
-                                }
-                            }).collect_view()
-                        })}
-                    </Transition>
-                    <FieldError error field="nodes" />
-                    <p>
-                        <A href=format!("/pipelines?new=1&rows={}", (rows + 2).min(MAX_FORM_ROWS))>"More rows"</A>
-                    </p>
-                    <footer>
-                        <A href="/pipelines" attr:class="button">"Cancel"</A>
-                        <button type="submit" name="preview" value="1" formmethod="get" formaction="/pipelines" formnovalidate=true data-testid="preview">
-                            "Preview the graph"
-                        </button>
-                        <button type="submit" class="primary">"Run the pipeline"</button>
-                    </footer>
-                </ActionForm>
-            </section>
-        </div>
+                <footer>
+                    <A href="/pipelines" attr:class="button">"Cancel"</A>
+                    <button type="submit" name="preview" value="1" formmethod="get" formaction="/pipelines" formnovalidate=true data-testid="preview">
+                        "Preview the graph"
+                    </button>
+                    <button type="submit" class="primary">"Run the pipeline"</button>
+                </footer>
+            </ActionForm>
+        </Dialog>
     }
 }
 

@@ -11,6 +11,7 @@ use super::format_totals;
 use crate::api::serving::ModelChoice;
 use crate::api::serving::{serving_models, LaunchServing};
 use crate::api::usage::quota_left;
+use crate::components::dialog::Dialog;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::links::page_href;
 use crate::components::resource::resource;
@@ -55,97 +56,91 @@ pub fn LaunchDialog() -> impl IntoView {
         })
     };
     view! {
-        <div class="modal-backdrop">
-            <section class="modal wide" role="dialog" aria-modal="true" aria-labelledby="launch-title">
-                <header>
-                    <h2 id="launch-title">"Launch a serving instance"</h2>
-                    <A href=close attr:class="close" attr:aria-label="Close">"×"</A>
-                </header>
-                <ActionForm action>
-                    <FormError error />
+        <Dialog id="launch-title" title="Launch a serving instance" close=close wide=true>
+            <ActionForm action>
+                <FormError error />
+                <div class="form-grid">
+                    {field("name", "Name", "text", |f| f.name.clone())}
+                </div>
+                <FieldError error field="name" />
+                <Transition fallback=|| view! { <p class="loading">"Loading models…"</p> }>{model_picker}</Transition>
+                <FieldError error field="model" />
+                <FieldError error field="version" />
+                <details class="inference">
+                    <summary>"Inference configuration"</summary>
                     <div class="form-grid">
-                        {field("name", "Name", "text", |f| f.name.clone())}
+                        {field("file", "Model archive in the version (.tar.gz, optional)", "text", |f| f.file.clone())}
                     </div>
-                    <FieldError error field="name" />
-                    <Transition fallback=|| view! { <p class="loading">"Loading models…"</p> }>{model_picker}</Transition>
-                    <FieldError error field="model" />
-                    <FieldError error field="version" />
-                    <details class="inference">
-                        <summary>"Inference configuration"</summary>
-                        <div class="form-grid">
-                            {field("file", "Model archive in the version (.tar.gz, optional)", "text", |f| f.file.clone())}
-                        </div>
-                        <FieldError error field="file" />
-                        <label for="serving-script">"Serving script (Python, optional: define load(model_dir) and/or predict(state, inputs))"</label>
-                        <textarea
-                            id="serving-script"
-                            name="form[script]"
-                            rows="6"
-                            class="code"
-                            spellcheck="false"
-                        >{form.with_untracked(|f| f.script.clone())}</textarea>
-                        <ScriptFile />
-                        <FieldError error field="script" />
-                        <div class="form-grid">
-                            {field("command", "Command (instead of the default predict server)", "text", |f| f.command.clone())}
-                            {field("image", "Image (Kubernetes)", "text", |f| f.image.clone())}
-                        </div>
-                        <FieldError error field="command" />
-                        <div class="form-grid">
-                            {field("environment", "Python environment (optional; needs paddlepaddle)", "text", |f| f.environment.clone())}
-                        </div>
-                        <FieldError error field="environment" />
-                        <label for="serving-env">"Environment variables (KEY=VALUE per line)"</label>
-                        <textarea
-                            id="serving-env"
-                            name="form[env]"
-                            rows="2"
-                        >{form.with_untracked(|f| f.env.clone())}</textarea>
-                        <FieldError error field="env" />
-                    </details>
-                    <fieldset>
-                        <legend>"Replicas"</legend>
-                        <div class="form-grid four">
-                            {field("replicas", "Count", "number", |f| f.replicas.clone())}
-                            {field("cpu", "CPU each", "text", |f| f.cpu.clone())}
-                            {field("memory", "Memory each", "text", |f| f.memory.clone())}
-                            {field("gpu", "GPU each", "number", |f| f.gpu.clone())}
-                        </div>
-                        <FieldError error field="replicas" />
-                        <FieldError error field="resources.cpu" />
-                        <FieldError error field="resources.memory" />
-                        <FieldError error field="resources.gpu" />
-                        <label class="check">
-                            <input
-                                type="checkbox"
-                                name="form[autoscale]"
-                                value="on"
-                                checked=form.with_untracked(|f| f.autoscale == "on")
-                            />
-                            " Scale with CPU load (Kubernetes: a HorizontalPodAutoscaler)"
-                        </label>
-                        <div class="form-grid three">
-                            {field("min", "Fewest", "number", |f| f.min.clone())}
-                            {field("max", "Most", "number", |f| f.max.clone())}
-                            {field("cpu_percent", "CPU target %", "number", |f| f.cpu_percent.clone())}
-                        </div>
-                        <FieldError error field="autoscale.min" />
-                        <FieldError error field="autoscale.max" />
-                        <FieldError error field="autoscale.cpu_percent" />
-                    </fieldset>
-                    <Transition fallback=|| ()>
-                        {move || Suspend::new(async move {
-                            let quota = quota.await.ok();
-                            view! { <ServingTotal form=form.get_untracked() quota /> }
-                        })}
-                    </Transition>
-                    <footer>
-                        <A href=close attr:class="button">"Cancel"</A>
-                        <button type="submit" class="primary">"Launch"</button>
-                    </footer>
-                </ActionForm>
-            </section>
-        </div>
+                    <FieldError error field="file" />
+                    <label for="serving-script">"Serving script (Python, optional: define load(model_dir) and/or predict(state, inputs))"</label>
+                    <textarea
+                        id="serving-script"
+                        name="form[script]"
+                        rows="6"
+                        class="code"
+                        spellcheck="false"
+                    >{form.with_untracked(|f| f.script.clone())}</textarea>
+                    <ScriptFile />
+                    <FieldError error field="script" />
+                    <div class="form-grid">
+                        {field("command", "Command (instead of the default predict server)", "text", |f| f.command.clone())}
+                        {field("image", "Image (Kubernetes)", "text", |f| f.image.clone())}
+                    </div>
+                    <FieldError error field="command" />
+                    <div class="form-grid">
+                        {field("environment", "Python environment (optional; needs paddlepaddle)", "text", |f| f.environment.clone())}
+                    </div>
+                    <FieldError error field="environment" />
+                    <label for="serving-env">"Environment variables (KEY=VALUE per line)"</label>
+                    <textarea
+                        id="serving-env"
+                        name="form[env]"
+                        rows="2"
+                    >{form.with_untracked(|f| f.env.clone())}</textarea>
+                    <FieldError error field="env" />
+                </details>
+                <fieldset>
+                    <legend>"Replicas"</legend>
+                    <div class="form-grid four">
+                        {field("replicas", "Count", "number", |f| f.replicas.clone())}
+                        {field("cpu", "CPU each", "text", |f| f.cpu.clone())}
+                        {field("memory", "Memory each", "text", |f| f.memory.clone())}
+                        {field("gpu", "GPU each", "number", |f| f.gpu.clone())}
+                    </div>
+                    <FieldError error field="replicas" />
+                    <FieldError error field="resources.cpu" />
+                    <FieldError error field="resources.memory" />
+                    <FieldError error field="resources.gpu" />
+                    <label class="check">
+                        <input
+                            type="checkbox"
+                            name="form[autoscale]"
+                            value="on"
+                            checked=form.with_untracked(|f| f.autoscale == "on")
+                        />
+                        " Scale with CPU load (Kubernetes: a HorizontalPodAutoscaler)"
+                    </label>
+                    <div class="form-grid three">
+                        {field("min", "Fewest", "number", |f| f.min.clone())}
+                        {field("max", "Most", "number", |f| f.max.clone())}
+                        {field("cpu_percent", "CPU target %", "number", |f| f.cpu_percent.clone())}
+                    </div>
+                    <FieldError error field="autoscale.min" />
+                    <FieldError error field="autoscale.max" />
+                    <FieldError error field="autoscale.cpu_percent" />
+                </fieldset>
+                <Transition fallback=|| ()>
+                    {move || Suspend::new(async move {
+                        let quota = quota.await.ok();
+                        view! { <ServingTotal form=form.get_untracked() quota /> }
+                    })}
+                </Transition>
+                <footer>
+                    <A href=close attr:class="button">"Cancel"</A>
+                    <button type="submit" class="primary">"Launch"</button>
+                </footer>
+            </ActionForm>
+        </Dialog>
     }
 }
 
