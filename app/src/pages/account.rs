@@ -9,19 +9,35 @@ use super::members::MembersSection;
 use crate::api::accounts::{sessions, RevokeSession};
 use crate::components::form::{last_error, FormError};
 use crate::components::layout::CurrentUser;
+use crate::components::live::beside_regions;
 use crate::components::resource::resource;
 use crate::models::time::format_utc;
 
-/// The Account page.
+/// The Account page. Its access keys' table is a live region; everything
+/// else (and every query of it) is beside the regions, so a refresh of the
+/// keys renders them alone.
 #[component]
 pub fn AccountPage() -> impl IntoView {
-    let me = expect_context::<CurrentUser>();
-    let revoke = ServerAction::<RevokeSession>::new();
-    let error = Signal::derive(last_error(revoke));
-    let sessions = resource(move || revoke.version().get(), |_| sessions());
     view! {
-        <Title text="Account" />
-        <h1>"Account"</h1>
+        {beside_regions(|| view! {
+            <Title text="Account" />
+            <h1>"Account"</h1>
+            <AccountFacts />
+            <PasswordSection />
+        })}
+        <AccessKeys />
+        {beside_regions(|| view! {
+            <Sessions />
+            <Audit />
+        })}
+    }
+}
+
+/// The account, the user, their address and the members.
+#[component]
+fn AccountFacts() -> impl IntoView {
+    let me = expect_context::<CurrentUser>();
+    view! {
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 me.await
@@ -45,11 +61,27 @@ pub fn AccountPage() -> impl IntoView {
                     })
             })}
         </Suspense>
+    }
+}
 
-        <PasswordSection />
+/// The latest audit events, with a link to the whole log.
+#[component]
+fn Audit() -> impl IntoView {
+    let me = expect_context::<CurrentUser>();
+    view! {
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move { me.await.map(|me| view! { <AuditSection me /> }) })}
+        </Suspense>
+    }
+}
 
-        <AccessKeys />
-
+/// The user's signed-in sessions, each revocable.
+#[component]
+fn Sessions() -> impl IntoView {
+    let revoke = ServerAction::<RevokeSession>::new();
+    let error = Signal::derive(last_error(revoke));
+    let sessions = resource(move || revoke.version().get(), |_| sessions());
+    view! {
         <h2>"Signed-in sessions"</h2>
         <p class="hint">"Revoke a session to sign that browser or client out at once."</p>
         <FormError error />
@@ -100,8 +132,5 @@ pub fn AccountPage() -> impl IntoView {
                     })
             })}
         </Transition>
-        <Suspense fallback=|| ()>
-            {move || Suspend::new(async move { me.await.map(|me| view! { <AuditSection me /> }) })}
-        </Suspense>
     }
 }

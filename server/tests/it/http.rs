@@ -1,7 +1,7 @@
 //! The HTTP surface driven in-process: pages, server functions, cookies and
 //! status codes, as a browser (with or without JavaScript) or a script sees them.
 
-use crate::common::site::{cookie_pair, location, set_cookie, site, site_with, text};
+use crate::common::site::{cookie_pair, location, set_cookie, site, site_with, text, Site};
 use axum::body::Body;
 use http::{header, Request, StatusCode};
 
@@ -257,6 +257,20 @@ async fn a_signed_in_page_sends_its_data_as_html_and_not_again_for_hydration() {
     assert_eq!(html.matches("__RESOLVED_RESOURCES[").count(), 0);
 }
 
+/// `page` as a live region's refresh asks for it: only `regions` (ids,
+/// comma-separated), as the signed-in `cookie`.
+async fn refresh(site: &Site, page: &str, cookie: &str, regions: &str) -> String {
+    let request = Request::get(page)
+        .header(header::ACCEPT, "text/html")
+        .header(header::COOKIE, cookie)
+        .header(app::components::live::REGION_HEADER, regions)
+        .body(Body::empty())
+        .unwrap();
+    let answer = site.send(request).await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    text(answer).await
+}
+
 /// An asset page marks its summary and file table as regions: an upload
 /// refreshes them without the uploader, the versions or the frame.
 #[tokio::test(flavor = "multi_thread")]
@@ -276,18 +290,7 @@ async fn an_asset_pages_refresh_after_an_upload_renders_its_summary_and_files_on
     crate::common::rest::put_file(&site, &key, base, "train/tulip.txt", "tulip").await;
     let page = "/datasets/vision/flowers";
     let whole = text(site.get(page, Some(&cookie)).await).await;
-    let refresh = Request::get(page)
-        .header(header::ACCEPT, "text/html")
-        .header(header::COOKIE, &cookie)
-        .header(
-            app::components::live::REGION_HEADER,
-            "asset-summary,asset-files",
-        )
-        .body(Body::empty())
-        .unwrap();
-    let answer = site.send(refresh).await;
-    assert_eq!(answer.status(), StatusCode::OK);
-    let region = text(answer).await;
+    let region = refresh(&site, page, &cookie, "asset-summary,asset-files").await;
     for (what, marker) in [
         ("the frame", "class=\"topbar\""),
         ("the uploader", "data-testid=\"uploader\""),
@@ -305,6 +308,31 @@ async fn an_asset_pages_refresh_after_an_upload_renders_its_summary_and_files_on
             "the refresh lacks {what}: {region}"
         );
     }
+}
+
+/// The Account page's access keys are its one live region: a key made or
+/// revoked refreshes their table without the account's facts, the
+/// password form, the sessions or the audit log (nor their queries).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_account_pages_key_refresh_renders_the_keys_table_only() {
+    let site = site().await;
+    let (_key, cookie) = crate::common::rest::key_and_cookie(&site, "vision").await;
+    let whole = text(site.get("/account", Some(&cookie)).await).await;
+    let region = refresh(&site, "/account", &cookie, "access-keys-list").await;
+    for (what, marker) in [
+        ("the frame", "class=\"topbar\""),
+        ("the account's facts", "data-testid=\"account-name\""),
+        ("the password form", "data-testid=\"password-form\""),
+        ("the sessions", "data-testid=\"sessions\""),
+        ("the audit log", "data-testid=\"audit-all\""),
+    ] {
+        assert!(whole.contains(marker), "the page lacks {what}");
+        assert!(!region.contains(marker), "the refresh has {what}: {region}");
+    }
+    assert!(
+        region.contains("data-testid=\"access-keys\""),
+        "the refresh lacks the keys' table: {region}"
+    );
 }
 
 /// A live region's refresh (what the page's island sends on each event)
@@ -326,15 +354,7 @@ async fn a_live_refresh_renders_only_the_region_it_asks_for() {
     assert_eq!(submitted.status, StatusCode::CREATED, "{}", submitted.body);
     let page = "/jobs?log=first&pod=trainer-0";
     let whole = text(site.get(page, Some(&cookie)).await).await;
-    let region = Request::get(page)
-        .header(header::ACCEPT, "text/html")
-        .header(header::COOKIE, &cookie)
-        .header(app::components::live::REGION_HEADER, "jobs-table")
-        .body(Body::empty())
-        .unwrap();
-    let answer = site.send(region).await;
-    assert_eq!(answer.status(), StatusCode::OK);
-    let region = text(answer).await;
+    let region = refresh(&site, page, &cookie, "jobs-table").await;
     for (what, marker) in [
         ("the frame", "class=\"topbar\""),
         ("the filters", "class=\"filters\""),
