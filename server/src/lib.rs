@@ -11,6 +11,7 @@ pub mod clusters;
 pub mod console;
 pub mod controller;
 pub mod environments;
+pub mod experiments;
 pub mod http;
 pub mod kubernetes;
 pub mod local;

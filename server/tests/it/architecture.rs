@@ -56,6 +56,7 @@ const SERVER_LAYERS: Layers = &[
             "clusters",
             "controller",
             "environments",
+            "experiments",
             "local_runs",
             "mlflow",
             "notebooks",

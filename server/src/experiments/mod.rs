@@ -1,0 +1,3 @@
+//! Experiments: searches over a template's parameters.
+
+pub mod search;
