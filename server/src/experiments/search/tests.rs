@@ -472,7 +472,7 @@ fn a_huge_grid_still_suggests_new_combinations() {
         1,
         1,
         &[],
-        &[a.clone()],
+        std::slice::from_ref(&a),
     )
     .unwrap();
     assert_ne!(a, b);

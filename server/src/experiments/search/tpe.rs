@@ -477,4 +477,115 @@ mod tests {
         let s = bandwidths(&[0.9, 0.1, 0.2], 0.0, 1.0);
         assert_eq!(s, vec![0.7, 0.2, 0.7]);
     }
+
+    #[test]
+    fn parzen_densities_match_optunas() {
+        // Optuna 5.0.0's _ParzenEstimator(...).log_pdf at the same
+        // observations and points (scripts: docs/search.md).
+        let int_log = Domain::Int {
+            min: 1,
+            max: 64,
+            log: true,
+        };
+        let int = Domain::Int {
+            min: -3,
+            max: 10,
+            log: false,
+        };
+        let float_log = Domain::Float {
+            min: 1e-5,
+            max: 0.1,
+            log: true,
+        };
+        let float = Domain::Float {
+            min: -5.0,
+            max: 5.0,
+            log: false,
+        };
+        let choice = Domain::Enum {
+            choices: vec!["a".into(), "b".into(), "c".into()],
+        };
+        let ramp: Vec<f64> = (0..30).map(|i| (f64::from(i) / 29.0).powi(2)).collect();
+        let unit = Domain::Float {
+            min: 0.0,
+            max: 1.0,
+            log: false,
+        };
+        // (domain, observations, points, Optuna's log densities there)
+        type Case<'a> = (&'a Domain, Vec<f64>, Vec<f64>, Vec<f64>);
+        let cases: [Case; 6] = [
+            (
+                &int_log,
+                vec![2.0, 8.0, 16.0, 16.0, 40.0],
+                vec![1.0, 3.0, 16.0, 17.0, 64.0],
+                vec![
+                    -2.2477116379200974,
+                    -2.968265605803168,
+                    -3.8557160348211443,
+                    -3.912578309094856,
+                    -5.87242160135643,
+                ],
+            ),
+            (
+                &int,
+                vec![0.0, 1.0, 1.0, 7.0],
+                vec![-3.0, 0.0, 2.0, 10.0],
+                vec![
+                    -2.8575313125573576,
+                    -2.1997760047074815,
+                    -2.2626961872980615,
+                    -3.306056554406166,
+                ],
+            ),
+            (
+                &float_log,
+                vec![1e-3, 2e-3, 5e-2],
+                vec![1e-5, 1e-3, 3e-3, 0.1],
+                vec![
+                    -3.2567325791358575,
+                    -1.933063666598374,
+                    -1.9170530983419178,
+                    -2.3317711439192683,
+                ],
+            ),
+            (
+                &float,
+                vec![-1.0, 0.5, 0.6, 4.0],
+                vec![-5.0, 0.0, 0.55, 3.0],
+                vec![
+                    -3.5216102905432347,
+                    -1.8745788198721296,
+                    -1.8929196829599788,
+                    -2.338853296114368,
+                ],
+            ),
+            (
+                &choice,
+                vec![0.0, 0.0, 2.0],
+                vec![0.0, 1.0, 2.0],
+                vec![
+                    -0.7419373447293773,
+                    -1.6582280766035324,
+                    -1.0986122886681098,
+                ],
+            ),
+            (
+                &unit,
+                ramp,
+                vec![0.0, 0.3, 0.9],
+                vec![0.8596571270074813, -0.04067093147175427, -0.415332582827332],
+            ),
+        ];
+        for (domain, obs, xs, want) in cases {
+            let rows: Vec<Vec<f64>> = obs.iter().map(|o| vec![*o]).collect();
+            let m = Mixture::new(&[domain], &rows);
+            for (x, want) in xs.iter().zip(want) {
+                let got = m.log_pdf(&[*x]);
+                assert!(
+                    (got - want).abs() < 1e-5,
+                    "{domain:?} at {x}: {got} vs Optuna's {want}"
+                );
+            }
+        }
+    }
 }
