@@ -14,14 +14,16 @@ use crate::error::AppError;
 /// A kind of long-running workload. Every kind that holds room on the
 /// cluster is admitted to a quota by the same rule
 /// ([`super::QuotaUse::admit`]); only a job also counts against the
-/// number of jobs, and a pipeline run holds nothing itself (its nodes are
-/// jobs).
+/// number of jobs, and a pipeline run or an experiment holds nothing
+/// itself (its nodes and trials are jobs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Workload {
     /// A job (its replicas, while unfinished).
     Job,
     /// A pipeline run (its nodes are jobs of their own).
     PipelineRun,
+    /// An experiment (its trials are jobs of their own).
+    Experiment,
     /// A notebook's server, while it runs.
     Notebook,
     /// A serving instance's replicas, while active.
@@ -34,6 +36,7 @@ impl Workload {
         match self {
             Workload::Job => "job",
             Workload::PipelineRun => "pipeline run",
+            Workload::Experiment => "experiment",
             Workload::Notebook => "notebook",
             Workload::Instance => "instance",
         }
@@ -50,12 +53,17 @@ impl Workload {
     /// The conflict of a new workload whose `name` its account already
     /// uses for another of this kind.
     pub fn name_taken(self, name: &str) -> AppError {
+        let title = self.title();
+        let article = if title.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "An"
+        } else {
+            "A"
+        };
         AppError::conflict(
             "name",
             format!(
-                "A {} named “{name}” already exists in this account. Choose another name or \
-                 delete that one.",
-                self.title()
+                "{article} {title} named “{name}” already exists in this account. Choose another \
+                 name or delete that one."
             ),
         )
     }
@@ -116,5 +124,9 @@ mod tests {
             .name_taken("nightly")
             .to_string()
             .starts_with("A pipeline run named"));
+        assert!(Workload::Experiment
+            .name_taken("lr-search")
+            .to_string()
+            .starts_with("An experiment named"));
     }
 }

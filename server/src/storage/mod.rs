@@ -22,6 +22,7 @@ pub mod audit;
 pub mod catalog;
 pub mod changes;
 pub mod db;
+pub mod experiments;
 pub mod invitations;
 pub mod jobs;
 pub mod lease;

@@ -19,6 +19,7 @@ mod cli_remote;
 mod cluster_contract;
 mod console_in_cluster;
 mod environments;
+mod experiment_store;
 mod fuzz_corpus;
 mod http;
 mod job_counts;

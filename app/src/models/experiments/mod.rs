@@ -4,9 +4,14 @@
 //! trial runs with; the search itself runs on the server
 //! (`server::experiments::search`).
 
+mod record;
 mod settings;
 mod space;
 
+pub use record::{
+    best_of, ending, trial_job_name, Experiment, ExperimentSpec, ExperimentStatus, Trial,
+    TrialStatus, MAX_PARALLEL_TRIALS, MAX_TRIALS,
+};
 pub use settings::{Algorithm, Direction, EarlyStopping, Objective, ObjectiveValue};
 pub use space::{Domain, SearchParam, SearchSpace, TrialValues};
 
