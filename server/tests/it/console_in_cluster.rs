@@ -168,6 +168,8 @@ async fn the_console_deployed_from_its_manifest_runs_jobs_through_its_service_an
     ]);
     let base = format!("http://{}:3000", ip.trim());
 
+    // reqwest has no TLS provider of its own: the process-wide one.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();
     let health = http.get(format!("{base}/healthz")).send().await.unwrap();
     assert_eq!(health.status(), 200);
@@ -339,6 +341,8 @@ async fn notebook_through_the_service(
         .to_owned();
     let lab = format!("/notebooks/{account}/lab/");
     for _ in 0..8 {
+        // reqwest has no TLS provider of its own: the process-wide one.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let status = reqwest::Client::new()
             .get(format!("{base}{lab}api/status"))
             .header("cookie", &cookie)

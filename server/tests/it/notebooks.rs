@@ -81,7 +81,11 @@ pub(crate) async fn json_of(answer: reqwest::Response) -> Value {
     serde_json::from_slice(&answer.bytes().await.unwrap()).unwrap()
 }
 
+/// A client of the console's proxy. reqwest is built without a TLS
+/// provider of its own: the process-wide one (ring, as `serve` installs) is
+/// installed here, so a test does not depend on another having run first.
 pub(crate) fn http() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(60))
