@@ -9,8 +9,8 @@ use app::models::{
 };
 use sqlx::AnyPool;
 
-use super::internal;
 use super::users::{me_from, user_columns, UserRow};
+use super::{internal, to_json};
 use crate::time::now_ms;
 
 /// An experiment with the ids the store and the controller address it by.
@@ -60,13 +60,6 @@ const TRIAL_COLUMNS: &str = "t.experiment_id, t.number, t.job, t.values_json, t.
 fn decode<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, AppError> {
     serde_json::from_str(text).map_err(|err| {
         tracing::error!(error = %err, "decoding {what}");
-        AppError::Internal
-    })
-}
-
-fn encode<T: serde::Serialize>(value: &T) -> Result<String, AppError> {
-    serde_json::to_string(value).map_err(|err| {
-        tracing::error!(error = %err, "encoding an experiment");
         AppError::Internal
     })
 }
@@ -138,7 +131,7 @@ impl ExperimentStore {
         .bind(me.account.id)
         .bind(me.user_id)
         .bind(&spec.name)
-        .bind(encode(spec)?)
+        .bind(to_json(spec)?)
         .bind(ExperimentStatus::Running.as_str())
         .bind(now_ms())
         .fetch_one(&self.pool)
@@ -279,7 +272,7 @@ impl ExperimentStore {
         .bind(id)
         .bind(i64::from(number))
         .bind(job)
-        .bind(encode(values)?)
+        .bind(to_json(values)?)
         .bind(TrialStatus::Waiting.as_str())
         .bind(now_ms())
         .execute(&self.pool)
@@ -344,7 +337,7 @@ impl ExperimentStore {
     /// Saves a changed spec (more trials, a wider budget) of experiment `id`.
     pub async fn set_spec(&self, id: i64, spec: &ExperimentSpec) -> Result<(), AppError> {
         sqlx::query("UPDATE experiments SET spec = $1 WHERE id = $2")
-            .bind(encode(spec)?)
+            .bind(to_json(spec)?)
             .bind(id)
             .execute(&self.pool)
             .await

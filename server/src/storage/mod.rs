@@ -103,6 +103,15 @@ pub fn unreachable(err: &sqlx::Error) -> bool {
     }
 }
 
+/// The JSON text a store keeps of `value` in a column (a spec, values):
+/// a value that cannot be written is the console's fault, logged.
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Result<String, AppError> {
+    serde_json::to_string(value).map_err(|err| {
+        tracing::error!(error = %err, "encoding a JSON column");
+        AppError::Internal
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

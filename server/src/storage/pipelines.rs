@@ -14,8 +14,8 @@ use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
-use super::internal;
 use super::users::{me_from, user_columns, UserRow};
+use super::{internal, to_json};
 use crate::time::now_ms;
 
 /// Rows inserted per statement when a run's nodes are recorded.
@@ -474,12 +474,4 @@ impl PipelineStore {
         .map_err(internal("read a pipeline run's submitter"))?;
         Ok(row.map(me_from))
     }
-}
-
-/// The JSON text a run stores of `value`.
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String, AppError> {
-    serde_json::to_string(value).map_err(|err| {
-        tracing::error!(error = %err, "serialising a pipeline");
-        AppError::Internal
-    })
 }

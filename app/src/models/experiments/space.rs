@@ -194,11 +194,8 @@ impl SearchSpace {
                         max: tmax,
                     },
                 ) => {
-                    if let Some(m) = tmin.filter(|m| min < m) {
-                        return bad("min", format!("the template takes at least {m}."));
-                    }
-                    if let Some(m) = tmax.filter(|m| max > m) {
-                        return bad("max", format!("the template takes at most {m}."));
+                    if let Some((field, why)) = beyond(*min, *max, *tmin, *tmax) {
+                        return bad(field, why);
                     }
                 }
                 (
@@ -208,11 +205,8 @@ impl SearchSpace {
                         max: tmax,
                     },
                 ) => {
-                    if let Some(m) = tmin.filter(|m| min < m) {
-                        return bad("min", format!("the template takes at least {m}."));
-                    }
-                    if let Some(m) = tmax.filter(|m| max > m) {
-                        return bad("max", format!("the template takes at most {m}."));
+                    if let Some((field, why)) = beyond(*min, *max, *tmin, *tmax) {
+                        return bad(field, why);
                     }
                 }
                 (Domain::Enum { choices }, ParamType::Enum { choices: allowed }) => {
@@ -262,4 +256,21 @@ fn kind_name(kind: &ParamType) -> &'static str {
         ParamType::Model => "a model",
         ParamType::Environment => "an environment",
     }
+}
+
+/// Where a searched range `min..=max` goes beyond the template's own
+/// limits, if it does: the field and why.
+fn beyond<T: PartialOrd + std::fmt::Display>(
+    min: T,
+    max: T,
+    template_min: Option<T>,
+    template_max: Option<T>,
+) -> Option<(&'static str, String)> {
+    if let Some(m) = template_min.filter(|m| min < *m) {
+        return Some(("min", format!("the template takes at least {m}.")));
+    }
+    if let Some(m) = template_max.filter(|m| max > *m) {
+        return Some(("max", format!("the template takes at most {m}.")));
+    }
+    None
 }
