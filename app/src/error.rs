@@ -86,6 +86,13 @@ impl AppError {
         }
     }
 
+    /// Whether this is admission's refusal for want of quota or a
+    /// member's cap ("Over …"): work made by the console (a pipeline's
+    /// node, an experiment's trial) waits and tries again.
+    pub fn is_over_quota(&self) -> bool {
+        matches!(self, Self::Forbidden { message } if message.starts_with("Over"))
+    }
+
     /// A 404 for `what`.
     pub fn not_found(what: impl Into<String>) -> Self {
         Self::NotFound { what: what.into() }

@@ -33,6 +33,7 @@ fn spec(i: usize) -> JobSpec {
         notebook: None,
         template: None,
         pipeline: None,
+        experiment: None,
         environment: None,
         environment_use: None,
         name: format!("resnet-{i:05}"),

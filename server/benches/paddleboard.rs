@@ -164,6 +164,7 @@ fn main() -> anyhow::Result<()> {
                 notebook: None,
                 template: None,
                 pipeline: None,
+                experiment: None,
                 environment: None,
                 environment_use: None,
                 name: job.into(),

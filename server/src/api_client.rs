@@ -10,6 +10,7 @@ use app::models::{Credentials, Job, JobPage, JobSpec, Pod};
 
 pub mod assets;
 pub mod catalog;
+pub mod experiments;
 pub mod local_runs;
 pub mod pipelines;
 pub mod serving;

@@ -80,6 +80,7 @@ impl JobForm {
             notebook: None,
             template: None,
             pipeline: None,
+            experiment: None,
             environment: super::named_environment(&self.environment),
             environment_use: None,
             name: self.name.trim().to_owned(),

@@ -102,3 +102,14 @@ pub struct PipelineUse {
     /// Which try (1 for the first).
     pub attempt: u32,
 }
+
+/// A job's record of the experiment trial it is. Set by the console's
+/// experiment controller, never from what a client sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ExperimentUse {
+    /// The experiment.
+    pub name: String,
+    /// The trial's number, from 1.
+    pub trial: u32,
+}

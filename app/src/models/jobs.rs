@@ -215,6 +215,10 @@ pub struct JobSpec {
     /// scheduler, never from what a client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<crate::models::job_origin::PipelineUse>,
+    /// The experiment and trial it is. Set by the console's experiment
+    /// controller, never from what a client sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<crate::models::job_origin::ExperimentUse>,
     /// The environment it runs in: `name` (the account's own), `owner/name`
     /// (a published one), either with `:version`. The console records the
     /// exact version it took (`owner/name:version`).
@@ -267,6 +271,7 @@ impl JobSpec {
             notebook: None,
             template: None,
             pipeline: None,
+            experiment: None,
             environment: None,
             environment_use: None,
             name: name.to_owned(),
@@ -702,6 +707,7 @@ mod tests {
             notebook: None,
             template: None,
             pipeline: None,
+            experiment: None,
             environment: None,
             environment_use: None,
             name: "mnist".into(),

@@ -59,6 +59,12 @@ pub enum Credential {
         /// The run's name.
         run: String,
     },
+    /// The console's experiment controller starting a trial, as the
+    /// experiment's creator.
+    Experiment {
+        /// The experiment's name.
+        name: String,
+    },
 }
 
 impl Principal {
@@ -79,7 +85,8 @@ impl Principal {
             Credential::Session(_)
             | Credential::AccessKey(_)
             | Credential::NotebookKey { .. }
-            | Credential::Pipeline { .. } => self.me.role.require_change(),
+            | Credential::Pipeline { .. }
+            | Credential::Experiment { .. } => self.me.role.require_change(),
             Credential::JobToken { .. } | Credential::ServingToken { .. } => Ok(()),
         }
     }

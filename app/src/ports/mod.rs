@@ -7,6 +7,7 @@ mod accounts;
 mod assets;
 mod cluster;
 mod environments;
+mod experiments;
 mod local_runs;
 mod mail;
 mod members;
@@ -25,6 +26,7 @@ pub use accounts::*;
 pub use assets::*;
 pub use cluster::*;
 pub use environments::*;
+pub use experiments::*;
 pub use local_runs::*;
 pub use mail::*;
 pub use members::*;
@@ -65,6 +67,8 @@ pub struct Services {
     pub environments: Arc<dyn Environments>,
     /// Pipeline runs.
     pub pipelines: Arc<dyn Pipelines>,
+    /// Experiments: searches over a template's parameters.
+    pub experiments: Arc<dyn Experiments>,
     /// Local runs: programs run outside the console, recorded as jobs.
     pub local_runs: Arc<dyn LocalRuns>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.

@@ -18,9 +18,11 @@ pub async fn submit_within_quota(
     mut spec: JobSpec,
 ) -> Result<Job, AppError> {
     // Only a template run (`run_template`) says a job came from a template,
-    // and only the pipeline scheduler that it is a pipeline's node.
+    // only the pipeline scheduler that it is a pipeline's node, and only
+    // the experiment controller that it is a trial.
     spec.template = None;
     spec.pipeline = None;
+    spec.experiment = None;
     admit_and_submit(services, who, spec).await
 }
 

@@ -5,6 +5,7 @@
 
 pub mod admission;
 pub mod environments;
+pub mod experiments;
 pub mod jobs;
 pub mod model_versions;
 pub mod notebooks;

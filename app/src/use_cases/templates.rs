@@ -2,7 +2,10 @@
 //! any job.
 
 use crate::error::AppError;
-use crate::models::{AssetKind, AssetRef, Job, ModelRef, ParamType, TemplateRun, TemplateValue};
+use crate::models::{
+    AssetKind, AssetRef, Job, JobSpec, ModelRef, ParamType, TemplateParam, TemplateRun,
+    TemplateValue,
+};
 use crate::ports::{Principal, Services, Viewer};
 
 /// Makes and submits the job of template `name` with `run`'s values (the
@@ -27,12 +30,25 @@ pub async fn run_template(
     if let Some(used) = spec.template.as_mut() {
         used.owner = template.owner.clone();
     }
-    let values = spec
+    readable_inputs(services, who, &template.spec.parameters, &spec).await?;
+    super::jobs::admit_and_submit(services, who, spec).await
+}
+
+/// Refuses a template run whose dataset or model values the caller cannot
+/// read, naming the parameter: `job` is the run's job, as rendered, with
+/// its values recorded.
+pub(crate) async fn readable_inputs(
+    services: &Services,
+    who: &Principal,
+    parameters: &[TemplateParam],
+    job: &JobSpec,
+) -> Result<(), AppError> {
+    let values = job
         .template
         .as_ref()
         .map(|t| t.values.clone())
         .unwrap_or_default();
-    for p in &template.spec.parameters {
+    for p in parameters {
         let Some(TemplateValue::Text(value)) = values.get(&p.name) else {
             continue;
         };
@@ -62,7 +78,7 @@ pub async fn run_template(
             _ => {}
         }
     }
-    super::jobs::admit_and_submit(services, who, spec).await
+    Ok(())
 }
 
 /// Refuses a dataset value the caller cannot read, naming the parameter.

@@ -779,6 +779,87 @@ class Client(FilesMixin):
         """Runs a failed or stopped run again from what did not succeed."""
         return self._json("POST", f"/pipelines/{_quote(name)}/retry")
 
+    # --------------------------------------------------------------- experiments
+
+    def create_experiment(self, experiment: Mapping[str, Any]) -> Dict[str, Any]:
+        """Starts an experiment: a search over a template's parameters.
+        ``experiment`` has ``name``, ``template`` (``name`` or ``owner/name``),
+        ``parameters`` (each ``{"name", "type": "int"|"float"|"enum"|"bool",
+        "min", "max", "log", "choices"}``), ``objective`` (``{"metric",
+        "direction": "minimize"|"maximize", "value": "last"|"best", "goal"}``)
+        and optionally ``values`` (fixed values), ``algorithm`` (``{"type":
+        "grid"|"random"|"tpe"}``, TPE by default), ``early_stopping``
+        (``{"type": "median"|"asha"}``), ``max_trials``, ``parallel_trials``,
+        ``max_failed_trials``, ``seed``. Everything is checked first; a bad
+        field raises naming it (``parameters[0].max``, ``values.lr``)."""
+        return self._json("POST", "/experiments", body=dict(experiment))
+
+    def list_experiments(self) -> List[Dict[str, Any]]:
+        """The account's experiments, newest first: each without its trials,
+        with their ``trials`` counts by status and the ``best`` one."""
+        return self._json("GET", "/experiments")["experiments"]
+
+    def get_experiment(self, name: str) -> Dict[str, Any]:
+        """One experiment with its ``trials``."""
+        return self._json("GET", f"/experiments/{_quote(name)}")
+
+    def trials(self, name: str) -> List[Dict[str, Any]]:
+        """An experiment's trials by number: each with ``values``, ``status``
+        (``waiting``, ``running``, ``succeeded``, ``failed``, ``pruned``,
+        ``stopped``), ``objective``, ``step``, ``message`` and its ``job``."""
+        return self.get_experiment(name)["trials"]
+
+    def best_trial(self, name: str) -> Optional[Dict[str, Any]]:
+        """The trial with the best objective so far among those that ran to
+        their end (the earliest of equals), or ``None`` before any has."""
+        try:
+            return self._json("GET", f"/experiments/{_quote(name)}/best")
+        except PaddleCloudError as err:
+            if err.status == 404:
+                self.get_experiment(name)  # raises if the experiment is not there
+                return None
+            raise
+
+    def wait_experiment(
+        self, name: str, *, timeout: Optional[float] = None, poll: float = 1.0
+    ) -> Dict[str, Any]:
+        """Waits until the experiment has ended (``succeeded``, ``failed`` or
+        ``stopped``) and returns it; a `PaddleCloudError` with code
+        ``timeout`` after ``timeout`` seconds (``None``: as long as it takes)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            experiment = self.get_experiment(name)
+            if experiment["status"] not in ("running", "paused"):
+                return experiment
+            if deadline is not None and time.monotonic() >= deadline:
+                raise PaddleCloudError(
+                    f"Experiment {name} is still {experiment['status']} after {timeout} s.",
+                    code="timeout",
+                )
+            time.sleep(poll)
+
+    def stop_experiment(self, name: str) -> Dict[str, Any]:
+        """Stops an experiment and its running trials."""
+        return self._json("POST", f"/experiments/{_quote(name)}/stop")
+
+    def pause_experiment(self, name: str) -> Dict[str, Any]:
+        """Starts no new trial; those running go on."""
+        return self._json("POST", f"/experiments/{_quote(name)}/pause")
+
+    def resume_experiment(self, name: str) -> Dict[str, Any]:
+        """Starts trials again after a pause."""
+        return self._json("POST", f"/experiments/{_quote(name)}/resume")
+
+    def extend_experiment(self, name: str, more: int) -> Dict[str, Any]:
+        """Runs ``more`` trials more, the search learning from every trial so
+        far; an experiment that ended runs again."""
+        return self._json("POST", f"/experiments/{_quote(name)}/extend",
+                          body={"more": _count(more, "more")})
+
+    def retry_experiment(self, name: str) -> Dict[str, Any]:
+        """Runs each failed trial's values again as a new trial."""
+        return self._json("POST", f"/experiments/{_quote(name)}/retry")
+
     def list_serving(self) -> List[Dict[str, Any]]:
         """The account's serving instances, newest first, with the last minute's
         traffic (``recent``: requests, errors, p50/p99 latency)."""

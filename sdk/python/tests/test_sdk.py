@@ -550,6 +550,55 @@ class PipelineTest(ClientTestCase):
         self.assertIn("score → say → score", str(err.exception))
 
 
+class ExperimentTest(ClientTestCase):
+    def test_an_experiment_searches_a_templates_parameters_and_names_its_best_trial(self):
+        template = job_name("bowl")[:30]
+        name = job_name("search")[:40]
+        sdk = str(REPO / "sdk" / "python")
+        draw = ("import paddlecloud\n"
+                "for i in range(3):\n"
+                "    paddlecloud.draw_board(({{x}} - 0.3) ** 2 + 1.0 / (i + 1), 'loss', step=i)\n"
+                "assert paddlecloud.flush_board()\n")
+        self.client.save_template({
+            "name": template,
+            "parameters": [{"name": "x", "type": "float", "min": 0.0, "max": 1.0,
+                            "default": 0.5}],
+            "job": {"command": ["python3", "-c", draw], "num_trainers": 1,
+                    "env": [{"name": "PYTHONPATH", "value": sdk}],
+                    "trainer": {"cpu": "250m", "memory": "128Mi"}},
+        })
+        spec = {
+            "name": name,
+            "template": template,
+            "parameters": [{"name": "x", "type": "float", "min": 0.0, "max": 1.0}],
+            "objective": {"metric": "loss", "direction": "minimize"},
+            "algorithm": {"type": "random"},
+            "max_trials": 3,
+            "parallel_trials": 2,
+        }
+        made = self.client.create_experiment(spec)
+        self.jobs.extend(f"{name}-t{n}" for n in range(1, 4))
+        self.assertEqual(made["status"], "running")
+        self.assertIsNone(self.client.best_trial(name))
+        done = self.client.wait_experiment(name, timeout=120, poll=0.3)
+        self.assertEqual(done["status"], "succeeded", done)
+        trials = self.client.trials(name)
+        self.assertEqual([t["status"] for t in trials], ["succeeded"] * 3)
+        best = self.client.best_trial(name)
+        self.assertEqual(best["objective"], min(t["objective"] for t in trials))
+        self.assertAlmostEqual(best["objective"], (best["values"]["x"] - 0.3) ** 2 + 1 / 3)
+        listed = [e for e in self.client.list_experiments() if e["name"] == name][0]
+        self.assertEqual(listed["trials"]["succeeded"], 3)
+        with self.assertRaises(PaddleCloudError) as err:
+            self.client.create_experiment(dict(spec, name=name + "x",
+                                               parameters=[{"name": "x", "type": "float",
+                                                            "min": 0.0, "max": 2.0}]))
+        self.assertEqual(err.exception.field, "parameters[0].max")
+        with self.assertRaises(PaddleCloudError) as err:
+            self.client.best_trial("no-such-experiment")
+        self.assertEqual(err.exception.status, 404)
+
+
 class EnvironmentTest(ClientTestCase):
     def test_a_job_runs_in_a_saved_environment_once_it_is_built(self):
         name = job_name("env")

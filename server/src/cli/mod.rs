@@ -8,6 +8,7 @@
 
 mod admin;
 mod catalog;
+mod experiments;
 mod files;
 mod local_run;
 mod pipelines;
@@ -15,6 +16,7 @@ mod remote;
 mod serve;
 mod serve_args;
 mod serving;
+mod spec_file;
 mod spool;
 mod startup_pages;
 
@@ -100,6 +102,13 @@ pub enum Command {
         #[command(subcommand)]
         command: pipelines::PipelineCommand,
     },
+    /// Experiments: `create -f FILE`, `list`, `show`, `stop`, `pause`,
+    /// `resume`, `extend`, `retry`.
+    Experiment {
+        /// The task.
+        #[command(subcommand)]
+        command: experiments::ExperimentCommand,
+    },
     /// Download a dataset or a model version (or one file or folder of it),
     /// resuming cut-off files, e.g. `paddlecloud download model vision/resnet --version 2`.
     Download(files::DownloadArgs),
@@ -145,6 +154,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Template { command } => blocking(move || catalog::run_template(command)).await,
         Command::Env { command } => blocking(move || catalog::run_env(command)).await,
         Command::Pipeline { command } => blocking(move || pipelines::run_pipeline(command)).await,
+        Command::Experiment { command } => {
+            blocking(move || experiments::run_experiment(command)).await
+        }
         Command::Run(args) => {
             // The program's exit status is this process's.
             blocking(move || std::process::exit(local_run::run_local(args)?)).await

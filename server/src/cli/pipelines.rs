@@ -2,10 +2,10 @@
 //! runs, show one node by node, stop one, retry one from what failed.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use app::models::pipeline_form::typed_value;
 use app::models::{PipelineRun, PipelineSpec, PipelineSubmit, RunStatus};
 use clap::{Args, Subcommand};
@@ -66,29 +66,18 @@ pub struct ShowArgs {
 }
 
 /// Reads a pipeline file: YAML by its extension, else JSON.
-fn read(file: &PathBuf) -> anyhow::Result<PipelineSpec> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let yaml = matches!(
-        file.extension().and_then(|e| e.to_str()),
-        Some("yaml" | "yml")
-    );
-    parse(&text, yaml, &file.display().to_string())
+fn read(file: &Path) -> anyhow::Result<PipelineSpec> {
+    super::spec_file::read(file, "a pipeline")
 }
 
 /// A pipeline file's `text`, YAML or JSON; `shown` names the file in errors.
 pub fn parse(text: &str, yaml: bool, shown: &str) -> anyhow::Result<PipelineSpec> {
-    let value: serde_json::Value = if yaml {
-        serde_norway::from_str(text).with_context(|| format!("{shown} is not YAML"))?
-    } else {
-        serde_json::from_str(text).with_context(|| format!("{shown} is not JSON"))?
-    };
-    serde_json::from_value(value).with_context(|| format!("{shown} is not a pipeline"))
+    super::spec_file::parse(text, yaml, shown, "a pipeline")
 }
 
 /// `NAME=VALUE` pairs, a value that reads as JSON (a number, `true`) kept
 /// typed, any other as text.
-fn values(pairs: &[String]) -> anyhow::Result<BTreeMap<String, serde_json::Value>> {
+pub(super) fn values(pairs: &[String]) -> anyhow::Result<BTreeMap<String, serde_json::Value>> {
     pairs
         .iter()
         .map(|pair| match pair.split_once('=') {

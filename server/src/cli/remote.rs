@@ -183,6 +183,7 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
         notebook: None,
         template: None,
         pipeline: None,
+        experiment: None,
         environment: args.environment,
         environment_use: None,
         name: args.name,

@@ -27,6 +27,7 @@ use crate::accounts::{AccountMail, SqlAccounts};
 use crate::assets::objects::Objects;
 use crate::assets::SqlAssets;
 use crate::environments::SqlEnvironments;
+use crate::experiments::SqlExperiments;
 use crate::http::{router, AppState};
 use crate::kubernetes::prometheus::Prometheus;
 use crate::local::machine::Machine;
@@ -89,6 +90,10 @@ impl Console {
             base.pool.clone(),
             backends.cluster.clone(),
         ));
+        let experiments = Arc::new(SqlExperiments::new(
+            base.pool.clone(),
+            backends.cluster.clone(),
+        ));
         let services = Services {
             accounts: accounts.clone(),
             members: accounts,
@@ -103,11 +108,13 @@ impl Console {
             templates: Arc::new(catalogs.templates),
             environments: Arc::new(catalogs.environments),
             pipelines: pipelines.clone(),
+            experiments: experiments.clone(),
             local_runs: Arc::new(local_runs),
             secure_cookies: config.secure_cookies,
         };
         schedule_pipelines(&base, &pipelines, &services);
-        let changes = relay_changes(&base, &config, &services, pipelines)?;
+        control_experiments(&base, &experiments, &services);
+        let changes = relay_changes(&base, &config, &services, pipelines, experiments)?;
         let state = AppState {
             leptos: config.site,
             services: services.clone(),
@@ -410,6 +417,14 @@ fn schedule_pipelines(base: &Base, pipelines: &Arc<SqlPipelines>, services: &Ser
         .guard(move || pipelines.scheduler().run(services.clone()));
 }
 
+/// The experiment controller, in the replica holding its lease:
+/// experiments left running by a previous console carry on from here.
+fn control_experiments(base: &Base, experiments: &Arc<SqlExperiments>, services: &Services) {
+    let (experiments, services) = (experiments.clone(), services.clone());
+    base.lease("experiment-controller")
+        .guard(move || experiments.controller().run(services.clone()));
+}
+
 /// What this replica changed, told to the others for their live pages, and
 /// what they changed, told to this one's: replicas share one PostgreSQL;
 /// SQLite is one console's own.
@@ -418,6 +433,7 @@ fn relay_changes(
     config: &Config,
     services: &Services,
     pipelines: Arc<SqlPipelines>,
+    experiments: Arc<SqlExperiments>,
 ) -> anyhow::Result<ChangeFeed> {
     let changes = match db::Engine::of_url(&config.database_url)? {
         db::Engine::Postgres => ChangeFeed::start(base.pool.clone(), &base.holder),
@@ -438,15 +454,21 @@ fn relay_changes(
     changes.relay(Kind::Pipelines, services.pipelines.subscribe(), |e| {
         (e.account_id, e.name)
     });
-    // A run submitted on another replica is scheduled at once when this one
-    // holds the scheduler's lease.
+    changes.relay(Kind::Experiments, services.experiments.subscribe(), |e| {
+        (e.account_id, e.name)
+    });
+    // A run or an experiment changed on another replica is moved on at
+    // once when this one holds the controller's lease.
     let mut remote = changes.subscribe();
     tokio::spawn(async move {
         loop {
             match remote.recv().await {
-                Ok(change) if matches!(change.kind, Kind::Pipelines | Kind::Jobs) => {
-                    pipelines.wake()
+                Ok(change) if change.kind == Kind::Jobs => {
+                    pipelines.wake();
+                    experiments.wake();
                 }
+                Ok(change) if change.kind == Kind::Pipelines => pipelines.wake(),
+                Ok(change) if change.kind == Kind::Experiments => experiments.wake(),
                 Ok(_) | Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => return,
             }

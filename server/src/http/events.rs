@@ -88,6 +88,33 @@ pub async fn pipelines(
     ))
 }
 
+/// Which experiments `/events/experiments` follows.
+#[derive(Debug, Deserialize)]
+pub struct ExperimentParams {
+    /// One experiment only (all of the account's when absent).
+    #[serde(default)]
+    name: Option<String>,
+}
+
+/// `GET /events/experiments[?name=]`: one message (data: the experiment's
+/// name) per change to the caller's experiments (a trial started, moved,
+/// was stopped early or ended), or to the one `name`.
+pub async fn experiments(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Query(params): Query<ExperimentParams>,
+) -> Response {
+    let local = state.services.experiments.subscribe();
+    sse(names_of(
+        &state,
+        Kind::Experiments,
+        local,
+        who.me.account.id,
+        params.name.map(|n| vec![n]),
+        |ev| (ev.account_id, ev.name),
+    ))
+}
+
 /// One message per change of `account_id`'s things of `kind` (data: the
 /// name of what changed; only those named in `only` when given), made in this process
 /// (`local`, a service's channel) or in another replica (the change feed),

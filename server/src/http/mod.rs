@@ -60,6 +60,7 @@ pub fn router(state: AppState) -> Router {
     let console = Router::new()
         .route("/events/jobs", get(events::jobs))
         .route("/events/pipelines", get(events::pipelines))
+        .route("/events/experiments", get(events::experiments))
         .route("/events/serving", get(events::serving))
         .route("/events/notebooks", get(events::notebooks))
         // Streams both ways: no body limit (uploads into the workspace).

@@ -376,6 +376,7 @@ mod tests {
             notebook: None,
             template: None,
             pipeline: None,
+            experiment: None,
             environment: None,
             environment_use: None,
             name: "mnist".into(),

@@ -310,8 +310,8 @@ impl PipelineScheduler {
                 Ok(())
             }
             // The quota is full: the same try is made again later.
-            Err(AppError::Forbidden { message }) if message.starts_with("Over") => {
-                let why = format!("Waiting for quota: {message}");
+            Err(err) if err.is_over_quota() => {
+                let why = format!("Waiting for quota: {err}");
                 self.store
                     .unclaim(stored.id, i, attempt, &why, now + QUOTA_WAIT_MS)
                     .await

@@ -49,15 +49,18 @@ pub enum Kind {
     Notebooks,
     /// A pipeline run (`/events/pipelines`).
     Pipelines,
+    /// An experiment (`/events/experiments`).
+    Experiments,
 }
 
 impl Kind {
-    const ALL: [Kind; 5] = [
+    const ALL: [Kind; 6] = [
         Kind::Jobs,
         Kind::Metrics,
         Kind::Serving,
         Kind::Notebooks,
         Kind::Pipelines,
+        Kind::Experiments,
     ];
 
     fn as_str(self) -> &'static str {
@@ -67,6 +70,7 @@ impl Kind {
             Kind::Serving => "serving",
             Kind::Notebooks => "notebooks",
             Kind::Pipelines => "pipelines",
+            Kind::Experiments => "experiments",
         }
     }
 

@@ -47,6 +47,7 @@ struct TrialRow {
     values_json: String,
     status: String,
     objective: Option<f64>,
+    step: Option<i64>,
     message: String,
     created_at: i64,
     ended_at: Option<i64>,
@@ -55,7 +56,7 @@ struct TrialRow {
 const EXPERIMENT_COLUMNS: &str = "e.id, e.account_id, e.name, e.spec, e.status, e.message, \
      e.created_at, e.ended_at, u.email";
 const TRIAL_COLUMNS: &str = "t.experiment_id, t.number, t.job, t.values_json, t.status, \
-     t.objective, t.message, t.created_at, t.ended_at";
+     t.objective, t.step, t.message, t.created_at, t.ended_at";
 
 fn decode<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, AppError> {
     serde_json::from_str(text).map_err(|err| {
@@ -72,6 +73,7 @@ impl TrialRow {
             values: decode(&self.values_json, "a trial's values")?,
             status: TrialStatus::parse(&self.status).unwrap_or(TrialStatus::Failed),
             objective: self.objective,
+            step: self.step,
             message: self.message,
             created_at: self.created_at,
             ended_at: self.ended_at,
@@ -106,6 +108,8 @@ pub struct TrialUpdate {
     pub status: Option<TrialStatus>,
     /// Its objective's value now.
     pub objective: Option<f64>,
+    /// The step of its newest objective point.
+    pub step: Option<i64>,
     /// Why, in words.
     pub message: Option<String>,
 }
@@ -239,6 +243,16 @@ impl ExperimentStore {
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
+    /// Experiment `id`'s status now (`None`: it was deleted).
+    pub async fn status(&self, id: i64) -> Result<Option<ExperimentStatus>, AppError> {
+        let row: Option<(String,)> = sqlx::query_as("SELECT status FROM experiments WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(internal("read an experiment's status"))?;
+        Ok(row.and_then(|(s,)| ExperimentStatus::parse(&s)))
+    }
+
     /// Who created experiment `id`, as they act now: `None` once they are
     /// no longer a member of its account (its trials are not theirs to run).
     pub async fn creator(&self, id: i64) -> Result<Option<Me>, AppError> {
@@ -296,7 +310,7 @@ impl ExperimentStore {
         sqlx::query(
             "UPDATE experiment_trials SET status = COALESCE($1, status), \
              objective = COALESCE($2, objective), message = COALESCE($3, message), \
-             ended_at = COALESCE(ended_at, $4) \
+             ended_at = COALESCE(ended_at, $4), step = COALESCE($7, step) \
              WHERE experiment_id = $5 AND number = $6 AND status IN ('waiting', 'running')",
         )
         .bind(update.status.map(|s| s.as_str()))
@@ -305,6 +319,7 @@ impl ExperimentStore {
         .bind(ended)
         .bind(id)
         .bind(i64::from(number))
+        .bind(update.step)
         .execute(&self.pool)
         .await
         .map_err(internal("update a trial"))?;
@@ -331,6 +346,21 @@ impl ExperimentStore {
         .execute(&self.pool)
         .await
         .map_err(internal("record an experiment's status"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Opens ended experiment `id` again (more trials, failed ones run
+    /// again): running, with `spec`. `false` when it had not ended.
+    pub async fn reopen(&self, id: i64, spec: &ExperimentSpec) -> Result<bool, AppError> {
+        let done = sqlx::query(
+            "UPDATE experiments SET status = 'running', message = '', ended_at = NULL, \
+             spec = $1 WHERE id = $2 AND status NOT IN ('running', 'paused')",
+        )
+        .bind(to_json(spec)?)
+        .bind(id)
+        .execute(&self.pool)
+        .await
+        .map_err(internal("reopen an experiment"))?;
         Ok(done.rows_affected() > 0)
     }
 

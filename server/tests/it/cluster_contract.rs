@@ -83,6 +83,7 @@ impl Harness {
             notebook: None,
             template: None,
             pipeline: None,
+            experiment: None,
             environment: None,
             environment_use: None,
             name: name.into(),

@@ -60,6 +60,7 @@ async fn claims(db: TestDb) {
     let done = TrialUpdate {
         status: Some(TrialStatus::Succeeded),
         objective: Some(0.25),
+        step: Some(9),
         message: Some(String::new()),
     };
     store.update_trial(id, 1, &done).await.unwrap();
@@ -75,6 +76,7 @@ async fn claims(db: TestDb) {
     assert_eq!(numbers, [1, 2]);
     assert_eq!(e.trials[0].status, TrialStatus::Succeeded);
     assert_eq!(e.trials[0].objective, Some(0.25));
+    assert_eq!(e.trials[0].step, Some(9));
     assert!(e.trials[0].ended_at.is_some());
     assert_eq!(e.trials[0].values, values);
     assert_eq!(e.trials[1].status, TrialStatus::Waiting);
@@ -97,6 +99,20 @@ async fn claims(db: TestDb) {
         "an ended experiment came back"
     );
     assert!(store.active().await.unwrap().is_empty());
+    // Extending an ended experiment opens it again, with its new spec;
+    // one still going is not reopened.
+    let mut more = e.spec.clone();
+    more.max_trials += 5;
+    assert!(store.reopen(id, &more).await.unwrap());
+    assert!(!store.reopen(id, &more).await.unwrap());
+    let reopened = store.load(id).await.unwrap().experiment;
+    assert_eq!(reopened.status, ExperimentStatus::Running);
+    assert_eq!(reopened.spec.max_trials, e.spec.max_trials + 5);
+    assert_eq!(reopened.ended_at, None);
+    assert!(store
+        .set_status(id, ExperimentStatus::Stopped, "Stopped.")
+        .await
+        .unwrap());
     let list = store.list(account.id).await.unwrap();
     assert_eq!(list.len(), 1);
     assert_eq!(list[0].experiment.trials.len(), 2);

@@ -68,6 +68,7 @@ fn spec_in(image: &str, name: &str, ps: u32, trainers: u32, script: &str) -> Job
         notebook: None,
         template: None,
         pipeline: None,
+        experiment: None,
         environment: None,
         environment_use: None,
         name: name.into(),

@@ -20,6 +20,7 @@ mod cluster_contract;
 mod console_in_cluster;
 mod environments;
 mod experiment_store;
+mod experiments;
 mod fuzz_corpus;
 mod http;
 mod job_counts;

@@ -206,6 +206,7 @@ fn counting_job(name: &str, image: &str) -> JobSpec {
         notebook: None,
         template: None,
         pipeline: None,
+        experiment: None,
         environment: None,
         environment_use: None,
         name: name.into(),

@@ -232,6 +232,7 @@ fn body_for(method: &Method, template: &str) -> Option<Value> {
         ("POST", "/api/v1/{kind}/{owner}/{name}/shares") => Some(json!({"account": "other"})),
         ("POST", "/api/v1/serving") => Some(json!({"name": "s2", "model": "team/m"})),
         ("POST", "/api/v1/jobs") => Some(spec("x1", "true")),
+        ("POST", "/api/v1/experiments/{name}/extend") => Some(json!({"more": 1})),
         ("POST", "/api/v1/local-runs") => Some(json!({"client_id": "matrix"})),
         ("POST", "/api/v1/local-runs/{name}/end") => Some(json!({"outcome": "failed"})),
         ("POST", "/api/v1/local-runs/{name}/log") => Some(json!({"offset": 0, "text": "x\n"})),

@@ -9,8 +9,9 @@ mod settings;
 mod space;
 
 pub use record::{
-    best_of, ending, trial_job_name, Experiment, ExperimentSpec, ExperimentStatus, Trial,
-    TrialStatus, MAX_PARALLEL_TRIALS, MAX_TRIALS,
+    best_of, counted, ending, trial_job_name, was_retried, Experiment, ExperimentSpec,
+    ExperimentStatus, ExperimentSummary, Trial, TrialCounts, TrialStatus, MAX_PARALLEL_TRIALS,
+    MAX_TRIALS,
 };
 pub use settings::{Algorithm, Direction, EarlyStopping, Objective, ObjectiveValue};
 pub use space::{Domain, SearchParam, SearchSpace, TrialValues};

@@ -257,6 +257,10 @@ pub struct Trial {
     /// it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub objective: Option<f64>,
+    /// The step of its newest objective point (where a pruned trial got
+    /// to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<i64>,
     /// Why it waits, failed or was stopped.
     #[serde(default)]
     pub message: String,
@@ -301,6 +305,84 @@ impl Experiment {
     pub fn best(&self) -> Option<&Trial> {
         best_of(&self.spec.objective, &self.trials)
     }
+
+    /// What the list of experiments shows of it.
+    pub fn summary(&self) -> ExperimentSummary {
+        let mut counts = TrialCounts::default();
+        for t in &self.trials {
+            *match t.status {
+                TrialStatus::Waiting => &mut counts.waiting,
+                TrialStatus::Running => &mut counts.running,
+                TrialStatus::Succeeded => &mut counts.succeeded,
+                TrialStatus::Failed => &mut counts.failed,
+                TrialStatus::Pruned => &mut counts.pruned,
+                TrialStatus::Stopped => &mut counts.stopped,
+            } += 1;
+        }
+        ExperimentSummary {
+            name: self.name.clone(),
+            owner: self.owner.clone(),
+            template: self.spec.template.clone(),
+            objective: self.spec.objective.clone(),
+            max_trials: self.spec.max_trials,
+            status: self.status,
+            message: self.message.clone(),
+            created_at: self.created_at,
+            ended_at: self.ended_at,
+            trials: counts,
+            best: self.best().cloned(),
+        }
+    }
+}
+
+/// How many of an experiment's trials are where.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct TrialCounts {
+    /// Claimed, its job not running yet (the quota may hold it).
+    pub waiting: u32,
+    /// Its job runs.
+    pub running: u32,
+    /// Ran to the end.
+    pub succeeded: u32,
+    /// Failed.
+    pub failed: u32,
+    /// Stopped early: its points were poor.
+    pub pruned: u32,
+    /// Stopped with the experiment, or by hand.
+    pub stopped: u32,
+}
+
+/// An experiment as the list shows it: without its trials, with their
+/// counts and the best one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ExperimentSummary {
+    /// Its name.
+    pub name: String,
+    /// Who created it (e-mail).
+    pub owner: String,
+    /// The template searched.
+    pub template: String,
+    /// What it optimises.
+    pub objective: Objective,
+    /// Trials in all.
+    pub max_trials: u32,
+    /// Where it is.
+    pub status: ExperimentStatus,
+    /// Why it ended, or what it waits for.
+    #[serde(default)]
+    pub message: String,
+    /// When it was created (Unix ms).
+    pub created_at: i64,
+    /// When it ended (Unix ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<i64>,
+    /// Its trials, by where they are.
+    pub trials: TrialCounts,
+    /// The best trial so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best: Option<Trial>,
 }
 
 /// The trial of `trials` whose objective is best, the earliest of equals.
@@ -323,6 +405,24 @@ pub fn best_of<'a>(objective: &Objective, trials: &'a [Trial]) -> Option<&'a Tri
     best
 }
 
+/// Whether trial `i` failed and a later trial ran its values again ("run
+/// the failed trials again"): it then neither counts as a failure nor
+/// against the experiment's trials.
+pub fn was_retried(trials: &[Trial], i: usize) -> bool {
+    trials[i].status == TrialStatus::Failed
+        && trials[i + 1..]
+            .iter()
+            .any(|later| later.values == trials[i].values)
+}
+
+/// The trials that count against `max_trials`: all but failed ones run
+/// again.
+pub fn counted(trials: &[Trial]) -> u32 {
+    (0..trials.len())
+        .filter(|&i| !was_retried(trials, i))
+        .count() as u32
+}
+
 /// Whether `spec`'s experiment ends now, with `trials` as they are: its
 /// status and why, or `None` while it goes on. `exhausted`: the search has
 /// nothing new to try (a grid was run through).
@@ -332,9 +432,8 @@ pub fn ending(
     exhausted: bool,
 ) -> Option<(ExperimentStatus, String)> {
     let running = trials.iter().filter(|t| t.status.is_active()).count();
-    let failed = trials
-        .iter()
-        .filter(|t| t.status == TrialStatus::Failed)
+    let failed = (0..trials.len())
+        .filter(|&i| trials[i].status == TrialStatus::Failed && !was_retried(trials, i))
         .count() as u32;
     if failed > spec.max_failed_trials {
         return Some((
@@ -364,10 +463,11 @@ pub fn ending(
     if running > 0 {
         return None;
     }
-    if trials.len() as u32 >= spec.max_trials {
+    let spent = counted(trials);
+    if spent >= spec.max_trials {
         return Some((
             ExperimentStatus::Succeeded,
-            format!("All {} trials ran.", trials.len()),
+            format!("All {spent} trials ran."),
         ));
     }
     if exhausted {
@@ -409,6 +509,7 @@ mod tests {
             values: TrialValues::new(),
             status,
             objective,
+            step: None,
             message: String::new(),
             created_at: 0,
             ended_at: None,
@@ -497,6 +598,34 @@ mod tests {
             .unwrap()
             .1
             .starts_with("All 3 trials ran"));
+    }
+
+    #[test]
+    fn a_failed_trial_run_again_counts_neither_as_a_failure_nor_against_the_budget() {
+        let mut s = spec();
+        s.objective.goal = None;
+        s.max_trials = 4;
+        s.max_failed_trials = 1;
+        let with_lr = |n, status, lr: f64| {
+            let mut t = trial(n, status, Some(lr));
+            t.values.insert("lr".into(), json!(lr));
+            t
+        };
+        let mut trials = vec![
+            with_lr(1, TrialStatus::Failed, 0.1),
+            with_lr(2, TrialStatus::Failed, 0.2),
+            with_lr(3, TrialStatus::Succeeded, 0.3),
+        ];
+        assert_eq!(
+            ending(&s, &trials, false).unwrap().0,
+            ExperimentStatus::Failed
+        );
+        trials.push(with_lr(4, TrialStatus::Succeeded, 0.1));
+        trials.push(with_lr(5, TrialStatus::Succeeded, 0.2));
+        assert!(was_retried(&trials, 0) && was_retried(&trials, 1));
+        assert!(!was_retried(&trials, 3));
+        assert_eq!(counted(&trials), 3);
+        assert_eq!(ending(&s, &trials, false), None, "one trial is left to run");
     }
 
     #[test]

@@ -127,6 +127,26 @@ impl Domain {
 }
 
 impl SearchSpace {
+    /// The values of the space's first corner (each range's min, the first
+    /// choice, `false`): a trial's values to check a template run with
+    /// before any is chosen.
+    pub fn example(&self) -> TrialValues {
+        self.parameters
+            .iter()
+            .map(|p| {
+                let value = match &p.domain {
+                    Domain::Int { min, .. } => Value::from(*min),
+                    Domain::Float { min, .. } => Value::from(*min),
+                    Domain::Enum { choices } => {
+                        Value::from(choices.first().cloned().unwrap_or_default())
+                    }
+                    Domain::Bool => Value::Bool(false),
+                };
+                (p.name.clone(), value)
+            })
+            .collect()
+    }
+
     /// Checks the space on its own: at least one parameter, no name twice,
     /// and each domain's bounds (min below max, a log scale above 0, at
     /// least one choice, none twice). The error names

@@ -11,6 +11,7 @@ pub mod assets;
 mod cluster;
 mod contract;
 mod environments;
+mod experiments;
 mod jobs;
 mod json;
 mod local_runs;
@@ -63,6 +64,7 @@ use crate::http::caller::Caller;
          (name = "notebooks", description = "Private JupyterLab servers: create, start, stop, keep running, delete"),
          (name = "environments", description = "Environment profiles: an image and pip requirements, saved in immutable versions, built locally from PyPI"),
          (name = "pipelines", description = "Pipeline runs: a graph of jobs submitted, watched, stopped and retried as one"),
+         (name = "experiments", description = "Experiments: a search over a template's parameters for an objective (grid, random, TPE; early stopping), its trials ordinary jobs"),
          (name = "local-runs", description = "Programs run outside the console reporting themselves as jobs: start, output, heartbeats, end"),
          (name = "templates", description = "Experiment templates: job specs with typed parameters, saved in immutable versions, run with values"),
          (name = "account", description = "Who is calling, passwords, resets, the audit log"))
@@ -138,6 +140,14 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(pipelines::get_one))
         .routes(routes!(pipelines::stop))
         .routes(routes!(pipelines::retry))
+        .routes(routes!(experiments::list, experiments::create))
+        .routes(routes!(experiments::get_one))
+        .routes(routes!(experiments::best))
+        .routes(routes!(experiments::pause))
+        .routes(routes!(experiments::resume))
+        .routes(routes!(experiments::stop))
+        .routes(routes!(experiments::extend))
+        .routes(routes!(experiments::retry))
         .routes(routes!(local_runs::start))
         .routes(routes!(local_runs::get_one))
         .routes(routes!(local_runs::params))
