@@ -101,8 +101,8 @@ fn print_trials(e: &Experiment) {
     let mut trials: Vec<_> = e.trials.iter().collect();
     trials.sort_by_key(|t| (Some(t.number) != best, t.number));
     println!(
-        "{:>5}  {:<10} {:>14}  {:<40} {}",
-        "TRIAL", "STATUS", e.spec.objective.metric, "VALUES", "MESSAGE"
+        "TRIAL  STATUS     {:>14}  {:<40} MESSAGE",
+        e.spec.objective.metric, "VALUES"
     );
     for t in trials {
         let objective = t.objective.map_or("-".to_owned(), |v| format!("{v:.6}"));

@@ -428,6 +428,12 @@ impl ExperimentController {
                     if self.store.status(id).await? != Some(ExperimentStatus::Running) {
                         let job = stored.experiment.trials[i].job.clone();
                         stop_job(&*services.cluster, &me.account, &job).await?;
+                        let update = TrialUpdate {
+                            status: Some(TrialStatus::Stopped),
+                            message: Some("Its experiment was stopped.".to_owned()),
+                            ..Default::default()
+                        };
+                        self.save(stored, i, update).await?;
                         break;
                     }
                 }

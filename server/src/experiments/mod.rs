@@ -174,7 +174,11 @@ impl Experiments for SqlExperiments {
                 format!("“{name}” has ended already."),
             ));
         }
-        for trial in stored
+        // Read again after the switch: a trial the controller claimed in
+        // between is stopped too (one it submits from now on, it stops
+        // itself when it sees the experiment has ended).
+        let now = self.store.get(me.account.id, name).await?;
+        for trial in now
             .experiment
             .trials
             .iter()

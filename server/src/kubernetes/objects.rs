@@ -34,6 +34,10 @@ pub const INDEX: &str = "paddlecloud.org/index";
 pub const PIPELINE_RUN: &str = "paddlecloud.org/pipeline-run";
 /// That node's name.
 pub const PIPELINE_NODE: &str = "paddlecloud.org/pipeline-node";
+/// The experiment a job is a trial of (`kubectl get pods -l …=<name>`).
+pub const EXPERIMENT: &str = "paddlecloud.org/experiment";
+/// That trial's number.
+pub const TRIAL: &str = "paddlecloud.org/trial";
 /// The replica's name (`trainer-0`), which is its pod's name in the console.
 pub const REPLICA: &str = "paddlecloud.org/replica";
 /// The key of the job token in its Secret.
@@ -97,6 +101,11 @@ fn labels(spec: &JobSpec, job_id: i64) -> serde_json::Value {
     if let Some(p) = &spec.pipeline {
         labels[PIPELINE_RUN] = json!(p.run);
         labels[PIPELINE_NODE] = json!(p.node);
+    }
+    // Experiment names are job-name slugs, trial numbers digits.
+    if let Some(e) = &spec.experiment {
+        labels[EXPERIMENT] = json!(e.name);
+        labels[TRIAL] = json!(e.trial.to_string());
     }
     labels
 }

@@ -1189,3 +1189,91 @@ fn a_program_in_any_language_runs_as_a_local_run_from_the_command_line_even_offl
     );
     drop(console);
 }
+
+#[test]
+fn a_user_starts_an_experiment_from_a_yaml_file_waits_for_it_and_reads_its_best_trial_from_the_command_line(
+) {
+    let Some(python) = crate::common::metric_logs::python() else {
+        eprintln!("skipping: no test venv (run scripts/setup.sh test)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let console = Console::start(dir.path());
+    let creds = set_up(dir.path(), &console.url);
+    let sdk = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk/python");
+    let template = dir.path().join("dip.json");
+    std::fs::write(
+        &template,
+        serde_json::json!({
+            "name": "dip",
+            "parameters": [{"name": "x", "type": "float", "min": 0.0, "max": 1.0, "default": 0.5}],
+            "job": {
+                "command": [python, "-c",
+                    "import paddlecloud\npaddlecloud.draw_board(({{x}} - 0.3) ** 2, 'loss', step=0)\nassert paddlecloud.flush_board()\n"],
+                "num_trainers": 1,
+                "trainer": {"cpu": "250m", "memory": "128Mi"},
+                "env": [{"name": "PYTHONPATH", "value": sdk}],
+            },
+        })
+        .to_string(),
+    )
+    .unwrap();
+    ok(&run(
+        &["template", "save", template.to_str().unwrap()],
+        &creds,
+        None,
+    ));
+    let file = dir.path().join("dip-search.yaml");
+    std::fs::write(
+        &file,
+        "name: dip-search\ntemplate: dip\nparameters:\n  - {name: x, type: float, min: 0.0, max: 1.0}\nobjective: {metric: loss, direction: minimize}\nalgorithm: {type: random}\nmax_trials: 3\nparallel_trials: 2\n",
+    )
+    .unwrap();
+    let out = ok(&run(
+        &[
+            "experiment",
+            "create",
+            "-f",
+            file.to_str().unwrap(),
+            "--wait",
+        ],
+        &creds,
+        None,
+    ));
+    assert!(
+        out.contains("created dip-search (3 trials of dip, 2 at once)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("dip-search succeeded All 3 trials ran."),
+        "{out}"
+    );
+    assert!(out.contains("best: trial "), "{out}");
+    let shown = ok(&run(&["experiment", "show", "dip-search"], &creds, None));
+    let lines: Vec<&str> = shown.lines().collect();
+    assert!(lines[1].starts_with("TRIAL"), "{shown}");
+    assert!(
+        lines[2].contains('*'),
+        "the best trial comes first, marked: {shown}"
+    );
+    assert_eq!(lines.len(), 5, "{shown}");
+    let list = ok(&run(&["experiment", "list"], &creds, None));
+    assert!(
+        list.contains("dip-search") && list.contains("3/3") && list.contains("loss = "),
+        "{list}"
+    );
+    // Bad input: the field is named, nothing is created.
+    std::fs::write(
+        &file,
+        "name: dip-wide\ntemplate: dip\nparameters:\n  - {name: x, type: float, min: 0.0, max: 2.0}\nobjective: {metric: loss, direction: minimize}\n",
+    )
+    .unwrap();
+    let refused = failed(&run(
+        &["experiment", "create", "-f", file.to_str().unwrap()],
+        &creds,
+        None,
+    ));
+    assert!(refused.contains("parameters[0].max"), "{refused}");
+    let stopped = failed(&run(&["experiment", "stop", "dip-search"], &creds, None));
+    assert!(stopped.contains("has ended already"), "{stopped}");
+}

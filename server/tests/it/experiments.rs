@@ -52,6 +52,25 @@ fn bowl_loss(values: &Value, steps: i64) -> f64 {
     (x - 0.3).powi(2) + penalty + 1.0 / steps as f64
 }
 
+/// A random search over `x` in [0, 1] of `template` for the lowest `loss`.
+fn x_search(name: &str, template: &str, max_trials: u32, parallel_trials: u32) -> Value {
+    json!({
+        "name": name,
+        "template": template,
+        "parameters": [{"name": "x", "type": "float", "min": 0.0, "max": 1.0}],
+        "objective": {"metric": "loss", "direction": "minimize"},
+        "algorithm": {"type": "random"},
+        "max_trials": max_trials,
+        "parallel_trials": parallel_trials,
+    })
+}
+
+/// Saves `template`, which must be accepted.
+async fn save_template(site: &Site, key: &str, template: Value) {
+    let saved = post(site, key, "/api/v1/templates", template).await;
+    assert_eq!(saved.status, StatusCode::CREATED, "{}", saved.body);
+}
+
 async fn post(site: &Site, key: &str, path: &str, body: Value) -> Answer {
     call(site, Method::POST, path, Some(key), Some(body)).await
 }
@@ -99,14 +118,7 @@ async fn bowl_site(account: &str) -> Option<(Site, String)> {
     };
     let (site, _) = common::site::on_socket(|config, _, _| config).await;
     let (key, _) = key_and_cookie(&site, account).await;
-    let saved = post(
-        &site,
-        &key,
-        "/api/v1/templates",
-        bowl_template(&python.display().to_string()),
-    )
-    .await;
-    assert_eq!(saved.status, StatusCode::CREATED, "{}", saved.body);
+    save_template(&site, &key, bowl_template(&python.display().to_string())).await;
     Some((site, key))
 }
 
@@ -388,24 +400,10 @@ async fn failed_trials_end_the_experiment_past_its_tolerance_and_run_again_on_re
     let mut template = bowl_template(&python.display().to_string());
     template["name"] = json!("brittle");
     template["job"]["command"][2] = json!("import sys\nsys.exit(1 if {{x}} > 0.5 else 0)\n");
-    let saved = post(&site, &key, "/api/v1/templates", template).await;
-    assert_eq!(saved.status, StatusCode::CREATED, "{}", saved.body);
-    let created = post(
-        &site,
-        &key,
-        "/api/v1/experiments",
-        json!({
-            "name": "brittle",
-            "template": "brittle",
-            "parameters": [{"name": "x", "type": "float", "min": 0.0, "max": 1.0}],
-            "objective": {"metric": "loss", "direction": "minimize"},
-            "algorithm": {"type": "random"},
-            "max_trials": 3,
-            "parallel_trials": 1,
-            "max_failed_trials": 1,
-        }),
-    )
-    .await;
+    save_template(&site, &key, template).await;
+    let mut spec = x_search("brittle", "brittle", 3, 1);
+    spec["max_failed_trials"] = json!(1);
+    let created = post(&site, &key, "/api/v1/experiments", spec).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     let e = wait_for(&site, &key, "brittle", 90, |e| e["status"] != "running").await;
     assert_eq!(e["status"], "failed", "{e:#}");
@@ -450,17 +448,8 @@ async fn failed_trials_end_the_experiment_past_its_tolerance_and_run_again_on_re
 async fn a_bad_experiment_is_refused_naming_the_field_and_another_accounts_is_not_found() {
     let site = common::site::site().await;
     let (key, _) = key_and_cookie(&site, "careful").await;
-    let saved = post(&site, &key, "/api/v1/templates", bowl_template("python3")).await;
-    assert_eq!(saved.status, StatusCode::CREATED, "{}", saved.body);
-    let good = json!({
-        "name": "fine",
-        "template": "bowl",
-        "parameters": [{"name": "x", "type": "float", "min": 0.0, "max": 1.0}],
-        "objective": {"metric": "loss", "direction": "minimize"},
-        "max_trials": 2,
-        "parallel_trials": 1,
-        "max_failed_trials": 1,
-    });
+    save_template(&site, &key, bowl_template("python3")).await;
+    let good = x_search("fine", "bowl", 2, 1);
     let with = |change: Value| {
         let mut body = good.clone();
         for (k, v) in change.as_object().unwrap() {
@@ -596,4 +585,213 @@ async fn the_librarys_example_experiment_is_accepted_against_the_shipped_fit_a_l
     for t in stopped.json()["trials"].as_array().unwrap() {
         assert_eq!(t["status"], "stopped", "{t}");
     }
+}
+
+/// A console on `db` served at a fresh loopback socket, its leases short
+/// (a crashed holder's is taken over within seconds).
+async fn console_on(db: &common::TestDb) -> server::console::Console {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let config = server::console::Config {
+        public_url: Some(url),
+        lease_ttl: Duration::from_secs(2),
+        ..common::site::config(db)
+    };
+    let console = server::console::Console::build(config).await.unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+    let router = console.router();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    console
+}
+
+#[test]
+fn killing_the_console_mid_experiment_loses_no_trial_and_submits_none_twice() {
+    let Some(python) = common::metric_logs::python() else {
+        eprintln!("skipping: no test venv (run scripts/setup.sh test)");
+        return;
+    };
+    // The first console: its runtime is torn down while trials run, as a
+    // crash would.
+    let first = tokio::runtime::Runtime::new().unwrap();
+    let db = first.block_on(common::sqlite());
+    let account = first.block_on(async {
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO accounts (name, namespace, created_at) VALUES ('ann', 'pc-ann', 0) \
+             RETURNING id",
+        )
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+        let account = app::models::Account {
+            id,
+            name: "ann".into(),
+            namespace: "pc-ann".into(),
+            created_at: 0,
+        };
+        let me = common::user_in(&db.pool, &account).await;
+        let console = console_on(&db).await;
+        let services = console.services.clone();
+        let template =
+            serde_json::from_value(bowl_template(&python.display().to_string())).unwrap();
+        services.templates.save(&me, template).await.unwrap();
+        let spec = serde_json::from_value(json!({
+            "name": "crash",
+            "template": "bowl",
+            "values": {"steps": 6, "pause": 0.5},
+            "parameters": [{"name": "x", "type": "float", "min": 0.0, "max": 1.0}],
+            "objective": {"metric": "loss", "direction": "minimize"},
+            "algorithm": {"type": "random"},
+            "max_trials": 5,
+            "parallel_trials": 2,
+            "max_failed_trials": 5,
+        }))
+        .unwrap();
+        let who = app::ports::Principal::new(me.clone(), app::ports::Credential::AccessKey(0));
+        app::use_cases::experiments::create_experiment(&services, &who, spec)
+            .await
+            .unwrap();
+        // Until two trials run (and at least one point is in).
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let e = services.experiments.get(&account, "crash").await.unwrap();
+            let running = e
+                .trials
+                .iter()
+                .filter(|t| t.status == app::models::TrialStatus::Running)
+                .count();
+            if running == 2 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no two trials ran: {e:#?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        account
+    });
+    first.shutdown_background();
+
+    // The console starts again on the same database: its controller takes
+    // the experiment over once the dead one's lease has run out.
+    let second = tokio::runtime::Runtime::new().unwrap();
+    second.block_on(async {
+        let console = console_on(&db).await;
+        let services = console.services.clone();
+        let deadline = Instant::now() + Duration::from_secs(150);
+        let e = loop {
+            let e = services.experiments.get(&account, "crash").await.unwrap();
+            if !e.status.is_active() {
+                break e;
+            }
+            assert!(Instant::now() < deadline, "never ended: {e:#?}");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        };
+        assert_eq!(e.status, app::models::ExperimentStatus::Succeeded, "{e:#?}");
+        // Every trial claimed is there, numbered without a gap, and none is
+        // left waiting or running.
+        let numbers: Vec<u32> = e.trials.iter().map(|t| t.number).collect();
+        assert_eq!(numbers, (1..=5).collect::<Vec<_>>(), "{e:#?}");
+        assert!(e.trials.iter().all(|t| !t.status.is_active()), "{e:#?}");
+        // The trials that ran across the crash ended as the local executor
+        // ends every job a restart finds (failed, saying so); the others
+        // succeeded.
+        for t in &e.trials {
+            match t.status {
+                app::models::TrialStatus::Succeeded => assert!(t.objective.is_some()),
+                app::models::TrialStatus::Failed => {
+                    assert!(t.message.contains("console restarted"), "{t:?}")
+                }
+                other => panic!("trial {} is {other:?}: {t:?}", t.number),
+            }
+        }
+        // One job per trial, and no other: none was submitted twice.
+        let query = app::models::JobQuery {
+            per_page: Some(100),
+            ..Default::default()
+        };
+        let jobs = services.cluster.list_jobs(&account, &query).await.unwrap();
+        let mut marked: Vec<(String, u32)> = jobs
+            .jobs
+            .iter()
+            .filter_map(|j| {
+                j.spec
+                    .experiment
+                    .as_ref()
+                    .map(|x| (j.name.clone(), x.trial))
+            })
+            .collect();
+        marked.sort_by_key(|(_, n)| *n);
+        let expected: Vec<(String, u32)> =
+            e.trials.iter().map(|t| (t.job.clone(), t.number)).collect();
+        assert_eq!(marked, expected);
+    });
+}
+
+/// The same controller on the Kubernetes backend (the real node of
+/// `scripts/kube-test-cluster.sh`): trials become the cluster's jobs, their
+/// pods in containers labelled with the experiment and trial, their points
+/// posted back by the SDK the console mounts. Skipped without the node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_experiments_trials_run_as_kubernetes_jobs_labelled_by_experiment_and_trial_on_a_real_node(
+) {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, ListParams};
+    let Some(crate::real_node::NodeConsole { site, key, .. }) =
+        crate::real_node::NodeConsole::start("ke", "an experiment").await
+    else {
+        return;
+    };
+    let Some((_, client)) = common::node::client().await else {
+        return;
+    };
+    let template = json!({
+        "name": "kdip",
+        "parameters": [{"name": "x", "type": "float", "min": 0.0, "max": 1.0, "default": 0.5}],
+        "job": {
+            "image": "paddlepaddle/paddle:3.3.1",
+            "command": ["python3", "-c",
+                "import time, paddlecloud\nfor i in range(3):\n    paddlecloud.draw_board(({{x}} - 0.3) ** 2 + 1.0 / (i + 1), 'loss', step=i)\n    assert paddlecloud.flush_board()\n    time.sleep(1)\n"],
+            "num_trainers": 1,
+            "trainer": {"cpu": "250m", "memory": "512Mi"},
+        }
+    });
+    save_template(&site, &key, template).await;
+    let created = post(
+        &site,
+        &key,
+        "/api/v1/experiments",
+        x_search("kdip-search", "kdip", 2, 2),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let pods = Api::<Pod>::all(client.clone());
+    let mine = ListParams::default().labels("paddlecloud.org/experiment=kdip-search");
+    let mut trials_seen = std::collections::BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let e = loop {
+        for pod in pods.list(&mine).await.unwrap().items {
+            trials_seen.insert(pod.metadata.labels.unwrap()["paddlecloud.org/trial"].clone());
+        }
+        let e = get(&site, &key, "/api/v1/experiments/kdip-search")
+            .await
+            .json();
+        if e["status"] != "running" {
+            break e;
+        }
+        assert!(Instant::now() < deadline, "it never ended: {e:#}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(e["status"], "succeeded", "{e:#}");
+    assert_eq!(statuses(&e), ["succeeded", "succeeded"]);
+    for t in e["trials"].as_array().unwrap() {
+        let expected = (t["values"]["x"].as_f64().unwrap() - 0.3).powi(2) + 1.0 / 3.0;
+        assert!(
+            (t["objective"].as_f64().unwrap() - expected).abs() < 1e-6,
+            "{t}"
+        );
+    }
+    assert_eq!(
+        trials_seen.into_iter().collect::<Vec<_>>(),
+        ["1", "2"],
+        "each trial's pod carries its labels"
+    );
 }

@@ -58,7 +58,9 @@ pub struct ExperimentSpec {
     /// caps may hold more of them waiting.
     #[serde(default = "default_parallel_trials")]
     pub parallel_trials: u32,
-    /// Failed trials tolerated before the experiment fails (default 3).
+    /// Failed trials tolerated before the experiment fails (default 3). An
+    /// experiment none of whose trials succeeded fails however many it
+    /// tolerates.
     #[serde(default = "default_max_failed_trials")]
     pub max_failed_trials: u32,
     /// The search's seed: the same seed and results give the same values.
@@ -126,12 +128,6 @@ impl ExperimentSpec {
             return Err(AppError::invalid(
                 "parallel_trials",
                 format!("Run 1 to {MAX_PARALLEL_TRIALS} trials at once."),
-            ));
-        }
-        if self.max_failed_trials > self.max_trials {
-            return Err(AppError::invalid(
-                "max_failed_trials",
-                "Tolerate at most as many failed trials as it runs.",
             ));
         }
         Ok(())
@@ -464,22 +460,21 @@ pub fn ending(
         return None;
     }
     let spent = counted(trials);
-    if spent >= spec.max_trials {
-        return Some((
-            ExperimentStatus::Succeeded,
-            format!("All {spent} trials ran."),
-        ));
+    let why = if spent >= spec.max_trials {
+        format!("All {spent} trials ran.")
+    } else if exhausted {
+        format!(
+            "Every combination of the grid was tried ({} trials).",
+            trials.len()
+        )
+    } else {
+        return None;
+    };
+    if trials.iter().any(|t| t.status == TrialStatus::Succeeded) {
+        Some((ExperimentStatus::Succeeded, why))
+    } else {
+        Some((ExperimentStatus::Failed, format!("{why} None succeeded.")))
     }
-    if exhausted {
-        return Some((
-            ExperimentStatus::Succeeded,
-            format!(
-                "Every combination of the grid was tried ({} trials).",
-                trials.len()
-            ),
-        ));
-    }
-    None
 }
 
 #[cfg(test)]
@@ -544,8 +539,8 @@ mod tests {
         s.parallel_trials = 0;
         assert_eq!(field(s).as_deref(), Some("parallel_trials"));
         let mut s = spec();
-        s.max_trials = 2;
-        assert_eq!(field(s).as_deref(), Some("max_failed_trials"));
+        s.max_trials = 0;
+        assert_eq!(field(s).as_deref(), Some("max_trials"));
         let mut s = spec();
         s.template = " ".into();
         assert_eq!(field(s).as_deref(), Some("template"));
@@ -585,7 +580,11 @@ mod tests {
         assert_eq!(status, ExperimentStatus::Succeeded);
         assert!(why.starts_with("Trial 3 reached the goal"), "{why}");
         let failures: Vec<Trial> = (1..=4)
-            .map(|n| trial(n, TrialStatus::Failed, None))
+            .map(|n| {
+                let mut t = trial(n, TrialStatus::Failed, None);
+                t.values.insert("lr".into(), json!(n));
+                t
+            })
             .collect();
         assert_eq!(
             ending(&s, &failures, false).unwrap().0,
@@ -598,6 +597,11 @@ mod tests {
             .unwrap()
             .1
             .starts_with("All 3 trials ran"));
+        // However many failures it tolerates, one without a success fails.
+        budget.max_failed_trials = 10;
+        let (status, why) = ending(&budget, &failures, false).unwrap();
+        assert_eq!(status, ExperimentStatus::Failed);
+        assert_eq!(why, "All 4 trials ran. None succeeded.");
     }
 
     #[test]
