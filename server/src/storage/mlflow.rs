@@ -404,35 +404,34 @@ impl MlflowTables {
     ) -> Result<Option<ParamClash>, AppError> {
         let mut tx = self.pool.begin().await.map_err(internal("begin params"))?;
         for (key, value) in params {
-            let old: Option<String> = sqlx::query_scalar(
+            // The write comes first: on SQLite a transaction that reads and
+            // then writes cannot wait for another writer ("database is
+            // locked" at once), one that starts by writing waits its turn.
+            sqlx::query(
+                "INSERT INTO mlflow_params (run_id, key, value) VALUES ($1, $2, $3) \
+                 ON CONFLICT (run_id, key) DO NOTHING",
+            )
+            .bind(run_id)
+            .bind(*key)
+            .bind(*value)
+            .execute(&mut *tx)
+            .await
+            .map_err(internal("insert param"))?;
+            let logged: String = sqlx::query_scalar(
                 "SELECT value FROM mlflow_params WHERE run_id = $1 AND key = $2",
             )
             .bind(run_id)
             .bind(*key)
-            .fetch_optional(&mut *tx)
+            .fetch_one(&mut *tx)
             .await
             .map_err(internal("read param"))?;
-            match old {
-                Some(old) if old == *value => {}
+            if logged != *value {
                 // Dropping the transaction rolls back the params before it.
-                Some(old) => {
-                    return Ok(Some(ParamClash {
-                        key: (*key).to_owned(),
-                        logged: old,
-                        attempted: (*value).to_owned(),
-                    }))
-                }
-                None => {
-                    sqlx::query(
-                        "INSERT INTO mlflow_params (run_id, key, value) VALUES ($1, $2, $3)",
-                    )
-                    .bind(run_id)
-                    .bind(*key)
-                    .bind(*value)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(internal("insert param"))?;
-                }
+                return Ok(Some(ParamClash {
+                    key: (*key).to_owned(),
+                    logged,
+                    attempted: (*value).to_owned(),
+                }));
             }
         }
         tx.commit().await.map_err(internal("commit params"))?;
