@@ -255,6 +255,11 @@ pub struct TagSummary {
     pub points: u64,
     /// Its last step, if any.
     pub last_step: Option<i64>,
+    /// The value at its last step (NaN/±Infinity as strings), if any: the
+    /// run's final value, as a comparison of runs shows it.
+    #[serde(default, with = "json_float::option")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<f64>))]
+    pub last_value: Option<f64>,
 }
 
 /// One point of a chart.

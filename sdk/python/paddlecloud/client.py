@@ -1032,7 +1032,7 @@ class Client(FilesMixin):
         )
 
     def metric_tags(self, name: str) -> List[Dict[str, Any]]:
-        """Job ``name``'s series: ``[{"tag", "points", "last_step"}]``."""
+        """Job ``name``'s series: ``[{"tag", "points", "last_step", "last_value"}]``."""
         return self._json("GET", f"/jobs/{_quote(name)}/metrics")
 
     def metric_series(

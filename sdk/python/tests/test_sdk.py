@@ -933,7 +933,7 @@ class BoardTest(ClientTestCase):
         board.client = self.client
         self.assertTrue(board.close(timeout=30))
         tags = self.client.metric_tags(job["name"])
-        self.assertEqual(tags, [{"tag": "loss", "points": 50, "last_step": 49}])
+        self.assertEqual(tags, [{"tag": "loss", "points": 50, "last_step": 49, "last_value": 49}])
 
 
 def _venv_python():

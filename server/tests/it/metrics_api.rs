@@ -84,8 +84,8 @@ async fn a_batch_posted_with_a_key_is_charted_and_exported() {
     let tags: Value = serde_json::from_str(&tags).unwrap();
     assert_eq!(
         tags,
-        json!([{"tag": "train/acc", "points": 2, "last_step": 1},
-               {"tag": "train/loss", "points": 4, "last_step": 3}])
+        json!([{"tag": "train/acc", "points": 2, "last_step": 1, "last_value": 0.75},
+               {"tag": "train/loss", "points": 4, "last_step": 3, "last_value": "-Infinity"}])
     );
 
     // The tag has a slash: the route takes the rest of the path.

@@ -89,8 +89,9 @@ impl PointStore {
 
     /// A job's series.
     pub async fn tags(&self, job_id: i64) -> Result<Vec<TagSummary>, AppError> {
-        let rows: Vec<(String, i64, Option<i64>)> = sqlx::query_as(
-            "SELECT tag, points, last_step FROM metric_series WHERE job_id = $1 ORDER BY tag",
+        let rows: Vec<(String, i64, Option<i64>, Option<f64>)> = sqlx::query_as(
+            "SELECT tag, points, last_step, last_value FROM metric_series WHERE job_id = $1 \
+             ORDER BY tag",
         )
         .bind(job_id)
         .fetch_all(&self.pool)
@@ -98,9 +99,11 @@ impl PointStore {
         .map_err(internal("list metric series"))?;
         Ok(rows
             .into_iter()
-            .map(|(tag, points, last_step)| TagSummary {
+            .map(|(tag, points, last_step, last_value)| TagSummary {
                 tag,
                 points: u64::try_from(points).unwrap_or(0),
+                // NULL at a last step is NaN (SQLite stores no NaN).
+                last_value: last_step.map(|_| last_value.unwrap_or(f64::NAN)),
                 last_step,
             })
             .collect())
