@@ -291,16 +291,25 @@ pub fn y_range<'a>(
     values: impl Iterator<Item = &'a f64>,
     ignore_outliers: bool,
 ) -> Option<(f64, f64)> {
-    let mut v: Vec<f64> = values.copied().filter(|v| v.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let (lo, hi) = if ignore_outliers && v.len() >= 20 {
-        let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
-        (at(0.05), at(0.95))
+    let finite = values.copied().filter(|v| v.is_finite());
+    let (lo, hi) = if ignore_outliers {
+        let mut v: Vec<f64> = finite.collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        if v.len() >= 20 {
+            let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+            (at(0.05), at(0.95))
+        } else {
+            (v[0], v[v.len() - 1])
+        }
     } else {
-        (v[0], v[v.len() - 1])
+        // All values: one pass, no sort (a comparison of 100 runs draws
+        // some 100,000 points).
+        finite.fold(None, |range: Option<(f64, f64)>, v| {
+            Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
+        })?
     };
     let pad = if hi > lo {
         (hi - lo) * 0.05
