@@ -24,6 +24,7 @@ pub mod paddleboard;
 pub mod pipelines;
 pub mod quota;
 pub mod resources;
+pub mod run_params;
 pub mod serving;
 pub mod storage;
 pub mod templates;

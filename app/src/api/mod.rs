@@ -3,6 +3,7 @@
 pub mod access_keys;
 pub mod accounts;
 pub mod assets;
+pub mod compare;
 #[cfg(feature = "ssr")]
 pub mod context;
 pub mod environments;

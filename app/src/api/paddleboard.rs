@@ -19,7 +19,7 @@ pub async fn board_jobs() -> Result<Vec<BoardJob>, AppError> {
 /// each an envelope at the chart's width over the (zoomed) x range.
 #[server(prefix = "/api", endpoint = "board_charts")]
 pub async fn board_charts(query: BoardQuery) -> Result<Board, AppError> {
-    use crate::models::board::{BoardChart, BoardSeries, JsonF64, XAxis, CHART_WIDTH, MAX_CHARTS};
+    use crate::models::board::{BoardChart, BoardSeries, XAxis, CHART_WIDTH, MAX_CHARTS};
     use crate::models::{ChartRange, RangeQuery};
 
     let account = principal()?.me.account;
@@ -101,15 +101,7 @@ pub async fn board_charts(query: BoardQuery) -> Result<Board, AppError> {
                 _ => whole,
             };
             let e = metrics.envelope(&account, &job, &tag, range).await?;
-            series.push(BoardSeries {
-                job,
-                steps: e.points.iter().map(|p| p.step).collect(),
-                walls: e.points.iter().map(|p| p.wall_time).collect(),
-                values: e.points.iter().map(|p| JsonF64(p.value)).collect(),
-                total: e.total,
-                full_resolution: e.full_resolution,
-                origin: e.origin.unwrap_or(0.0),
-            });
+            series.push(BoardSeries::from_envelope(job, e));
         }
         charts.push(BoardChart { tag, series });
     }

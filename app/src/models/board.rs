@@ -235,6 +235,21 @@ pub struct BoardSeries {
     pub origin: f64,
 }
 
+impl BoardSeries {
+    /// `job`'s series as an envelope gives it.
+    pub fn from_envelope(job: String, e: super::metrics::SeriesEnvelope) -> Self {
+        Self {
+            job,
+            steps: e.points.iter().map(|p| p.step).collect(),
+            walls: e.points.iter().map(|p| p.wall_time).collect(),
+            values: e.points.iter().map(|p| JsonF64(p.value)).collect(),
+            total: e.total,
+            full_resolution: e.full_resolution,
+            origin: e.origin.unwrap_or(0.0),
+        }
+    }
+}
+
 /// An `f64` that keeps NaN and ±Infinity through JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]

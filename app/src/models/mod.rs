@@ -8,6 +8,7 @@ pub mod assets;
 pub mod audit;
 pub mod board;
 pub mod capacity;
+pub mod compare;
 pub mod csv;
 pub mod environments;
 pub mod experiments;

@@ -15,6 +15,7 @@ mod metrics;
 mod notebooks;
 mod pipelines;
 mod resources;
+mod run_params;
 mod serving;
 mod templates;
 mod workload;
@@ -34,6 +35,7 @@ pub use metrics::*;
 pub use notebooks::*;
 pub use pipelines::*;
 pub use resources::*;
+pub use run_params::*;
 pub use serving::*;
 pub use templates::*;
 pub use workload::*;
@@ -71,6 +73,8 @@ pub struct Services {
     pub experiments: Arc<dyn Experiments>,
     /// Local runs: programs run outside the console, recorded as jobs.
     pub local_runs: Arc<dyn LocalRuns>,
+    /// Parameters jobs' programs recorded (local runs, MLflow runs).
+    pub run_params: Arc<dyn RunParams>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

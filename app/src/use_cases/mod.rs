@@ -4,6 +4,7 @@
 //! of them. A use case that needs one port only is that port's method.
 
 pub mod admission;
+pub mod compare;
 pub mod environments;
 pub mod experiments;
 pub mod jobs;

@@ -41,6 +41,7 @@ use crate::paddleboard::SqlMetrics;
 use crate::pipelines::SqlPipelines;
 use crate::quota::SqlQuotas;
 use crate::resources::SqlResourceCharts;
+use crate::run_params::SqlRunParams;
 use crate::serving::ServingService;
 use crate::storage::changes::{ChangeFeed, Kind};
 use crate::storage::db;
@@ -110,6 +111,7 @@ impl Console {
             pipelines: pipelines.clone(),
             experiments: experiments.clone(),
             local_runs: Arc::new(local_runs),
+            run_params: Arc::new(SqlRunParams::new(base.pool.clone())),
             secure_cookies: config.secure_cookies,
         };
         schedule_pipelines(&base, &pipelines, &services);

@@ -78,7 +78,8 @@ async fn csv_of(
     Ok(csv)
 }
 
-fn attachment(
+/// `body` as a download named `file`, of `content_type`.
+pub(crate) fn attachment(
     body: impl Into<axum::body::Body>,
     content_type: &'static str,
     file: &str,

@@ -11,7 +11,8 @@
 //! the tokens behind mailed links ([`user_links`]), PaddleBoard's
 //! points ([`metrics`]), datasets and models ([`assets`]), quotas
 //! ([`quota`]), access keys ([`access_keys`]), local runs ([`local_runs`]),
-//! MLflow's experiments and runs ([`mlflow`]).
+//! MLflow's experiments and runs ([`mlflow`]), and the parameters the last
+//! two recorded, read together ([`run_params`]).
 //! Nothing here knows of a backend, a service or HTTP: stores take and give
 //! models and plain values.
 
@@ -34,6 +35,7 @@ pub mod mlflow;
 pub mod notebooks;
 pub mod pipelines;
 pub mod quota;
+pub mod run_params;
 pub mod samples;
 pub mod serving;
 pub mod sessions;

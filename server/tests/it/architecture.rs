@@ -64,6 +64,7 @@ const SERVER_LAYERS: Layers = &[
             "pipelines",
             "quota",
             "resources",
+            "run_params",
             "serving",
             "templates",
         ],

@@ -510,6 +510,7 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         "POST /api/v1/admin/reset-links",
         "GET /api/v1/audit",
         "GET /api/v1/audit.csv",
+        "GET /api/v1/jobs/compare.csv",
     ];
     expected.sort();
     assert_eq!(documented, expected);

@@ -176,8 +176,15 @@ async fn send(site: &Site, method: Method, path: &str, key: &str, body: &str) ->
     }
 }
 
+/// Routes whose subject is in the query string, and the query that names
+/// the team's things there.
+fn query_of(template: &str) -> Option<&'static str> {
+    (template == "/api/v1/jobs/compare.csv").then_some("?jobs=j1")
+}
+
 /// The documented path with the team's things in its parameters.
 fn concrete(template: &str, team: &Team) -> String {
+    let query = query_of(template).unwrap_or_default();
     let in_models = template.starts_with("/api/v1/models/");
     let in_serving = template.starts_with("/api/v1/serving/");
     template
@@ -202,6 +209,7 @@ fn concrete(template: &str, team: &Team) -> String {
         .replace("{token}", "0123456789abcdef")
         .replace("{user_id}", &team.owner_id.to_string())
         .replace("{id}", "999999")
+        + query
 }
 
 /// What a body-less or minimal request to a write route sends: the role
@@ -269,7 +277,10 @@ fn owner_only(method: &Method, template: &str) -> bool {
 /// Whether the route is about the team's own things (so another account's
 /// owner must not reach them).
 fn teams(template: &str) -> bool {
-    template.contains("{name}") || template.contains("{owner}") || template.contains("{user_id}")
+    template.contains("{name}")
+        || template.contains("{owner}")
+        || template.contains("{user_id}")
+        || query_of(template).is_some()
 }
 
 async fn every_rest_route_checks_the_callers_role(team: &Team) {
@@ -412,6 +423,7 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("cluster_room", ""),
     ("board_jobs", ""),
     ("board_charts", ""),
+    ("compare_runs", "query[jobs][0]=j1"),
     ("members", ""),
     ("my_accounts", ""),
     ("current_user", ""),

@@ -331,17 +331,7 @@ pub async fn series(
 }
 
 /// A value as spreadsheets read it: `NaN`, `inf`, `-inf` spelled out.
-pub fn csv_value(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v == f64::INFINITY {
-        "Infinity".into()
-    } else if v == f64::NEG_INFINITY {
-        "-Infinity".into()
-    } else {
-        v.to_string()
-    }
-}
+pub use app::models::csv::number as csv_value;
 
 #[cfg(test)]
 mod tests {

@@ -9,6 +9,7 @@ mod account;
 mod archive;
 pub mod assets;
 mod cluster;
+mod compare;
 mod contract;
 mod environments;
 mod experiments;
@@ -108,6 +109,7 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(members::change_role))
         .routes(routes!(members::set_caps))
         .routes(routes!(members::remove))
+        .routes(routes!(compare::compare_csv))
         .routes(routes!(jobs::list, jobs::submit))
         .routes(routes!(jobs::get_one, jobs::delete))
         .routes(routes!(jobs::stop))

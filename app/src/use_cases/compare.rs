@@ -1,0 +1,160 @@
+//! Comparing runs: any jobs of the account side by side, their parameters
+//! (template values, and what their programs recorded as local or MLflow
+//! runs), final metric values and the chosen tags' curves. The compare page
+//! and the CSV export both call [`compare_runs`].
+
+use std::collections::BTreeMap;
+
+use futures_util::future::{try_join, try_join_all};
+
+use crate::error::AppError;
+use crate::models::board::{BoardChart, BoardSeries, JsonF64, CHART_WIDTH};
+use crate::models::compare::{
+    check_jobs, rows, CompareQuery, ComparedRun, Comparison, FinalValue, MAX_OVERLAID,
+};
+use crate::models::{Account, ChartRange, Job, JobSource, RangeQuery};
+use crate::ports::Services;
+
+/// What `job` was made from, in words: its template, pipeline node,
+/// notebook, or where a local or MLflow run ran.
+pub fn origin_of(job: &Job) -> String {
+    if let Some(t) = &job.spec.template {
+        return format!("template {} v{}", t.name, t.version);
+    }
+    if let Some(p) = &job.spec.pipeline {
+        return format!("pipeline {} · {}", p.run, p.node);
+    }
+    if let Some(n) = &job.spec.notebook {
+        return format!("notebook {n}");
+    }
+    match job.source {
+        JobSource::Local => match job.ran_on.as_deref().filter(|h| !h.is_empty()) {
+            Some(host) => format!("local run on {host}"),
+            None => "local run".into(),
+        },
+        JobSource::Mlflow => "MLflow run".into(),
+        JobSource::Console => String::new(),
+    }
+}
+
+/// The runs `query` names, side by side, with the chosen tags' curves.
+/// Every run must be a job of `account` (another account's is "not
+/// found", named); `query.tags` are overlaid (those no run has are left
+/// out), or, when none is asked for, the tag most of the runs have.
+pub async fn compare_runs(
+    services: &Services,
+    account: &Account,
+    query: &CompareQuery,
+) -> Result<Comparison, AppError> {
+    let mut comparison = side_by_side(services, account, &query.jobs).await?;
+    for tag in overlaid(query, &comparison.metrics) {
+        let having: Vec<&String> = query
+            .jobs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                comparison
+                    .metrics
+                    .iter()
+                    .any(|m| m.name == tag && m.values[*i].is_some())
+            })
+            .map(|(_, name)| name)
+            .collect();
+        // The runs' envelopes at once: each waits on its own look-up.
+        let series = try_join_all(having.into_iter().map(|name| {
+            let tag = &tag;
+            async move {
+                let whole = ChartRange::Steps(RangeQuery {
+                    from: None,
+                    to: None,
+                    width: CHART_WIDTH as usize,
+                });
+                let e = services.metrics.envelope(account, name, tag, whole).await?;
+                Ok::<_, AppError>(BoardSeries::from_envelope(name.clone(), e))
+            }
+        }))
+        .await?;
+        comparison.charts.push(BoardChart { tag, series });
+    }
+    Ok(comparison)
+}
+
+/// The runs `jobs` names side by side, without curves: what the CSV holds.
+/// Every run must be a job of `account` (another account's is "not
+/// found", named).
+pub async fn side_by_side(
+    services: &Services,
+    account: &Account,
+    jobs: &[String],
+) -> Result<Comparison, AppError> {
+    check_jobs(jobs)?;
+    // Every run's record and tags at once, beside the recorded parameters:
+    // a hundred runs are a few hundred small queries, which wait on the
+    // database far more than they work.
+    let looked_up = try_join_all(jobs.iter().map(|name| async move {
+        let job = services.cluster.job(account, name).await?;
+        let tags = services.metrics.tags(account, name).await?;
+        Ok::<_, AppError>((job, tags))
+    }));
+    let (looked_up, mut params) =
+        try_join(looked_up, services.run_params.params(account, jobs)).await?;
+    let mut runs = Vec::with_capacity(jobs.len());
+    let mut finals: Vec<BTreeMap<String, FinalValue>> = Vec::with_capacity(jobs.len());
+    for ((job, tags), recorded) in looked_up.into_iter().zip(params.iter_mut()) {
+        runs.push(ComparedRun {
+            origin: origin_of(&job),
+            name: job.name,
+            status: job.status,
+            source: job.source,
+            created_at: job.created_at,
+        });
+        // What a program recorded, then the template's values over it:
+        // those the console checked and ran with.
+        if let Some(t) = job.spec.template {
+            recorded.extend(t.values.iter().map(|(k, v)| (k.clone(), v.to_text())));
+        }
+        finals.push(
+            tags.into_iter()
+                .filter_map(|t| {
+                    let step = t.last_step?;
+                    let value = JsonF64(t.last_value.unwrap_or(f64::NAN));
+                    Some((t.tag, FinalValue { step, value }))
+                })
+                .collect(),
+        );
+    }
+    Ok(Comparison {
+        runs,
+        params: rows(&params),
+        metrics: rows(&finals),
+        charts: Vec::new(),
+    })
+}
+
+/// The tags to overlay: those asked for that some run has, else the one
+/// most runs have (the first by name among equals).
+fn overlaid(
+    query: &CompareQuery,
+    metrics: &[crate::models::compare::CompareRow<FinalValue>],
+) -> Vec<String> {
+    let has = |tag: &str| metrics.iter().any(|m| m.name == tag);
+    let asked: Vec<String> = query
+        .tags
+        .iter()
+        .filter(|t| has(t))
+        .take(MAX_OVERLAID)
+        .cloned()
+        .collect();
+    if !asked.is_empty() {
+        return asked;
+    }
+    let mut best: Option<(&str, usize)> = None;
+    for m in metrics {
+        let n = m.values.iter().filter(|v| v.is_some()).count();
+        if best.is_none_or(|(_, most)| n > most) {
+            best = Some((&m.name, n));
+        }
+    }
+    best.map(|(tag, _)| vec![tag.to_owned()])
+        .unwrap_or_default()
+}
