@@ -19,6 +19,7 @@ use crate::pages::{
     auth::ResetPage,
     auth::SignUpPage,
     environments::{EnvironmentPage, EnvironmentsPage},
+    jobs::compare::ComparePage,
     jobs::resources::JobResourcesPage,
     jobs::JobsPage,
     join::JoinPage,
@@ -94,6 +95,7 @@ pub fn App() -> impl IntoView {
                 <ParentRoute path=path!("") view=Layout ssr=SsrMode::Async>
                     <Route path=path!("") view=|| view! { <Redirect path="/jobs" /> } />
                     <Route path=path!("jobs") view=|| view! { <JobsPage /> } />
+                    <Route path=path!("jobs/compare") view=|| view! { <ComparePage /> } />
                     <Route path=path!("jobs/:name/resources") view=|| view! { <JobResourcesPage /> } />
                     <Route path=path!("jobs/:name/template") view=|| view! { <SaveAsTemplatePage /> } />
                     <Route path=path!("paddleboard") view=|| view! { <PaddleBoardPage /> } />

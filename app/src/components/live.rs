@@ -199,6 +199,40 @@ mod client {
         Ok(())
     }
 
+    /// The check boxes ticked in `region`, as (name, value): what the
+    /// user chose there (jobs to compare) outlives a refresh.
+    fn ticked_in(region: &web_sys::Element) -> Result<Vec<(String, String)>, JsValue> {
+        let boxes = region.query_selector_all("input[type=checkbox]:checked")?;
+        Ok((0..boxes.length())
+            .filter_map(|i| boxes.get(i)?.dyn_into::<web_sys::HtmlInputElement>().ok())
+            .map(|b| (b.name(), b.value()))
+            .collect())
+    }
+
+    /// Ticks again the boxes of `ticked` that the new content of `region`
+    /// still has.
+    fn tick_again(region: &web_sys::Element, ticked: &[(String, String)]) -> Result<(), JsValue> {
+        if ticked.is_empty() {
+            return Ok(());
+        }
+        let boxes = region.query_selector_all("input[type=checkbox]")?;
+        for i in 0..boxes.length() {
+            let Some(b) = boxes
+                .get(i)
+                .and_then(|n| n.dyn_into::<web_sys::HtmlInputElement>().ok())
+            else {
+                continue;
+            };
+            if ticked
+                .iter()
+                .any(|(n, v)| *n == b.name() && *v == b.value())
+            {
+                b.set_checked(true);
+            }
+        }
+        Ok(())
+    }
+
     /// Fetches the `targets` as they are now (the page's URL, rendering
     /// only them) and swaps in their new content.
     async fn refresh(targets: &[String]) -> Result<(), JsValue> {
@@ -247,7 +281,9 @@ mod client {
                 document.get_element_by_id(target),
             ) {
                 if new.inner_html() != old.inner_html() {
+                    let ticked = ticked_in(&old)?;
                     old.set_inner_html(&new.inner_html());
+                    tick_again(&old, &ticked)?;
                     hydrate_islands_in(&old)?;
                 }
             }

@@ -17,6 +17,7 @@ mod changes;
 mod cli;
 mod cli_remote;
 mod cluster_contract;
+mod compare;
 mod console_in_cluster;
 mod environments;
 mod experiment_store;

@@ -1,6 +1,7 @@
 //! `/jobs`: the job table with its filters (all in the URL), the submit
 //! dialog (`?submit=1`) and the log console (`?log=<job>&pod=<pod>`).
 
+pub mod compare;
 mod log_console;
 pub use log_console::LogConsole;
 mod local_run;
@@ -18,6 +19,10 @@ use crate::components::links::page_href;
 use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::resource::resource;
 use crate::models::{ms_to_date, JobQuery, JobSort, JobSource, JobStatus};
+
+/// The id of the form the table's check boxes belong to: a GET of
+/// `/jobs/compare` with the ticked jobs.
+pub const COMPARE_FORM: &str = "compare-jobs";
 
 /// `/jobs?…` with `changes` applied to the current parameters (`None` removes one).
 pub fn jobs_href(params: &ParamsMap, changes: &[(&'static str, Option<String>)]) -> String {
@@ -38,6 +43,11 @@ pub fn JobsPage() -> impl IntoView {
             <Title text="Jobs" />
             <div class="page-head">
                 <h1>"Jobs"</h1>
+                <form id=COMPARE_FORM method="GET" action="/jobs/compare" class="compare-form">
+                    <button type="submit" data-testid="compare-ticked" title="Compare the jobs ticked in the table">
+                        "Compare ticked"
+                    </button>
+                </form>
                 <a href=params.with_untracked(|p| jobs_href(p, &[("submit", Some("1".into()))])) class="button primary">
                     "Submit job"
                 </a>

@@ -49,6 +49,7 @@ pub fn JobTable(
                             <table class="grid jobs" data-testid="jobs">
                                 <thead>
                                     <tr>
+                                        <th class="pick" title="Tick runs, then Compare">"Compare"</th>
                                         <th>"Name"</th>
                                         <th>"Start time"</th>
                                         <th>"Age"</th>
@@ -121,6 +122,21 @@ impl RowActions {
 fn job_row(m: &mut Markup, job: &Job, now: i64, actions: &RowActions) {
     let name = job.name.as_str();
     m.open("tr", &[("data-job", name)]);
+    // Outside the row's Stop/Delete form: the box belongs to the compare
+    // form above the table (`form=`), so no form nests in another.
+    let label = format!("Compare {name}");
+    m.open("td", &[("class", "pick")]);
+    m.open(
+        "input",
+        &[
+            ("type", "checkbox"),
+            ("name", "jobs"),
+            ("value", name),
+            ("form", super::COMPARE_FORM),
+            ("aria-label", &label),
+        ],
+    );
+    m.close("td");
     m.open("td", &[("class", "name")]).text(name);
     if let Some(notebook) = &job.spec.notebook {
         m.open("small", &[("class", "origin"), ("data-testid", "origin")])
@@ -280,7 +296,11 @@ mod tests {
         let params = ParamsMap::new();
         let html = rows_html(&[job(serde_json::json!({}))], 3_600_000, &params);
         assert!(
-            html.starts_with("<tr data-job=\"mnist-1\"><td class=\"name\">mnist-1</td>"),
+            html.starts_with(
+                "<tr data-job=\"mnist-1\"><td class=\"pick\"><input type=\"checkbox\" name=\"jobs\" \
+                 value=\"mnist-1\" form=\"compare-jobs\" aria-label=\"Compare mnist-1\"></td>\
+                 <td class=\"name\">mnist-1</td>"
+            ),
             "{html}"
         );
         for part in [

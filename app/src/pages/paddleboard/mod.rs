@@ -19,6 +19,7 @@ use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::resource::resource;
 use crate::models::board::{Board, BoardView};
 use crate::models::url::encode;
+pub use pointer::lines;
 use pointer::ChartPointer;
 
 /// The page's view, from the URL.
