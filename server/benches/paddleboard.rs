@@ -15,20 +15,12 @@
 //! `cargo bench -p server --bench paddleboard`; `PADDLEBOARD_BENCH_SERIES`
 //! (default 100) changes the number of 100k series.
 
-use std::time::{Duration, Instant};
+mod support;
 
-use app::models::SignUpForm;
-use server::access_keys::SqlAccessKeys;
-use server::console::{Config, Console};
+use std::time::Instant;
+
 use server::storage::jobs::JobStore;
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
+use support::{ms, percentile};
 
 /// The same curve as the comparison script: a noisy decay, one spike.
 fn value(series: u64, step: i64, state: &mut u64) -> f64 {
@@ -44,84 +36,6 @@ fn value(series: u64, step: i64, state: &mut u64) -> f64 {
     }
 }
 
-struct Bench {
-    base: String,
-    key: String,
-    agent: ureq::Agent,
-}
-
-impl Bench {
-    fn post(&self, job: &str, body: &str) -> anyhow::Result<()> {
-        let res = self
-            .agent
-            .post(&format!("{}/api/v1/jobs/{job}/metrics", self.base))
-            .header("Authorization", &format!("Bearer {}", self.key))
-            .header("Content-Type", "application/json")
-            .send(body)?;
-        anyhow::ensure!(res.status() == 200, "batch answered {}", res.status());
-        Ok(())
-    }
-
-    fn get(&self, path: &str) -> anyhow::Result<String> {
-        let mut res = self
-            .agent
-            .get(&format!("{}{path}", self.base))
-            .header("Authorization", &format!("Bearer {}", self.key))
-            .call()?;
-        anyhow::ensure!(res.status() == 200, "{path} answered {}", res.status());
-        Ok(res
-            .body_mut()
-            .with_config()
-            .limit(1 << 30)
-            .read_to_string()?)
-    }
-
-    /// Sends `points` points of `tag` in batches of 10,000; returns points/s.
-    /// The bodies are written first, so the time is the server's, not the
-    /// time this client spends formatting numbers.
-    fn ingest(&self, job: &str, series: u64, tag: &str, points: i64) -> anyhow::Result<f64> {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ series;
-        let mut bodies = Vec::new();
-        let mut step = 0;
-        while step < points {
-            let end = (step + 10_000).min(points);
-            let mut body = String::with_capacity(10_000 * 70);
-            body.push('[');
-            for s in step..end {
-                if s > step {
-                    body.push(',');
-                }
-                body.push_str(&format!(
-                    r#"{{"tag":"{tag}","step":{s},"value":{},"wall_time":{}}}"#,
-                    value(series, s, &mut state),
-                    1.7e9 + s as f64 * 0.01
-                ));
-            }
-            body.push(']');
-            bodies.push(body);
-            step = end;
-        }
-        let started = Instant::now();
-        for body in &bodies {
-            self.post(job, body)?;
-        }
-        Ok(points as f64 / started.elapsed().as_secs_f64())
-    }
-
-    /// p50/p90 of `runs` GETs of `path`, after one to warm up.
-    fn time(&self, path: &str, runs: usize) -> anyhow::Result<(Duration, Duration, String)> {
-        let body = self.get(path)?;
-        let mut times = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            let t = Instant::now();
-            self.get(path)?;
-            times.push(t.elapsed());
-        }
-        times.sort();
-        Ok((percentile(&times, 0.5), percentile(&times, 0.9), body))
-    }
-}
-
 fn main() -> anyhow::Result<()> {
     let many: u64 = std::env::var("PADDLEBOARD_BENCH_SERIES")
         .ok()
@@ -131,34 +45,9 @@ fn main() -> anyhow::Result<()> {
     let url = std::env::var("BENCH_DATABASE_URL")
         .unwrap_or_else(|_| server::storage::db::default_url(dir.path()));
     let runtime = tokio::runtime::Runtime::new()?;
-    let (base, key) = runtime.block_on(async {
+    let bench = runtime.block_on(async {
         // The console as `paddlecloud serve` runs it, 50M points cached.
-        let site = server::cli::site_options(
-            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../Leptos.toml")),
-            None,
-        )?;
-        let config = Config {
-            metrics_cache_points: 50_000_000,
-            ..Config::embedded(site, dir.path().to_owned(), url.clone())
-        };
-        let console = Console::build(config).await?;
-        let pool = console.pool.clone();
-        let accounts = console.services.accounts.clone();
-        let name = format!("bench{}", std::process::id());
-        let me = accounts
-            .create_account(SignUpForm {
-                account: name.clone(),
-                email: "bench@example.com".into(),
-                password: "a long password".into(),
-            })
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let keys = SqlAccessKeys::new(pool.clone());
-        let key = keys
-            .create_for(&name, "bench@example.com", "bench")
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?
-            .key;
+        let setup = support::console(dir.path(), &url, 50_000_000).await?;
         for job in ["one-million", "hundred"] {
             let spec = app::models::JobSpec {
                 notebook: None,
@@ -180,33 +69,21 @@ fn main() -> anyhow::Result<()> {
                 datasets: vec![],
                 models: vec![],
             };
-            JobStore::new(pool.clone())
-                .insert(&me, &spec, "local")
+            JobStore::new(setup.console.pool.clone())
+                .insert(&setup.me, &spec, "local")
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
         }
-        let app = console.router();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        anyhow::Ok((format!("http://{addr}"), key))
+        setup.serve().await
     })?;
-    let bench = Bench {
-        base,
-        key,
-        agent: ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .build()
-            .into(),
-    };
-    let engine = if url.starts_with("postgres") {
-        "PostgreSQL"
-    } else {
-        "SQLite"
-    };
+    let engine = support::engine(&url);
     println!("PaddleBoard over HTTP ({engine}, batches of 10,000 points, each durable)");
 
-    let rate = bench.ingest("one-million", 0, "loss", 1_000_000)?;
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let seconds = bench.ingest("one-million", "loss", 1_000_000, |s| {
+        value(0, s, &mut state)
+    })?;
+    let rate = 1_000_000.0 / seconds;
     println!("  ingest 1 series x 1,000,000 points:        {rate:>10.0} points/s");
 
     let (p50, p90, body) = bench.time("/api/v1/jobs/one-million/metrics/loss?width=1000", 200)?;
@@ -232,7 +109,11 @@ fn main() -> anyhow::Result<()> {
 
     let started = Instant::now();
     for s in 0..many {
-        bench.ingest("hundred", s + 1, &format!("series-{s:03}"), 100_000)?;
+        let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ (s + 1);
+        let tag = format!("series-{s:03}");
+        bench.ingest("hundred", &tag, 100_000, |step| {
+            value(s + 1, step, &mut state)
+        })?;
     }
     let total = many as f64 * 100_000.0;
     println!(
