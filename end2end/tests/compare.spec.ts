@@ -25,30 +25,31 @@ test("ticking two jobs in the table opens their comparison: parameters, only dif
   await page.getByLabel("Compare cmp-a").check();
   await page.getByLabel("Compare cmp-b").check();
   await page.getByTestId("compare-ticked").click();
-  await expect(page).toHaveURL(/\/jobs\/compare\?jobs=cmp-a&jobs=cmp-b$/);
+  // The table lists the newest first, and the form sends the boxes in its order.
+  await expect(page).toHaveURL(/\/jobs\/compare\?jobs=cmp-b&jobs=cmp-a$/);
 
   const table = page.getByTestId("comparison");
-  await expect(table.locator("th[data-run]")).toHaveText([/^cmp-a/, /^cmp-b/]);
-  await expect(table.locator('tr[data-param="lr"] td')).toHaveText(["0.1", "0.2"]);
+  await expect(table.locator("th[data-run]")).toHaveText([/^cmp-b/, /^cmp-a/]);
+  await expect(table.locator('tr[data-param="lr"] td')).toHaveText(["0.2", "0.1"]);
   await expect(table.locator('tr[data-param="batch"] td')).toHaveText(["64", "64"]);
-  await expect(table.locator('tr[data-metric="loss"] td')).toHaveText(["0.5", "0.25"]);
+  await expect(table.locator('tr[data-metric="loss"] td')).toHaveText(["0.25", "0.5"]);
   const chart = page.locator('[data-testid="compare-chart"][data-tag="loss"]');
   await expect(chart.locator("svg")).toHaveCount(1);
-  await expect(chart.locator(".legend-item")).toHaveText(["cmp-a", "cmp-b"]);
+  await expect(chart.locator(".legend-item")).toHaveText(["cmp-b", "cmp-a"]);
 
   // Only differences: a link, so it works with JavaScript off too.
   await page.getByTestId("only-differences").click();
   await expect(page).toHaveURL(/diff=1/);
   await expect(table.locator('tr[data-param="batch"]')).toHaveCount(0);
-  await expect(table.locator('tr[data-param="lr"] td')).toHaveText(["0.1", "0.2"]);
+  await expect(table.locator('tr[data-param="lr"] td')).toHaveText(["0.2", "0.1"]);
 
   // The CSV link is the same comparison, as the REST route gives it.
   const href = await page.getByTestId("compare-csv").getAttribute("href");
-  expect(href).toBe("/api/v1/jobs/compare.csv?jobs=cmp-a,cmp-b&diff=1");
+  expect(href).toBe("/api/v1/jobs/compare.csv?jobs=cmp-b,cmp-a&diff=1");
   const csv = await page.request.get(href!);
   expect(csv.status()).toBe(200);
   const lines = (await csv.text()).trim().split("\n");
   expect(lines[0]).toBe("job,status,source,origin,created_at_ms,params.lr,metrics.loss");
-  expect(lines[1]).toMatch(/^cmp-a,succeeded,local,.*,0\.1,0\.5$/);
-  expect(lines[2]).toMatch(/^cmp-b,succeeded,local,.*,0\.2,0\.25$/);
+  expect(lines[1]).toMatch(/^cmp-b,succeeded,local,.*,0\.2,0\.25$/);
+  expect(lines[2]).toMatch(/^cmp-a,succeeded,local,.*,0\.1,0\.5$/);
 });

@@ -40,7 +40,7 @@ test("a submitted job appears at once, goes Running and Succeeded, with per-role
   await expect(row(page, "mnist").getByTestId("ps")).toHaveText("1/1");
   await expectStatus(page, hydrated, "mnist", "Succeeded");
   await expect(row(page, "mnist").getByTestId("trainers")).toHaveText("0/2");
-  await expect(row(page, "mnist").locator("td").nth(8)).toHaveText("local");
+  await expect(row(page, "mnist").locator("td").nth(9)).toHaveText("local");
 });
 
 test("the submit dialog shows the job's total and refuses bad fields next to them", async ({ page, open, hydrated }) => {
