@@ -15,9 +15,13 @@ use crate::models::compare::{
 use crate::models::{Account, ChartRange, Job, JobSource, RangeQuery};
 use crate::ports::Services;
 
-/// What `job` was made from, in words: its template, pipeline node,
+/// What `job` was made from, in words: its experiment and trial, its
+/// template, pipeline node,
 /// notebook, or where a local or MLflow run ran.
 pub fn origin_of(job: &Job) -> String {
+    if let Some(e) = &job.spec.experiment {
+        return format!("experiment {} · trial {}", e.name, e.trial);
+    }
     if let Some(t) = &job.spec.template {
         return format!("template {} v{}", t.name, t.version);
     }

@@ -221,6 +221,30 @@ async fn an_experiment_runs_its_trials_as_template_jobs_and_finds_the_best_then_
     assert_eq!(summary["best"]["number"], lowest["number"]);
     assert!(summary.get("spec").is_none(), "the list is a summary");
 
+    // Its trials compare like any runs: their values and final loss a row
+    // each, their origin the experiment and trial.
+    let csv = get(
+        &site,
+        &key,
+        "/api/v1/jobs/compare.csv?jobs=bowl-search-t1,bowl-search-t2&diff=1",
+    )
+    .await;
+    assert_eq!(csv.status, StatusCode::OK, "{}", csv.body);
+    let lines: Vec<&str> = csv.body.lines().collect();
+    assert!(lines[0].contains("params.x"), "{}", csv.body);
+    assert!(lines[0].ends_with("metrics.loss"), "{}", csv.body);
+    assert!(
+        lines[1].starts_with("bowl-search-t1,succeeded,console,experiment bowl-search · trial 1,"),
+        "{}",
+        csv.body
+    );
+    let loss: f64 = lines[1].rsplit(',').next().unwrap().parse().unwrap();
+    assert!(
+        (loss - trials[0]["objective"].as_f64().unwrap()).abs() < 1e-9,
+        "{}",
+        csv.body
+    );
+
     // Two more: it runs again and the new trials try new values.
     let more = post(
         &site,
