@@ -4,10 +4,13 @@
 //! trial runs with; the search itself runs on the server
 //! (`server::experiments::search`).
 
+mod form;
 mod record;
 mod settings;
 mod space;
+mod view;
 
+pub use form::{ExperimentForm, ParamForm};
 pub use record::{
     best_of, counted, ending, trial_job_name, was_retried, Experiment, ExperimentSpec,
     ExperimentStatus, ExperimentSummary, Trial, TrialCounts, TrialStatus, MAX_PARALLEL_TRIALS,
@@ -15,6 +18,7 @@ pub use record::{
 };
 pub use settings::{Algorithm, Direction, EarlyStopping, Objective, ObjectiveValue};
 pub use space::{Domain, SearchParam, SearchSpace, TrialValues};
+pub use view::{best_over_time, table_rows, value_text, TrialColumn, TrialQuery, TRIALS_PER_PAGE};
 
 #[cfg(test)]
 mod tests {
