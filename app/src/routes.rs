@@ -20,6 +20,7 @@ use crate::pages::{
     auth::SignUpPage,
     environments::{EnvironmentPage, EnvironmentsPage},
     jobs::compare::ComparePage,
+    experiments::{ExperimentPage, ExperimentsPage, NewExperimentPage},
     jobs::resources::JobResourcesPage,
     jobs::JobsPage,
     join::JoinPage,
@@ -112,6 +113,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("environments") view=|| view! { <EnvironmentsPage /> } />
                     <Route path=path!("pipelines") view=|| view! { <PipelinesPage /> } />
                     <Route path=path!("pipelines/:name") view=|| view! { <PipelinePage /> } />
+                    <Route path=path!("experiments") view=|| view! { <ExperimentsPage /> } />
+                    <Route path=path!("experiments/new") view=|| view! { <NewExperimentPage /> } />
+                    <Route path=path!("experiments/:name") view=|| view! { <ExperimentPage /> } />
                     <Route path=path!("environments/:name") view=|| view! { <EnvironmentPage /> } />
                     <Route path=path!("templates/:name") view=|| view! { <TemplateRunPage /> } />
                     <Route path=path!("quota") view=|| view! { <QuotaPageView /> } />

@@ -7,6 +7,7 @@ pub mod compare;
 #[cfg(feature = "ssr")]
 pub mod context;
 pub mod environments;
+pub mod experiments;
 pub mod jobs;
 pub mod members;
 pub mod notebooks;

@@ -8,6 +8,7 @@ pub mod assets;
 pub mod audit;
 pub mod auth;
 pub mod environments;
+pub mod experiments;
 pub mod jobs;
 pub mod join;
 pub mod members;

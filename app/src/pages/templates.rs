@@ -160,6 +160,7 @@ fn RunForm(data: RunFormData) -> impl IntoView {
         <div class="page-head">
             <h1>{format!("Run {}", t.spec.name)}</h1>
             <span class="badge" data-testid="version">{format!("v{}", t.version)}</span>
+            <a class="button" href=format!("/experiments/new?template={}", crate::models::url::encode(&template_ref(&t))) data-testid="search-template">"Search this template"</a>
         </div>
         {(!t.spec.description.is_empty()).then(|| view! { <p class="hint">{t.spec.description.clone()}</p> })}
         {from.map(|job| view! {
@@ -267,6 +268,15 @@ fn ParamField(
         <label for=id>{label}</label>
         {input}
         <FieldError error field />
+    }
+}
+
+/// `owner/name`, or `name` for a template without an owner.
+fn template_ref(t: &Template) -> String {
+    if t.owner.is_empty() {
+        t.spec.name.clone()
+    } else {
+        format!("{}/{}", t.owner, t.spec.name)
     }
 }
 

@@ -174,6 +174,19 @@ fn job_row(m: &mut Markup, job: &Job, now: i64, actions: &RowActions) {
         }
         m.close("a");
     }
+    if let Some(x) = &job.spec.experiment {
+        let href = format!("/experiments/{}", x.name);
+        let attrs = [
+            ("class", "origin"),
+            ("href", &href),
+            ("data-testid", "experiment"),
+        ];
+        m.open("a", &attrs)
+            .text("experiment ")
+            .text(&x.name)
+            .text(" #");
+        m.display(x.trial).close("a");
+    }
     if let Some(t) = &job.spec.template {
         let again = format!("/templates/{}?owner={}&from={}", t.name, t.owner, job.name);
         m.open(
