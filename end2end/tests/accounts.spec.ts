@@ -1,6 +1,6 @@
 import { test, expect, newAccount, signUp, signIn, signOut } from "./fixtures";
 
-const SECTIONS = ["Jobs", "Templates", "Environments", "Pipelines", "PaddleBoard", "Serving", "Datasets", "Models", "Notebooks", "Quota", "Account"];
+const SECTIONS = ["Jobs", "Templates", "Environments", "Pipelines", "Experiments", "PaddleBoard", "Serving", "Datasets", "Models", "Notebooks", "Quota", "Account"];
 
 test("a new user signs up and lands on their jobs inside the console shell", async ({ page, open }) => {
   const who = newAccount();

@@ -20,6 +20,7 @@ mod cluster_contract;
 mod compare;
 mod console_in_cluster;
 mod environments;
+mod experiment_pages;
 mod experiment_store;
 mod experiments;
 mod fuzz_corpus;

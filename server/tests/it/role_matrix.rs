@@ -368,6 +368,12 @@ const SERVER_FN_WRITES: &[(&str, &str)] = &[
     ("stop_pipeline", "name=nope"),
     ("create_pipeline", "form[name]=p&form[nodes][0][name]=a&form[nodes][0][template]=team/t1"),
     ("retry_pipeline", "name=nope"),
+    ("create_experiment_form", "form[name]=e&form[template]=team/t1&form[metric]=loss&form[max_trials]=2&form[parallel_trials]=1&form[max_failed_trials]=1"),
+    ("pause_experiment", "name=nope"),
+    ("resume_experiment", "name=nope"),
+    ("stop_experiment", "name=nope"),
+    ("extend_experiment", "name=nope&more=1"),
+    ("retry_experiment", "name=nope"),
     ("save_template", "form[name]=t2&form[job]=%7B%22command%22%3A%5B%22true%22%5D%2C%22num_trainers%22%3A1%7D"),
 ];
 const SERVER_FN_OWNERS: &[(&str, &str)] = &[
@@ -417,6 +423,9 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("get_environment", "name=minimal&owner=paddlecloud"),
     ("list_pipelines", ""),
     ("get_pipeline", "name=nope"),
+    ("list_experiments", ""),
+    ("experiment_page", "name=nope"),
+    ("new_experiment_form", "template=team%2Ft1"),
     ("resource_charts", "job=j1"),
     ("quota_view", ""),
     ("quota_left", ""),

@@ -9,7 +9,7 @@ use leptos::server_fn::ServerFn;
 use crate::api::experiments::{
     ExtendExperiment, PauseExperiment, ResumeExperiment, RetryExperiment, StopExperiment,
 };
-use crate::components::form::{last_error, FormError};
+use crate::components::form::last_error;
 use crate::error::AppError;
 use crate::models::ExperimentStatus;
 
@@ -31,11 +31,11 @@ pub fn ExperimentActions(name: String, status: String, failed: u32) -> impl Into
     let extend = ServerAction::<ExtendExperiment>::new();
     let retry = ServerAction::<RetryExperiment>::new();
     let errors = [
-        Signal::derive(last_error(pause)),
-        Signal::derive(last_error(resume)),
-        Signal::derive(last_error(stop)),
-        Signal::derive(last_error(extend)),
-        Signal::derive(last_error(retry)),
+        sent_error(pause),
+        sent_error(resume),
+        sent_error(stop),
+        sent_error(extend),
+        sent_error(retry),
     ];
     let error: Signal<Option<AppError>> =
         Signal::derive(move || errors.iter().find_map(|e| e.get()));
@@ -142,6 +142,32 @@ pub fn ExperimentActions(name: String, status: String, failed: u32) -> impl Into
         <div class="actions experiment-actions">
             {paused}{resumed}{stopped}{extended}{retried}
         </div>
-        <FormError error />
+        <RefusalBanner error />
+    }
+}
+
+/// The refusal of `action` once this island has sent it (a refusal of a
+/// form posted without JavaScript is the page's to show: see
+/// `detail::NoScriptErrors`).
+fn sent_error<A, S>(action: ServerAction<A>) -> Signal<Option<AppError>>
+where
+    A: leptos::server_fn::ServerFn<Output = S, Error = AppError> + Clone + Send + Sync + 'static,
+    S: Clone + Send + Sync + 'static,
+{
+    let last = last_error(action);
+    Signal::derive(move || (action.version().get() > 0).then(last).flatten())
+}
+
+/// An action's refusal, whatever field it names (the forms' only fields
+/// are the experiment's name and the number of trials).
+#[component]
+pub fn RefusalBanner(
+    /// The refusal, if any.
+    error: Signal<Option<AppError>>,
+) -> impl IntoView {
+    move || {
+        error.get().map(|e| {
+            view! { <p class="banner error" role="alert" data-testid="action-error">{e.to_string()}</p> }
+        })
     }
 }

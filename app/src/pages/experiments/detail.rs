@@ -55,9 +55,30 @@ pub fn ExperimentPage() -> impl IntoView {
             </Transition>
         </Region>
         {beside_regions(|| view! {
+            <NoScriptErrors />
             <LiveRegion target=REGION.to_owned() events=format!("/events/experiments?name={}", encode(&name())) every_secs=5 />
         })}
     }
+}
+
+/// A refusal of an action posted without JavaScript, which comes back in
+/// the page's URL (the island shows its own when it sent it).
+#[component]
+fn NoScriptErrors() -> impl IntoView {
+    use super::actions::RefusalBanner;
+    use crate::api::experiments::{
+        ExtendExperiment, PauseExperiment, ResumeExperiment, RetryExperiment, StopExperiment,
+    };
+    use crate::components::form::last_error;
+    let errors = [
+        Signal::derive(last_error(ServerAction::<PauseExperiment>::new())),
+        Signal::derive(last_error(ServerAction::<ResumeExperiment>::new())),
+        Signal::derive(last_error(ServerAction::<StopExperiment>::new())),
+        Signal::derive(last_error(ServerAction::<ExtendExperiment>::new())),
+        Signal::derive(last_error(ServerAction::<RetryExperiment>::new())),
+    ];
+    let error = Signal::derive(move || errors.iter().find_map(|e| e.get()));
+    view! { <RefusalBanner error /> }
 }
 
 /// What the experiment searches for, in words.
