@@ -194,7 +194,30 @@ test("every page renders in light and in dark, readable, with the theme's backgr
     ] } },
   });
   expect(pipeline.status(), await pipeline.text()).toBe(201);
+  // An experiment of two trials, for its page's charts and table.
+  const dip = await page.request.post("/api/v1/templates", {
+    data: {
+      name: "dip",
+      parameters: [{ name: "x", type: "float", min: 0, max: 1, default: 0.5 }],
+      job: {
+        command: ["python3", "-c", "import paddlecloud\nfor i in range(3):\n    paddlecloud.draw_board(({{x}} - 0.3) ** 2 + 1 / (i + 1), 'loss', step=i)\nassert paddlecloud.flush_board()\n"],
+        num_trainers: 1, trainer: { cpu: "100m", memory: "128Mi" }, env: [{ name: "PYTHONPATH", value: SDK }],
+      },
+    },
+  });
+  expect(dip.status(), await dip.text()).toBe(201);
+  const search = await page.request.post("/api/v1/experiments", {
+    data: {
+      name: "dip-search", template: "dip", algorithm: { type: "random" }, max_trials: 2, parallel_trials: 2,
+      parameters: [{ name: "x", type: "float", min: 0, max: 1 }], objective: { metric: "loss", direction: "minimize" },
+    },
+  });
+  expect(search.status(), await search.text()).toBe(201);
   await waitStatus(page, "curve", "succeeded");
+  await expect(async () => {
+    const e = await (await page.request.get("/api/v1/experiments/dip-search")).json();
+    expect(e.status).toBe("succeeded");
+  }).toPass({ timeout: 90_000 });
 
   await open("/templates");
   const template = await page.locator('main a[href^="/templates/"]').first().getAttribute("href");
@@ -206,6 +229,7 @@ test("every page renders in light and in dark, readable, with the theme's backgr
   const signedIn = [
     "/jobs", "/jobs?submit=1", "/jobs?log=curve", "/jobs/curve/resources", "/jobs/curve/template",
     "/templates", template!, "/environments", environment!, "/pipelines", "/pipelines/nightly",
+    "/experiments", "/experiments/dip-search", "/experiments/new", "/jobs/compare?jobs=dip-search-t1,dip-search-t2",
     "/paddleboard?job=curve", "/serving", "/serving?launch=1", "/serving/none",
     "/datasets", "/datasets?new=1", `/datasets/${owner}/faces`, `/datasets/${owner}/faces/settings`,
     "/models", `/models/${owner}/faces`, `/models/${owner}/faces/settings`,

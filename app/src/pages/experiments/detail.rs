@@ -167,7 +167,13 @@ fn ExperimentView(page: PageData, query: TrialQuery) -> impl IntoView {
     let legend = QUARTILES
         .iter()
         .zip(["best quarter", "second", "third", "worst quarter"])
-        .map(|(&i, label)| view! { <span style=format!("color:{}", css_color(i))>{format!("■ {label}")}</span>" " })
+        // The series' colour as a swatch, the words in the page's ink: some
+        // series colours are too light for text (WCAG AA; the themes test).
+        .map(|(&i, label)| {
+            view! {
+                <span><span class="swatch" style=format!("background:{}", css_color(i))></span>{label}</span>" "
+            }
+        })
         .collect_view();
     let charts = (!best_svg.is_empty()).then(|| {
         view! {
