@@ -3,8 +3,8 @@
 
 use crate::error::AppError;
 use crate::models::{
-    trial_job_name, Experiment, ExperimentSpec, ExperimentUse, Job, JobSpec, Template, TemplateRun,
-    TrialValues,
+    trial_job_name, Account, Experiment, ExperimentSpec, ExperimentUse, Job, JobSpec, Template,
+    TemplateRun, TrialValues,
 };
 use crate::ports::{Principal, Services};
 
@@ -19,7 +19,7 @@ pub async fn create_experiment(
 ) -> Result<Experiment, AppError> {
     who.require_change()?;
     spec.validate()?;
-    let template = experiment_template(services, who, &spec).await?;
+    let template = experiment_template(services, &who.me.account, &spec).await?;
     spec.template_version = Some(template.version);
     spec.space.check_against(&template.spec.parameters)?;
     let example = trial_job(&template, &spec, 1, &spec.space.example())?;
@@ -31,7 +31,7 @@ pub async fn create_experiment(
 /// a 400 naming `template`.
 pub async fn experiment_template(
     services: &Services,
-    who: &Principal,
+    account: &Account,
     spec: &ExperimentSpec,
 ) -> Result<Template, AppError> {
     let (owner, name) = match spec.template.split_once('/') {
@@ -40,7 +40,7 @@ pub async fn experiment_template(
     };
     services
         .templates
-        .get(&who.me.account, owner, name, spec.template_version)
+        .get(account, owner, name, spec.template_version)
         .await
         .map_err(|err| match err {
             AppError::NotFound { what } => AppError::invalid(

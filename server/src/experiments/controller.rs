@@ -516,15 +516,7 @@ impl ExperimentController {
         stored: &StoredExperiment,
     ) -> Result<Result<Template, String>, AppError> {
         let spec = &stored.experiment.spec;
-        let (owner, name) = match spec.template.split_once('/') {
-            Some((owner, name)) => (Some(owner), name),
-            None => (None, spec.template.as_str()),
-        };
-        match services
-            .templates
-            .get(&me.account, owner, name, spec.template_version)
-            .await
-        {
+        match app::use_cases::experiments::experiment_template(services, &me.account, spec).await {
             Ok(template) => Ok(Ok(template)),
             Err(AppError::Internal) => Err(AppError::Internal),
             Err(err) => Ok(Err(format!("Its template could not be read: {err}"))),
