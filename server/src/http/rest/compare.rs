@@ -17,7 +17,12 @@ use crate::http::AppState;
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct CompareParams {
-    /// The runs' job names, comma-separated (1 to 100).
+    /// The runs' job names, comma-separated (1 to 100). Required; kept an
+    /// `Option` so that leaving it out gets the same clear 400 as an
+    /// empty list, naming `jobs`, rather than the query parser's message.
+    /// The schema says what the handler accepts: at least one name (a
+    /// character other than a comma or a space) and no room for a 101st.
+    #[param(required = true, min_length = 1, max_length = 200, pattern = r"[^\s,]")]
     jobs: Option<String>,
     /// `1`: leave out the parameters and metrics every run has the same
     /// value of.
