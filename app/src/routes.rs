@@ -21,6 +21,7 @@ use crate::pages::{
     environments::{EnvironmentPage, EnvironmentsPage},
     experiments::{ExperimentPage, ExperimentsPage, NewExperimentPage},
     jobs::compare::ComparePage,
+    jobs::detail::JobPage,
     jobs::resources::JobResourcesPage,
     jobs::JobsPage,
     join::JoinPage,
@@ -97,6 +98,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("") view=|| view! { <Redirect path="/jobs" /> } />
                     <Route path=path!("jobs") view=|| view! { <JobsPage /> } />
                     <Route path=path!("jobs/compare") view=|| view! { <ComparePage /> } />
+                    <Route path=path!("jobs/:name") view=|| view! { <JobPage /> } />
                     <Route path=path!("jobs/:name/resources") view=|| view! { <JobResourcesPage /> } />
                     <Route path=path!("jobs/:name/template") view=|| view! { <SaveAsTemplatePage /> } />
                     <Route path=path!("paddleboard") view=|| view! { <PaddleBoardPage /> } />

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use app::models::{Credentials, Job, JobPage, JobSpec, Pod};
 
+pub mod aliases;
 pub mod assets;
 pub mod catalog;
 pub mod experiments;
@@ -281,6 +282,11 @@ impl ApiClient {
     /// One job.
     pub fn job(&self, name: &str) -> Result<Job, ClientError> {
         self.json(self.get(&self.url(&["jobs", name])).call())
+    }
+
+    /// A job with its replicas, its history and what it registered.
+    pub fn job_detail(&self, name: &str) -> Result<app::models::JobDetail, ClientError> {
+        self.json(self.get(&self.url(&["jobs", name, "detail"])).call())
     }
 
     /// Stops a job.

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use app::error::AppError;
-use app::models::{Account, ClusterCapacity, Job, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod};
+use app::models::{
+    Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod,
+};
 use app::ports::{Cluster, JobEvent, LogStream};
 use async_trait::async_trait;
 use tokio::sync::broadcast;
@@ -105,6 +107,17 @@ impl Cluster for Clusters {
         self.backend_of(account, name)
             .await?
             .pods(account, name)
+            .await
+    }
+
+    async fn history(
+        &self,
+        account: &Account,
+        name: &str,
+    ) -> Result<Vec<JobHistoryEntry>, AppError> {
+        self.backend_of(account, name)
+            .await?
+            .history(account, name)
             .await
     }
 

@@ -100,6 +100,13 @@ async fn view_of(
         Some(me) if asset.access.can_write() => Some(assets.shares(me, &r).await?),
         _ => None,
     };
+    let (aliases, alias_history) = match r.kind {
+        AssetKind::Dataset => (Vec::new(), Vec::new()),
+        AssetKind::Model => (
+            assets.aliases(viewer, &r).await?,
+            assets.alias_history(viewer, &r).await?,
+        ),
+    };
     Ok(AssetView {
         asset,
         versions,
@@ -107,6 +114,8 @@ async fn view_of(
         dir,
         entries,
         shares,
+        aliases,
+        alias_history,
     })
 }
 
@@ -237,6 +246,16 @@ pub async fn change_asset(asset: AssetRef, change: AssetChange) -> Result<(), Ap
             assets
                 .tag_version(&me, &asset, need_version()?, &change.tags)
                 .await?;
+        }
+        AssetOp::SetAlias => {
+            let form = crate::models::AliasForm {
+                version: need_version()?,
+                protected: change.protection(),
+            };
+            assets.set_alias(&me, &asset, &change.alias, form).await?;
+        }
+        AssetOp::DeleteAlias => {
+            assets.delete_alias(&me, &asset, &change.alias).await?;
         }
     }
     redirect_back(&back, &asset.href())

@@ -118,6 +118,19 @@ pub fn set_session_cookie(token: &str, max_age_secs: i64) -> Result<(), AppError
     Ok(())
 }
 
+/// Whether the request came from the page at `path` (its Referer's path):
+/// an action that removes what that page shows sends the browser elsewhere.
+pub fn came_from(path: &str) -> bool {
+    request_parts().is_ok_and(|parts| {
+        parts
+            .headers
+            .get(http::header::REFERER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|r| r.parse::<http::Uri>().ok())
+            .is_some_and(|uri| uri.path() == path)
+    })
+}
+
 /// After a form post, sends the browser back to the page it came from minus
 /// `param` (e.g. the dialog that was open), keeping every other filter.
 pub fn redirect_back_without(param: &str, fallback: &str) -> Result<(), AppError> {

@@ -3,10 +3,10 @@
 use leptos::prelude::*;
 
 use crate::error::AppError;
-use crate::models::{Job, JobForm, JobPage, JobQuery, LocalRun, LogView};
+use crate::models::{Job, JobDetail, JobForm, JobPage, JobQuery, LocalRun, LogView};
 
 #[cfg(feature = "ssr")]
-use super::context::{member, principal, redirect_back_without, services};
+use super::context::{member, principal, redirect_back, services};
 
 /// `Some(why)` while the cluster jobs run on cannot be reached: every page
 /// shows it as a banner (the job table itself comes from the database).
@@ -30,6 +30,14 @@ pub async fn get_job(name: String) -> Result<Job, AppError> {
     services()?.cluster.job(&who.me.account, &name).await
 }
 
+/// One of the caller's jobs with its replicas, what happened to it and the
+/// model versions it registered: its page.
+#[server(prefix = "/api", endpoint = "job_overview")]
+pub async fn job_overview(name: String) -> Result<JobDetail, AppError> {
+    let who = principal()?;
+    crate::use_cases::jobs::job_detail(&services()?, &who.me.account, &name).await
+}
+
 /// A local run's parameters and where it ran.
 #[server(prefix = "/api", endpoint = "get_local_run")]
 pub async fn get_local_run(name: String) -> Result<LocalRun, AppError> {
@@ -44,7 +52,7 @@ pub async fn submit_job(form: JobForm) -> Result<Job, AppError> {
     let spec = form.to_spec()?;
     let job = crate::use_cases::submit_within_quota(&services()?, &who, spec).await?;
     tracing::info!(account = %who.me.account.name, job = %job.name, user = %who.me.email, "job submitted");
-    redirect_back_without("submit", "/jobs")?;
+    redirect_back(&[("submit", None), ("from", None)], "/jobs")?;
     Ok(job)
 }
 
@@ -59,7 +67,12 @@ pub async fn stop_job(name: String) -> Result<Job, AppError> {
 #[server(prefix = "/api", endpoint = "delete_job")]
 pub async fn delete_job(name: String) -> Result<(), AppError> {
     let who = member()?;
-    services()?.cluster.delete(&who.me.account, &name).await
+    services()?.cluster.delete(&who.me.account, &name).await?;
+    // From the job's own page, gone now, back to the table.
+    if super::context::came_from(&format!("/jobs/{}", crate::models::url::encode(&name))) {
+        leptos_axum::redirect("/jobs");
+    }
+    Ok(())
 }
 
 /// The log console's first paint: the pods, the selected pod (`pod`, or the

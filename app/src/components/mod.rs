@@ -8,6 +8,7 @@ pub mod layout;
 pub mod links;
 pub mod live;
 pub mod markup;
+pub mod page_error;
 pub mod quota_line;
 pub mod resource;
 pub mod sse;

@@ -21,6 +21,12 @@ pub struct AssetView {
     pub entries: Vec<FileEntry>,
     /// Its shares, for the owner; `None` for everyone else.
     pub shares: Option<Vec<Share>>,
+    /// A model's aliases, by name (empty for a dataset).
+    #[serde(default)]
+    pub aliases: Vec<crate::models::ModelAlias>,
+    /// What happened to them, newest first.
+    #[serde(default)]
+    pub alias_history: Vec<crate::models::AliasChange>,
 }
 
 /// Where an asset's files are fetched from: its own REST routes, or a share
@@ -131,6 +137,11 @@ pub enum AssetOp {
     FinishVersion,
     /// Replace the tags of model version `version`.
     TagVersion,
+    /// Point `alias` at model version `version` (`protected`: `true`,
+    /// `false`, or empty to keep it as it was).
+    SetAlias,
+    /// Delete `alias`.
+    DeleteAlias,
 }
 
 impl AssetOp {
@@ -147,6 +158,8 @@ impl AssetOp {
             AssetOp::CreateVersion => "create_version",
             AssetOp::FinishVersion => "finish_version",
             AssetOp::TagVersion => "tag_version",
+            AssetOp::SetAlias => "set_alias",
+            AssetOp::DeleteAlias => "delete_alias",
         }
     }
 }
@@ -182,6 +195,12 @@ pub struct AssetChange {
     /// The model version at hand.
     #[serde(default)]
     pub version: String,
+    /// The model alias at hand.
+    #[serde(default)]
+    pub alias: String,
+    /// `true` or `false` to protect an alias or stop; empty: as it was.
+    #[serde(default)]
+    pub protected: String,
 }
 
 impl AssetChange {
@@ -197,6 +216,17 @@ impl AssetChange {
             public: String::new(),
             path: String::new(),
             version: String::new(),
+            alias: String::new(),
+            protected: String::new(),
+        }
+    }
+
+    /// `protected` as the alias form takes it.
+    pub fn protection(&self) -> Option<bool> {
+        match self.protected.trim() {
+            "true" | "on" => Some(true),
+            "false" | "off" => Some(false),
+            _ => None,
         }
     }
 

@@ -347,35 +347,46 @@ pub struct NewLink {
 }
 
 /// A model version as a job or a template names it: `name` (the caller's
-/// account's), `owner/name`, either with `:version` (none: the newest
-/// ready one).
+/// account's), `owner/name`, either with `:version` or `@alias` (neither:
+/// the newest ready one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelRef {
     /// The owning account (`None`: the caller's).
     pub owner: Option<String>,
     /// The model's name.
     pub name: String,
-    /// A version (`None`: the newest ready one).
+    /// A version (`None`: the alias's, or the newest ready one).
     pub version: Option<u32>,
+    /// An alias naming the version (`production`), never beside `version`.
+    pub alias: Option<String>,
 }
 
 impl ModelRef {
-    /// Reads `[owner/]name[:version]`; `field` is what a bad one is
+    /// Reads `[owner/]name[:version|@alias]`; `field` is what a bad one is
     /// reported against.
     pub fn parse(text: &str, field: &str) -> Result<Self, AppError> {
         let bad = || {
             AppError::invalid(
                 field,
                 format!(
-                    "“{}” is not a model: write name, owner/name or either with :version.",
+                    "“{}” is not a model: write name or owner/name, either with :version or @alias.",
                     text.trim()
                 ),
             )
         };
+        let text = text.trim();
+        let (path, alias) = match text.rsplit_once('@') {
+            Some((path, alias)) => (
+                path,
+                Some(crate::models::validate_alias(alias).map_err(|_| bad())?),
+            ),
+            None => (text, None),
+        };
         let (owner, name, version) =
-            crate::models::environments::split_reference(text).ok_or_else(bad)?;
+            crate::models::environments::split_reference(path).ok_or_else(bad)?;
         if validate_asset_name(name).is_err()
             || owner.is_some_and(|o| crate::models::validate_account_name(o).is_err())
+            || (alias.is_some() && version.is_some())
         {
             return Err(bad());
         }
@@ -383,6 +394,7 @@ impl ModelRef {
             owner: owner.map(str::to_owned),
             name: name.to_owned(),
             version,
+            alias,
         })
     }
 
@@ -534,7 +546,22 @@ mod tests {
         let mine = ModelRef::parse("line", "models").unwrap();
         assert_eq!(mine.asset("ann").owner, "ann");
         assert_eq!(mine.version, None);
+        let aliased = ModelRef::parse("vision/resnet-50@production", "models").unwrap();
+        assert_eq!(
+            (
+                aliased.owner.as_deref(),
+                aliased.name.as_str(),
+                aliased.version,
+                aliased.alias.as_deref()
+            ),
+            (Some("vision"), "resnet-50", None, Some("production"))
+        );
         for bad in [
+            "line@",
+            "line@3",
+            "line:2@production",
+            "line@production:2",
+            "@production",
             "",
             "line:0",
             "line:new",

@@ -50,6 +50,25 @@ pub fn split_command(line: &str) -> Result<Vec<String>, AppError> {
     Ok(words)
 }
 
+/// Words as a command line [`split_command`] reads back into the same
+/// words: plain ones as they are, others quoted.
+pub fn join_command(words: &[String]) -> String {
+    let quoted = words.iter().map(|w| {
+        let plain = !w.is_empty()
+            && !w
+                .chars()
+                .any(|c| c.is_whitespace() || matches!(c, '"' | '\'' | '\\'));
+        if plain {
+            w.clone()
+        } else if !w.contains('\'') {
+            format!("'{w}'")
+        } else {
+            format!("\"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""))
+        }
+    });
+    quoted.collect::<Vec<_>>().join(" ")
+}
+
 /// `KEY=VALUE` lines (blank lines and `#` comments skipped).
 pub fn parse_env_lines(text: &str) -> Result<Vec<EnvVar>, AppError> {
     text.lines()
@@ -69,6 +88,24 @@ pub fn parse_env_lines(text: &str) -> Result<Vec<EnvVar>, AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_joined_command_splits_back_into_the_same_words() {
+        let words: Vec<String> = [
+            "python",
+            "train.py",
+            "--name",
+            "two words",
+            "",
+            "it's",
+            r#"say "hi" \ there"#,
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let line = join_command(&words);
+        assert_eq!(split_command(&line).unwrap(), words, "{line}");
+        assert!(line.starts_with("python train.py --name 'two words' ''"));
+    }
 
     #[test]
     fn commands_split_like_a_shell() {

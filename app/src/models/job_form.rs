@@ -3,8 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::form_text::{parse_env_lines, split_command};
+use super::form_text::{join_command, parse_env_lines, split_command};
 use super::jobs::{JobSpec, ReplicaResources};
+use super::names::again_name;
 use crate::error::AppError;
 
 /// What the submit dialog posts: every field a string, as forms send them.
@@ -106,6 +107,37 @@ impl JobForm {
         })
     }
 
+    /// The dialog filled in from `spec` to run it again with changes,
+    /// under the next free-looking name (`fit` → `fit-2`). What the console
+    /// set itself (template, pipeline, experiment, notebook) is not carried:
+    /// the new job is the user's own.
+    pub fn again(spec: &JobSpec) -> Self {
+        let mut words = spec.command.clone();
+        words.extend(spec.args.iter().cloned());
+        let env: Vec<String> = spec
+            .env
+            .iter()
+            .map(|e| format!("{}={}", e.name, e.value))
+            .collect();
+        Self {
+            name: again_name(&spec.name),
+            image: spec.image.clone(),
+            command: join_command(&words),
+            working_dir: spec.working_dir.clone(),
+            env: env.join("\n"),
+            num_ps: spec.num_ps.to_string(),
+            num_trainers: spec.num_trainers.to_string(),
+            ps_cpu: spec.ps.cpu.clone(),
+            ps_memory: spec.ps.memory.clone(),
+            trainer_cpu: spec.trainer.cpu.clone(),
+            trainer_memory: spec.trainer.memory.clone(),
+            trainer_gpu: spec.trainer.gpu.to_string(),
+            datasets: spec.datasets.join(", "),
+            models: spec.models.join(", "),
+            environment: spec.environment.clone().unwrap_or_default(),
+        }
+    }
+
     /// The dialog's starting values.
     pub fn example() -> Self {
         Self {
@@ -131,6 +163,22 @@ impl JobForm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_form_filled_from_a_job_submits_the_same_job_under_the_next_name() {
+        let mut form = JobForm::example();
+        form.name = "fit".into();
+        form.command = "python train.py --note 'two words'".into();
+        form.env = "A=1\nB=x=y".into();
+        form.datasets = "mnist, team/cifar".into();
+        form.trainer_gpu = "1".into();
+        let spec = form.to_spec().unwrap();
+        let again = JobForm::again(&spec);
+        assert_eq!(again.name, "fit-2");
+        let mut respec = again.to_spec().unwrap();
+        respec.name = "fit".into();
+        assert_eq!(respec, spec);
+    }
 
     #[test]
     fn a_form_becomes_a_spec_with_env_and_counts() {

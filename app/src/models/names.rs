@@ -29,3 +29,38 @@ pub fn validate_job_name(name: &str) -> Result<(), AppError> {
     }
     Ok(())
 }
+
+/// The name "Run again" suggests for a new job like `name`: `fit` →
+/// `fit-2`, `fit-2` → `fit-3`, shortened to stay a valid job name.
+pub fn again_name(name: &str) -> String {
+    let (stem, n) = match name.rsplit_once('-') {
+        Some((stem, n)) if !stem.is_empty() && !n.starts_with('0') => match n.parse::<u32>() {
+            Ok(n) if n < u32::MAX => (stem, n + 1),
+            _ => (name, 2),
+        },
+        _ => (name, 2),
+    };
+    let suffix = format!("-{n}");
+    let keep = MAX_JOB_NAME_LEN.saturating_sub(suffix.len());
+    let stem: String = stem.chars().take(keep).collect();
+    format!("{}{suffix}", stem.trim_end_matches('-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn running_a_job_again_suggests_the_next_number_within_the_name_limit() {
+        assert_eq!(again_name("fit"), "fit-2");
+        assert_eq!(again_name("fit-2"), "fit-3");
+        assert_eq!(again_name("fit-09"), "fit-09-2");
+        assert_eq!(again_name("run-2026"), "run-2027");
+        let long = format!("a{}", "b".repeat(49));
+        let again = again_name(&long);
+        assert_eq!(again.len(), MAX_JOB_NAME_LEN);
+        assert!(again.ends_with("-2"));
+        assert!(validate_job_name(&again).is_ok());
+        assert!(validate_job_name(&again_name(&format!("{}-x", "a".repeat(47)))).is_ok());
+    }
+}

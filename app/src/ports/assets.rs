@@ -13,7 +13,8 @@ use futures_core::Stream;
 
 use crate::error::AppError;
 use crate::models::{
-    Asset, AssetForm, AssetKind, AssetRef, FileEntry, Me, ModelVersion, NewLink, Share, VersionForm,
+    Account, AliasChange, AliasForm, Asset, AssetForm, AssetKind, AssetRef, FileEntry, Me,
+    ModelAlias, ModelVersion, NewLink, RegisteredVersion, Share, VersionForm,
 };
 
 /// Bytes in or out, chunk by chunk: files are never held whole in memory.
@@ -157,6 +158,36 @@ pub trait Assets: Send + Sync {
         viewer: &Viewer,
         model: &AssetRef,
     ) -> Result<Vec<ModelVersion>, AppError>;
+    /// A model's aliases, by name (whoever may read the model).
+    async fn aliases(&self, viewer: &Viewer, model: &AssetRef)
+        -> Result<Vec<ModelAlias>, AppError>;
+    /// Points `alias` of the model at `form.version` (one of its ready
+    /// versions), creating it; keeps the change in its history. The
+    /// model's account writes; a protected alias (or protecting one) is
+    /// its owners'. A move that raced another is a conflict.
+    async fn set_alias(
+        &self,
+        me: &Me,
+        model: &AssetRef,
+        alias: &str,
+        form: AliasForm,
+    ) -> Result<ModelAlias, AppError>;
+    /// Deletes `alias` of the model (kept in its history); a protected one
+    /// only by the account's owners.
+    async fn delete_alias(&self, me: &Me, model: &AssetRef, alias: &str) -> Result<(), AppError>;
+    /// Every set, move and delete of the model's aliases, newest first.
+    async fn alias_history(
+        &self,
+        viewer: &Viewer,
+        model: &AssetRef,
+    ) -> Result<Vec<AliasChange>, AppError>;
+    /// The versions of `account`'s models that its job `job` registered,
+    /// newest first (a job that registered none: empty).
+    async fn registered_by(
+        &self,
+        account: &Account,
+        job: &str,
+    ) -> Result<Vec<RegisteredVersion>, AppError>;
     /// Starts a new version (state `uploading`); its files go in with `put_file`.
     async fn create_version(
         &self,

@@ -10,7 +10,7 @@ use futures_core::Stream;
 
 use crate::error::AppError;
 use crate::models::{
-    Account, ClusterCapacity, Job, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod,
+    Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod,
 };
 
 /// A pod's log as it is read: chunks of whole lines.
@@ -51,6 +51,14 @@ pub trait Cluster: Send + Sync {
     async fn delete(&self, account: &Account, name: &str) -> Result<(), AppError>;
     /// The job's replicas: parameter servers first, then trainers, by index.
     async fn pods(&self, account: &Account, name: &str) -> Result<Vec<Pod>, AppError>;
+    /// What happened to the job and its replicas, oldest first (the
+    /// newest [`HISTORY_SHOWN`](crate::models::HISTORY_SHOWN)): every
+    /// change of status, phase or reason, whichever backend made it.
+    async fn history(
+        &self,
+        account: &Account,
+        name: &str,
+    ) -> Result<Vec<JobHistoryEntry>, AppError>;
     /// A pod's log: the tail, the whole of it, or a live follow.
     async fn log(
         &self,

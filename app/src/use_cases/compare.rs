@@ -12,34 +12,8 @@ use crate::models::board::{BoardChart, BoardSeries, JsonF64, CHART_WIDTH};
 use crate::models::compare::{
     check_jobs, rows, CompareQuery, ComparedRun, Comparison, FinalValue, MAX_OVERLAID,
 };
-use crate::models::{Account, ChartRange, Job, JobSource, RangeQuery};
+use crate::models::{origin_of, Account, ChartRange, RangeQuery};
 use crate::ports::Services;
-
-/// What `job` was made from, in words: its experiment and trial, its
-/// template, pipeline node,
-/// notebook, or where a local or MLflow run ran.
-pub fn origin_of(job: &Job) -> String {
-    if let Some(e) = &job.spec.experiment {
-        return format!("experiment {} · trial {}", e.name, e.trial);
-    }
-    if let Some(t) = &job.spec.template {
-        return format!("template {} v{}", t.name, t.version);
-    }
-    if let Some(p) = &job.spec.pipeline {
-        return format!("pipeline {} · {}", p.run, p.node);
-    }
-    if let Some(n) = &job.spec.notebook {
-        return format!("notebook {n}");
-    }
-    match job.source {
-        JobSource::Local => match job.ran_on.as_deref().filter(|h| !h.is_empty()) {
-            Some(host) => format!("local run on {host}"),
-            None => "local run".into(),
-        },
-        JobSource::Mlflow => "MLflow run".into(),
-        JobSource::Console => String::new(),
-    }
-}
 
 /// The runs `query` names, side by side, with the chosen tags' curves.
 /// Every run must be a job of `account` (another account's is "not

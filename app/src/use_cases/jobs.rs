@@ -1,7 +1,8 @@
-//! Submitting a job, within the account's quota.
+//! Submitting a job, within the account's quota; stopping one; what its
+//! page shows.
 
 use crate::error::AppError;
-use crate::models::{Job, JobSpec, Me, Workload};
+use crate::models::{Account, Job, JobDetail, JobSpec, Me, Workload};
 use crate::ports::{Principal, Services};
 
 use super::admission::{prepare, start_admitted};
@@ -76,4 +77,32 @@ pub async fn stop_job(services: &Services, me: &Me, name: &str) -> Result<Job, A
         return services.local_runs.request_stop(me, name).await;
     }
     services.cluster.stop(&me.account, name).await
+}
+
+/// The account's job `name` with its replicas, what happened to it and the
+/// model versions it registered: what its page and
+/// `GET /api/v1/jobs/{name}/detail` show. Another account's job is "not
+/// found".
+pub async fn job_detail(
+    services: &Services,
+    account: &Account,
+    name: &str,
+) -> Result<JobDetail, AppError> {
+    let (job, pods, history, registered) = futures_util::future::try_join4(
+        services.cluster.job(account, name),
+        services.cluster.pods(account, name),
+        services.cluster.history(account, name),
+        services.assets.registered_by(account, name),
+    )
+    .await?;
+    Ok(JobDetail {
+        owner: account.name.clone(),
+        job,
+        pods,
+        history,
+        registered,
+        now: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64),
+    })
 }

@@ -1,5 +1,6 @@
 //! Which model version a job or a serving instance takes: the version
-//! named, or the newest ready one, readable by the caller and complete.
+//! named, the one its alias names, or the newest ready one, readable by
+//! the caller and complete.
 
 use crate::error::AppError;
 use crate::models::{AssetRef, Me, ModelRef, ModelVersion};
@@ -15,7 +16,8 @@ pub struct Fields {
 }
 
 /// The model `reference` names (owner defaulting to `me`'s account) and the
-/// version taken: the one named, or the newest ready one.
+/// version taken: the one named, the one its alias names now, or the newest
+/// ready one.
 pub async fn ready_version(
     assets: &dyn Assets,
     me: &Me,
@@ -38,7 +40,25 @@ pub async fn ready_version(
             ),
             other => other,
         })?;
-    let version = match reference.version {
+    let named = match (&reference.version, &reference.alias) {
+        (Some(v), _) => Some(*v),
+        (None, Some(alias)) => {
+            let aliases = assets.aliases(&Viewer::User(me.clone()), &model).await?;
+            let found = aliases.into_iter().find(|a| &a.alias == alias);
+            Some(
+                found
+                    .ok_or_else(|| {
+                        AppError::invalid(
+                            fields.version,
+                            format!("“{shown}” has no alias “{alias}”."),
+                        )
+                    })?
+                    .version,
+            )
+        }
+        (None, None) => None,
+    };
+    let version = match named {
         Some(v) => versions
             .into_iter()
             .find(|m| m.version == v)

@@ -61,6 +61,11 @@ __all__ = [
     "wait_job",
     "stop_job",
     "delete_job",
+    "job_detail",
+    "aliases",
+    "set_alias",
+    "delete_alias",
+    "alias_history",
     "pods",
     "logs",
     "follow_logs",
@@ -155,6 +160,11 @@ get_job = _module_function("get_job")
 wait_job = _module_function("wait_job")
 stop_job = _module_function("stop_job")
 delete_job = _module_function("delete_job")
+job_detail = _module_function("job_detail")
+aliases = _module_function("aliases")
+set_alias = _module_function("set_alias")
+delete_alias = _module_function("delete_alias")
+alias_history = _module_function("alias_history")
 pods = _module_function("pods")
 logs = _module_function("logs")
 follow_logs = _module_function("follow_logs")

@@ -536,6 +536,48 @@ class Client(FilesMixin):
         """Deletes the job, its files and logs."""
         self._json("DELETE", f"/jobs/{_quote(name)}")
 
+    def job_detail(self, name: str) -> Dict[str, Any]:
+        """The job with what its page shows: ``job``, ``pods``, ``history``
+        (each change of status, phase or reason, oldest first: ``at`` ms,
+        ``pod`` or None for the job, ``state``, ``message``, ``exit_code``)
+        and ``registered`` (the model versions it registered)."""
+        return self._json("GET", f"/jobs/{_quote(name)}/detail")
+
+    # -------------------------------------------------------------- model aliases
+
+    def _model_path(self, model: str) -> str:
+        owner, _, name = model.rpartition("/")
+        if not owner:
+            owner = self.me()["account"]["name"]
+        return f"/models/{_quote(owner)}/{_quote(name)}"
+
+    def aliases(self, model: str) -> List[Dict[str, Any]]:
+        """A model's aliases (``model`` is ``name`` or ``owner/name``):
+        ``[{"alias", "version", "protected", "updated_by", "updated_at"}]``."""
+        return self._json("GET", f"{self._model_path(model)}/aliases")
+
+    def set_alias(
+        self, model: str, alias: str, version: int, *, protected: Optional[bool] = None
+    ) -> Dict[str, Any]:
+        """Points ``model@alias`` at ``version``, creating or moving it;
+        ``protected`` (owners only) keeps others from moving it (None: as
+        it was). Use ``model@alias`` wherever a version goes."""
+        body: Dict[str, Any] = {"version": version}
+        if protected is not None:
+            body["protected"] = protected
+        return self._json(
+            "PUT", f"{self._model_path(model)}/aliases/{_quote(alias)}", body=body
+        )
+
+    def delete_alias(self, model: str, alias: str) -> None:
+        """Deletes ``model@alias`` (its history stays)."""
+        self._json("DELETE", f"{self._model_path(model)}/aliases/{_quote(alias)}")
+
+    def alias_history(self, model: str) -> List[Dict[str, Any]]:
+        """Every set, move and delete of ``model``'s aliases, newest first:
+        ``[{"alias", "from", "to", "protected", "by", "at"}]``."""
+        return self._json("GET", f"{self._model_path(model)}/alias-history")
+
     def pods(self, name: str) -> List[Dict[str, Any]]:
         """The job's replicas: ``ps-0``, ``trainer-0`` ... with phase and exit code."""
         return self._json("GET", f"/jobs/{_quote(name)}/pods")

@@ -249,6 +249,16 @@ class JobLifecycleTest(ClientTestCase):
 
         pods = {p["name"]: p for p in self.client.pods(name)}
         self.assertEqual(set(pods), {"ps-0", "trainer-0", "trainer-1"})
+        # What the job's page shows: its pods, what happened, in order.
+        detail = self.client.job_detail(name)
+        self.assertEqual(detail["job"]["status"], "succeeded")
+        self.assertEqual({p["name"] for p in detail["pods"]}, set(pods))
+        history = detail["history"]
+        self.assertEqual((history[0]["pod"], history[0]["state"]), (None, "pending"))
+        self.assertEqual([e["state"] for e in history if e["pod"] is None][-1], "succeeded")
+        self.assertIn(("trainer-1", "succeeded", 0),
+                      [(e["pod"], e["state"], e["exit_code"]) for e in history])
+        self.assertEqual(detail["registered"], [])
         self.assertEqual(pods["trainer-1"]["role"], "trainer")
         self.assertEqual(pods["trainer-1"]["phase"], "succeeded")
         self.assertEqual(pods["trainer-1"]["exit_code"], 0)
@@ -720,6 +730,7 @@ class ErrorTest(ClientTestCase):
             lambda: self.client.stop_job("no-such-job"),
             lambda: self.client.delete_job("no-such-job"),
             lambda: self.client.pods("no-such-job"),
+            lambda: self.client.job_detail("no-such-job"),
             lambda: self.client.logs("no-such-job", "trainer-0"),
             lambda: self.client.follow_logs("no-such-job", "trainer-0"),
         ):
@@ -1057,6 +1068,27 @@ class FilesTest(ClientTestCase):
             t.join()
         self.assertEqual(errors, [])
         self.assertEqual(sorted(got), list(range(1, runs + 1)))
+
+    def test_an_alias_is_set_moved_and_deleted_with_its_history(self):
+        name = job_name("ali")
+        weights = Path(tempfile.mkdtemp(dir=_tmp)) / "w.bin"
+        weights.write_bytes(b"w")
+        for _ in range(2):
+            self.client.register_model(name, weights)
+        set_ = self.client.set_alias(name, "production", 1)
+        self.assertEqual((set_["alias"], set_["version"], set_["protected"]),
+                         ("production", 1, False))
+        moved = self.client.set_alias(name, "production", 2, protected=True)
+        self.assertEqual((moved["version"], moved["protected"]), (2, True))
+        self.assertEqual([(a["alias"], a["version"]) for a in self.client.aliases(name)],
+                         [("production", 2)])
+        with self.assertRaises(PaddleCloudError) as caught:
+            self.client.set_alias(name, "production", 9)
+        self.assertEqual((caught.exception.status, caught.exception.field), (400, "version"))
+        self.client.delete_alias(name, "production")
+        self.assertEqual(self.client.aliases(name), [])
+        history = self.client.alias_history(name)
+        self.assertEqual([(h["from"], h["to"]) for h in history], [(2, None), (1, 2), (None, 1)])
 
     def test_a_missing_path_and_a_bad_name_are_refused_with_a_reason(self):
         with self.assertRaises(PaddleCloudError) as err:

@@ -5,6 +5,7 @@
 //! Objects are laid out as `datasets/<owner>/<name>/files/<path>` and
 //! `models/<owner>/<name>/v<N>/<path>`.
 
+mod aliases;
 mod folder;
 mod local_view;
 pub mod objects;
@@ -13,8 +14,9 @@ use std::path::PathBuf;
 
 use app::error::AppError;
 use app::models::{
-    parse_tags, validate_asset_name, validate_dir, validate_path, Access, Asset, AssetForm,
-    AssetKind, AssetRef, FileEntry, Me, ModelVersion, NewLink, Share, VersionForm,
+    parse_tags, validate_asset_name, validate_dir, validate_path, Access, Account, AliasChange,
+    AliasForm, Asset, AssetForm, AssetKind, AssetRef, FileEntry, Me, ModelAlias, ModelVersion,
+    NewLink, RegisteredVersion, Share, VersionForm,
 };
 use app::ports::{Assets, ByteRange, ByteStream, OpenFile, Slot, Viewer};
 use async_trait::async_trait;
@@ -22,6 +24,7 @@ use object_store::path::Path;
 
 use crate::storage::assets::{AssetRow, AssetStore};
 use crate::storage::db::Pool;
+use crate::storage::model_aliases::AliasStore;
 use crate::storage::tokens::{random_token, token_hash};
 use crate::time::now_ms;
 pub use folder::folder;
@@ -37,6 +40,7 @@ const READY: &str = "ready";
 /// Datasets and models on the SQL database and an object store.
 pub struct SqlAssets {
     store: AssetStore,
+    aliases: AliasStore,
     objects: Objects,
     /// Where datasets from a remote store are copied for local jobs.
     cache_dir: PathBuf,
@@ -49,7 +53,8 @@ impl SqlAssets {
     /// datasets for local jobs.
     pub fn new(pool: Pool, objects: Objects, cache_dir: PathBuf) -> Self {
         Self {
-            store: AssetStore::new(pool),
+            store: AssetStore::new(pool.clone()),
+            aliases: AliasStore::new(pool),
             objects,
             cache_dir,
             syncing: tokio::sync::Mutex::new(()),
@@ -484,6 +489,44 @@ impl Assets for SqlAssets {
             versions.retain(|v| v.state == READY);
         }
         Ok(versions)
+    }
+
+    async fn aliases(
+        &self,
+        viewer: &Viewer,
+        model: &AssetRef,
+    ) -> Result<Vec<ModelAlias>, AppError> {
+        self.list_aliases(viewer, model).await
+    }
+
+    async fn set_alias(
+        &self,
+        me: &Me,
+        model: &AssetRef,
+        alias: &str,
+        form: AliasForm,
+    ) -> Result<ModelAlias, AppError> {
+        self.put_alias(me, model, alias, form).await
+    }
+
+    async fn delete_alias(&self, me: &Me, model: &AssetRef, alias: &str) -> Result<(), AppError> {
+        self.remove_alias(me, model, alias).await
+    }
+
+    async fn alias_history(
+        &self,
+        viewer: &Viewer,
+        model: &AssetRef,
+    ) -> Result<Vec<AliasChange>, AppError> {
+        self.alias_changes(viewer, model).await
+    }
+
+    async fn registered_by(
+        &self,
+        account: &Account,
+        job: &str,
+    ) -> Result<Vec<RegisteredVersion>, AppError> {
+        self.store.registered_by(account.id, job).await
     }
 
     async fn create_version(

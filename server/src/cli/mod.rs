@@ -7,7 +7,9 @@
 //! client command in the file named for it.
 
 mod admin;
+mod aliases;
 mod catalog;
+mod describe;
 mod experiments;
 mod files;
 mod local_run;
@@ -60,6 +62,10 @@ pub enum Command {
     Jobs(JobsArgs),
     /// Print a pod's log (`-f` to follow it).
     Logs(LogsArgs),
+    /// What a job is, did and made: its facts, replicas, the history of
+    /// its status and theirs with the reasons, the model versions it
+    /// registered.
+    Describe(describe::DescribeArgs),
     /// Stop a job (its record and logs stay).
     Stop(JobNameArgs),
     /// Delete a job and its logs.
@@ -72,6 +78,13 @@ pub enum Command {
     /// Upload files and folders into a dataset, or as a new model version, e.g.
     /// `paddlecloud upload dataset mnist ./mnist-data`.
     Upload(files::UploadArgs),
+    /// A model's aliases (`owner/model@production`): `list`, `set`,
+    /// `delete`.
+    Alias {
+        /// The task.
+        #[command(subcommand)]
+        command: aliases::AliasCommand,
+    },
     /// Serving instances: `launch`, `list`, `scale`, `stop`, `delete`.
     Serving {
         /// The task.
@@ -144,12 +157,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Submit(args) => blocking(move || remote::submit(args)).await,
         Command::Jobs(args) => blocking(move || remote::jobs(args)).await,
         Command::Logs(args) => blocking(move || remote::logs(args)).await,
+        Command::Describe(args) => blocking(move || describe::describe(args)).await,
         Command::Stop(args) => blocking(move || remote::stop(args)).await,
         Command::Delete(args) => blocking(move || remote::delete(args)).await,
         Command::Cluster(args) => blocking(move || remote::cluster(args)).await,
         Command::Whoami(args) => blocking(move || remote::whoami(args)).await,
         Command::Upload(args) => blocking(move || files::upload(args)).await,
         Command::Download(args) => blocking(move || files::download(args)).await,
+        Command::Alias { command } => blocking(move || aliases::run_alias(command)).await,
         Command::Serving { command } => blocking(move || serving::run(command)).await,
         Command::Template { command } => blocking(move || catalog::run_template(command)).await,
         Command::Env { command } => blocking(move || catalog::run_env(command)).await,

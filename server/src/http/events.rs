@@ -18,16 +18,20 @@ use super::api_error::ApiError;
 use super::caller::Caller;
 use super::AppState;
 
-/// `GET /events/jobs`: one message (data: the job's name) per change to
-/// any of the caller's jobs.
-pub async fn jobs(State(state): State<AppState>, Caller(who): Caller) -> Response {
+/// `GET /events/jobs[?name=]`: one message (data: the job's name) per
+/// change to any of the caller's jobs, or to the one `name`.
+pub async fn jobs(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Query(params): Query<NameParams>,
+) -> Response {
     let local = state.services.cluster.subscribe();
     sse(names_of(
         &state,
         Kind::Jobs,
         local,
         who.me.account.id,
-        None,
+        params.name.map(|n| vec![n]),
         |ev| (ev.account_id, ev.job),
     ))
 }
@@ -88,10 +92,12 @@ pub async fn pipelines(
     ))
 }
 
-/// Which experiments `/events/experiments` follows.
+/// Which of the account's things `/events/jobs` and `/events/experiments`
+/// follow.
 #[derive(Debug, Deserialize)]
-pub struct ExperimentParams {
-    /// One experiment only (all of the account's when absent).
+pub struct NameParams {
+    /// One only (all of the account's when absent): a job page follows its
+    /// job, an experiment's page its experiment.
     #[serde(default)]
     name: Option<String>,
 }
@@ -102,7 +108,7 @@ pub struct ExperimentParams {
 pub async fn experiments(
     State(state): State<AppState>,
     Caller(who): Caller,
-    Query(params): Query<ExperimentParams>,
+    Query(params): Query<NameParams>,
 ) -> Response {
     let local = state.services.experiments.subscribe();
     sse(names_of(

@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use app::error::AppError;
 use app::models::{
-    Account, ClusterCapacity, Job, JobPage, JobQuery, JobSpec, JobStatus, LimitEnforcement,
-    LogRequest, Me, Pod, PodPhase,
+    Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, JobStatus,
+    LimitEnforcement, LogRequest, Me, Pod, PodPhase,
 };
 use app::ports::{Cluster, JobEvent, LogStream};
 use async_trait::async_trait;
@@ -620,6 +620,14 @@ impl Cluster for KubeCluster {
 
     async fn pods(&self, account: &Account, name: &str) -> Result<Vec<Pod>, AppError> {
         self.inner.store.pods_of(account.id, name).await
+    }
+
+    async fn history(
+        &self,
+        account: &Account,
+        name: &str,
+    ) -> Result<Vec<JobHistoryEntry>, AppError> {
+        self.inner.store.history_of(account.id, name).await
     }
 
     async fn log(

@@ -31,7 +31,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use app::error::AppError;
-use app::models::{Account, ClusterCapacity, Job, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod};
+use app::models::{
+    Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod,
+};
 use app::ports::{Assets, Cluster, JobEvent, LogStream, Metrics};
 use async_trait::async_trait;
 use tokio::sync::{broadcast, watch};
@@ -376,6 +378,14 @@ impl Cluster for LocalCluster {
 
     async fn pods(&self, account: &Account, name: &str) -> Result<Vec<Pod>, AppError> {
         self.inner.store.pods_of(account.id, name).await
+    }
+
+    async fn history(
+        &self,
+        account: &Account,
+        name: &str,
+    ) -> Result<Vec<JobHistoryEntry>, AppError> {
+        self.inner.store.history_of(account.id, name).await
     }
 
     async fn log(

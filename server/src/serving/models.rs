@@ -48,16 +48,21 @@ impl ServingService {
         by: &Me,
         spec: &ServingSpec,
     ) -> Result<ModelFiles, AppError> {
-        let shown = spec.model.trim();
-        let (owner, name) = match shown.split_once('/') {
-            Some((owner, name)) => (Some(owner.to_owned()), name),
-            None => (None, shown),
-        };
-        let reference = ModelRef {
-            owner,
-            name: name.to_owned(),
-            version: spec.version,
-        };
+        // `owner/name` or `owner/name@alias`; the version is its own field.
+        let mut reference = ModelRef::parse(&spec.model, "model")?;
+        if reference.version.is_some() {
+            return Err(AppError::invalid(
+                "model",
+                "Name the version in its own field, not after a colon.",
+            ));
+        }
+        if reference.alias.is_some() && spec.version.is_some() {
+            return Err(AppError::invalid(
+                "version",
+                "An alias names the version: give one or the other.",
+            ));
+        }
+        reference.version = spec.version;
         let fields = Fields {
             model: "model",
             version: "version",

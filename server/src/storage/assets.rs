@@ -1,7 +1,9 @@
 //! The asset tables: assets, their file index, model versions and shares.
 
 use app::error::AppError;
-use app::models::{Access, Asset, AssetKind, AssetRef, FileEntry, ModelVersion, Share};
+use app::models::{
+    Access, Asset, AssetKind, AssetRef, FileEntry, ModelVersion, RegisteredVersion, Share,
+};
 
 use super::db::Pool;
 use super::internal;
@@ -285,6 +287,38 @@ impl AssetStore {
         tx.commit().await.map_err(internal("commit unindex"))
     }
 
+    /// The versions of `account_id`'s models whose `job` is `job`, newest
+    /// first.
+    pub async fn registered_by(
+        &self,
+        account_id: i64,
+        job: &str,
+    ) -> Result<Vec<RegisteredVersion>, AppError> {
+        let rows: Vec<(String, String, i64, String, i64)> = sqlx::query_as(
+            "SELECT acc.name, a.name, v.version, v.state, v.created_at FROM model_versions v \
+             JOIN assets a ON a.id = v.asset_id JOIN accounts acc ON acc.id = a.account_id \
+             WHERE a.account_id = $1 AND a.kind = 'model' AND v.job = $2 \
+             ORDER BY v.created_at DESC, v.version DESC",
+        )
+        .bind(account_id)
+        .bind(job)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("list the versions a job registered"))?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(owner, name, version, state, created_at)| RegisteredVersion {
+                    owner,
+                    name,
+                    version: u32::try_from(version).unwrap_or(0),
+                    state,
+                    created_at,
+                },
+            )
+            .collect())
+    }
+
     /// A model's versions, newest first.
     pub async fn versions(&self, asset_id: i64) -> Result<Vec<ModelVersion>, AppError> {
         type V = (
@@ -419,7 +453,13 @@ impl AssetStore {
             .begin()
             .await
             .map_err(internal("begin delete asset"))?;
-        for table in ["asset_files", "model_versions", "asset_shares"] {
+        for table in [
+            "asset_files",
+            "model_versions",
+            "asset_shares",
+            "model_aliases",
+            "model_alias_changes",
+        ] {
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "DELETE FROM {table} WHERE asset_id = $1"
             )))

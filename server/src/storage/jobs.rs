@@ -10,6 +10,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyPool, AssertSqlSafe, Row};
 
 use super::internal;
+use super::job_history::{self, job_entry, job_moves, pod_moves, PodMove};
 use super::tokens::{random_token, token_hash};
 use super::users::{me_from, user_columns, UserRow};
 use crate::time::now_ms;
@@ -171,6 +172,7 @@ impl JobStore {
             }
             Err(err) => return Err(internal("insert job")(err)),
         };
+        job_entry(&mut *tx, id, now, JobStatus::Pending.as_str(), "").await?;
         for (name, role, index) in spec.pod_names() {
             sqlx::query(
                 "INSERT INTO pods (job_id, name, role, idx, phase) VALUES ($1, $2, $3, $4, $5)",
@@ -346,6 +348,17 @@ impl JobStore {
             .map_err(internal("decode pods"))
     }
 
+    /// What happened to the account's job `name`, oldest first (the
+    /// `Cluster` port's `history`).
+    pub async fn history_of(
+        &self,
+        account_id: i64,
+        name: &str,
+    ) -> Result<Vec<app::models::JobHistoryEntry>, AppError> {
+        let job_id = self.id_of(account_id, name).await?;
+        job_history::read(&self.pool, job_id).await
+    }
+
     /// The pods of the account's job `name` (the `Cluster` port's `pods`).
     pub async fn pods_of(&self, account_id: i64, name: &str) -> Result<Vec<Pod>, AppError> {
         let stored = self.get(account_id, name).await?;
@@ -439,6 +452,13 @@ impl JobStore {
             .begin()
             .await
             .map_err(internal("begin pod update"))?;
+        let change = PodMove {
+            pod,
+            phase: update.phase.map(PodPhase::as_str),
+            message: update.message.as_deref(),
+            exit_code: update.exit_code.map(i64::from),
+        };
+        pod_moves(&mut *tx, job_id, now_ms(), change).await?;
         sqlx::query(
             "UPDATE pods SET phase = COALESCE($1, phase), pid = COALESCE($2, pid), \
              exit_code = COALESCE($3, exit_code), started_at = COALESCE($4, started_at), \
@@ -491,6 +511,12 @@ impl JobStore {
         let now = now_ms();
         let started = (status == JobStatus::Running).then_some(now);
         let finished = (!status.is_active()).then_some(now);
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(internal("begin a status change"))?;
+        job_moves(&mut *tx, job_id, now, status.as_str(), Some(message)).await?;
         sqlx::query(
             "UPDATE jobs SET status = $1, message = $2, \
              started_at = COALESCE(started_at, $3, \
@@ -502,10 +528,12 @@ impl JobStore {
         .bind(started)
         .bind(finished)
         .bind(job_id)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(internal("set job status"))?;
-        Ok(())
+        tx.commit()
+            .await
+            .map_err(internal("commit a status change"))
     }
 
     /// Removes a job and its pods.
@@ -546,6 +574,11 @@ impl JobStore {
             .execute(&self.pool)
             .await
             .map_err(internal("delete metric series"))?;
+        sqlx::query("DELETE FROM job_history WHERE job_id = $1")
+            .bind(job_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("delete job history"))?;
         sqlx::query("DELETE FROM pods WHERE job_id = $1")
             .bind(job_id)
             .execute(&self.pool)

@@ -10,6 +10,8 @@ use serde_json::Value;
 
 use super::db::Pool;
 use super::internal;
+use super::job_history::{job_entry, job_moves};
+use crate::time::now_ms;
 
 /// Which states a run's status may move from (see [`LocalRunTable::set_status`]).
 #[derive(Debug, Clone, Copy)]
@@ -101,16 +103,24 @@ impl LocalRunTable {
 
     /// Marks the run's job a running local one since `started`.
     pub async fn mark_running(&self, job_id: i64, started: i64) -> Result<(), AppError> {
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(internal("begin a local run's start"))?;
+        job_moves(&mut *tx, job_id, started, JobStatus::Running.as_str(), None).await?;
         sqlx::query(
             "UPDATE jobs SET source = $1, status = 'running', started_at = $2 WHERE id = $3",
         )
         .bind(JobSource::Local.as_str())
         .bind(started)
         .bind(job_id)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(internal("mark a local run started"))?;
-        Ok(())
+        tx.commit()
+            .await
+            .map_err(internal("commit a local run's start"))
     }
 
     /// Moves a run's job from `from` to `status` (an end keeps its time;
@@ -151,11 +161,23 @@ impl LocalRunTable {
         if let Transition::IsLostBefore(before) = from {
             query = query.bind(before);
         }
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(internal("begin a local run's move"))?;
         let changed = query
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(internal("set a local run's status"))?
             .rows_affected();
+        if changed > 0 {
+            let when = at.unwrap_or_else(now_ms);
+            job_entry(&mut *tx, job_id, when, status.as_str(), message).await?;
+        }
+        tx.commit()
+            .await
+            .map_err(internal("commit a local run's move"))?;
         Ok(changed > 0)
     }
 

@@ -9,6 +9,7 @@ use app::models::{JobSource, JobStatus};
 use sqlx::AnyPool;
 
 use crate::storage::internal;
+use crate::storage::job_history::job_moves;
 use crate::time::now_ms;
 
 /// An experiment row and its tags.
@@ -261,16 +262,29 @@ impl MlflowTables {
     /// Marks a job made for a run as the run's own: source `mlflow`,
     /// running since the run started.
     pub async fn start_run_job(&self, job_id: i64, start_time: i64) -> Result<(), AppError> {
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(internal("begin mark run job"))?;
+        job_moves(
+            &mut *tx,
+            job_id,
+            start_time,
+            JobStatus::Running.as_str(),
+            None,
+        )
+        .await?;
         sqlx::query(
             "UPDATE jobs SET source = $1, status = 'running', started_at = $2 WHERE id = $3",
         )
         .bind(JobSource::Mlflow.as_str())
         .bind(start_time)
         .bind(job_id)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(internal("mark run job"))?;
-        Ok(())
+        tx.commit().await.map_err(internal("commit mark run job"))
     }
 
     /// Records a new run (`RUNNING`) and its tags, in one transaction.
@@ -382,6 +396,8 @@ impl MlflowTables {
             upsert_tag(&mut tx, update.run_id, key, value).await?;
         }
         if let Some(job) = update.job {
+            let at = job.finished_at.unwrap_or_else(now_ms);
+            job_moves(&mut *tx, job.job_id, at, job.status.as_str(), None).await?;
             sqlx::query("UPDATE jobs SET status = $1, finished_at = $2 WHERE id = $3")
                 .bind(job.status.as_str())
                 .bind(job.finished_at)

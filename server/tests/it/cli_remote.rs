@@ -266,6 +266,34 @@ fn a_user_submits_watches_reads_logs_stops_and_deletes_jobs_from_the_command_lin
         None,
     ));
     assert!(err.contains("job broken ended failed"), "{err}");
+    // `describe` tells its story: the facts, the replica, what happened.
+    let told = ok(&run(&["describe", "broken"], &creds, None));
+    for part in [
+        "Status:     failed",
+        "Command:    sh -c 'exit 3'",
+        "trainer-0   failed exit 3",
+        "trainer-0 failed (exit 3)",
+    ] {
+        assert!(told.contains(part), "{part} not in {told}");
+    }
+    let history = told.split("History:\n").nth(1).unwrap_or_default();
+    assert!(
+        history
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .ends_with("Pending"),
+        "{told}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&run(&["describe", "broken", "--json"], &creds, None))).unwrap();
+    assert_eq!(json["job"]["status"], "failed", "{json}");
+    assert!(
+        json["history"].as_array().is_some_and(|h| h.len() >= 3),
+        "{json}"
+    );
+    let missing = failed(&run(&["describe", "nope"], &creds, None));
+    assert!(missing.contains("Job “nope”"), "{missing}");
 
     // A long job, followed, then stopped from another command.
     ok(&run(

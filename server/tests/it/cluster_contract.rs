@@ -318,6 +318,43 @@ async fn a_failing_trainer_fails_the_job_and_stops_the_rest(h: Harness) {
         pods.iter().find(|p| p.name == "ps-0").unwrap().phase,
         PodPhase::Stopped
     );
+    // The job page's timeline: what happened, in order, with the reasons.
+    let history = h.cluster.history(&h.ann, "bad").await.unwrap();
+    assert!(
+        history.windows(2).all(|w| w[0].at <= w[1].at),
+        "out of order: {history:?}"
+    );
+    let first = &history[0];
+    assert_eq!(
+        (first.pod.as_deref(), first.state.as_str()),
+        (None, "pending")
+    );
+    let t1_failed = history
+        .iter()
+        .find(|e| e.pod.as_deref() == Some("trainer-1") && e.state == "failed")
+        .unwrap_or_else(|| panic!("no trainer-1 failure in {history:?}"));
+    assert_eq!(t1_failed.exit_code, Some(3), "{t1_failed:?}");
+    assert!(
+        history
+            .iter()
+            .any(|e| e.pod.as_deref() == Some("ps-0") && e.state == "stopped"),
+        "{history:?}"
+    );
+    let last_of_job = history.iter().rev().find(|e| e.pod.is_none()).unwrap();
+    assert_eq!(last_of_job.state, "failed", "{history:?}");
+    assert!(
+        last_of_job.message.contains("trainer-1 exited with code 3"),
+        "{last_of_job:?}"
+    );
+    // Each move once: a replica's phase is not written again unchanged.
+    let t1_moves = history
+        .iter()
+        .filter(|e| e.pod.as_deref() == Some("trainer-1"))
+        .map(|e| e.state.as_str())
+        .collect::<Vec<_>>();
+    let mut deduped = t1_moves.clone();
+    deduped.dedup();
+    assert_eq!(t1_moves, deduped, "{history:?}");
 }
 
 async fn stopping_a_job_ends_every_process_it_started(h: Harness) {
@@ -444,6 +481,14 @@ async fn another_accounts_job_is_not_found(h: Harness) {
     );
     assert_eq!(
         h.cluster.pods(eve, "private").await.unwrap_err().status(),
+        404
+    );
+    assert_eq!(
+        h.cluster
+            .history(eve, "private")
+            .await
+            .unwrap_err()
+            .status(),
         404
     );
     assert_eq!(
@@ -678,6 +723,16 @@ async fn a_job_waiting_for_room_is_pending_says_why_and_stops_without_running(h:
     assert_eq!(waiting.status, JobStatus::Pending, "{}", waiting.message);
     let stopped = h.cluster.stop(&h.ann, "waiter").await.unwrap();
     assert_eq!(stopped.status, JobStatus::Stopped);
+    // Why it waited stays in its history after the row moved on.
+    let history = h.cluster.history(&h.ann, "waiter").await.unwrap();
+    assert!(
+        history
+            .iter()
+            .any(|e| e.pod.is_none() && e.state == "pending" && e.message == waiting.message),
+        "{history:?}"
+    );
+    let last_of_job = history.iter().rev().find(|e| e.pod.is_none());
+    assert_eq!(last_of_job.map(|e| e.state.as_str()), Some("stopped"));
     let pods = h.cluster.pods(&h.ann, "waiter").await.unwrap();
     assert!(pods.iter().all(|p| p.started_at.is_none()), "{pods:?}");
     if !h.kube {

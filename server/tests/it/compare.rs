@@ -7,26 +7,9 @@
 use http::{header, Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::common::rest::{call, key_and_cookie, Answer};
+use crate::common::rest::{call, key_and_cookie, post_ok};
 use crate::common::site::{config, site_from, text, Site};
 use crate::common::TestDb;
-
-async fn post(site: &Site, key: &str, path: &str, body: Value) -> Answer {
-    let got = call(site, Method::POST, path, Some(key), Some(body)).await;
-    assert!(
-        got.status.is_success(),
-        "{path}: {} {}",
-        got.status,
-        got.body
-    );
-    got
-}
-
-async fn page(site: &Site, cookie: &str, path: &str) -> String {
-    let res = site.get(path, Some(cookie)).await;
-    assert_eq!(res.status(), StatusCode::OK, "{path}");
-    text(res).await
-}
 
 /// A loss curve of 10 points ending at `last`.
 fn loss(last: f64) -> Value {
@@ -40,7 +23,7 @@ fn loss(last: f64) -> Value {
 /// lr 0.5, layers 3), `train` (a local run, lr 0.1, layers 3) and `mlflow-a`
 /// (an MLflow run, lr 0.01, layers 3), each with a loss curve.
 async fn three_runs(site: &Site, key: &str) {
-    post(
+    post_ok(
         site,
         key,
         "/api/v1/templates",
@@ -55,14 +38,14 @@ async fn three_runs(site: &Site, key: &str) {
         }),
     )
     .await;
-    post(
+    post_ok(
         site,
         key,
         "/api/v1/templates/fit/jobs",
         json!({"name": "tmpl-run", "values": {"lr": 0.5}}),
     )
     .await;
-    let run = post(
+    let run = post_ok(
         site,
         key,
         "/api/v1/local-runs",
@@ -71,7 +54,7 @@ async fn three_runs(site: &Site, key: &str) {
     )
     .await;
     assert_eq!(run.json()["name"], "train", "{}", run.body);
-    let created = post(
+    let created = post_ok(
         site,
         key,
         "/api/2.0/mlflow/runs/create",
@@ -82,8 +65,7 @@ async fn three_runs(site: &Site, key: &str) {
         .as_str()
         .unwrap()
         .to_owned();
-    post(
-        site,
+    post_ok(site,
         key,
         "/api/2.0/mlflow/runs/log-batch",
         json!({"run_id": run_id, "params": [{"key": "lr", "value": "0.01"}, {"key": "layers", "value": "3"}],
@@ -91,7 +73,7 @@ async fn three_runs(site: &Site, key: &str) {
     )
     .await;
     for (job, last) in [("tmpl-run", 0.5), ("train", 0.75)] {
-        post(
+        post_ok(
             site,
             key,
             &format!("/api/v1/jobs/{job}/metrics"),
@@ -108,7 +90,7 @@ async fn template_local_and_mlflow_runs_compare_side_by_side(db: TestDb) {
     three_runs(&site, &key).await;
 
     // The job table ticks into the comparison: a GET form of check boxes.
-    let jobs = page(&site, &cookie, "/jobs").await;
+    let jobs = site.page_ok(&cookie, "/jobs").await;
     assert!(
         jobs.contains("<form id=\"compare-jobs\" method=\"GET\" action=\"/jobs/compare\""),
         "{jobs}"
@@ -119,12 +101,9 @@ async fn template_local_and_mlflow_runs_compare_side_by_side(db: TestDb) {
     );
 
     // The check boxes' way of asking (jobs repeated) and the link's (commas).
-    let html = page(
-        &site,
-        &cookie,
-        "/jobs/compare?jobs=tmpl-run&jobs=train,mlflow-a",
-    )
-    .await;
+    let html = site
+        .page_ok(&cookie, "/jobs/compare?jobs=tmpl-run&jobs=train,mlflow-a")
+        .await;
     for part in [
         "<th data-run=\"tmpl-run\">tmpl-run<small class=\"origin\">template fit v1</small></th>",
         "<th data-run=\"train\">train<small class=\"origin\">local run on laptop</small></th>",
@@ -154,7 +133,9 @@ async fn template_local_and_mlflow_runs_compare_side_by_side(db: TestDb) {
     );
 
     // Only differences: what every run shares goes; the count says so.
-    let diff = page(&site, &cookie, "/jobs/compare?jobs=train,mlflow-a&diff=1").await;
+    let diff = site
+        .page_ok(&cookie, "/jobs/compare?jobs=train,mlflow-a&diff=1")
+        .await;
     assert!(!diff.contains("data-param=\"layers\""), "{diff}");
     assert!(diff.contains("data-param=\"lr\""), "{diff}");
     assert!(diff.contains("1 of 2 differ"), "{diff}");

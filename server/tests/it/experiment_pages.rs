@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use app::models::{trial_job_name, ExperimentSpec, ExperimentStatus, TrialStatus, TrialValues};
 use axum::body::Body;
-use http::{header, Method, Request, Response, StatusCode};
+use http::{Method, Response, StatusCode};
 use serde_json::json;
 use server::storage::experiments::{ExperimentStore, TrialUpdate};
 
@@ -25,16 +25,7 @@ async fn form_post(
     referer: &str,
     cookie: &str,
 ) -> Response<Body> {
-    site.send(
-        Request::post(path)
-            .header(header::COOKIE, cookie)
-            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .header(header::ACCEPT, "text/html")
-            .header(header::REFERER, format!("http://localhost{referer}"))
-            .body(Body::from(body.to_owned()))
-            .unwrap(),
-    )
-    .await
+    site.form_post_as(cookie, path, body, referer).await
 }
 
 async fn page(site: &Site, path: &str, cookie: &str) -> String {

@@ -206,6 +206,7 @@ fn concrete(template: &str, team: &Team) -> String {
         .replace("{tag}", "loss")
         .replace("{file}", "vdl/vdlrecords.1.log")
         .replace("{version}", "1")
+        .replace("{alias}", "production")
         .replace("{token}", "0123456789abcdef")
         .replace("{user_id}", &team.owner_id.to_string())
         .replace("{id}", "999999")
@@ -236,6 +237,7 @@ fn body_for(method: &Method, template: &str) -> Option<Value> {
         ("PUT", "/api/v1/models/{owner}/{name}/versions/{version}/tags") => {
             Some(json!({"tags": ["x"]}))
         }
+        ("PUT", "/api/v1/models/{owner}/{name}/aliases/{alias}") => Some(json!({"version": 1})),
         ("PUT", "/api/v1/{kind}/{owner}/{name}/public") => Some(json!({"public": true})),
         ("POST", "/api/v1/{kind}/{owner}/{name}/shares") => Some(json!({"account": "other"})),
         ("POST", "/api/v1/serving") => Some(json!({"name": "s2", "model": "team/m"})),
@@ -418,6 +420,7 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("get_template", "name=t1"),
     ("job_as_template", "job=j1"),
     ("get_job", "name=j1"),
+    ("job_overview", "name=j1"),
     ("get_local_run", "name=nope"),
     ("list_environments", ""),
     ("get_environment", "name=minimal&owner=paddlecloud"),

@@ -6,6 +6,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
+use super::aliases::AliasList;
 use super::files::FileBrowser;
 use super::upload::Uploader;
 use super::versions::{NewVersionDialog, VersionList};
@@ -153,6 +154,7 @@ fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
     let versions = beside_regions(|| {
         (a.kind == AssetKind::Model).then(|| view! {
             <VersionList r=r.clone() versions=v.versions.clone() shown=v.version owner page_path=page_path.clone() />
+            <AliasList r=r.clone() aliases=v.aliases.clone() history=v.alias_history.clone() versions=v.versions.clone() owner />
         })
     });
     let uploader = beside_regions(|| {

@@ -2,6 +2,7 @@
 //! shared with it, public), a dialog to create one (`?new=1`), and each
 //! asset's page (`/datasets/:owner/:name`, `/models/:owner/:name`).
 
+mod aliases;
 mod change_form;
 pub mod detail;
 mod files;

@@ -16,6 +16,7 @@ use super::experiment_badge;
 use crate::api::experiments::{experiment_page, ExperimentPageData as PageData};
 use crate::components::chart::{css_color, format_value};
 use crate::components::live::{beside_regions, LiveRegion, Region};
+use crate::components::page_error::page_error;
 use crate::components::resource::resource;
 use crate::models::time::format_utc;
 use crate::models::url::encode;
@@ -40,15 +41,7 @@ pub fn ExperimentPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     let q = query.with(|q| TrialQuery::from_query(|k| q.get(k)));
                     match page.await {
-                        Err(err) => {
-                            #[cfg(feature = "ssr")]
-                            if let (crate::error::AppError::NotFound { .. }, Some(response)) =
-                                (&err, use_context::<leptos_axum::ResponseOptions>())
-                            {
-                                response.set_status(http::StatusCode::NOT_FOUND);
-                            }
-                            view! { <p class="banner error" role="alert">{err.to_string()}</p> }.into_any()
-                        }
+                        Err(err) => page_error(&err),
                         Ok(page) => view! { <ExperimentView page query=q /> }.into_any(),
                     }
                 })}

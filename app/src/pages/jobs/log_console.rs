@@ -41,6 +41,10 @@ pub fn LogConsole(
     job: String,
     /// The page's path (`/jobs`, `/pipelines/<run>`).
     page: String,
+    /// Whether it has a close button and docks at the bottom of the page
+    /// (a job's own page shows it in place, always open).
+    #[prop(default = true)]
+    closable: bool,
 ) -> impl IntoView {
     let page = StoredValue::new(page);
     let href = move |p: &leptos_router::params::ParamsMap,
@@ -55,11 +59,13 @@ pub fn LogConsole(
         |(job, pod)| log_console(job, pod, TAIL_LINES),
     );
     view! {
-        <section class="log-console" aria-label="Log console" data-testid="log-console">
+        <section class=if closable { "log-console" } else { "log-console inline" } id="log" aria-label="Log console" data-testid="log-console">
             <header>
                 <strong>{move || format!("Logs · {}", job.get_value())}</strong>
-                <A href=move || params.with(|p| href(p, &[("log", None), ("pod", None), ("find", None), ("only", None), ("ts", None), ("wrap", None)]))
-                    attr:class="close" attr:aria-label="Close the log console">"×"</A>
+                {closable.then(|| view! {
+                    <A href=move || params.with(|p| href(p, &[("log", None), ("pod", None), ("find", None), ("only", None), ("ts", None), ("wrap", None)]))
+                        attr:class="close" attr:aria-label="Close the log console">"×"</A>
+                })}
             </header>
             <Transition fallback=|| view! { <p class="loading">"Loading pods…"</p> }>
                 {move || Suspend::new(async move {

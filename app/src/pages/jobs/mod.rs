@@ -2,6 +2,7 @@
 //! dialog (`?submit=1`) and the log console (`?log=<job>&pod=<pod>`).
 
 pub mod compare;
+pub mod detail;
 mod log_console;
 pub use log_console::LogConsole;
 mod local_run;

@@ -6,7 +6,7 @@ use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 
 use super::jobs_href;
-use crate::api::jobs::SubmitJob;
+use crate::api::jobs::{get_job, SubmitJob};
 use crate::api::usage::{cluster_room, quota_left};
 use crate::components::dialog::Dialog;
 use crate::components::form::{last_error, FieldError, FormError};
@@ -14,14 +14,27 @@ use crate::components::resource::resource;
 use crate::models::quantity::{format_cpu, format_memory};
 use crate::models::{ClusterCapacity, JobForm, QuotaUse, Workload};
 
-/// The dialog, open while the URL has `submit=1`.
+/// The dialog, open while the URL has `submit=1`; with `from=<job>` it
+/// starts from that job's spec ("Run again with changes" on a job's page).
 #[component]
 pub fn SubmitDialog() -> impl IntoView {
     let action = ServerAction::<SubmitJob>::new();
     let error = Signal::derive(last_error(action));
     let form = RwSignal::new(JobForm::example());
     let params = use_query_map();
-    let close = move || params.with(|p| jobs_href(p, &[("submit", None)]));
+    let close = move || params.with(|p| jobs_href(p, &[("submit", None), ("from", None)]));
+    let from = params
+        .with_untracked(|p| p.get("from"))
+        .filter(|f| !f.is_empty());
+    let start = resource(
+        move || from.clone(),
+        |from| async move {
+            match from {
+                None => Ok(None),
+                Some(job) => get_job(job).await.map(|j| Some(JobForm::again(&j.spec))),
+            }
+        },
+    );
     let quota = resource(move || action.version().get(), |_| quota_left());
     let room = resource(move || action.version().get(), |_| cluster_room());
     let templates = resource(|| (), |_| crate::api::templates::list_templates());
@@ -50,6 +63,18 @@ pub fn SubmitDialog() -> impl IntoView {
                     })
                 })}
             </Transition>
+            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+            let started = match start.await {
+                Ok(Some(again)) => {
+                    form.update_untracked(|f| *f = again);
+                    None
+                }
+                Ok(None) => None,
+                Err(err) => Some(view! { <p class="banner error" role="alert">{err.to_string()}</p> }),
+            };
+            view! {
+            {started}
             <ActionForm action>
                 <FormError error />
                 <div class="form-grid">
@@ -102,6 +127,9 @@ pub fn SubmitDialog() -> impl IntoView {
                     <button type="submit" class="primary">"Submit"</button>
                 </footer>
             </ActionForm>
+            }
+            })}
+            </Transition>
         </Dialog>
     }
 }

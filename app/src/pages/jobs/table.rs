@@ -137,7 +137,9 @@ fn job_row(m: &mut Markup, job: &Job, now: i64, actions: &RowActions) {
         ],
     );
     m.close("td");
-    m.open("td", &[("class", "name")]).text(name);
+    let page = format!("/jobs/{}", encode(name));
+    m.open("td", &[("class", "name")]);
+    m.element("a", &[("href", &page), ("class", "job-link")], name);
     if let Some(notebook) = &job.spec.notebook {
         m.open("small", &[("class", "origin"), ("data-testid", "origin")])
             .text("from notebook ")
@@ -312,7 +314,7 @@ mod tests {
             html.starts_with(
                 "<tr data-job=\"mnist-1\"><td class=\"pick\"><input type=\"checkbox\" name=\"jobs\" \
                  value=\"mnist-1\" form=\"compare-jobs\" aria-label=\"Compare mnist-1\"></td>\
-                 <td class=\"name\">mnist-1</td>"
+                 <td class=\"name\"><a href=\"/jobs/mnist-1\" class=\"job-link\">mnist-1</a></td>"
             ),
             "{html}"
         );

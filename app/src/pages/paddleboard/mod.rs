@@ -33,6 +33,34 @@ fn view_from_url() -> BoardView {
 #[component]
 pub fn PaddleBoardPage() -> impl IntoView {
     let view = view_from_url();
+    // A live refresh of the charts renders them alone: not the controls,
+    // whose job list is not even asked for.
+    let controls = beside_regions(|| {
+        let jobs = resource(|| (), |_| board_jobs());
+        view! { <controls::Controls view=view.clone() jobs /> }
+    });
+    view! {
+        {beside_regions(|| view! {
+            <Title text="PaddleBoard" />
+            <div class="page-head">
+                <h1>"PaddleBoard"</h1>
+            </div>
+        })}
+        <div class="board">
+            {controls}
+            <BoardCharts view=view.clone() />
+        </div>
+    }
+}
+
+/// The charts of `view`'s jobs, one per tag, as a live region that follows
+/// new points, with the pointer's read-out and drag-to-zoom: the board's
+/// own, and a job page's.
+#[component]
+pub fn BoardCharts(
+    /// The jobs, tags, axes and zoom.
+    view: BoardView,
+) -> impl IntoView {
     let query = view.query();
     let data = resource(
         move || query.clone(),
@@ -56,35 +84,19 @@ pub fn PaddleBoardPage() -> impl IntoView {
             .collect();
         format!("/events/metrics?{}", q.join("&"))
     });
-
-    // A live refresh of the charts renders them alone: not the controls,
-    // whose job list is not even asked for.
-    let controls = beside_regions(|| {
-        let jobs = resource(|| (), |_| board_jobs());
-        view! { <controls::Controls view=view.clone() jobs /> }
-    });
     view! {
-        {beside_regions(|| view! {
-            <Title text="PaddleBoard" />
-            <div class="page-head">
-                <h1>"PaddleBoard"</h1>
-            </div>
-        })}
-        <div class="board">
-            {controls}
-            <Region id="board-charts" class="charts" label="Charts">
-                <Transition fallback=|| view! { <p class="loading">"Loading charts…"</p> }>
-                    {let view = view.clone(); move || {
-                        let view = view.clone();
-                        Suspend::new(async move {
-                        match data.await {
-                            Err(err) => view! { <p class="banner error" role="alert">{err.to_string()}</p> }.into_any(),
-                            Ok(board) => charts(board, view).into_any(),
-                        }
-                    })}}
-                </Transition>
-            </Region>
-        </div>
+        <Region id="board-charts" class="charts" label="Charts">
+            <Transition fallback=|| view! { <p class="loading">"Loading charts…"</p> }>
+                {let view = view.clone(); move || {
+                    let view = view.clone();
+                    Suspend::new(async move {
+                    match data.await {
+                        Err(err) => view! { <p class="banner error" role="alert">{err.to_string()}</p> }.into_any(),
+                        Ok(board) => charts(board, view).into_any(),
+                    }
+                })}}
+            </Transition>
+        </Region>
         {beside_regions(|| events.map(|events| view! {
             <LiveRegion target="board-charts".to_owned() events />
             <ChartPointer />

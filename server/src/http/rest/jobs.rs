@@ -1,9 +1,11 @@
-//! `/api/v1/jobs`: submit, list, get, stop, delete, pods and pod logs.
+//! `/api/v1/jobs`: submit, list, get, its detail, stop, delete, pods and
+//! pod logs.
 
 use app::error::AppError;
 use app::models::time::DAY_MS;
 use app::models::{
-    date_to_ms, Job, JobPage, JobQuery, JobSort, JobSource, JobSpec, JobStatus, LogRequest, Pod,
+    date_to_ms, Job, JobDetail, JobPage, JobQuery, JobSort, JobSource, JobSpec, JobStatus,
+    LogRequest, Pod,
 };
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
@@ -158,6 +160,29 @@ pub async fn get_one(
     Ok(Json(
         state.services.cluster.job(&who.me.account, &name).await?,
     ))
+}
+
+/// The job with what its page shows beside the row: its replicas, what
+/// happened to it and them (each change of status, phase or reason, oldest
+/// first, the newest 200), and the model versions it registered.
+#[utoipa::path(
+    get,
+    path = "/api/v1/jobs/{name}/detail",
+    tag = "jobs",
+    params(("name" = String, Path, description = "The job's name")),
+    responses(
+        (status = 200, description = "The job, its pods, its history, what it registered", body = JobDetail),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 404, description = "No such job in this account", body = ErrorBody),
+    )
+)]
+pub async fn detail(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Path(name): Path<String>,
+) -> Result<Json<JobDetail>, ApiError> {
+    let detail = app::use_cases::jobs::job_detail(&state.services, &who.me.account, &name).await?;
+    Ok(Json(detail))
 }
 
 /// Stops every replica (SIGTERM, then SIGKILL after the grace period), keeping

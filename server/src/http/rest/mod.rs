@@ -113,6 +113,7 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(jobs::list, jobs::submit))
         .routes(routes!(jobs::get_one, jobs::delete))
         .routes(routes!(jobs::stop))
+        .routes(routes!(jobs::detail))
         .routes(routes!(jobs::pods))
         .routes(routes!(jobs::pod_log))
         .routes(routes!(cluster::capacity))
@@ -166,6 +167,9 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(assets::versions, assets::create_version))
         .routes(routes!(assets::finish_version))
         .routes(routes!(assets::tag_version))
+        .routes(routes!(assets::aliases))
+        .routes(routes!(assets::set_alias, assets::delete_alias))
+        .routes(routes!(assets::alias_history))
         .routes(routes!(assets::shared))
         .routes(routes!(assets::shared_archive))
         // A batch of 10,000 points with long tags is larger than axum's 2 MB default.

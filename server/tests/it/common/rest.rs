@@ -80,6 +80,18 @@ pub async fn call(
     answer(site.send(req.body(body).unwrap()).await).await
 }
 
+/// A POST of `body` with `key` that must succeed (its answer, to read).
+pub async fn post_ok(site: &Site, key: &str, path: &str, body: Value) -> Answer {
+    let got = call(site, Method::POST, path, Some(key), Some(body)).await;
+    assert!(
+        got.status.is_success(),
+        "{path}: {} {}",
+        got.status,
+        got.body
+    );
+    got
+}
+
 /// Where REST calls go: a console in this process, or one reached over
 /// HTTP at `base` (the console deployed in the cluster, through its Service).
 pub enum Endpoint<'a> {

@@ -221,6 +221,35 @@ impl Site {
         .await
     }
 
+    /// The page at `path` as the signed-in `cookie` sees it; it must be
+    /// there (200).
+    pub async fn page_ok(&self, cookie: &str, path: &str) -> String {
+        let res = self.get(path, Some(cookie)).await;
+        assert_eq!(res.status(), StatusCode::OK, "{path}");
+        text(res).await
+    }
+
+    /// A plain HTML form post by a signed-in browser without JavaScript,
+    /// from the page at `referer`.
+    pub async fn form_post_as(
+        &self,
+        cookie: &str,
+        path: &str,
+        body: &str,
+        referer: &str,
+    ) -> Response<Body> {
+        self.send(
+            Request::post(path)
+                .header(header::COOKIE, cookie)
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .header(header::ACCEPT, "text/html")
+                .header(header::REFERER, format!("http://localhost{referer}"))
+                .body(Body::from(body.to_owned()))
+                .unwrap(),
+        )
+        .await
+    }
+
     /// A server-function call as the hydrated app makes it.
     pub async fn fetch_post(&self, path: &str, body: &str, cookie: Option<&str>) -> Response<Body> {
         let mut req = Request::post(path)

@@ -9,6 +9,7 @@
 //! files in and out (ranges, content types). This file holds what they all
 //! take from a path or a query, and the rule for jobs' tokens.
 
+mod aliases;
 mod files;
 mod links;
 mod records;
@@ -22,6 +23,7 @@ use app::ports::{Principal, Slot};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+pub use self::aliases::*;
 pub use self::files::*;
 pub use self::links::*;
 pub use self::records::*;
