@@ -15,6 +15,10 @@ pub const MAX_BOARD_JOBS: usize = 10;
 pub const CHART_WIDTH: u32 = 640;
 /// See [`CHART_WIDTH`].
 pub const CHART_HEIGHT: u32 = 300;
+/// The plot area's width in those pixels: the chart less its margins and y
+/// labels (`components::chart` draws it so; a test there checks). An
+/// envelope of this many buckets has one per pixel column the lines cross.
+pub const PLOT_WIDTH: u32 = CHART_WIDTH - 74;
 
 /// What the x axis shows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
