@@ -89,6 +89,10 @@ impl Cluster for Clusters {
         self.default.job(account, name).await
     }
 
+    async fn jobs_named(&self, account: &Account, names: &[String]) -> Result<Vec<Job>, AppError> {
+        self.default.jobs_named(account, names).await
+    }
+
     async fn stop(&self, account: &Account, name: &str) -> Result<Job, AppError> {
         self.backend_of(account, name)
             .await?

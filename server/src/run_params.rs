@@ -1,13 +1,12 @@
 //! [`SqlRunParams`]: the `RunParams` port over the tables local runs and
 //! MLflow runs record their parameters in (`storage::run_params`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use app::error::AppError;
 use app::models::Account;
 use app::ports::RunParams;
 use async_trait::async_trait;
-use futures_util::future::try_join_all;
 use serde_json::Value;
 
 use crate::storage::db::Pool;
@@ -61,9 +60,15 @@ impl RunParams for SqlRunParams {
         account: &Account,
         jobs: &[String],
     ) -> Result<Vec<BTreeMap<String, String>>, AppError> {
-        // One query a run, all at once.
-        let rows = try_join_all(jobs.iter().map(|job| self.table.of_job(account.id, job))).await?;
-        Ok(rows.into_iter().map(collect).collect())
+        // One query for every run, grouped here by job.
+        let mut by_job: HashMap<String, Vec<Recorded>> = HashMap::new();
+        for (job, recorded) in self.table.of_jobs(account.id, jobs).await? {
+            by_job.entry(job).or_default().push(recorded);
+        }
+        Ok(jobs
+            .iter()
+            .map(|job| collect(by_job.get(job).cloned().unwrap_or_default()))
+            .collect())
     }
 }
 

@@ -44,6 +44,16 @@ pub trait Cluster: Send + Sync {
     async fn list_jobs(&self, account: &Account, query: &JobQuery) -> Result<JobPage, AppError>;
     /// One job.
     async fn job(&self, account: &Account, name: &str) -> Result<Job, AppError>;
+    /// The jobs `names`, in the order asked (a comparison of runs); the
+    /// first that is not the account's is "not found". One look-up per name
+    /// unless a backend reads them together.
+    async fn jobs_named(&self, account: &Account, names: &[String]) -> Result<Vec<Job>, AppError> {
+        let mut jobs = Vec::with_capacity(names.len());
+        for name in names {
+            jobs.push(self.job(account, name).await?);
+        }
+        Ok(jobs)
+    }
     /// Ends every replica (SIGTERM, then SIGKILL after a grace period); keeps
     /// the record and logs. Stopping a finished job changes nothing.
     async fn stop(&self, account: &Account, name: &str) -> Result<Job, AppError>;

@@ -41,6 +41,23 @@ pub trait Metrics: Send + Sync {
         tag: &str,
         range: ChartRange,
     ) -> Result<SeriesEnvelope, AppError>;
+    /// Each of `jobs`' series, by tag, in the order asked (a comparison of
+    /// runs); a name that is not the account's job has none.
+    async fn tags_of(
+        &self,
+        account: &Account,
+        jobs: &[String],
+    ) -> Result<Vec<Vec<TagSummary>>, AppError>;
+    /// The series `tag` of each of `jobs` over `range`, in the order asked,
+    /// as [`Metrics::envelope`] gives each (a comparison of runs overlays
+    /// them); a job without it is "not found".
+    async fn envelopes(
+        &self,
+        account: &Account,
+        jobs: &[String],
+        tag: &str,
+        range: ChartRange,
+    ) -> Result<Vec<SeriesEnvelope>, AppError>;
     /// The account's jobs that have metrics, newest first (at most 200).
     async fn jobs(&self, account: &Account) -> Result<Vec<BoardJob>, AppError>;
     /// Every point of a series in a step range, by step (exports, history).

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use futures_util::future::{try_join, try_join_all};
+use futures_util::future::try_join3;
 
 use crate::error::AppError;
 use crate::models::board::{BoardChart, BoardSeries, JsonF64, CHART_WIDTH};
@@ -26,7 +26,7 @@ pub async fn compare_runs(
 ) -> Result<Comparison, AppError> {
     let mut comparison = side_by_side(services, account, &query.jobs).await?;
     for tag in overlaid(query, &comparison.metrics) {
-        let having: Vec<&String> = query
+        let having: Vec<String> = query
             .jobs
             .iter()
             .enumerate()
@@ -36,22 +36,24 @@ pub async fn compare_runs(
                     .iter()
                     .any(|m| m.name == tag && m.values[*i].is_some())
             })
-            .map(|(_, name)| name)
+            .map(|(_, name)| name.clone())
             .collect();
-        // The runs' envelopes at once: each waits on its own look-up.
-        let series = try_join_all(having.into_iter().map(|name| {
-            let tag = &tag;
-            async move {
-                let whole = ChartRange::Steps(RangeQuery {
-                    from: None,
-                    to: None,
-                    width: CHART_WIDTH as usize,
-                });
-                let e = services.metrics.envelope(account, name, tag, whole).await?;
-                Ok::<_, AppError>(BoardSeries::from_envelope(name.clone(), e))
-            }
-        }))
-        .await?;
+        // Every run's envelope in one call: their series' heads are one
+        // query.
+        let whole = ChartRange::Steps(RangeQuery {
+            from: None,
+            to: None,
+            width: CHART_WIDTH as usize,
+        });
+        let envelopes = services
+            .metrics
+            .envelopes(account, &having, &tag, whole)
+            .await?;
+        let series = having
+            .into_iter()
+            .zip(envelopes)
+            .map(|(name, e)| BoardSeries::from_envelope(name, e))
+            .collect();
         comparison.charts.push(BoardChart { tag, series });
     }
     Ok(comparison)
@@ -66,19 +68,18 @@ pub async fn side_by_side(
     jobs: &[String],
 ) -> Result<Comparison, AppError> {
     check_jobs(jobs)?;
-    // Every run's record and tags at once, beside the recorded parameters:
-    // a hundred runs are a few hundred small queries, which wait on the
-    // database far more than they work.
-    let looked_up = try_join_all(jobs.iter().map(|name| async move {
-        let job = services.cluster.job(account, name).await?;
-        let tags = services.metrics.tags(account, name).await?;
-        Ok::<_, AppError>((job, tags))
-    }));
-    let (looked_up, mut params) =
-        try_join(looked_up, services.run_params.params(account, jobs)).await?;
+    // Every run's record, tags and recorded parameters: a query per kind
+    // for all the runs (a hundred runs were five hundred small queries,
+    // which waited on the database far more than they worked).
+    let (found, tags, mut params) = try_join3(
+        services.cluster.jobs_named(account, jobs),
+        services.metrics.tags_of(account, jobs),
+        services.run_params.params(account, jobs),
+    )
+    .await?;
     let mut runs = Vec::with_capacity(jobs.len());
     let mut finals: Vec<BTreeMap<String, FinalValue>> = Vec::with_capacity(jobs.len());
-    for ((job, tags), recorded) in looked_up.into_iter().zip(params.iter_mut()) {
+    for ((job, tags), recorded) in found.into_iter().zip(tags).zip(params.iter_mut()) {
         runs.push(ComparedRun {
             origin: origin_of(&job),
             name: job.name,

@@ -577,6 +577,10 @@ impl Cluster for KubeCluster {
         Ok(self.inner.store.get(account.id, name).await?.job)
     }
 
+    async fn jobs_named(&self, account: &Account, names: &[String]) -> Result<Vec<Job>, AppError> {
+        self.inner.store.named(account.id, names).await
+    }
+
     async fn stop(&self, account: &Account, name: &str) -> Result<Job, AppError> {
         let stored = self.inner.store.get(account.id, name).await?;
         if stored.job.status.is_active() {

@@ -344,6 +344,10 @@ impl Cluster for LocalCluster {
         Ok(self.inner.store.get(account.id, name).await?.job)
     }
 
+    async fn jobs_named(&self, account: &Account, names: &[String]) -> Result<Vec<Job>, AppError> {
+        self.inner.store.named(account.id, names).await
+    }
+
     async fn stop(&self, account: &Account, name: &str) -> Result<Job, AppError> {
         let stored = self.inner.store.get(account.id, name).await?;
         let control = self

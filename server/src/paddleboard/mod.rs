@@ -13,17 +13,20 @@ pub mod cache;
 pub mod series;
 
 use app::error::AppError;
+use std::collections::HashMap;
+
 use app::models::{
     Account, AppendSummary, BoardJob, ChartPoint, ChartRange, MetricPoint, SeriesEnvelope,
     TagSummary,
 };
 use app::ports::{Metrics, MetricsEvent};
 use async_trait::async_trait;
+use futures_util::future::try_join_all;
 use tokio::sync::broadcast;
 
 use crate::storage::db::Pool;
 use crate::storage::jobs::JobStore;
-use crate::storage::metrics::{batch, PointStore};
+use crate::storage::metrics::{batch, Head, PointStore};
 pub use series::Series;
 
 /// Metrics in the console's database, charts from memory.
@@ -95,6 +98,38 @@ fn to_model(e: series::Envelope) -> SeriesEnvelope {
     }
 }
 
+/// `cached`'s series over `range`.
+async fn drawn(cached: &cache::Cached, range: ChartRange) -> SeriesEnvelope {
+    at(&*cached.series.read().await, range)
+}
+
+/// `series` over `range`, with the series' first wall time as its origin.
+fn at(series: &Series, range: ChartRange) -> SeriesEnvelope {
+    let origin = series.points(None, None).next().map(|p| p.wall_time);
+    let envelope = match range {
+        ChartRange::Steps(r) => series.query(r.from, r.to, r.width),
+        ChartRange::WallTime { from, to, width } => {
+            // Wall times mostly rise with steps but need not (clock
+            // changes, restarts): take the steps of every point inside.
+            let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+            for p in series.points(None, None) {
+                if p.wall_time >= from && p.wall_time <= to {
+                    lo = lo.min(p.step);
+                    hi = hi.max(p.step);
+                }
+            }
+            if lo > hi {
+                series.query(Some(1), Some(0), width)
+            } else {
+                series.query(Some(lo), Some(hi), width)
+            }
+        }
+    };
+    let mut model = to_model(envelope);
+    model.origin = origin;
+    model
+}
+
 #[async_trait]
 impl Metrics for SqlMetrics {
     async fn append(
@@ -137,30 +172,50 @@ impl Metrics for SqlMetrics {
         range: ChartRange,
     ) -> Result<SeriesEnvelope, AppError> {
         let cached = self.series(account, job, tag).await?;
-        let series = cached.series.read().await;
-        let origin = series.points(None, None).next().map(|p| p.wall_time);
-        let envelope = match range {
-            ChartRange::Steps(r) => series.query(r.from, r.to, r.width),
-            ChartRange::WallTime { from, to, width } => {
-                // Wall times mostly rise with steps but need not (clock
-                // changes, restarts): take the steps of every point inside.
-                let (mut lo, mut hi) = (i64::MAX, i64::MIN);
-                for p in series.points(None, None) {
-                    if p.wall_time >= from && p.wall_time <= to {
-                        lo = lo.min(p.step);
-                        hi = hi.max(p.step);
-                    }
-                }
-                if lo > hi {
-                    series.query(Some(1), Some(0), width)
-                } else {
-                    series.query(Some(lo), Some(hi), width)
-                }
+        Ok(drawn(&cached, range).await)
+    }
+
+    async fn tags_of(
+        &self,
+        account: &Account,
+        jobs: &[String],
+    ) -> Result<Vec<Vec<TagSummary>>, AppError> {
+        let mut by_job: HashMap<String, Vec<TagSummary>> = HashMap::new();
+        for (job, tag) in self.store.tags_of_jobs(account.id, jobs).await? {
+            by_job.entry(job).or_default().push(tag);
+        }
+        Ok(jobs
+            .iter()
+            .map(|job| by_job.get(job).cloned().unwrap_or_default())
+            .collect())
+    }
+
+    async fn envelopes(
+        &self,
+        account: &Account,
+        jobs: &[String],
+        tag: &str,
+        range: ChartRange,
+    ) -> Result<Vec<SeriesEnvelope>, AppError> {
+        // Every series' head in one query; those not in memory load at once.
+        let heads: HashMap<String, Head> = self
+            .store
+            .heads_of_jobs(account.id, jobs, tag)
+            .await?
+            .into_iter()
+            .collect();
+        try_join_all(jobs.iter().map(|job| {
+            let head = heads.get(job).copied();
+            async move {
+                let Some(head) = head else {
+                    self.jobs.id_of(account.id, job).await?;
+                    return Err(AppError::not_found(format!("Tag “{tag}” of job “{job}”")));
+                };
+                let cached = self.cache.get_or_load(head, &self.store).await?;
+                Ok(drawn(&cached, range).await)
             }
-        };
-        let mut model = to_model(envelope);
-        model.origin = origin;
-        Ok(model)
+        }))
+        .await
     }
 
     async fn jobs(&self, account: &Account) -> Result<Vec<BoardJob>, AppError> {

@@ -70,6 +70,15 @@ pub(crate) fn numbered_rows(rows: usize, shape: &str) -> String {
     sql
 }
 
+/// `n` comma-separated placeholders numbered on from `$first`, for an
+/// `IN (…)` list of bound values (`numbered_list(3, 2)`: `$3, $4`).
+pub(crate) fn numbered_list(first: usize, n: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Logs a database failure and hides it from the caller: a database that
 /// cannot be reached just now (down, restarting, cut the connection, no
 /// connection free in time) is a 503 the caller may retry; anything else
@@ -124,6 +133,12 @@ mod tests {
     fn rows_of_placeholders_are_numbered_on_across_rows() {
         assert_eq!(numbered_rows(2, "(?, '', ?)"), "($1, '', $2), ($3, '', $4)");
         assert_eq!(numbered_rows(0, "(?)"), "");
+    }
+
+    #[test]
+    fn a_list_of_placeholders_starts_where_asked() {
+        assert_eq!(numbered_list(3, 3), "$3, $4, $5");
+        assert_eq!(numbered_list(1, 0), "");
     }
 
     #[test]

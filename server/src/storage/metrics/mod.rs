@@ -6,9 +6,9 @@ pub mod block;
 
 use app::error::AppError;
 use app::models::{BoardJob, TagSummary};
-use sqlx::AnyPool;
+use sqlx::{AnyPool, AssertSqlSafe};
 
-use crate::storage::internal;
+use crate::storage::{internal, numbered_list};
 use batch::{Row, TagBatch};
 
 /// Where a series stands in the database.
@@ -39,6 +39,26 @@ pub struct Written {
     pub rows: Vec<Row>,
     /// Stored points from this step on were removed first.
     pub cut: Option<i64>,
+}
+
+/// A job's name and one of its `metric_series` rows: tag, points, last
+/// step, last value.
+type JobSeriesRow = (String, String, i64, Option<i64>, Option<f64>);
+
+/// A `metric_series` row as the tag list shows it.
+fn summary(
+    tag: String,
+    points: i64,
+    last_step: Option<i64>,
+    last_value: Option<f64>,
+) -> TagSummary {
+    TagSummary {
+        tag,
+        points: u64::try_from(points).unwrap_or(0),
+        // NULL at a last step is NaN (SQLite stores no NaN).
+        last_value: last_step.map(|_| last_value.unwrap_or(f64::NAN)),
+        last_step,
+    }
 }
 
 /// The metric tables.
@@ -78,6 +98,48 @@ impl PointStore {
         }))
     }
 
+    /// The series of tag `tag` of each of the account's `jobs` that has
+    /// one, with its job's name, in one query (a comparison of a hundred
+    /// runs asks for a hundred).
+    pub async fn heads_of_jobs(
+        &self,
+        account_id: i64,
+        jobs: &[String],
+        tag: &str,
+    ) -> Result<Vec<(String, Head)>, AppError> {
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Only placeholders are written into the text; the names are bound.
+        let sql = format!(
+            "SELECT j.name, s.id, s.revision, s.points FROM metric_series s \
+             JOIN jobs j ON j.id = s.job_id \
+             WHERE j.account_id = $1 AND s.tag = $2 AND j.name IN ({})",
+            numbered_list(3, jobs.len())
+        );
+        let mut query = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(account_id)
+            .bind(tag);
+        for job in jobs {
+            query = query.bind(job);
+        }
+        let rows: Vec<(String, i64, i64, i64)> = query
+            .fetch_all(&self.pool)
+            .await
+            .map_err(internal("look up metric series of jobs"))?;
+        Ok(rows
+            .into_iter()
+            .map(|(job, id, revision, points)| {
+                let head = Head {
+                    id,
+                    revision,
+                    points,
+                };
+                (job, head)
+            })
+            .collect())
+    }
+
     /// A series' current revision (`None`: it is gone).
     pub async fn revision(&self, series_id: i64) -> Result<Option<i64>, AppError> {
         sqlx::query_scalar("SELECT revision FROM metric_series WHERE id = $1")
@@ -99,12 +161,40 @@ impl PointStore {
         .map_err(internal("list metric series"))?;
         Ok(rows
             .into_iter()
-            .map(|(tag, points, last_step, last_value)| TagSummary {
-                tag,
-                points: u64::try_from(points).unwrap_or(0),
-                // NULL at a last step is NaN (SQLite stores no NaN).
-                last_value: last_step.map(|_| last_value.unwrap_or(f64::NAN)),
-                last_step,
+            .map(|(tag, points, last_step, last_value)| summary(tag, points, last_step, last_value))
+            .collect())
+    }
+
+    /// Every series of each of the account's `jobs`, with its job's name,
+    /// by job and tag, in one query; a name that is not the account's job
+    /// has none.
+    pub async fn tags_of_jobs(
+        &self,
+        account_id: i64,
+        jobs: &[String],
+    ) -> Result<Vec<(String, TagSummary)>, AppError> {
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Only placeholders are written into the text; the names are bound.
+        let sql = format!(
+            "SELECT j.name, s.tag, s.points, s.last_step, s.last_value FROM metric_series s \
+             JOIN jobs j ON j.id = s.job_id WHERE j.account_id = $1 AND j.name IN ({}) \
+             ORDER BY j.name, s.tag",
+            numbered_list(2, jobs.len())
+        );
+        let mut query = sqlx::query_as(AssertSqlSafe(sql)).bind(account_id);
+        for job in jobs {
+            query = query.bind(job);
+        }
+        let rows: Vec<JobSeriesRow> = query
+            .fetch_all(&self.pool)
+            .await
+            .map_err(internal("list metric series of jobs"))?;
+        Ok(rows
+            .into_iter()
+            .map(|(job, tag, points, last_step, last_value)| {
+                (job, summary(tag, points, last_step, last_value))
             })
             .collect())
     }
