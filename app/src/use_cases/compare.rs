@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use futures_util::future::try_join3;
 
 use crate::error::AppError;
-use crate::models::board::{BoardChart, BoardSeries, JsonF64, CHART_WIDTH};
+use crate::models::board::{BoardChart, BoardSeries, JsonF64, PLOT_WIDTH};
 use crate::models::compare::{
     check_jobs, rows, CompareQuery, ComparedRun, Comparison, FinalValue, MAX_OVERLAID,
 };
@@ -38,12 +38,12 @@ pub async fn compare_runs(
             })
             .map(|(_, name)| name.clone())
             .collect();
-        // Every run's envelope in one call: their series' heads are one
-        // query.
+        // Every run's envelope at the plot area's width: a bucket a pixel
+        // column, so no more points than the chart can show.
         let whole = ChartRange::Steps(RangeQuery {
             from: None,
             to: None,
-            width: CHART_WIDTH as usize,
+            width: PLOT_WIDTH as usize,
         });
         let envelopes = services
             .metrics

@@ -2,27 +2,91 @@
 //! batches written by this process, checked against the database's revision
 //! (another console process may write too), and evicted least recently used
 //! when they hold more points than the budget.
+//!
+//! Beside each series, its envelope over all its points at one width (the
+//! view every chart opens with, and the compare page's only one) is kept
+//! until the series changes: a hundred runs overlaid would otherwise
+//! compute a hundred envelopes for every view. It is counted in the budget.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use app::error::AppError;
-use tokio::sync::RwLock;
+use app::models::SeriesEnvelope;
+use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::series::Series;
 use crate::storage::metrics::{Head, PointStore, Written};
 
+/// A series' envelope over all its points at one width.
+struct Whole {
+    /// The buckets it was computed for.
+    width: usize,
+    /// What was computed.
+    envelope: Arc<SeriesEnvelope>,
+}
+
 /// One series in memory.
 pub struct Cached {
-    /// The points, with their envelope pyramid.
-    pub series: RwLock<Series>,
+    /// The points, with their envelope pyramid. Written only through
+    /// [`Cached::write`], which drops `whole` with it.
+    series: RwLock<Series>,
+    /// The whole series' envelope at the width last asked for; `None` after
+    /// any change. Read and set only while `series` is read-locked, cleared
+    /// while it is write-locked, so it always matches the points.
+    whole: Mutex<Option<Whole>>,
     /// The database revision `series` reflects.
     revision: AtomicU64,
     /// When it was last used (a counter, not a clock).
     used: AtomicU64,
     /// Serialises loading, so two first queries load once.
     loading: tokio::sync::Mutex<bool>,
+}
+
+impl Cached {
+    /// The points, to read.
+    pub async fn read(&self) -> RwLockReadGuard<'_, Series> {
+        self.series.read().await
+    }
+
+    /// The points, to change: what was computed from them goes.
+    async fn write(&self) -> RwLockWriteGuard<'_, Series> {
+        let series = self.series.write().await;
+        *self.whole.lock().expect("whole envelope lock") = None;
+        series
+    }
+
+    /// The whole series' envelope `width` buckets wide: made by `make` from
+    /// the points the first time it is asked for after a change (or at
+    /// another width), then kept.
+    pub async fn whole(
+        &self,
+        width: usize,
+        make: impl FnOnce(&Series) -> SeriesEnvelope,
+    ) -> Arc<SeriesEnvelope> {
+        // Held throughout: no change can come between reading the points
+        // and keeping what was made from them.
+        let series = self.series.read().await;
+        let kept = self.whole.lock().expect("whole envelope lock");
+        if let Some(w) = kept.as_ref().filter(|w| w.width == width) {
+            return w.envelope.clone();
+        }
+        drop(kept);
+        let envelope = Arc::new(make(&series));
+        *self.whole.lock().expect("whole envelope lock") = Some(Whole {
+            width,
+            envelope: envelope.clone(),
+        });
+        envelope
+    }
+
+    /// Points held: the series' and its kept envelope's.
+    async fn points_held(&self) -> usize {
+        let series = self.series.read().await;
+        let whole = self.whole.lock().expect("whole envelope lock");
+        series.len() + whole.as_ref().map_or(0, |w| w.envelope.points.len())
+    }
 }
 
 /// The in-memory series of this process.
@@ -49,6 +113,7 @@ impl SeriesCache {
             .or_insert_with(|| {
                 Arc::new(Cached {
                     series: RwLock::new(Series::new()),
+                    whole: Mutex::new(None),
                     revision: AtomicU64::new(0),
                     used: AtomicU64::new(0),
                     loading: tokio::sync::Mutex::new(false),
@@ -81,7 +146,7 @@ impl SeriesCache {
                 let (revision, rows) = store.load(head.id).await?;
                 let mut series = Series::new();
                 series.extend(rows.iter().map(|r| (r.step, r.wall_time, r.value)));
-                *cached.series.write().await = series;
+                *cached.write().await = series;
                 cached.revision.store(revision as u64, Ordering::Release);
                 *loaded = true;
             }
@@ -115,7 +180,7 @@ impl SeriesCache {
         if !*loaded {
             return;
         }
-        let mut series = cached.series.write().await;
+        let mut series = cached.write().await;
         if cached.revision.load(Ordering::Acquire) != written.revision_before as u64 {
             return;
         }
@@ -144,7 +209,7 @@ impl SeriesCache {
         let mut sizes = Vec::with_capacity(entries.len());
         let mut total = 0usize;
         for (id, cached) in &entries {
-            let len = cached.series.read().await.len();
+            let len = cached.points_held().await;
             total += len;
             sizes.push((cached.used.load(Ordering::Relaxed), *id, len));
         }

@@ -16,8 +16,8 @@ use app::error::AppError;
 use std::collections::HashMap;
 
 use app::models::{
-    Account, AppendSummary, BoardJob, ChartPoint, ChartRange, MetricPoint, SeriesEnvelope,
-    TagSummary,
+    Account, AppendSummary, BoardJob, ChartPoint, ChartRange, MetricPoint, RangeQuery,
+    SeriesEnvelope, TagSummary,
 };
 use app::ports::{Metrics, MetricsEvent};
 use async_trait::async_trait;
@@ -98,9 +98,19 @@ fn to_model(e: series::Envelope) -> SeriesEnvelope {
     }
 }
 
-/// `cached`'s series over `range`.
+/// `cached`'s series over `range`; the whole of it comes from the kept
+/// envelope (see [`cache`]) when it is there.
 async fn drawn(cached: &cache::Cached, range: ChartRange) -> SeriesEnvelope {
-    at(&*cached.series.read().await, range)
+    if let ChartRange::Steps(RangeQuery {
+        from: None,
+        to: None,
+        width,
+    }) = range
+    {
+        let whole = cached.whole(width, |series| at(series, range)).await;
+        return (*whole).clone();
+    }
+    at(&*cached.read().await, range)
 }
 
 /// `series` over `range`, with the series' first wall time as its origin.
@@ -231,7 +241,7 @@ impl Metrics for SqlMetrics {
         to: Option<i64>,
     ) -> Result<Vec<ChartPoint>, AppError> {
         let cached = self.series(account, job, tag).await?;
-        let series = cached.series.read().await;
+        let series = cached.read().await;
         Ok(series
             .points(from, to)
             .map(|p| ChartPoint {

@@ -276,3 +276,60 @@ on_both_databases!(
     another_accounts_run_is_not_found_and_bad_input_says_what_to_send,
     super::another_accounts_run_is_not_found_and_bad_input_says_what_to_send
 );
+
+/// The points of the chart's line of the page's first run (palette colour
+/// 0), as `x,y` pairs.
+fn first_line(html: &str) -> Vec<String> {
+    let chart = html
+        .split("data-testid=\"compare-chart\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no chart in {html}"));
+    let line = chart
+        .split("<polyline class=\"chart-stroke-0\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no line in {chart}"));
+    let points = line
+        .split("points=\"")
+        .nth(1)
+        .and_then(|p| p.split('"').next())
+        .unwrap_or_else(|| panic!("no points in {line}"));
+    points.split_whitespace().map(str::to_owned).collect()
+}
+
+async fn a_point_written_after_a_view_is_on_the_next_view(db: TestDb) {
+    let config = config(&db);
+    let site = site_from(db, config).await;
+    let (key, cookie) = key_and_cookie(&site, "cmp").await;
+    three_runs(&site, &key).await;
+    let path = "/jobs/compare?jobs=train,tmpl-run";
+    // Viewed twice: the second view is drawn from what the first kept.
+    let before = first_line(&page(&site, &cookie, path).await);
+    assert_eq!(before.len(), 10, "{before:?}");
+    assert_eq!(first_line(&page(&site, &cookie, path).await), before);
+
+    // One more point, far above the rest: a longer line on a taller axis.
+    post(
+        &site,
+        &key,
+        "/api/v1/jobs/train/metrics",
+        json!([{"tag": "loss", "step": 10, "value": 50.0, "wall_time": 1.7e9 + 10.0}]),
+    )
+    .await;
+    let html = page(&site, &cookie, path).await;
+    let after = first_line(&html);
+    assert_eq!(after.len(), 11, "{after:?}");
+    assert_ne!(
+        after[..10],
+        before[..],
+        "the axes grew to hold step 10 at 50"
+    );
+    assert!(
+        html.contains("<td class=\"num\" title=\"50 at step 10\">50</td>"),
+        "{html}"
+    );
+}
+
+on_both_databases!(
+    a_point_written_after_a_view_is_on_the_next_view,
+    super::a_point_written_after_a_view_is_on_the_next_view
+);
