@@ -5,11 +5,26 @@ use app::ports::Viewer;
 use axum::extract::{Path, State};
 use axum::Json;
 use http::StatusCode;
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::http::api_error::{ApiError, ErrorBody};
 use crate::http::caller::{Caller, Writer};
 use crate::http::rest::json::JsonBody;
 use crate::http::AppState;
+
+/// An alias's path: the model and the alias.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct AliasPath {
+    /// The model's owner.
+    owner: String,
+    /// The model.
+    name: String,
+    /// 1 to 40 of a-z, 0-9, '-' and '_', starting with a letter.
+    #[param(pattern = r"^[a-z][a-z0-9_-]{0,39}$")]
+    alias: String,
+}
 
 fn model(owner: String, name: String) -> AssetRef {
     AssetRef {
@@ -39,8 +54,7 @@ pub async fn aliases(
 /// from moving it.
 #[utoipa::path(put, path = "/api/v1/models/{owner}/{name}/aliases/{alias}", tag = "files",
     request_body = AliasForm,
-    params(("owner" = String, Path), ("name" = String, Path),
-        ("alias" = String, Path, description = "1 to 40 of a-z, 0-9, '-', '_', starting with a letter")),
+    params(AliasPath),
     responses((status = 200, description = "The alias as it is now", body = ModelAlias),
         (status = 403, description = "A viewer, a model shared read-only, or a protected alias and not an owner", body = ErrorBody),
         (status = 404, description = "No such model you can read", body = ErrorBody),
@@ -48,15 +62,15 @@ pub async fn aliases(
 pub async fn set_alias(
     State(state): State<AppState>,
     Writer(who): Writer,
-    Path((owner, name, alias)): Path<(String, String, String)>,
+    Path(path): Path<AliasPath>,
     body: Result<JsonBody<AliasForm>, ApiError>,
 ) -> Result<Json<ModelAlias>, ApiError> {
     let JsonBody(form) = body?;
-    let model = model(owner, name);
+    let model = model(path.owner, path.name);
     let set = state
         .services
         .assets
-        .set_alias(&who.me, &model, &alias, form)
+        .set_alias(&who.me, &model, &path.alias, form)
         .await?;
     tracing::info!(model = %format!("{}/{}", model.owner, model.name), alias = %set.alias, version = set.version, user = %who.me.email, "model alias set");
     Ok(Json(set))
@@ -64,20 +78,20 @@ pub async fn set_alias(
 
 /// `DELETE /api/v1/models/{owner}/{name}/aliases/{alias}`.
 #[utoipa::path(delete, path = "/api/v1/models/{owner}/{name}/aliases/{alias}", tag = "files",
-    params(("owner" = String, Path), ("name" = String, Path), ("alias" = String, Path)),
+    params(AliasPath),
     responses((status = 204, description = "Deleted (its history kept)"),
         (status = 403, description = "A viewer, or a protected alias and not an owner", body = ErrorBody),
         (status = 404, description = "No such model or alias", body = ErrorBody)))]
 pub async fn delete_alias(
     State(state): State<AppState>,
     Writer(who): Writer,
-    Path((owner, name, alias)): Path<(String, String, String)>,
+    Path(path): Path<AliasPath>,
 ) -> Result<StatusCode, ApiError> {
-    let model = model(owner, name);
+    let model = model(path.owner, path.name);
     state
         .services
         .assets
-        .delete_alias(&who.me, &model, &alias)
+        .delete_alias(&who.me, &model, &path.alias)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
