@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync, mkdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { test, expect, newAccount, signUp, waitHydrated, Page } from "./fixtures";
+import { test, expect, expectLive, newAccount, press, signUp, waitHydrated, Page } from "./fixtures";
 
 /** Creates a dataset through the list page's dialog; lands on its page. */
 async function createDataset(page: Page, open: (p: string) => Promise<void>, account: string, name: string) {
@@ -173,4 +173,41 @@ test("a model version is started, uploaded, finished and tagged from its page", 
   await expect(row.getByLabel("Tags of v1")).toHaveValue("production");
   await page.reload();
   await expect(page.locator('tr[data-version="1"]').getByLabel("Tags of v1")).toHaveValue("production");
+});
+
+test("a model's alias is set, moved and deleted from its page, with its history", async ({ page, open, hydrated }) => {
+  const who = newAccount("alias");
+  await signUp(page, open, who);
+  // A model with two ready versions, made through the API.
+  const base = `/api/v1/models/${who.account}/line`;
+  expect((await page.request.post("/api/v1/models", { data: { name: "line" } })).status()).toBe(201);
+  for (const v of [1, 2]) {
+    expect((await page.request.post(`${base}/versions`, { data: { description: `v${v}` } })).status()).toBe(201);
+    expect((await page.request.put(`${base}/files/w.bin?version=${v}`, { data: "weights" })).ok()).toBe(true);
+    expect((await page.request.post(`${base}/versions/${v}/finish`)).ok()).toBe(true);
+  }
+  await open(`/models/${who.account}/line`);
+  const aliases = page.getByTestId("aliases");
+  await expect(aliases).toContainText("No aliases yet.");
+
+  const setAlias = async (alias: string, version: string) => {
+    await aliases.getByLabel("Alias", { exact: true }).fill(alias);
+    await aliases.getByLabel("Version").selectOption(version);
+    await press(page, hydrated, aliases.getByTestId("set-alias"));
+  };
+  await setAlias("production", "1");
+  await expectLive(page, hydrated, aliases.locator('tr[data-alias="production"]').getByTestId("alias-version"), "v1");
+  await setAlias("production", "2");
+  await expectLive(page, hydrated, aliases.locator('tr[data-alias="production"]').getByTestId("alias-version"), "v2");
+  if (!hydrated) await page.reload();
+  await aliases.getByTestId("alias-history").locator("summary").click();
+  await expect(aliases.getByTestId("alias-history")).toContainText("moved from v1 to v2");
+
+  // A bad alias is refused, saying why.
+  await aliases.getByLabel("Alias", { exact: true }).fill("Not An Alias");
+  await press(page, hydrated, aliases.getByTestId("set-alias"));
+  await expect(aliases).toContainText("is not an alias");
+
+  await press(page, hydrated, aliases.getByRole("button", { name: "Delete @production" }));
+  await expectLive(page, hydrated, aliases.locator("p.muted").first(), "No aliases yet.");
 });

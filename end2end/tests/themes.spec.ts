@@ -227,7 +227,8 @@ test("every page renders in light and in dark, readable, with the theme's backgr
 
   // Every route of app/src/routes.rs, with its dialogs and the log console.
   const signedIn = [
-    "/jobs", "/jobs?submit=1", "/jobs?log=curve", "/jobs/curve/resources", "/jobs/curve/template",
+    "/jobs", "/jobs?submit=1", "/jobs?log=curve", "/jobs/curve", "/jobs/dip-search-t1", "/jobs?submit=1&from=curve",
+    "/jobs/curve/resources", "/jobs/curve/template",
     "/templates", template!, "/environments", environment!, "/pipelines", "/pipelines/nightly",
     "/experiments", "/experiments/dip-search", "/experiments/new", "/jobs/compare?jobs=dip-search-t1,dip-search-t2",
     "/paddleboard?job=curve", "/serving", "/serving?launch=1", "/serving/none",

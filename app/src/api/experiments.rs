@@ -29,6 +29,9 @@ pub struct ExperimentPageData {
     pub experiment: Experiment,
     /// The best trial's tags and their last values (finite ones), by tag.
     pub best_metrics: Vec<(String, f64)>,
+    /// The trials' other tags and each trial's final value of them: the
+    /// trials table's columns beside the objective.
+    pub trial_tags: crate::models::TrialTags,
 }
 
 /// What the "New experiment" page shows.
@@ -78,9 +81,25 @@ pub async fn experiment_page(name: String) -> Result<ExperimentPageData, AppErro
             }
         }
     }
+    // Every trial's tags and final values: one query for all the jobs.
+    let jobs: Vec<String> = experiment.trials.iter().map(|t| t.job.clone()).collect();
+    let finals: Vec<Vec<(String, Option<f64>)>> = services
+        .metrics
+        .tags_of(account, &jobs)
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|tags| tags.into_iter().map(|t| (t.tag, t.last_value)).collect())
+        .collect();
+    let trial_tags = crate::models::TrialTags::pick(
+        &experiment.trials,
+        &finals,
+        &experiment.spec.objective.metric,
+    );
     Ok(ExperimentPageData {
         experiment,
         best_metrics,
+        trial_tags,
     })
 }
 

@@ -303,19 +303,19 @@ async fn a_point_written_after_a_view_is_on_the_next_view(db: TestDb) {
     three_runs(&site, &key).await;
     let path = "/jobs/compare?jobs=train,tmpl-run";
     // Viewed twice: the second view is drawn from what the first kept.
-    let before = first_line(&page(&site, &cookie, path).await);
+    let before = first_line(&site.page_ok(&cookie, path).await);
     assert_eq!(before.len(), 10, "{before:?}");
-    assert_eq!(first_line(&page(&site, &cookie, path).await), before);
+    assert_eq!(first_line(&site.page_ok(&cookie, path).await), before);
 
     // One more point, far above the rest: a longer line on a taller axis.
-    post(
+    post_ok(
         &site,
         &key,
         "/api/v1/jobs/train/metrics",
         json!([{"tag": "loss", "step": 10, "value": 50.0, "wall_time": 1.7e9 + 10.0}]),
     )
     .await;
-    let html = page(&site, &cookie, path).await;
+    let html = site.page_ok(&cookie, path).await;
     let after = first_line(&html);
     assert_eq!(after.len(), 11, "{after:?}");
     assert_ne!(

@@ -113,8 +113,28 @@ async fn seeded(site: &Site, account: &str, name: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_experiments_page_draws_its_charts_and_sorts_and_filters_its_trials_by_the_url() {
     let site = common::site::site().await;
-    let (_, cookie) = key_and_cookie(&site, "tuner").await;
+    let (key, cookie) = key_and_cookie(&site, "tuner").await;
     seeded(&site, "tuner", "grid-lr").await;
+    // Two trials' jobs logged another tag beside the objective.
+    for (n, acc) in [(7, 0.9), (8, 0.95)] {
+        let job = trial_job_name("grid-lr", n);
+        crate::common::rest::post_ok(
+            &site,
+            &key,
+            "/api/v1/jobs",
+            json!({"name": job, "command": ["true"], "num_trainers": 1,
+                   "trainer": {"cpu": "100m", "memory": "64Mi"}}),
+        )
+        .await;
+        crate::common::rest::post_ok(
+            &site,
+            &key,
+            &format!("/api/v1/jobs/{job}/metrics"),
+            json!([{"tag": "acc", "step": 1, "value": acc, "wall_time": 1.7e9},
+                   {"tag": "loss", "step": 1, "value": 1.0, "wall_time": 1.7e9}]),
+        )
+        .await;
+    }
 
     let list = page(&site, "/experiments", &cookie).await;
     assert!(list.contains(r#"href="/experiments/grid-lr""#), "{list}");
@@ -130,7 +150,16 @@ async fn an_experiments_page_draws_its_charts_and_sorts_and_filters_its_trials_b
         assert!(whole[at..].contains("<svg"), "{chart}");
     }
     assert!(whole.contains("Best trial: 7 with loss = 1"), "{whole}");
-    assert!(whole.contains(r#"href="/jobs?log=grid-lr-t7""#), "{whole}");
+    assert!(whole.contains(r#"href="/jobs/grid-lr-t7""#), "{whole}");
+    // The other tag is a column (the objective is not repeated), sortable.
+    assert!(whole.contains(r#"data-testid="sort-t.acc""#), "{whole}");
+    assert!(!whole.contains(r#"data-testid="sort-t.loss""#), "{whole}");
+    assert!(
+        whole.contains(r#"<td data-tag="acc" class="num">0.95<"#),
+        "{whole}"
+    );
+    let by_acc = page(&site, "/experiments/grid-lr?sort=t.acc&desc=1", &cookie).await;
+    assert_eq!(rows(&by_acc)[..2], [8, 7], "trials without the tag last");
     assert_eq!(rows(&whole), (1..=12).collect::<Vec<_>>());
     assert!(whole.contains("its job exited with code 1"));
     // The parallel coordinates name each parameter and the objective.

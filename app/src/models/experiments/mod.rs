@@ -18,7 +18,10 @@ pub use record::{
 };
 pub use settings::{Algorithm, Direction, EarlyStopping, Objective, ObjectiveValue};
 pub use space::{Domain, SearchParam, SearchSpace, TrialValues};
-pub use view::{best_over_time, table_rows, value_text, TrialColumn, TrialQuery, TRIALS_PER_PAGE};
+pub use view::{
+    best_over_time, table_rows, value_text, TrialColumn, TrialQuery, TrialTags, TRIALS_PER_PAGE,
+    TRIAL_TAGS_SHOWN,
+};
 
 #[cfg(test)]
 mod tests {

@@ -26,11 +26,13 @@ pub enum TrialColumn {
     Step,
     /// A searched parameter's value.
     Param(String),
+    /// Another tag's final value (trials without one last, either way).
+    Tag(String),
 }
 
 impl TrialColumn {
     /// Its name in `?sort=`: `number`, `status`, `objective`, `step`,
-    /// `p.<parameter>`.
+    /// `p.<parameter>`, `t.<tag>`.
     pub fn key(&self) -> String {
         match self {
             Self::Number => "number".into(),
@@ -38,6 +40,7 @@ impl TrialColumn {
             Self::Objective => "objective".into(),
             Self::Step => "step".into(),
             Self::Param(p) => format!("p.{p}"),
+            Self::Tag(t) => format!("t.{t}"),
         }
     }
 
@@ -47,8 +50,9 @@ impl TrialColumn {
             "status" => Self::Status,
             "objective" => Self::Objective,
             "step" => Self::Step,
-            _ => match s.strip_prefix("p.") {
-                Some(p) if !p.is_empty() => Self::Param(p.to_owned()),
+            _ => match (s.strip_prefix("p."), s.strip_prefix("t.")) {
+                (Some(p), _) if !p.is_empty() => Self::Param(p.to_owned()),
+                (_, Some(t)) if !t.is_empty() => Self::Tag(t.to_owned()),
                 _ => Self::Number,
             },
         }
@@ -152,21 +156,88 @@ fn compare_values(a: Option<&Value>, b: Option<&Value>) -> Ordering {
     }
 }
 
+/// The trials' other tags (beside the objective) as the table shows them:
+/// the tags, and each trial's final value of each (`None`: it has none).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TrialTags {
+    /// The tags shown, the ones most trials have first.
+    pub tags: Vec<String>,
+    /// By trial number: a value per tag, in `tags`' order.
+    pub values: std::collections::BTreeMap<u32, Vec<Option<f64>>>,
+}
+
+/// How many other tags the trials table shows.
+pub const TRIAL_TAGS_SHOWN: usize = 4;
+
+impl TrialTags {
+    /// The final values of every trial's tags (`finals[i]`: trial `i`'s
+    /// tags and last values), keeping the [`TRIAL_TAGS_SHOWN`] tags most
+    /// trials have other than `objective`, ties by name.
+    pub fn pick(trials: &[Trial], finals: &[Vec<(String, Option<f64>)>], objective: &str) -> Self {
+        let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+        for tags in finals {
+            for (tag, _) in tags.iter().filter(|(t, _)| t != objective) {
+                *counts.entry(tag).or_default() += 1;
+            }
+        }
+        let mut ranked: Vec<(&str, usize)> = counts.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let tags: Vec<String> = ranked
+            .into_iter()
+            .take(TRIAL_TAGS_SHOWN)
+            .map(|(t, _)| t.to_owned())
+            .collect();
+        let values = trials
+            .iter()
+            .zip(finals)
+            .map(|(trial, have)| {
+                let row = tags
+                    .iter()
+                    .map(|t| have.iter().find(|(h, _)| h == t).and_then(|(_, v)| *v))
+                    .collect();
+                (trial.number, row)
+            })
+            .collect();
+        Self { tags, values }
+    }
+
+    /// Trial `number`'s final value of `tag`, if finite.
+    pub fn value(&self, number: u32, tag: &str) -> Option<f64> {
+        let i = self.tags.iter().position(|t| t == tag)?;
+        self.values
+            .get(&number)?
+            .get(i)
+            .copied()
+            .flatten()
+            .filter(|v| v.is_finite())
+    }
+}
+
 /// The trials the table shows for `query`: filtered, sorted (the trial's
 /// number breaking ties), the query's page of them; and how many matched.
-/// Trials without an objective come last when sorted by it, either way.
-pub fn table_rows<'a>(trials: &'a [Trial], query: &TrialQuery) -> (Vec<&'a Trial>, usize) {
+/// Trials without an objective (or the tag sorted by) come last when sorted
+/// by it, either way.
+pub fn table_rows<'a>(
+    trials: &'a [Trial],
+    query: &TrialQuery,
+    tags: &TrialTags,
+) -> (Vec<&'a Trial>, usize) {
     let mut rows: Vec<&Trial> = trials
         .iter()
         .filter(|t| query.status.is_none_or(|s| t.status == s))
         .collect();
     let finite = |t: &Trial| t.objective.filter(|v| v.is_finite());
     rows.sort_by(|a, b| {
+        let (x, y) = match &query.sort {
+            TrialColumn::Objective => (finite(a), finite(b)),
+            TrialColumn::Tag(tag) => (tags.value(a.number, tag), tags.value(b.number, tag)),
+            _ => (None, None),
+        };
         let by = match &query.sort {
             TrialColumn::Number => Ordering::Equal,
             TrialColumn::Status => a.status.as_str().cmp(b.status.as_str()),
             TrialColumn::Step => a.step.cmp(&b.step),
-            TrialColumn::Objective => match (finite(a), finite(b)) {
+            TrialColumn::Objective | TrialColumn::Tag(_) => match (x, y) {
                 (Some(x), Some(y)) => x.total_cmp(&y),
                 // Without a value: last whichever way (undone below).
                 (Some(_), None) => return Ordering::Less,
@@ -323,7 +394,7 @@ mod tests {
     #[test]
     fn the_table_sorts_by_any_column_with_trials_without_a_value_last_and_filters_by_status() {
         let all = trials();
-        let rows = |q: TrialQuery| numbers(&table_rows(&all, &q).0);
+        let rows = |q: TrialQuery| numbers(&table_rows(&all, &q, &TrialTags::default()).0);
         assert_eq!(rows(TrialQuery::default()), [1, 2, 3, 4, 5]);
         let by_objective = TrialQuery::default().sorted_by(TrialColumn::Objective);
         assert_eq!(rows(by_objective.clone()), [5, 3, 1, 4, 2]);
@@ -337,7 +408,41 @@ mod tests {
             status: Some(TrialStatus::Failed),
             ..Default::default()
         };
-        assert_eq!(table_rows(&all, &failed), (vec![&all[1]], 1));
+        assert_eq!(
+            table_rows(&all, &failed, &TrialTags::default()),
+            (vec![&all[1]], 1)
+        );
+    }
+
+    #[test]
+    fn the_table_shows_the_tags_most_trials_have_and_sorts_by_them_without_values_last() {
+        let all = trials();
+        let finals: Vec<Vec<(String, Option<f64>)>> = all
+            .iter()
+            .map(|t| {
+                let mut tags = vec![("loss".to_owned(), Some(1.0))];
+                if t.number != 2 {
+                    tags.push(("acc".to_owned(), Some(f64::from(10 - t.number))));
+                }
+                if t.number == 1 {
+                    tags.push(("rare".to_owned(), Some(0.5)));
+                }
+                tags
+            })
+            .collect();
+        let tags = TrialTags::pick(&all, &finals, "loss");
+        assert_eq!(tags.tags, ["acc", "rare"]);
+        assert_eq!(tags.value(3, "acc"), Some(7.0));
+        assert_eq!(tags.value(2, "acc"), None);
+        let by_acc = TrialQuery::default().sorted_by(TrialColumn::Tag("acc".into()));
+        assert_eq!(by_acc.href("/e"), "/e?sort=t.acc");
+        assert_eq!(TrialColumn::parse("t.acc"), TrialColumn::Tag("acc".into()));
+        let rows = |q: TrialQuery| numbers(&table_rows(&all, &q, &tags).0);
+        assert_eq!(rows(by_acc.clone()), [5, 4, 3, 1, 2]);
+        assert_eq!(
+            rows(by_acc.sorted_by(TrialColumn::Tag("acc".into()))),
+            [1, 3, 4, 5, 2]
+        );
     }
 
     #[test]
@@ -352,6 +457,7 @@ mod tests {
                     page: p,
                     ..Default::default()
                 },
+                &TrialTags::default(),
             )
         };
         let (rows, total) = page(3);

@@ -22,7 +22,7 @@ use crate::models::time::format_utc;
 use crate::models::url::encode;
 use crate::models::{
     table_rows, value_text, Algorithm, Direction, EarlyStopping, Experiment, ObjectiveValue, Trial,
-    TrialColumn, TrialQuery, TrialStatus, TRIALS_PER_PAGE,
+    TrialColumn, TrialQuery, TrialStatus, TrialTags, TRIALS_PER_PAGE,
 };
 
 /// One experiment's page.
@@ -120,6 +120,7 @@ fn ExperimentView(page: PageData, query: TrialQuery) -> impl IntoView {
     let PageData {
         experiment: e,
         best_metrics,
+        trial_tags,
     } = page;
     let summary = e.summary();
     let base = format!("/experiments/{}", e.name);
@@ -198,7 +199,7 @@ fn ExperimentView(page: PageData, query: TrialQuery) -> impl IntoView {
         {(!e.message.is_empty()).then(|| view! { <p class="banner" data-testid="experiment-message">{e.message.clone()}</p> })}
         <BestTrial best=summary.best.clone() metric=objective.metric.clone() metrics=best_metrics />
         {charts}
-        <TrialsTable experiment=e query base />
+        <TrialsTable experiment=e query base tags=trial_tags />
     }
 }
 
@@ -220,7 +221,7 @@ fn BestTrial(best: Option<Trial>, metric: String, metrics: Vec<(String, f64)>) -
         .map(|(tag, v)| view! { <dt>{tag}</dt><dd>{format_value(v)}</dd> })
         .collect_view();
     let board = format!("/paddleboard?jobs={}", encode(&t.job));
-    let job = format!("/jobs?log={}", encode(&t.job));
+    let job = format!("/jobs/{}", encode(&t.job));
     view! {
         <section class="best-trial" data-testid="best-trial">
             <h2>{format!("Best trial: {} with {metric} = {}", t.number, t.objective.map(format_value).unwrap_or_default())}</h2>
@@ -234,12 +235,18 @@ fn BestTrial(best: Option<Trial>, metric: String, metrics: Vec<(String, f64)>) -
     .into_any()
 }
 
-/// The trials table: a column per searched parameter, sortable by any
-/// column, filtered by status, a page at a time.
+/// The trials table: a column per searched parameter, the objective and
+/// the other tags most trials have, sortable by any column, filtered by
+/// status, a page at a time.
 #[component]
-fn TrialsTable(experiment: Experiment, query: TrialQuery, base: String) -> impl IntoView {
+fn TrialsTable(
+    experiment: Experiment,
+    query: TrialQuery,
+    base: String,
+    tags: TrialTags,
+) -> impl IntoView {
     let e = experiment;
-    let (rows, total) = table_rows(&e.trials, &query);
+    let (rows, total) = table_rows(&e.trials, &query, &tags);
     let names: Vec<String> = e
         .spec
         .space
@@ -304,7 +311,7 @@ fn TrialsTable(experiment: Experiment, query: TrialQuery, base: String) -> impl 
     let metric = e.spec.objective.metric.clone();
     let body = rows
         .into_iter()
-        .map(|t| trial_row(t, &names))
+        .map(|t| trial_row(t, &names, &tags))
         .collect_view();
     view! {
         <section class="trials">
@@ -320,6 +327,7 @@ fn TrialsTable(experiment: Experiment, query: TrialQuery, base: String) -> impl 
                         {heading("Status".to_owned(), TrialColumn::Status, "")}
                         {names.iter().map(|n| heading(n.clone(), TrialColumn::Param(n.clone()), "num")).collect_view()}
                         {heading(metric, TrialColumn::Objective, "num")}
+                        {tags.tags.iter().map(|t| heading(t.clone(), TrialColumn::Tag(t.clone()), "num other-tag")).collect_view()}
                         {heading("Step".to_owned(), TrialColumn::Step, "num")}
                         <th>"Job"</th>
                         <th>"Ended"</th>
@@ -333,13 +341,24 @@ fn TrialsTable(experiment: Experiment, query: TrialQuery, base: String) -> impl 
 }
 
 /// One trial's row.
-fn trial_row(t: &Trial, names: &[String]) -> impl IntoView {
+fn trial_row(t: &Trial, names: &[String], tags: &TrialTags) -> impl IntoView {
     let status = t.status.as_str();
     let values = names
         .iter()
         .map(|n| view! { <td class="num">{value_text(t.values.get(n))}</td> })
         .collect_view();
-    let job = format!("/jobs?log={}", encode(&t.job));
+    let job = format!("/jobs/{}", encode(&t.job));
+    let tag_cells = tags
+        .tags
+        .iter()
+        .map(|tag| {
+            let v = tags
+                .value(t.number, tag)
+                .map(format_value)
+                .unwrap_or_default();
+            view! { <td class="num" data-tag=tag.clone()>{v}</td> }
+        })
+        .collect_view();
     let job_name = t.job.clone();
     let message = (!t.message.is_empty()).then(|| t.message.clone());
     let ended = t.ended_at.map(format_utc).unwrap_or_default();
@@ -355,6 +374,7 @@ fn trial_row(t: &Trial, names: &[String]) -> impl IntoView {
             </td>
             {values}
             <td class="num" data-testid="objective">{objective}</td>
+            {tag_cells}
             <td class="num">{step}</td>
             <td><A href=job>{job_name}</A></td>
             <td>{ended}</td>
