@@ -61,27 +61,8 @@ pub async fn experiment_page(name: String) -> Result<ExperimentPageData, AppErro
     let services = services()?;
     let account = &who.me.account;
     let experiment = services.experiments.get(account, &name).await?;
-    // One job's tags: a few reads, where 1,000 trials' would be thousands.
-    let mut best_metrics = Vec::new();
-    if let Some(best) = experiment.best() {
-        let tags = services
-            .metrics
-            .tags(account, &best.job)
-            .await
-            .unwrap_or_default();
-        for tag in tags.into_iter().take(BEST_METRICS) {
-            let Some(step) = tag.last_step else { continue };
-            let last = services
-                .metrics
-                .points(account, &best.job, &tag.tag, Some(step), Some(step))
-                .await
-                .unwrap_or_default();
-            if let Some(p) = last.last().filter(|p| p.value.is_finite()) {
-                best_metrics.push((tag.tag, p.value));
-            }
-        }
-    }
-    // Every trial's tags and final values: one query for all the jobs.
+    // Every trial's tags and final values: one query for all the jobs; the
+    // best trial's metrics are its row of it.
     let jobs: Vec<String> = experiment.trials.iter().map(|t| t.job.clone()).collect();
     let finals: Vec<Vec<(String, Option<f64>)>> = services
         .metrics
@@ -91,6 +72,22 @@ pub async fn experiment_page(name: String) -> Result<ExperimentPageData, AppErro
         .into_iter()
         .map(|tags| tags.into_iter().map(|t| (t.tag, t.last_value)).collect())
         .collect();
+    let best_metrics = experiment
+        .best()
+        .and_then(|best| {
+            experiment
+                .trials
+                .iter()
+                .position(|t| t.number == best.number)
+        })
+        .and_then(|i| finals.get(i))
+        .map(|tags| {
+            tags.iter()
+                .take(BEST_METRICS)
+                .filter_map(|(tag, v)| v.filter(|v| v.is_finite()).map(|v| (tag.clone(), v)))
+                .collect()
+        })
+        .unwrap_or_default();
     let trial_tags = crate::models::TrialTags::pick(
         &experiment.trials,
         &finals,
