@@ -7,7 +7,7 @@ use crate::error::AppError;
 use crate::models::{ServingForm, ServingInstance, ServingList, ServingTraffic};
 
 #[cfg(feature = "ssr")]
-use super::context::{member, principal, redirect_back_without, services};
+use super::context::{member, principal, redirect_back, redirect_back_without, services};
 
 /// A model the launch dialog offers, with its versions that can be served.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,4 +118,65 @@ pub async fn serving_traffic_chart(
         .serving
         .traffic(&who.me.account, &name, from, to)
         .await
+}
+
+/// What an instance's page needs to release versions: the model's ready
+/// versions and the calls its shadow got.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseData {
+    /// Ready versions of the instance's model, newest first.
+    pub versions: Vec<u32>,
+    /// The newest calls mirrored to its shadow.
+    pub shadow_calls: Vec<crate::models::ShadowCall>,
+    /// Whether the caller may release (a member, not a viewer).
+    pub can_write: bool,
+}
+
+/// The instance's model's ready versions and its shadow's newest calls.
+#[server(prefix = "/api", endpoint = "serving_release_data")]
+pub async fn serving_release_data(name: String) -> Result<ReleaseData, AppError> {
+    let who = principal()?;
+    let services = services()?;
+    let instance = services.serving.get(&who.me.account, &name).await?;
+    let shadow_calls = services
+        .serving
+        .shadow_calls(&who.me.account, &name, 20)
+        .await?;
+    let (owner, model) = instance.model.split_once('/').ok_or(AppError::Internal)?;
+    let r = crate::models::AssetRef {
+        kind: crate::models::AssetKind::Model,
+        owner: owner.to_owned(),
+        name: model.to_owned(),
+    };
+    let viewer = crate::ports::Viewer::User(who.me.clone());
+    let mut versions: Vec<u32> = services
+        .assets
+        .versions(&viewer, &r)
+        .await?
+        .into_iter()
+        .filter(|v| v.state == "ready")
+        .map(|v| v.version)
+        .collect();
+    versions.sort_unstable_by(|a, b| b.cmp(a));
+    Ok(ReleaseData {
+        versions,
+        shadow_calls,
+        can_write: who.me.role.may_change(),
+    })
+}
+
+/// Starts, changes, promotes or rolls back a canary or shadow, from the
+/// instance page's forms.
+#[server(prefix = "/api", endpoint = "release_serving")]
+pub async fn release_serving(
+    name: String,
+    change: crate::models::ReleaseForm,
+) -> Result<ServingInstance, AppError> {
+    let who = member()?;
+    let release = change.to_release()?;
+    let done =
+        crate::use_cases::release_within_quota(&services()?, &who.me, &name, release).await?;
+    tracing::info!(account = %who.me.account.name, serving = %name, user = %who.me.email, release = %release.describe(), "serving release");
+    redirect_back(&[], &format!("/serving/{name}"))?;
+    Ok(done)
 }

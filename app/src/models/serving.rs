@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::jobs::{EnvVar, ReplicaResources, ResourceTotals, RESERVED_ENV};
 use super::names::validate_job_name;
+use super::serving_tracks::{Canary, Shadow, Track, TrackView};
 use crate::error::AppError;
 
 /// The most replicas one instance may ask for.
@@ -82,7 +83,17 @@ pub struct ServingSpec {
     /// console, never from what a client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment_use: Option<crate::models::environments::EnvironmentUse>,
+    /// A second version answering a share of the calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<Canary>,
+    /// A version getting a copy of a share of the calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<Shadow>,
 }
+
+/// What a canary's and a shadow's Kubernetes objects add to the instance's
+/// name: no instance's own name may end so.
+pub const TRACK_SUFFIXES: [&str; 2] = ["-canary", "-shadow"];
 
 /// The longest serving script, bytes (it travels in the spec and, on
 /// Kubernetes, in a ConfigMap).
@@ -142,7 +153,53 @@ impl ServingSpec {
         if let Some(a) = self.autoscale {
             a.validate()?;
         }
+        if let Some(c) = self.canary {
+            c.validate()?;
+        }
+        if let Some(s) = self.shadow {
+            s.validate()?;
+        }
+        if TRACK_SUFFIXES.iter().any(|s| self.name.ends_with(s)) {
+            return Err(AppError::invalid(
+                "name",
+                "A serving name cannot end in “-canary” or “-shadow”: its canary and shadow \
+                 replicas are named so.",
+            ));
+        }
         self.resources.totals("resources").map(|_| ())
+    }
+
+    /// The alias the main track follows (`model@production`), if any.
+    pub fn alias(&self) -> Option<&str> {
+        self.model.split_once('@').map(|(_, a)| a)
+    }
+
+    /// Its tracks as its page shows them, the main one serving `main`.
+    pub fn tracks(&self, main: u32) -> Vec<TrackView> {
+        let canary = self.canary.map_or(0, |c| c.percent);
+        let mut out = vec![TrackView {
+            track: Track::Main,
+            version: main,
+            percent: 100 - canary,
+            replicas: self.replicas,
+        }];
+        if let Some(c) = self.canary {
+            out.push(TrackView {
+                track: Track::Canary,
+                version: c.version,
+                percent: c.percent,
+                replicas: c.replicas,
+            });
+        }
+        if let Some(s) = self.shadow {
+            out.push(TrackView {
+                track: Track::Shadow,
+                version: s.version,
+                percent: s.percent,
+                replicas: s.replicas,
+            });
+        }
+        out
     }
 
     /// What one replica asks for.
@@ -155,7 +212,9 @@ impl ServingSpec {
     pub fn totals(&self) -> Result<ResourceTotals, AppError> {
         let n = self
             .autoscale
-            .map_or(self.replicas, |a| a.max.max(self.replicas));
+            .map_or(self.replicas, |a| a.max.max(self.replicas))
+            + self.canary.map_or(0, |c| c.replicas)
+            + self.shadow.map_or(0, |s| s.replicas);
         Ok(ResourceTotals::default().add_times(self.per_replica()?, n))
     }
 }
@@ -376,6 +435,9 @@ pub struct ServingInstance {
     pub ended_at: Option<i64>,
     /// The last minute's traffic, when there was some.
     pub recent: Option<TrafficPoint>,
+    /// Its tracks: the main one, and a canary or shadow when it has them.
+    #[serde(default)]
+    pub tracks: Vec<TrackView>,
 }
 
 /// The account's serving instances.
@@ -401,6 +463,10 @@ pub struct ServingTraffic {
     pub from: f64,
     /// Range end, Unix s.
     pub to: f64,
+    /// The same calls by version (and the shadow's copies), for the
+    /// versions that had any in the range.
+    #[serde(default)]
+    pub versions: Vec<super::serving_tracks::VersionTraffic>,
 }
 
 /// Merges consecutive buckets so at most `max` remain: requests and errors
@@ -458,6 +524,8 @@ mod tests {
             autoscale: None,
             environment: None,
             environment_use: None,
+            canary: None,
+            shadow: None,
         }
     }
 

@@ -104,6 +104,8 @@ impl ServingForm {
             autoscale,
             environment: crate::models::named_environment(&self.environment),
             environment_use: None,
+            canary: None,
+            shadow: None,
         };
         spec.validate()?;
         Ok(spec)

@@ -7,7 +7,8 @@ use async_trait::async_trait;
 
 use crate::error::AppError;
 use crate::models::{
-    Account, Me, Scale, ServingInstance, ServingList, ServingSpec, ServingTraffic,
+    Account, Me, Release, Scale, ServingInstance, ServingList, ServingSpec, ServingTraffic,
+    ShadowCall,
 };
 
 /// Something about a serving instance changed: live views refresh.
@@ -31,6 +32,24 @@ pub trait Serving: Send + Sync {
         name: &str,
         scale: Scale,
     ) -> Result<ServingInstance, AppError>;
+    /// Starts, changes, promotes or rolls back its canary or shadow (the
+    /// quota check is the caller's: `app::use_cases::release_within_quota`).
+    /// Promoting rolls the main replicas to the canary's version and, when
+    /// the instance follows an alias, moves the alias there as `by`.
+    async fn release(
+        &self,
+        by: &Me,
+        name: &str,
+        release: Release,
+    ) -> Result<ServingInstance, AppError>;
+    /// The newest calls mirrored to its shadow (at most `limit`), newest
+    /// first.
+    async fn shadow_calls(
+        &self,
+        account: &Account,
+        name: &str,
+        limit: usize,
+    ) -> Result<Vec<ShadowCall>, AppError>;
     /// Ends every replica, keeping the record and its traffic.
     async fn stop(&self, account: &Account, name: &str) -> Result<ServingInstance, AppError>;
     /// Stops it if needed and removes the record.

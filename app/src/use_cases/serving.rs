@@ -2,7 +2,7 @@
 
 use super::admission::{admit, prepare, start_admitted};
 use crate::error::AppError;
-use crate::models::{Me, ResourceTotals, Scale, ServingInstance, ServingSpec, Workload};
+use crate::models::{Me, Release, ResourceTotals, Scale, ServingInstance, ServingSpec, Workload};
 use crate::ports::Services;
 
 /// Launches `spec` if the account's quota has room for all the replicas it
@@ -29,6 +29,33 @@ pub async fn scale_within_quota(
     let current = services.serving.get(&me.account, name).await?;
     let mut grown = current.spec.clone();
     scale.apply(&mut grown)?;
+    admit_growth(services, me, &current, &grown).await?;
+    services.serving.scale(&me.account, name, scale).await
+}
+
+/// Starts, changes, promotes or rolls back an instance's canary or shadow
+/// if the quota has room for the replicas it adds.
+pub async fn release_within_quota(
+    services: &Services,
+    me: &Me,
+    name: &str,
+    release: Release,
+) -> Result<ServingInstance, AppError> {
+    let _admission = services.quotas.admission(&me.account).await?;
+    let current = services.serving.get(&me.account, name).await?;
+    let (grown, _) = release.apply(&current.spec, current.version)?;
+    admit_growth(services, me, &current, &grown).await?;
+    services.serving.release(me, name, release).await
+}
+
+/// Admits what an active instance grows by from `current` to `grown`,
+/// against the quota and the member's caps alike.
+async fn admit_growth(
+    services: &Services,
+    me: &Me,
+    current: &ServingInstance,
+    grown: &ServingSpec,
+) -> Result<(), AppError> {
     let (before, after) = (current.spec.totals()?, grown.totals()?);
     if current.status.is_active() && after != before {
         let extra = ResourceTotals {
@@ -36,8 +63,7 @@ pub async fn scale_within_quota(
             memory_bytes: after.memory_bytes.saturating_sub(before.memory_bytes),
             gpu: after.gpu.saturating_sub(before.gpu),
         };
-        // What it grows by, against the quota and the member's caps alike.
         admit(services, me, Workload::Instance, extra).await?;
     }
-    services.serving.scale(&me.account, name, scale).await
+    Ok(())
 }

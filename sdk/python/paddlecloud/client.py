@@ -922,6 +922,57 @@ class Client(FilesMixin):
         body = {"replicas": replicas, "autoscale": dict(autoscale) if autoscale else None}
         return self._json("POST", f"/serving/{_quote(name)}/scale", body=body)
 
+    def start_canary(
+        self, name: str, version: int, percent: int = 10, *, replicas: int = 1
+    ) -> Dict[str, Any]:
+        """Serves ``version`` of the instance's model beside its main one, answering
+        ``percent`` (1-99) of the calls, spread evenly; calling it again changes the
+        canary. Returns the instance (its ``tracks``)."""
+        return self._release(name, {"action": "canary", "version": version,
+                                    "percent": percent, "replicas": replicas})
+
+    def start_shadow(
+        self, name: str, version: int, percent: int = 100, *, replicas: int = 1
+    ) -> Dict[str, Any]:
+        """Sends ``version`` a copy of ``percent`` (1-100) of the calls; its answers
+        are recorded beside the main version's (see :meth:`shadow_calls`), never
+        returned to the caller."""
+        return self._release(name, {"action": "shadow", "version": version,
+                                    "percent": percent, "replicas": replicas})
+
+    def promote_canary(self, name: str) -> Dict[str, Any]:
+        """The canary's version takes every call: the main replicas roll to it one by
+        one (none lost), and an alias the instance follows moves to it."""
+        return self._release(name, {"action": "promote"})
+
+    def rollback_canary(self, name: str) -> Dict[str, Any]:
+        """Ends the canary; every call goes to the main version again."""
+        return self._release(name, {"action": "rollback"})
+
+    def end_shadow(self, name: str) -> Dict[str, Any]:
+        """Ends the shadow."""
+        return self._release(name, {"action": "end_shadow"})
+
+    def shadow_calls(self, name: str, limit: int = 50) -> List[Dict[str, Any]]:
+        """The newest calls mirrored to the shadow, newest first: ``[{"at", "version",
+        "path", "primary_status", "shadow_status", "primary_ms", "shadow_ms", "agrees",
+        "request", "primary", "shadow"}]`` (bodies cut at 512 bytes)."""
+        return self._json("GET", f"/serving/{_quote(name)}/shadow-calls",
+                          query=[("limit", _count(limit, "limit"))])
+
+    def serving_traffic(
+        self, name: str, *, start: Optional[float] = None, end: Optional[float] = None
+    ) -> Dict[str, Any]:
+        """Calls per bucket over ``[start, end]`` (Unix s; by default the last hour):
+        ``points`` for the whole instance, ``versions`` by version (a shadow's copies
+        apart), each bucket with ``requests``, ``errors``, ``p50_ms``, ``p90_ms``,
+        ``p99_ms``."""
+        return self._json("GET", f"/serving/{_quote(name)}/traffic",
+                          query=[("from", start), ("to", end)])
+
+    def _release(self, name: str, body: Dict[str, Any]) -> Dict[str, Any]:
+        return self._json("POST", f"/serving/{_quote(name)}/release", body=body)
+
     def stop_serving(self, name: str) -> Dict[str, Any]:
         """Stops every replica, keeping the record; returns the instance."""
         return self._json("POST", f"/serving/{_quote(name)}/stop")

@@ -405,7 +405,8 @@ class H(BaseHTTPRequestHandler):
         self._send({"status": "ready"})
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self._send({"outputs": {"y": [2 * v for v in body["inputs"]]}, "pid": os.getpid()})
+        self._send({"outputs": {"y": [2 * v for v in body["inputs"]]}, "pid": os.getpid(),
+                    "version": int(os.environ.get("PADDLECLOUD_MODEL_VERSION", "0"))})
     def log_message(self, *args):
         pass
 HTTPServer(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever()
@@ -451,6 +452,63 @@ class ServingTest(ClientTestCase):
         with self.assertRaises(PaddleCloudError) as missing:
             self.client.get_serving(name)
         self.assertEqual(missing.exception.status, 404)
+
+    def test_a_canary_and_a_shadow_are_released_promoted_and_rolled_back(self):
+        folder = tempfile.mkdtemp(prefix="sdk-model-")
+        with open(os.path.join(folder, "inference.json"), "w") as f:
+            f.write("{}")
+        model = job_name("echo-rel")
+        for _ in range(3):
+            self.client.register_model(model, folder)
+        name = job_name("rel")
+        self.client.launch_serving(
+            name, model, version=1, cpu="100m", memory="128Mi",
+            command=[sys.executable, "-c", _ECHO_SERVER],
+        )
+
+        def answered(version, within=30):
+            deadline = time.monotonic() + within
+            while self.client.predict(name, [1])["version"] != version:
+                self.assertLess(time.monotonic(), deadline, self.client.get_serving(name))
+                time.sleep(0.1)
+
+        answered(1)
+        with self.assertRaises(PaddleCloudError) as bad:
+            self.client.start_canary(name, 2, percent=100)
+        self.assertEqual((bad.exception.status, bad.exception.field), (400, "canary.percent"))
+        with self.assertRaises(PaddleCloudError) as none:
+            self.client.promote_canary(name)
+        self.assertEqual(none.exception.status, 409)
+
+        tracks = self.client.start_canary(name, 2, 50)["tracks"]
+        self.assertEqual([(t["track"], t["version"], t["percent"]) for t in tracks],
+                         [("main", 1, 50), ("canary", 2, 50)])
+        answered(2)
+        versions = {self.client.predict(name, [1])["version"] for _ in range(10)}
+        self.assertEqual(versions, {1, 2})
+
+        self.client.start_shadow(name, 3, 100)
+        deadline = time.monotonic() + 30
+        while not any(c["shadow_status"] == 200 for c in self.client.shadow_calls(name)):
+            self.assertLess(time.monotonic(), deadline)
+            self.assertNotEqual(self.client.predict(name, [1])["version"], 3)
+            time.sleep(0.1)
+        call = next(c for c in self.client.shadow_calls(name, 5) if c["shadow_status"] == 200)
+        self.assertEqual(call["version"], 3)
+        self.assertFalse(call["agrees"], call)
+        self.client.end_shadow(name)
+
+        self.client.promote_canary(name)
+        deadline = time.monotonic() + 60
+        while self.client.get_serving(name)["version"] != 2:
+            self.assertLess(time.monotonic(), deadline, self.client.get_serving(name))
+            time.sleep(0.2)
+        self.assertEqual({self.client.predict(name, [1])["version"] for _ in range(6)}, {2})
+        self.client.start_canary(name, 3, 10)
+        self.assertEqual(len(self.client.rollback_canary(name)["tracks"]), 1)
+        traffic = self.client.serving_traffic(name)
+        self.assertIn("versions", traffic)
+        self.client.delete_serving(name)
 
     def test_an_unknown_model_is_refused_naming_the_field(self):
         with self.assertRaises(PaddleCloudError) as err:

@@ -1,7 +1,9 @@
 //! Serving instances through `/api/v1/serving`: what `paddlecloud serving`
 //! calls.
 
-use app::models::{Scale, ServingInstance, ServingList, ServingSpec};
+use app::models::{
+    Release, Scale, ServingInstance, ServingList, ServingSpec, ServingTraffic, ShadowCall,
+};
 
 use super::{ApiClient, ClientError};
 
@@ -41,5 +43,31 @@ impl ApiClient {
     pub fn delete_serving(&self, name: &str) -> Result<(), ClientError> {
         let request = self.signed(self.agent.delete(&self.url(&["serving", name])));
         self.check(request.call()).map(drop)
+    }
+
+    /// Starts, changes, promotes or rolls back a canary or shadow.
+    pub fn release_serving(
+        &self,
+        name: &str,
+        release: &Release,
+    ) -> Result<ServingInstance, ClientError> {
+        self.json(
+            self.post(&self.url(&["serving", name, "release"]))
+                .send_json(release),
+        )
+    }
+
+    /// The newest `limit` calls mirrored to the instance's shadow.
+    pub fn shadow_calls(&self, name: &str, limit: u32) -> Result<Vec<ShadowCall>, ClientError> {
+        self.json(
+            self.get(&self.url(&["serving", name, "shadow-calls"]))
+                .query("limit", limit.to_string())
+                .call(),
+        )
+    }
+
+    /// The instance's calls over the last hour, in all and by version.
+    pub fn serving_traffic(&self, name: &str) -> Result<ServingTraffic, ClientError> {
+        self.json(self.get(&self.url(&["serving", name, "traffic"])).call())
     }
 }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use app::error::AppError;
-use app::models::{Account, ServingSpec, ServingStatus};
+use app::models::{Account, ServingSpec, ServingStatus, Track};
 use async_trait::async_trait;
 
 use super::reporter::{self, StateRecord};
@@ -42,6 +42,26 @@ pub struct ServingRun {
     /// The instance's own token, to fetch its model with, for a backend that
     /// fetches models itself (issued at each start; `None` otherwise).
     pub token: Option<String>,
+    /// Its canary and shadow, when it has them (the spec says their share).
+    pub side: Vec<SideTrack>,
+}
+
+/// A canary's or a shadow's replicas, as a backend runs them.
+#[derive(Debug, Clone)]
+pub struct SideTrack {
+    /// [`Track::Canary`] or [`Track::Shadow`].
+    pub track: Track,
+    /// What it serves.
+    pub model: ModelFiles,
+    /// How many.
+    pub replicas: u32,
+}
+
+impl ServingRun {
+    /// Its side track `track`, if it has one.
+    pub fn side(&self, track: Track) -> Option<&SideTrack> {
+        self.side.iter().find(|s| s.track == track)
+    }
 }
 
 /// Where a request for an instance goes now.
@@ -102,6 +122,16 @@ impl Reporter {
             tracing::warn!(serving = %name, error = %err, "recording a serving size");
         }
     }
+
+    /// Records that every main replica of instance `id` now serves
+    /// `version` (a roll is done).
+    pub async fn rolled(&self, account_id: i64, id: i64, name: &str, version: u32) {
+        match self.store().set_version(id, version).await {
+            Ok(()) => tracing::info!(serving = %name, version, "serving rolled"),
+            Err(err) => tracing::warn!(serving = %name, error = %err, "recording a rolled version"),
+        }
+        self.announce(account_id, name);
+    }
 }
 
 /// Runs replicas: the local executor or Kubernetes.
@@ -113,10 +143,22 @@ pub trait ServingBackend: Send + Sync {
     async fn start(&self, run: ServingRun, reporter: Reporter) -> Result<(), AppError>;
     /// Applies a changed size to a running instance.
     async fn resize(&self, run: ServingRun) -> Result<(), AppError>;
+    /// Brings a running instance to `run`: its main replicas roll to
+    /// `run.model`'s version one by one (a new one answering before an old
+    /// one stops; [`Reporter::rolled`] once all serve it), and its canary
+    /// and shadow start, change version or size, or stop as `run.side` says.
+    async fn release(&self, run: ServingRun, reporter: Reporter) -> Result<(), AppError>;
     /// Ends every replica; returns once they are gone.
     async fn stop(&self, account: &Account, id: i64, name: &str) -> Result<(), AppError>;
-    /// Where to send the next request, if a replica is ready.
-    async fn upstream(&self, account: &Account, id: i64, name: &str) -> Option<Upstream>;
+    /// Where to send the next request for `track`, if a replica of it is
+    /// ready.
+    async fn upstream(
+        &self,
+        account: &Account,
+        id: i64,
+        name: &str,
+        track: Track,
+    ) -> Option<Upstream>;
     /// Whether an instance of `spec` can ever run here: a replica larger
     /// than the machine is refused before anything is recorded.
     fn admits(&self, _spec: &ServingSpec) -> Result<(), AppError> {

@@ -1,5 +1,6 @@
 //! `paddlecloud serving …`: launch, list, scale, stop and delete serving
-//! instances of a console, with the credentials file the other remote
+//! instances of a console, and release versions by degrees (canary,
+//! shadow, promote, roll back), with the credentials file the other remote
 //! commands use.
 
 use std::time::{Duration, Instant};
@@ -7,7 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use app::models::quantity::{format_cpu, format_memory};
 use app::models::{
-    Autoscale, ReplicaResources, Scale, ServingInstance, ServingSpec, ServingStatus,
+    merge_traffic, Autoscale, Canary, Release, ReplicaResources, Scale, ServingInstance,
+    ServingSpec, ServingStatus, Shadow, Track,
 };
 use clap::{Args, Subcommand};
 
@@ -27,6 +29,54 @@ pub enum ServingCommand {
     Stop(NameArgs),
     /// Delete an instance's record (stopping it first).
     Delete(NameArgs),
+    /// Serve another version beside the main one for a share of the calls,
+    /// e.g. `paddlecloud serving canary mnist-api --version 4 --percent 10`.
+    Canary(TrackArgs),
+    /// Send another version a copy of a share of the calls; its answers are
+    /// recorded, never returned (`paddlecloud serving versions` shows them).
+    Shadow(TrackArgs),
+    /// Make the canary's version the main one (the replicas roll to it one
+    /// by one; an alias the instance follows moves to it).
+    Promote(NameArgs),
+    /// End the canary: every call goes to the main version again.
+    Rollback(NameArgs),
+    /// End the shadow.
+    EndShadow(NameArgs),
+    /// The instance's tracks with the last hour's calls by version, and the
+    /// newest calls mirrored to its shadow.
+    Versions(VersionsArgs),
+}
+
+/// `paddlecloud serving canary|shadow`.
+#[derive(Debug, Clone, Args)]
+pub struct TrackArgs {
+    /// The instance.
+    pub name: String,
+    /// The version of its model to serve.
+    #[arg(long)]
+    pub version: u32,
+    /// Percent of the calls (a canary: 1-99; a shadow: 1-100, default 100).
+    #[arg(long)]
+    pub percent: Option<u32>,
+    /// Its replicas.
+    #[arg(long, default_value_t = 1)]
+    pub replicas: u32,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `paddlecloud serving versions`.
+#[derive(Debug, Clone, Args)]
+pub struct VersionsArgs {
+    /// The instance.
+    pub name: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// `paddlecloud serving launch`.
@@ -187,6 +237,8 @@ pub fn run(command: ServingCommand) -> anyhow::Result<()> {
                 autoscale: args.autoscale.as_deref().map(autoscale).transpose()?,
                 environment: args.environment,
                 environment_use: None,
+                canary: None,
+                shadow: None,
             };
             let mut instance = client.launch_serving(&spec)?;
             println!(
@@ -253,5 +305,108 @@ pub fn run(command: ServingCommand) -> anyhow::Result<()> {
             println!("deleted {}", args.name);
             Ok(())
         }
+        ServingCommand::Canary(args) => {
+            let release = Release::Canary(Canary {
+                version: args.version,
+                percent: args.percent.unwrap_or(10),
+                replicas: args.replicas,
+            });
+            released(&args.remote, &args.name, &release)
+        }
+        ServingCommand::Shadow(args) => {
+            let release = Release::Shadow(Shadow {
+                version: args.version,
+                percent: args.percent.unwrap_or(100),
+                replicas: args.replicas,
+            });
+            released(&args.remote, &args.name, &release)
+        }
+        ServingCommand::Promote(args) => released(&args.remote, &args.name, &Release::Promote),
+        ServingCommand::Rollback(args) => released(&args.remote, &args.name, &Release::Rollback),
+        ServingCommand::EndShadow(args) => released(&args.remote, &args.name, &Release::EndShadow),
+        ServingCommand::Versions(args) => versions(&args),
     }
+}
+
+/// Carries out `release` and prints the instance's tracks.
+fn released(remote: &RemoteArgs, name: &str, release: &Release) -> anyhow::Result<()> {
+    let s = remote.client()?.release_serving(name, release)?;
+    println!("{}: {}", s.name, release.describe());
+    print_tracks(&s);
+    Ok(())
+}
+
+fn print_tracks(s: &ServingInstance) {
+    for t in &s.tracks {
+        let share = match t.track {
+            Track::Shadow => format!("copy of {}%", t.percent),
+            _ => format!("{}%", t.percent),
+        };
+        println!(
+            "  {:<7} v{:<5} {:<13} {} replica(s)",
+            t.track.as_str(),
+            t.version,
+            share,
+            t.replicas
+        );
+    }
+    if !s.message.is_empty() {
+        println!("  {}", s.message);
+    }
+}
+
+/// `paddlecloud serving versions NAME`.
+fn versions(args: &VersionsArgs) -> anyhow::Result<()> {
+    let client = args.remote.client()?;
+    let traffic = client.serving_traffic(&args.name)?;
+    let calls = client.shadow_calls(&args.name, 20)?;
+    if args.json {
+        let out = serde_json::json!({ "tracks": traffic.instance.tracks,
+                                      "versions": traffic.versions, "shadow_calls": calls });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    let s = &traffic.instance;
+    let follows = s
+        .spec
+        .alias()
+        .map(|a| format!(" (follows @{a})"))
+        .unwrap_or_default();
+    println!("{} · {}{follows} · {}", s.name, s.model, s.status.as_str());
+    print_tracks(s);
+    println!("calls over the last hour:");
+    for v in &traffic.versions {
+        let Some(p) = merge_traffic(&v.points, 1).first().copied() else {
+            continue;
+        };
+        println!(
+            "  v{:<5} {:<7} {:>8} calls {:>6.1}% errors p50 {:.1} ms p99 {:.1} ms",
+            v.version,
+            if v.shadow { "shadow" } else { "" },
+            p.requests,
+            p.error_percent(),
+            p.p50_ms,
+            p.p99_ms
+        );
+    }
+    if !calls.is_empty() {
+        let agree = calls.iter().filter(|c| c.agrees).count();
+        println!(
+            "shadow: {agree} of the last {} answers agree with the main version's",
+            calls.len()
+        );
+        for c in calls.iter().take(5) {
+            println!(
+                "  v{} {} {:.1} ms → {} | main {} {:.1} ms → {}",
+                c.version,
+                c.shadow_status,
+                c.shadow_ms,
+                c.shadow,
+                c.primary_status,
+                c.primary_ms,
+                c.primary
+            );
+        }
+    }
+    Ok(())
 }

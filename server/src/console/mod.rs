@@ -330,6 +330,9 @@ fn local_runs(base: &Base, local: &LocalCluster, lost_after: Duration) -> SqlLoc
     local_runs
 }
 
+/// How often serving instances that follow an alias look where it points.
+const ALIAS_LOOK_EVERY: Duration = Duration::from_secs(2);
+
 /// Serving on the chosen backend, its instances brought back.
 async fn recover_serving(
     base: &Base,
@@ -348,6 +351,9 @@ async fn recover_serving(
         .recover()
         .await
         .map_err(|err| anyhow::anyhow!("bringing back serving instances: {err}"))?;
+    // On every console: one whose backend does not run an instance leaves
+    // it to the one that does.
+    serving.follow_aliases(ALIAS_LOOK_EVERY);
     Ok(serving)
 }
 

@@ -7,23 +7,22 @@
 //! replicas and counts every request here ([`ServingService::record`]).
 
 mod models;
+pub mod release;
 pub mod traffic;
 
 use std::sync::Arc;
 
 use app::error::AppError;
 use app::models::{
-    merge_traffic, Account, Me, Scale, ServingInstance, ServingList, ServingSpec, ServingStatus,
-    ServingTraffic, TrafficPoint, RESOURCE_CHART_POINTS,
+    merge_traffic, Account, Me, Release, Scale, ServingInstance, ServingList, ServingSpec,
+    ServingStatus, ServingTraffic, ShadowCall, TrafficPoint, RESOURCE_CHART_POINTS,
 };
 use app::ports::{Assets, Serving, ServingEvent};
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
 use self::traffic::Traffic;
-use crate::backend::serving::{
-    ModelFiles, Reporter, ServingBackend, ServingRun, ServingState, Upstream,
-};
+use crate::backend::serving::{ModelFiles, Reporter, ServingBackend, ServingRun, ServingState};
 use crate::storage::serving::{ServingStore, StoredServing};
 use crate::time::now_ms;
 
@@ -43,6 +42,10 @@ pub struct ServingService {
     assets: Arc<dyn Assets>,
     traffic: Arc<Traffic>,
     events: broadcast::Sender<ServingEvent>,
+    /// Calls so far per instance, for the canary's and shadow's shares.
+    counters: Arc<release::Counters>,
+    /// The main version each instance was last asked to roll to.
+    following: Arc<std::sync::Mutex<std::collections::HashMap<i64, u32>>>,
 }
 
 impl ServingService {
@@ -63,6 +66,8 @@ impl ServingService {
             assets,
             traffic,
             events,
+            counters: Arc::default(),
+            following: Arc::default(),
         }
     }
 
@@ -80,37 +85,12 @@ impl ServingService {
             let name = stored.instance.name.clone();
             let account_id = stored.account.id;
             let restarted = async {
-                let (owner, model) = stored
-                    .instance
-                    .model
-                    .split_once('/')
-                    .ok_or(AppError::Internal)?;
                 // As the account that launched it: enough to read what it serves.
-                let me = Me {
-                    user_id: 0,
-                    email: stored.instance.created_by.clone(),
-                    role: app::models::Role::Member,
-                    account: stored.account.clone(),
-                    email_confirmed: true,
-                    must_change_password: false,
-                    site_admin: false,
-                };
-                let files = self
-                    .locate(
-                        &me,
-                        owner,
-                        model,
-                        stored.instance.version,
-                        &stored.instance.spec.file,
-                    )
+                let me = release::launcher(&stored);
+                let token = self.recovered_token(&stored).await?;
+                let run = self
+                    .run_of(&me, &stored, stored.instance.version, token)
                     .await?;
-                let run = ServingRun {
-                    id: stored.id,
-                    account: stored.account.clone(),
-                    spec: stored.instance.spec.clone(),
-                    model: files,
-                    token: self.recovered_token(&stored).await?,
-                };
                 self.backend.start(run, self.reporter()).await
             }
             .await;
@@ -172,31 +152,33 @@ impl ServingService {
         Ok(instance)
     }
 
-    /// Counts one request forwarded to instance `id` (the endpoint calls this).
-    pub fn record(&self, id: i64, latency: std::time::Duration, error: bool) {
-        self.traffic.record(id, latency, error);
-    }
-
-    /// The instance's id and where its next request goes.
-    pub async fn route(
+    /// Counts one request forwarded to instance `id` and answered by
+    /// `version` (0: none), or a copy sent to its shadow (the endpoint
+    /// calls this).
+    pub fn record(
         &self,
-        account: &Account,
-        name: &str,
-    ) -> Result<(i64, Option<Upstream>), AppError> {
-        let stored = self.store.get(account.id, name).await?;
-        if !stored.instance.status.is_active() {
-            return Ok((stored.id, None));
-        }
-        Ok((
-            stored.id,
-            self.backend.upstream(account, stored.id, name).await,
-        ))
+        id: i64,
+        version: u32,
+        shadow: bool,
+        latency: std::time::Duration,
+        error: bool,
+    ) {
+        self.traffic.record(id, version, shadow, latency, error);
     }
 
     /// Writes every open traffic bucket now (tests, shutdown).
     pub async fn flush_traffic(&self) -> Result<(), AppError> {
         let rows = self.traffic.take_finished(true);
-        self.store.add_traffic(&rows).await
+        traffic::write(&self.store, rows).await
+    }
+
+    async fn get_instance(
+        &self,
+        account: &Account,
+        name: &str,
+    ) -> Result<ServingInstance, AppError> {
+        let stored = self.store.get(account.id, name).await?;
+        self.with_recent(stored).await
     }
 }
 
@@ -219,13 +201,17 @@ impl Serving for ServingService {
             )
             .await?;
         let started = async {
-            let run = ServingRun {
-                id,
-                account: by.account.clone(),
-                spec: spec.clone(),
-                model,
-                token: self.token_for(id).await?,
-            };
+            let stored = self.store.get(by.account.id, &spec.name).await?;
+            if let Some(c) = spec.canary {
+                self.check_ready(by, &stored, "canary.version", c.version)
+                    .await?;
+            }
+            if let Some(s) = spec.shadow {
+                self.check_ready(by, &stored, "shadow.version", s.version)
+                    .await?;
+            }
+            let token = self.token_for(id).await?;
+            let run = self.run_of(by, &stored, model.version, token).await?;
             self.backend.start(run, self.reporter()).await
         };
         if let Err(err) = started.await {
@@ -272,8 +258,26 @@ impl Serving for ServingService {
     }
 
     async fn get(&self, account: &Account, name: &str) -> Result<ServingInstance, AppError> {
+        self.get_instance(account, name).await
+    }
+
+    async fn release(
+        &self,
+        by: &Me,
+        name: &str,
+        release: Release,
+    ) -> Result<ServingInstance, AppError> {
+        self.carry_out(by, name, release).await
+    }
+
+    async fn shadow_calls(
+        &self,
+        account: &Account,
+        name: &str,
+        limit: usize,
+    ) -> Result<Vec<ShadowCall>, AppError> {
         let stored = self.store.get(account.id, name).await?;
-        self.with_recent(stored).await
+        self.store.shadow_calls(stored.id, limit.min(200)).await
     }
 
     async fn scale(
@@ -307,6 +311,7 @@ impl Serving for ServingService {
                 spec,
                 model,
                 token: None,
+                side: Vec::new(),
             })
             .await?;
         tracing::info!(account = %account.name, serving = %name, ?scale, "serving scaled");
@@ -356,11 +361,16 @@ impl Serving for ServingService {
             ));
         }
         let points = self.store.traffic(id, from, to).await?;
+        let mut versions = self.store.version_traffic(id, from, to).await?;
+        for v in &mut versions {
+            v.points = merge_traffic(&v.points, RESOURCE_CHART_POINTS as usize);
+        }
         Ok(ServingTraffic {
             instance,
             points: merge_traffic(&points, RESOURCE_CHART_POINTS as usize),
             from,
             to,
+            versions,
         })
     }
 

@@ -1,7 +1,9 @@
 //! Counting requests where every one passes: the console's endpoint times
 //! each forwarded request into the bucket of the moment, and a task writes
 //! each bucket once its time is over. Percentiles are exact within a bucket
-//! (its latencies are kept until it is written).
+//! (its latencies are kept until it is written). Each call counts twice:
+//! for the instance (what its callers saw) and for the version that
+//! answered it; a shadow's copies count only for their version.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,12 +22,24 @@ struct Bucket {
     errors: u64,
 }
 
+/// What a bucket counts: an instance's calls (version 0), or one version's
+/// (its shadow copies apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key {
+    /// The instance.
+    pub id: i64,
+    /// The version, or 0 for the whole instance.
+    pub version: u32,
+    /// Whether shadow copies.
+    pub shadow: bool,
+}
+
 /// The open buckets of every instance this console forwards for.
 #[derive(Default)]
 pub struct Traffic {
-    open: Mutex<HashMap<i64, Bucket>>,
+    open: Mutex<HashMap<Key, Bucket>>,
     /// Buckets whose time is over, waiting to be written.
-    done: Mutex<Vec<(i64, TrafficPoint)>>,
+    done: Mutex<Vec<(Key, TrafficPoint)>>,
 }
 
 fn bucket_start(t: f64) -> f64 {
@@ -56,27 +70,41 @@ fn close(bucket: &mut Bucket) -> TrafficPoint {
 }
 
 impl Traffic {
-    /// Counts one answered request of instance `id`.
-    pub fn record(&self, id: i64, latency: Duration, error: bool) {
-        let now = now_s();
-        let start = bucket_start(now);
+    /// Counts one answered request of instance `id`, answered by `version`
+    /// (0: no version answered), or a copy sent to its shadow.
+    pub fn record(&self, id: i64, version: u32, shadow: bool, latency: Duration, error: bool) {
+        let start = bucket_start(now_s());
         let mut open = self.open.lock().expect("traffic lock");
-        let bucket = open.entry(id).or_default();
-        if bucket.start != start {
-            if !bucket.latencies_ms.is_empty() {
-                let point = close(bucket);
-                self.done.lock().expect("traffic lock").push((id, point));
-            }
-            bucket.start = start;
-            bucket.errors = 0;
+        let mut keys = vec![Key {
+            id,
+            version,
+            shadow,
+        }];
+        if !shadow && version != 0 {
+            keys.push(Key {
+                id,
+                version: 0,
+                shadow: false,
+            });
         }
-        bucket.latencies_ms.push(latency.as_secs_f32() * 1000.0);
-        bucket.errors += u64::from(error);
+        for key in keys {
+            let bucket = open.entry(key).or_default();
+            if bucket.start != start {
+                if !bucket.latencies_ms.is_empty() {
+                    let point = close(bucket);
+                    self.done.lock().expect("traffic lock").push((key, point));
+                }
+                bucket.start = start;
+                bucket.errors = 0;
+            }
+            bucket.latencies_ms.push(latency.as_secs_f32() * 1000.0);
+            bucket.errors += u64::from(error);
+        }
     }
 
     /// Closes the buckets whose time is over (all of them with `all`) and
     /// hands back what is to be written.
-    pub fn take_finished(&self, all: bool) -> Vec<(i64, TrafficPoint)> {
+    pub fn take_finished(&self, all: bool) -> Vec<(Key, TrafficPoint)> {
         let current = bucket_start(now_s());
         let mut out = std::mem::take(&mut *self.done.lock().expect("traffic lock"));
         let mut open = self.open.lock().expect("traffic lock");
@@ -104,10 +132,8 @@ impl Traffic {
             loop {
                 tick.tick().await;
                 let rows = traffic.take_finished(false);
-                if !rows.is_empty() {
-                    if let Err(err) = store.add_traffic(&rows).await {
-                        tracing::warn!(error = %err, "writing serving traffic");
-                    }
+                if let Err(err) = write(&store, rows).await {
+                    tracing::warn!(error = %err, "writing serving traffic");
                 }
                 if now_s() - last_prune > 600.0 {
                     last_prune = now_s();
@@ -120,6 +146,28 @@ impl Traffic {
     }
 }
 
+/// Writes finished buckets: the instances' and the versions'.
+pub async fn write(
+    store: &ServingStore,
+    rows: Vec<(Key, TrafficPoint)>,
+) -> Result<(), app::error::AppError> {
+    let (instances, versions): (Vec<_>, Vec<_>) =
+        rows.into_iter().partition(|(k, _)| k.version == 0);
+    let instances: Vec<(i64, TrafficPoint)> =
+        instances.into_iter().map(|(k, p)| (k.id, p)).collect();
+    let versions: Vec<_> = versions
+        .into_iter()
+        .map(|(k, p)| (k.id, k.version, k.shadow, p))
+        .collect();
+    if !instances.is_empty() {
+        store.add_traffic(&instances).await?;
+    }
+    if !versions.is_empty() {
+        store.add_version_traffic(&versions).await?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,9 +176,13 @@ mod tests {
     fn a_bucket_gives_exact_nearest_rank_percentiles_and_counts_errors() {
         let traffic = Traffic::default();
         for ms in 1..=100 {
-            traffic.record(7, Duration::from_millis(ms), ms % 10 == 0);
+            traffic.record(7, 3, false, Duration::from_millis(ms), ms % 10 == 0);
         }
-        let rows = traffic.take_finished(true);
+        let rows: Vec<_> = traffic
+            .take_finished(true)
+            .into_iter()
+            .filter(|(k, _)| k.version == 0)
+            .collect();
         // The records may straddle a bucket boundary: add the buckets up.
         let requests: u64 = rows.iter().map(|(_, p)| p.requests).sum();
         let errors: u64 = rows.iter().map(|(_, p)| p.errors).sum();
@@ -140,5 +192,29 @@ mod tests {
             assert_eq!((p.p50_ms, p.p90_ms, p.p99_ms), (50.0, 90.0, 99.0));
         }
         assert!(traffic.take_finished(true).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod by_version {
+    use super::*;
+
+    #[test]
+    fn a_call_counts_for_its_instance_and_its_version_and_a_shadow_copy_for_its_version_only() {
+        let traffic = Traffic::default();
+        traffic.record(7, 3, false, Duration::from_millis(5), false);
+        traffic.record(7, 4, false, Duration::from_millis(5), true);
+        traffic.record(7, 5, true, Duration::from_millis(5), false);
+        let rows = traffic.take_finished(true);
+        let count = |version, shadow| {
+            rows.iter()
+                .filter(|(k, _)| k.version == version && k.shadow == shadow)
+                .map(|(_, p)| p.requests)
+                .sum::<u64>()
+        };
+        assert_eq!(count(0, false), 2, "the instance: both answered calls");
+        assert_eq!((count(3, false), count(4, false)), (1, 1));
+        assert_eq!(count(5, true), 1);
+        assert_eq!(count(5, false), 0);
     }
 }

@@ -40,6 +40,7 @@ pub mod quota;
 pub mod run_params;
 pub mod samples;
 pub mod serving;
+pub mod serving_versions;
 pub mod sessions;
 pub mod sqlite_memory;
 pub mod throttle;

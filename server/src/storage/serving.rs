@@ -26,7 +26,7 @@ pub struct StoredServing {
 /// Serving instances and traffic buckets in the console's database.
 #[derive(Clone)]
 pub struct ServingStore {
-    pool: AnyPool,
+    pub(super) pool: AnyPool,
 }
 
 const COLUMNS: &str = "s.id, s.account_id, s.name, s.created_by, s.model, s.version, s.spec, \
@@ -37,6 +37,7 @@ fn row_to(row: &AnyRow) -> Result<StoredServing, sqlx::Error> {
     let spec: String = row.try_get(6)?;
     let spec: ServingSpec =
         serde_json::from_str(&spec).map_err(|e| sqlx::Error::Decode(e.into()))?;
+    let version = u32::try_from(row.try_get::<i64, _>(5)?).unwrap_or(0);
     let status: String = row.try_get(7)?;
     let name: String = row.try_get(2)?;
     let account: String = row.try_get(13)?;
@@ -53,8 +54,8 @@ fn row_to(row: &AnyRow) -> Result<StoredServing, sqlx::Error> {
             name,
             created_by: row.try_get(3)?,
             model: row.try_get(4)?,
-            version: u32::try_from(row.try_get::<i64, _>(5)?).unwrap_or(0),
-            spec,
+            version,
+            spec: spec.clone(),
             status: ServingStatus::parse(&status).unwrap_or(ServingStatus::Failed),
             message: row.try_get(8)?,
             ready: u32::try_from(row.try_get::<i64, _>(9)?).unwrap_or(0),
@@ -62,6 +63,7 @@ fn row_to(row: &AnyRow) -> Result<StoredServing, sqlx::Error> {
             created_at: row.try_get(11)?,
             ended_at: row.try_get(12)?,
             recent: None,
+            tracks: spec.tracks(version),
         },
     })
 }
@@ -224,18 +226,27 @@ impl ServingStore {
         Ok(())
     }
 
-    /// Sets the number of replicas in a stored spec.
-    pub async fn set_replicas(&self, id: i64, replicas: u32) -> Result<(), AppError> {
+    /// Instance `id`'s stored spec, if it is still there.
+    pub(super) async fn spec_of(&self, id: i64) -> Result<Option<ServingSpec>, AppError> {
         let spec: Option<(String,)> = sqlx::query_as("SELECT spec FROM serving WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
             .await
             .map_err(internal("read serving spec"))?;
-        let Some((spec,)) = spec else { return Ok(()) };
-        let mut spec: ServingSpec = serde_json::from_str(&spec).map_err(|e| {
-            tracing::error!(error = %e, "reading a serving spec");
-            AppError::Internal
-        })?;
+        spec.map(|(spec,)| {
+            serde_json::from_str(&spec).map_err(|e| {
+                tracing::error!(error = %e, "reading a serving spec");
+                AppError::Internal
+            })
+        })
+        .transpose()
+    }
+
+    /// Sets the number of replicas in a stored spec.
+    pub async fn set_replicas(&self, id: i64, replicas: u32) -> Result<(), AppError> {
+        let Some(mut spec) = self.spec_of(id).await? else {
+            return Ok(());
+        };
         if spec.replicas != replicas {
             spec.replicas = replicas;
             self.set_spec(id, &spec).await?;
@@ -260,35 +271,34 @@ impl ServingStore {
 
     /// Writes finished traffic buckets.
     pub async fn add_traffic(&self, rows: &[(i64, TrafficPoint)]) -> Result<(), AppError> {
-        for (id, p) in rows {
-            let done = sqlx::query(
-                // A bucket written early (a flush) and its later part add up;
-                // percentiles of the two parts merge as weighted means, p99
-                // as the worse of them.
-                "INSERT INTO serving_traffic (serving_id, t, secs, requests, errors, p50_ms, \
-                 p90_ms, p99_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                 ON CONFLICT (serving_id, t) DO UPDATE SET \
-                 p50_ms = (serving_traffic.p50_ms * serving_traffic.requests \
-                           + excluded.p50_ms * excluded.requests) \
-                          / (serving_traffic.requests + excluded.requests), \
-                 p90_ms = (serving_traffic.p90_ms * serving_traffic.requests \
-                           + excluded.p90_ms * excluded.requests) \
-                          / (serving_traffic.requests + excluded.requests), \
-                 p99_ms = CASE WHEN excluded.p99_ms > serving_traffic.p99_ms \
-                          THEN excluded.p99_ms ELSE serving_traffic.p99_ms END, \
-                 requests = serving_traffic.requests + excluded.requests, \
-                 errors = serving_traffic.errors + excluded.errors",
-            )
-            .bind(id)
-            .bind(p.t)
-            .bind(p.secs)
-            .bind(i64::try_from(p.requests).unwrap_or(i64::MAX))
-            .bind(i64::try_from(p.errors).unwrap_or(i64::MAX))
-            .bind(p.p50_ms)
-            .bind(p.p90_ms)
-            .bind(p.p99_ms)
-            .execute(&self.pool)
-            .await;
+        let rows = rows.iter().map(|(id, p)| (vec![*id], *p));
+        self.write_buckets("serving_traffic", &["serving_id"], rows)
+            .await
+    }
+
+    /// Writes buckets of `table`, each with its `keys`' values.
+    pub(super) async fn write_buckets(
+        &self,
+        table: &str,
+        keys: &[&str],
+        rows: impl Iterator<Item = (Vec<i64>, TrafficPoint)>,
+    ) -> Result<(), AppError> {
+        let sql = merge_bucket_sql(table, keys);
+        for (values, p) in rows {
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+            for v in values {
+                query = query.bind(v);
+            }
+            let done = query
+                .bind(p.t)
+                .bind(p.secs)
+                .bind(i64::try_from(p.requests).unwrap_or(i64::MAX))
+                .bind(i64::try_from(p.errors).unwrap_or(i64::MAX))
+                .bind(p.p50_ms)
+                .bind(p.p90_ms)
+                .bind(p.p99_ms)
+                .execute(&self.pool)
+                .await;
             match done {
                 Ok(_) => {}
                 // Deleted while its last bucket was open: nothing to keep.
@@ -353,8 +363,39 @@ impl ServingStore {
             .execute(&self.pool)
             .await
             .map_err(internal("prune serving traffic"))?;
+        sqlx::query("DELETE FROM serving_version_traffic WHERE t < $1")
+            .bind(before)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("prune serving traffic"))?;
         Ok(done.rows_affected())
     }
+}
+
+/// The statement that writes a bucket of `table` keyed by `keys` and `t`,
+/// numbered `$1…` in that order and then secs, requests, errors, p50, p90,
+/// p99. A bucket written early (a flush) and its later part add up;
+/// percentiles of the two parts merge as weighted means, p99 as the worse.
+fn merge_bucket_sql(table: &str, keys: &[&str]) -> String {
+    let columns = keys.join(", ");
+    let n = keys.len();
+    let params: Vec<String> = (1..=n + 7).map(|i| format!("${i}")).collect();
+    let mean = |c: &str| {
+        format!(
+            "{c} = ({table}.{c} * {table}.requests + excluded.{c} * excluded.requests) \
+             / ({table}.requests + excluded.requests)"
+        )
+    };
+    format!(
+        "INSERT INTO {table} ({columns}, t, secs, requests, errors, p50_ms, p90_ms, p99_ms) \
+         VALUES ({}) ON CONFLICT ({columns}, t) DO UPDATE SET {}, {}, \
+         p99_ms = CASE WHEN excluded.p99_ms > {table}.p99_ms THEN excluded.p99_ms \
+         ELSE {table}.p99_ms END, requests = {table}.requests + excluded.requests, \
+         errors = {table}.errors + excluded.errors",
+        params.join(", "),
+        mean("p50_ms"),
+        mean("p90_ms"),
+    )
 }
 
 /// A traffic row: instance id, t, secs, requests, errors, p50, p90, p99.
@@ -377,7 +418,7 @@ fn point_of(
     )
 }
 
-fn spec_json(spec: &ServingSpec) -> Result<String, AppError> {
+pub(super) fn spec_json(spec: &ServingSpec) -> Result<String, AppError> {
     serde_json::to_string(spec).map_err(|e| {
         tracing::error!(error = %e, "serialising a serving spec");
         AppError::Internal

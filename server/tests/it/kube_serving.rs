@@ -158,6 +158,8 @@ fn spec(image: &str, name: &str, command: &str, replicas: u32) -> ServingSpec {
         autoscale: None,
         environment: None,
         environment_use: None,
+        canary: None,
+        shadow: None,
     }
 }
 
@@ -392,6 +394,19 @@ async fn owner_on(site: &common::site::Site, prefix: &str) -> (String, String, M
     (account, key, me)
 }
 
+/// A console on the node's address (where pods' init containers reach it)
+/// running on the node, with its URL.
+async fn console_on_the_node() -> Option<(kube::Client, common::site::Site, String)> {
+    let (node, client) = common::node::client().await?;
+    let (site, console) =
+        common::site::on_socket_at(&node.ip, |config, _, _| server::console::Config {
+            cluster: common::kubernetes::kube_choice(&client, None),
+            ..config
+        })
+        .await;
+    Some((client, site, console))
+}
+
 /// The init container's log of each pod of `serving` that has one.
 async fn fetch_logs(client: &kube::Client, ns: &str, serving: &str) -> Vec<String> {
     let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), ns);
@@ -418,17 +433,10 @@ async fn fetch_logs(client: &kube::Client, ns: &str, serving: &str) -> Vec<Strin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_fetch_the_model_version_from_the_console_with_a_token_that_reads_nothing_else_on_a_real_node(
 ) {
-    let Some((node, client)) = common::node::client().await else {
+    // The model goes into the node's cache of inputs.
+    let Some((client, site, console)) = console_on_the_node().await else {
         return;
     };
-    // The console on the node's address, where the pods' init containers
-    // reach it; the model goes into the node's cache of inputs.
-    let (site, console) =
-        common::site::on_socket_at(&node.ip, |config, _, _| server::console::Config {
-            cluster: common::kubernetes::kube_choice(&client, None),
-            ..config
-        })
-        .await;
     let (account, key, me) = owner_on(&site, "kf").await;
     let ns = me.account.namespace.clone();
     let weights: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
@@ -719,4 +727,193 @@ async fn a_replica_in_an_environment_has_its_requirements_and_programs_beside_it
         .stop(&me.account, "tiny-api")
         .await
         .unwrap();
+}
+
+/// Answers every call with the version whose files it loaded (the default
+/// predict server runs it: readiness on `/healthz` once loaded).
+const VERSION_SCRIPT: &str = "\
+import json, os
+
+def load(model_dir):
+    with open(os.path.join(model_dir, 'answer.json')) as f:
+        return json.load(f)
+
+def predict(state, inputs):
+    return {'version': state['v']}
+";
+
+/// Model "echo" of `me`'s account with versions 1..=`n`, each holding its number.
+async fn echo_versions(assets: &dyn Assets, me: &Me, n: u32) -> AssetRef {
+    let form = AssetForm {
+        name: "echo".into(),
+        description: String::new(),
+        tags: String::new(),
+    };
+    assets.create(me, AssetKind::Model, form).await.unwrap();
+    let r = AssetRef {
+        kind: AssetKind::Model,
+        owner: me.account.name.clone(),
+        name: "echo".into(),
+    };
+    for v in 1..=n {
+        let version = VersionForm {
+            description: String::new(),
+            tags: String::new(),
+            job: None,
+        };
+        assets.create_version(me, &r, version).await.unwrap();
+        let bytes = bytes::Bytes::from(format!("{{\"v\": {v}}}"));
+        let body: app::ports::ByteStream =
+            Box::pin(futures_util::stream::once(async move { Ok(bytes) }));
+        assets
+            .put_file(me, &r, Slot::Version(v), "answer.json", body)
+            .await
+            .unwrap();
+        assets.finish_version(me, &r, v).await.unwrap();
+    }
+    r
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_following_an_alias_rolls_without_losing_a_call_and_a_canary_comes_and_goes_on_a_real_node(
+) {
+    let Some((client, site, console)) = console_on_the_node().await else {
+        return;
+    };
+    let (account, key, me) = owner_on(&site, "rel").await;
+    let ns = me.account.namespace.clone();
+    let assets = site.services.assets.clone();
+    let r = echo_versions(assets.as_ref(), &me, 2).await;
+    let alias = |version| app::models::AliasForm {
+        version,
+        protected: None,
+    };
+    assets
+        .set_alias(&me, &r, "production", alias(1))
+        .await
+        .unwrap();
+    let mut launched = spec("paddlepaddle/paddle:3.3.1", "api", "", 2);
+    launched.command = vec![];
+    launched.model = "echo@production".into();
+    launched.script = VERSION_SCRIPT.into();
+    launched.resources.memory = "256Mi".into();
+    site.services.serving.launch(&me, launched).await.unwrap();
+    let serving = site.services.serving.clone();
+    let ready = |version: u32| {
+        let (serving, account) = (serving.clone(), me.account.clone());
+        move || {
+            let (serving, account) = (serving.clone(), account.clone());
+            async move {
+                let i = serving.get(&account, "api").await.unwrap();
+                assert_ne!(i.status, ServingStatus::Failed, "{}", i.message);
+                i.version == version && i.ready == 2 && i.status == ServingStatus::Ready
+            }
+        }
+    };
+    until("two replicas of v1", 240, ready(1)).await;
+
+    let http = reqwest::Client::new();
+    let url = format!("{console}/serve/{account}/api/predict");
+    let call = || {
+        let (http, url, key) = (http.clone(), url.clone(), key.clone());
+        async move {
+            let answer = http
+                .post(&url)
+                .bearer_auth(&key)
+                .header("content-type", "application/json")
+                .body(json!({"inputs": {"x": [[1.0]]}}).to_string())
+                .send()
+                .await
+                .unwrap();
+            let status = answer.status().as_u16();
+            let bytes = answer.bytes().await.unwrap_or_default();
+            let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+            (status == 200)
+                .then(|| body["outputs"]["version"].as_u64())
+                .flatten()
+                .ok_or(format!("{status} {body}"))
+        }
+    };
+    // The Service has endpoints shortly after Ready.
+    until("the endpoint answering", 60, || async {
+        call().await.is_ok()
+    })
+    .await;
+
+    // Two clients call without pause while the alias moves and the
+    // Deployment rolls its two replicas.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let client_loop = || async {
+        let mut seen = vec![];
+        while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            seen.push(call().await);
+        }
+        seen
+    };
+    let mover = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assets
+            .set_alias(&me, &r, "production", alias(2))
+            .await
+            .unwrap();
+        until("two replicas of v2", 300, ready(2)).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+    };
+    let (a, b, ()) = tokio::join!(client_loop(), client_loop(), mover);
+    let calls: Vec<_> = a.into_iter().chain(b).collect();
+    let lost: Vec<_> = calls.iter().filter_map(|c| c.as_ref().err()).collect();
+    assert!(
+        lost.is_empty(),
+        "{} of {} calls lost: {:?}",
+        lost.len(),
+        calls.len(),
+        lost.first()
+    );
+    assert!(
+        calls.contains(&Ok(1)) && calls.contains(&Ok(2)),
+        "both versions answered"
+    );
+    println!(
+        "{} calls during the roll on the node, none lost",
+        calls.len()
+    );
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let d = deployments.get("api").await.unwrap();
+    let strategy = d.spec.unwrap().strategy.unwrap();
+    let rolling = strategy.rolling_update.unwrap();
+    assert_eq!(
+        rolling.max_unavailable,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(0))
+    );
+
+    // A canary of v1 at half the calls is its own Deployment and Service,
+    // and rolled back they go.
+    let canary = app::models::Release::Canary(app::models::Canary {
+        version: 1,
+        percent: 50,
+        replicas: 1,
+    });
+    serving.release(&me, "api", canary).await.unwrap();
+    let canaries = deployments.get("api-canary").await.unwrap();
+    let labels = canaries.metadata.labels.unwrap();
+    assert_eq!(labels["paddlecloud.org/serving-track"], "canary");
+    until("the canary answering", 240, || async {
+        call().await == Ok(1)
+    })
+    .await;
+    serving
+        .release(&me, "api", app::models::Release::Rollback)
+        .await
+        .unwrap();
+    until("the canary's Deployment gone", 60, || async {
+        deployments.get_opt("api-canary").await.unwrap().is_none()
+    })
+    .await;
+    let services: Api<Service> = Api::namespaced(client.clone(), &ns);
+    assert!(services.get_opt("api-canary").await.unwrap().is_none());
+    for _ in 0..10 {
+        assert_eq!(call().await, Ok(2));
+    }
+    serving.delete(&me.account, "api").await.unwrap();
 }

@@ -60,5 +60,6 @@ mod replicas;
 mod rest;
 mod role_matrix;
 mod serving;
+mod serving_release;
 mod templates;
 mod usage;

@@ -439,6 +439,8 @@ async fn two_replicas_on_one_database_show_and_steer_the_same_work_and_one_dying
         autoscale: None,
         environment: None,
         environment_use: None,
+        canary: None,
+        shadow: None,
     };
     let (status, body) = api
         .post(

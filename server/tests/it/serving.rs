@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 /// A Python that imports paddle, for the sites that serve the real model
 /// ([`paddle_site`]).
-fn paddle_python() -> Option<&'static PathBuf> {
+pub(crate) fn paddle_python() -> Option<&'static PathBuf> {
     static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
     PYTHON
         .get_or_init(|| {
@@ -47,7 +47,7 @@ fn paddle_python() -> Option<&'static PathBuf> {
 }
 
 /// The app with `python` as the Python of its predict servers.
-async fn paddle_site(python: &Path) -> Site {
+pub(crate) async fn paddle_site(python: &Path) -> Site {
     common::site::site_configured(|config, _| server::console::Config {
         serving_python: python.display().to_string(),
         ..config
@@ -79,7 +79,7 @@ fn tiny_model(python: &Path) -> &'static Path {
     .path()
 }
 
-async fn put_file(site: &Site, key: &str, path: &str, bytes: Vec<u8>) {
+pub(crate) async fn put_file(site: &Site, key: &str, path: &str, bytes: Vec<u8>) {
     let req = Request::builder()
         .method(Method::PUT)
         .uri(path)
@@ -104,6 +104,18 @@ async fn model_version(
     name: &str,
     files: &[(&str, Vec<u8>)],
 ) {
+    model_versions(site, key, account, name, &[files.to_vec()]).await;
+}
+
+/// Registers model `name` of `account` with a ready version per entry of
+/// `versions`, each holding its files.
+pub(crate) async fn model_versions(
+    site: &Site,
+    key: &str,
+    account: &str,
+    name: &str,
+    versions: &[Vec<(&str, Vec<u8>)>],
+) {
     let made = call(
         site,
         Method::POST,
@@ -114,33 +126,31 @@ async fn model_version(
     .await;
     assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
     let base = format!("/api/v1/models/{account}/{name}");
-    let v = call(
-        site,
-        Method::POST,
-        &format!("{base}/versions"),
-        Some(key),
-        Some(json!({"description": "test"})),
-    )
-    .await;
-    assert_eq!(v.status, StatusCode::CREATED, "{}", v.body);
-    for (path, bytes) in files {
-        put_file(
+    for (i, files) in versions.iter().enumerate() {
+        let n = i + 1;
+        let v = call(
             site,
-            key,
-            &format!("{base}/files/{path}?version=1"),
-            bytes.clone(),
+            Method::POST,
+            &format!("{base}/versions"),
+            Some(key),
+            Some(json!({"description": "test"})),
         )
         .await;
+        assert_eq!(v.status, StatusCode::CREATED, "{}", v.body);
+        for (path, bytes) in files {
+            let path = format!("{base}/files/{path}?version={n}");
+            put_file(site, key, &path, bytes.clone()).await;
+        }
+        let done = call(
+            site,
+            Method::POST,
+            &format!("{base}/versions/{n}/finish"),
+            Some(key),
+            None,
+        )
+        .await;
+        assert_eq!(done.status, StatusCode::OK, "{}", done.body);
     }
-    let done = call(
-        site,
-        Method::POST,
-        &format!("{base}/versions/1/finish"),
-        Some(key),
-        None,
-    )
-    .await;
-    assert_eq!(done.status, StatusCode::OK, "{}", done.body);
 }
 
 fn launch_spec(name: &str, model: &str, replicas: u32) -> Value {
@@ -153,7 +163,7 @@ fn launch_spec(name: &str, model: &str, replicas: u32) -> Value {
 }
 
 /// Polls the instance until `done` says so (at most `secs`), returning it.
-async fn wait_until(
+pub(crate) async fn wait_until(
     site: &Site,
     key: &str,
     name: &str,
@@ -184,11 +194,17 @@ async fn wait_until(
 }
 
 /// `POST /api/v1/serving` with `spec`, as `key`.
-async fn launch(site: &Site, key: &str, spec: Value) -> Answer {
+pub(crate) async fn launch(site: &Site, key: &str, spec: Value) -> Answer {
     call(site, Method::POST, "/api/v1/serving", Some(key), Some(spec)).await
 }
 
-async fn predict(site: &Site, key: &str, account: &str, name: &str, body: Value) -> Answer {
+pub(crate) async fn predict(
+    site: &Site,
+    key: &str,
+    account: &str,
+    name: &str,
+    body: Value,
+) -> Answer {
     call(
         site,
         Method::POST,
@@ -395,7 +411,7 @@ async fn a_model_version_served_locally_answers_predict_calls_through_the_balanc
     assert_eq!(deleted.status, StatusCode::NO_CONTENT);
 }
 
-async fn flush(site: &Site) {
+pub(crate) async fn flush(site: &Site) {
     site.serving.flush_traffic().await.unwrap();
 }
 
@@ -565,6 +581,8 @@ async fn traffic_buckets_add_up_and_are_pruned(db: common::TestDb) {
         autoscale: None,
         environment: None,
         environment_use: None,
+        canary: None,
+        shadow: None,
     };
     let id = store
         .insert(account_id, "ann@example.com", "acme/m", 1, &spec, "local")

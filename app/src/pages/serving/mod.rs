@@ -4,6 +4,7 @@
 //! traffic.
 
 mod launch;
+mod release;
 pub mod traffic;
 
 use leptos::prelude::*;
@@ -159,6 +160,17 @@ fn ServingRow(
             <td class="name"><A href=href.clone()>{label}</A></td>
             <td>
                 {format!("{} v{}", s.model, s.version)}
+                {s.spec.alias().map(|a| view! { <p class="hint" data-testid="follows">{format!("follows @{a}")}</p> })}
+                {(s.tracks.len() > 1).then(|| {
+                    let side: Vec<String> = s.tracks[1..]
+                        .iter()
+                        .map(|t| match t.track {
+                            crate::models::Track::Shadow => format!("shadow v{} (copy of {}%)", t.version, t.percent),
+                            _ => format!("canary v{} ({}%)", t.version, t.percent),
+                        })
+                        .collect();
+                    view! { <p class="hint" data-testid="side-tracks">{side.join(" · ")}</p> }
+                })}
                 {s.spec.environment.clone().map(|e| view! { <p class="hint" data-testid="environment">{format!("in {e}")}</p> })}
             </td>
             <td>

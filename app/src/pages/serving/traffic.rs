@@ -1,10 +1,13 @@
 //! `/serving/:name`: an instance's requests per second, latency
 //! percentiles and error rate over time, measured at its endpoint; live
 //! while the view follows now. The range lives in the URL (`from`, `to`).
+//! Below, its versions side by side and the forms that release them
+//! ([`super::release`]).
 
 use leptos::prelude::*;
 use leptos_router::components::A;
 
+use super::release::Releases;
 use crate::api::serving::serving_traffic_chart;
 use crate::components::chart::{css_color, render, zero_based_frame, Line};
 use crate::components::live::{beside_regions, LiveRegion, Region};
@@ -19,7 +22,59 @@ const SIZE: (u32, u32) = (560, 220);
 /// A named line: how to read its value from a bucket.
 type Series = (&'static str, fn(&TrafficPoint) -> f64);
 
-/// One chart: named lines of `f` over the points.
+/// One chart of named lines, each its own points, over `[from, to]`; the
+/// legend gives each line's last value.
+#[component]
+pub(super) fn SeriesCard(
+    title: &'static str,
+    metric: &'static str,
+    from: f64,
+    to: f64,
+    /// Name, xs, ys.
+    lines: Vec<(String, Vec<f64>, Vec<f64>)>,
+    unit: &'static str,
+    #[prop(default = "no requests in this range")] empty_text: &'static str,
+) -> impl IntoView {
+    let drawn: Vec<Line> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, (_, xs, ys))| Line {
+            color: i,
+            xs: xs.clone(),
+            raw: ys.clone(),
+            smoothed: ys.clone(),
+        })
+        .collect();
+    // Requests, errors and latencies are never below zero.
+    let svg = zero_based_frame(&drawn, Some((from, to)), SIZE)
+        .map(|f| render(&drawn, &f, XAxis::Wall, false))
+        .unwrap_or_default();
+    let empty = lines.iter().all(|(_, xs, _)| xs.is_empty());
+    view! {
+        <figure class="chart-card traffic" data-metric=metric>
+            <figcaption><strong>{title}</strong></figcaption>
+            {if empty {
+                view! { <p class="empty chart-empty" data-testid="no-data">{empty_text}</p> }.into_any()
+            } else {
+                view! { <div class="chart-svg" inner_html=svg></div> }.into_any()
+            }}
+            <ul class="legend">
+                {lines.into_iter().enumerate().map(|(i, (name, _, ys))| {
+                    let last = ys.last().copied().unwrap_or(0.0);
+                    view! {
+                        <li>
+                            <span class="swatch" style=format!("background:{}", css_color(i))></span>
+                            {name}
+                            <span class="num" data-testid="last">{format!(" {last:.2} {unit}")}</span>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+        </figure>
+    }
+}
+
+/// One chart of the instance's calls: a line per metric `lines` reads.
 #[component]
 fn TrafficCard(
     title: &'static str,
@@ -29,46 +84,17 @@ fn TrafficCard(
     unit: &'static str,
 ) -> impl IntoView {
     let xs: Vec<f64> = data.points.iter().map(|p| p.t).collect();
-    let drawn: Vec<Line> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, (_, f))| {
-            let ys: Vec<f64> = data.points.iter().map(f).collect();
-            Line {
-                color: i,
-                xs: xs.clone(),
-                raw: ys.clone(),
-                smoothed: ys,
-            }
+    let lines = lines
+        .into_iter()
+        .map(|(name, f)| {
+            (
+                name.to_owned(),
+                xs.clone(),
+                data.points.iter().map(f).collect(),
+            )
         })
         .collect();
-    // Requests, errors and latencies are never below zero.
-    let svg = zero_based_frame(&drawn, Some((data.from, data.to)), SIZE)
-        .map(|f| render(&drawn, &f, XAxis::Wall, false))
-        .unwrap_or_default();
-    let empty = data.points.is_empty();
-    view! {
-        <figure class="chart-card traffic" data-metric=metric>
-            <figcaption><strong>{title}</strong></figcaption>
-            {if empty {
-                view! { <p class="empty chart-empty" data-testid="no-data">"no requests in this range"</p> }.into_any()
-            } else {
-                view! { <div class="chart-svg" inner_html=svg></div> }.into_any()
-            }}
-            <ul class="legend">
-                {lines.iter().enumerate().map(|(i, (name, f))| {
-                    let last = data.points.last().map(f).unwrap_or(0.0);
-                    view! {
-                        <li>
-                            <span class="swatch" style=format!("background:{}", css_color(i))></span>
-                            {*name}
-                            <span class="num" data-testid="last">{format!(" {last:.2} {unit}")}</span>
-                        </li>
-                    }
-                }).collect_view()}
-            </ul>
-        </figure>
-    }
+    view! { <SeriesCard title metric from=data.from to=data.to lines unit /> }
 }
 
 /// The page.
@@ -112,6 +138,7 @@ pub fn ServingTrafficPage() -> impl IntoView {
                                 lines=vec![("failed", TrafficPoint::error_percent as fn(&TrafficPoint) -> f64)] unit="%" />
                         </div>
                         <p class="hint">"Over long ranges buckets are merged: p50 and p90 become request-weighted means, p99 the worst bucket's."</p>
+                        <Releases data=d.clone() />
                     }
                 })
             })}

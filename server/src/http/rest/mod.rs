@@ -61,7 +61,7 @@ use crate::http::caller::Caller;
          (name = "metrics", description = "PaddleBoard: training metrics of jobs"),
          (name = "files", description = "Datasets and models: files, versions, sharing"),
          (name = "usage", description = "Resource use of jobs, quota, CPU/GPU hours"),
-         (name = "serving", description = "Models served over HTTP: launch, scale, stop, traffic"),
+         (name = "serving", description = "Models served over HTTP: launch, scale, release by degrees (canary, shadow, promote, roll back), stop, traffic"),
          (name = "notebooks", description = "Private JupyterLab servers: create, start, stop, keep running, delete"),
          (name = "environments", description = "Environment profiles: an image and pip requirements, saved in immutable versions, built locally from PyPI"),
          (name = "pipelines", description = "Pipeline runs: a graph of jobs submitted, watched, stopped and retried as one"),
@@ -127,6 +127,8 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(serving::scale))
         .routes(routes!(serving::stop))
         .routes(routes!(serving::traffic))
+        .routes(routes!(serving::release))
+        .routes(routes!(serving::shadow_calls))
         .routes(routes!(notebooks::list, notebooks::create))
         .routes(routes!(notebooks::get_one, notebooks::delete))
         .routes(routes!(notebooks::start))

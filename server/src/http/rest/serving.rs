@@ -2,7 +2,9 @@
 //! instances, and their traffic. Predict calls themselves go to the
 //! instance's endpoint, `/serve/<account>/<name>/…`.
 
-use app::models::{Scale, ServingInstance, ServingList, ServingSpec, ServingTraffic};
+use app::models::{
+    Release, Scale, ServingInstance, ServingList, ServingSpec, ServingTraffic, ShadowCall,
+};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
@@ -93,6 +95,77 @@ pub async fn scale(
     let JsonBody(scale) = scale?;
     Ok(Json(
         app::use_cases::scale_within_quota(&state.services, &who.me, &name, scale).await?,
+    ))
+}
+
+/// Releases a version by degrees: starts or changes a canary (a share of
+/// the calls) or a shadow (a copy of a share, its answers recorded, never
+/// returned), promotes the canary (the main replicas roll to its version
+/// one by one; an alias the instance follows moves there), rolls it back,
+/// or ends the shadow.
+#[utoipa::path(post, path = "/api/v1/serving/{name}/release", tag = "serving", request_body = Release,
+    params(("name" = String, Path, description = "The instance's name")),
+    responses(
+        (status = 200, description = "The instance with its new tracks", body = ServingInstance),
+        (status = 400, description = "A bad version, share or size, named in `field`", body = ErrorBody),
+        (status = 403, description = "Over the account's quota, or a protected alias only owners move", body = ErrorBody),
+        (status = 404, description = "No such instance in this account", body = ErrorBody),
+        (status = 409, description = "It is stopped, or has no canary (shadow) to promote, roll back or end", body = ErrorBody),
+    ))]
+pub async fn release(
+    State(state): State<AppState>,
+    Writer(who): Writer,
+    Path(name): Path<String>,
+    release: Result<JsonBody<Release>, ApiError>,
+) -> Result<Json<ServingInstance>, ApiError> {
+    let JsonBody(release) = release?;
+    let done =
+        app::use_cases::release_within_quota(&state.services, &who.me, &name, release).await?;
+    tracing::info!(account = %who.me.account.name, serving = %name, user = %who.me.email, release = %release.describe(), "serving release through the API");
+    Ok(Json(done))
+}
+
+/// How many of `GET /api/v1/serving/{name}/shadow-calls`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ShadowLimit {
+    /// At most this many, newest first (default 50, at most 200).
+    #[param(minimum = 1, maximum = 200)]
+    limit: Option<u32>,
+}
+
+/// The newest calls mirrored to the instance's shadow: both answers' starts
+/// side by side, whether they agree, and how long each took.
+#[utoipa::path(get, path = "/api/v1/serving/{name}/shadow-calls", tag = "serving",
+    params(("name" = String, Path, description = "The instance's name"), ShadowLimit),
+    responses(
+        (status = 200, description = "The calls, newest first", body = Vec<ShadowCall>),
+        (status = 400, description = "A bad limit", body = ErrorBody),
+        (status = 404, description = "No such instance in this account", body = ErrorBody),
+    ))]
+pub async fn shadow_calls(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Path(name): Path<String>,
+    limit: Result<Query<ShadowLimit>, QueryRejection>,
+) -> Result<Json<Vec<ShadowCall>>, ApiError> {
+    let Query(limit) = limit?;
+    let limit = match limit.limit {
+        None => 50,
+        Some(n @ 1..=200) => n as usize,
+        Some(_) => {
+            return Err(ApiError(app::error::AppError::invalid(
+                "limit",
+                "From 1 to 200 calls.",
+            )))
+        }
+    };
+    Ok(Json(
+        state
+            .services
+            .serving
+            .shadow_calls(&who.me.account, &name, limit)
+            .await?,
     ))
 }
 

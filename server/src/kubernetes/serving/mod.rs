@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use app::error::AppError;
-use app::models::Account;
+use app::models::{Account, Track};
 use async_trait::async_trait;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
@@ -27,7 +27,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy}
 use kube::Api;
 use serde_json::json;
 
-use self::objects::{hpa_object, owned_by};
+use self::objects::{hpa_object, owned_by, side_objects, track_name};
 pub use self::objects::{serving_objects, PodSettings, ServingObjects};
 use super::errors::{from_kube, is_conflict, is_not_found};
 use super::objects::{CONSOLE, MANAGED_BY};
@@ -39,6 +39,8 @@ use crate::backend::supervised::Supervised;
 pub const SERVING_ID: &str = "paddlecloud.org/serving-id";
 /// Label with the instance's name.
 pub const SERVING: &str = "paddlecloud.org/serving";
+/// Label with the track a pod serves (`main`, `canary`, `shadow`).
+pub const SERVING_TRACK: &str = "paddlecloud.org/serving-track";
 /// The replica container's name.
 pub const SERVING_CONTAINER: &str = "serving";
 /// The port the predict server listens on inside a pod.
@@ -52,8 +54,10 @@ pub const MODEL_ROOT: &str = "/models";
 /// The Kubernetes serving backend.
 pub struct KubeServing {
     inner: Arc<Inner>,
-    /// Per instance id: its status task.
-    watchers: Supervised<()>,
+    /// Per instance id: its status task, and the canary's and shadow's
+    /// ready replicas it reads (a call for a side track with none ready
+    /// goes to the main one).
+    watchers: Supervised<status::SideReady>,
     /// Where an image that holds its model has it.
     model_root: String,
 }
@@ -102,6 +106,63 @@ async fn put_secret(
     Ok(())
 }
 
+impl KubeServing {
+    fn settings(&self) -> PodSettings<'_> {
+        PodSettings {
+            console_url: self.inner.console_url.as_deref(),
+            model_root: &self.model_root,
+            support: &self.inner.support,
+            grace_seconds: self.inner.grace.as_secs().max(1) as i64,
+        }
+    }
+
+    /// Creates, rolls, resizes or deletes the canary's and shadow's
+    /// Deployments and Services as `run` says, owned by `main`.
+    async fn apply_sides(&self, run: &ServingRun, main: &Deployment) -> Result<(), AppError> {
+        let ns = &run.account.namespace;
+        let deployments: Api<Deployment> = self.inner.api(ns);
+        let services: Api<Service> = self.inner.api(ns);
+        let owner = owned_by(main);
+        for track in [Track::Canary, Track::Shadow] {
+            let name = track_name(&run.spec.name, track);
+            match run.side(track) {
+                Some(side) => {
+                    let (deployment, service) = side_objects(run, side, &self.settings())?;
+                    if !create(&deployments, deployment.clone(), &owner).await? {
+                        let spec = deployment.spec.unwrap_or_default();
+                        let patch = json!({ "spec": { "replicas": spec.replicas,
+                                                      "template": spec.template } });
+                        deployments
+                            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                            .await
+                            .map_err(|e| from_kube("change a serving track", e))?;
+                    }
+                    create(&services, service, &owner).await?;
+                }
+                None => {
+                    for done in [
+                        deployments
+                            .delete(&name, &DeleteParams::default())
+                            .await
+                            .map(|_| ()),
+                        services
+                            .delete(&name, &DeleteParams::default())
+                            .await
+                            .map(|_| ()),
+                    ] {
+                        match done {
+                            Ok(()) => {}
+                            Err(e) if is_not_found(&e) => {}
+                            Err(e) => return Err(from_kube("end a serving track", e)),
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl ServingBackend for KubeServing {
     fn name(&self) -> String {
@@ -122,12 +183,7 @@ impl ServingBackend for KubeServing {
     async fn start(&self, run: ServingRun, reporter: Reporter) -> Result<(), AppError> {
         self.inner.ensure_namespace(&run.account).await?;
         let ns = &run.account.namespace;
-        let fetching = PodSettings {
-            console_url: self.inner.console_url.as_deref(),
-            model_root: &self.model_root,
-            support: &self.inner.support,
-            grace_seconds: self.inner.grace.as_secs().max(1) as i64,
-        };
+        let fetching = self.settings();
         if fetching.console_url.is_none() {
             tracing::warn!(serving = %run.spec.name,
                 "no console URL is set: the pods cannot fetch the model and the image must hold it");
@@ -161,11 +217,39 @@ impl ServingBackend for KubeServing {
         if let Some(hpa) = hpa {
             create(&self.inner.api::<HorizontalPodAutoscaler>(ns), hpa, &owner).await?;
         }
+        self.apply_sides(&run, &created).await?;
         let inner = self.inner.clone();
-        self.watchers.spawn(run.id, (), move |task| {
-            status::follow(inner, run, reporter, task.stop_signal())
-        });
+        self.watchers
+            .spawn(run.id, status::SideReady::default(), move |task| {
+                let ready = task.clone();
+                status::follow(inner, run, reporter, task.stop_signal(), move |r| {
+                    ready.state.set(r)
+                })
+            });
         Ok(())
+    }
+
+    async fn release(&self, run: ServingRun, _reporter: Reporter) -> Result<(), AppError> {
+        let ns = &run.account.namespace;
+        let deployments: Api<Deployment> = self.inner.api(ns);
+        let current = deployments
+            .get(&run.spec.name)
+            .await
+            .map_err(|e| from_kube("read a serving Deployment", e))?;
+        // The new version's pod template: the Deployment rolls it in one
+        // replica at a time (see the strategy in its objects).
+        let objects = serving_objects(&run, &self.settings())?;
+        let spec = objects.deployment.spec.unwrap_or_default();
+        let patch = json!({ "spec": { "template": spec.template, "strategy": spec.strategy } });
+        deployments
+            .patch(
+                &run.spec.name,
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map_err(|e| from_kube("roll a serving Deployment", e))?;
+        self.apply_sides(&run, &current).await
     }
 
     async fn resize(&self, run: ServingRun) -> Result<(), AppError> {
@@ -232,11 +316,20 @@ impl ServingBackend for KubeServing {
         .await
     }
 
-    async fn upstream(&self, account: &Account, _id: i64, name: &str) -> Option<Upstream> {
+    async fn upstream(
+        &self,
+        account: &Account,
+        id: i64,
+        name: &str,
+        track: Track,
+    ) -> Option<Upstream> {
+        if track != Track::Main && self.watchers.get(id)?.state.get(track) == 0 {
+            return None;
+        }
         Some(Upstream::Kube {
             client: self.inner.client.clone(),
             namespace: account.namespace.clone(),
-            service: name.to_owned(),
+            service: track_name(name, track),
         })
     }
 }

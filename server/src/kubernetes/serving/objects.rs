@@ -6,8 +6,10 @@ use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use serde_json::json;
 
-use super::{DEFAULT_IMAGE, SERVING, SERVING_CONTAINER, SERVING_ID, SERVING_PORT};
-use crate::backend::serving::ServingRun;
+use app::models::Track;
+
+use super::{DEFAULT_IMAGE, SERVING, SERVING_CONTAINER, SERVING_ID, SERVING_PORT, SERVING_TRACK};
+use crate::backend::serving::{ModelFiles, ServingRun, SideTrack};
 use crate::kubernetes::inputs::{self, PodSupport};
 use crate::kubernetes::objects::{from_json, CONSOLE, MANAGED_BY};
 use crate::kubernetes::sdk::{sdk_data, sdk_items, sdk_mount, SDK_DIR};
@@ -46,15 +48,60 @@ pub struct PodSettings<'a> {
     pub grace_seconds: i64,
 }
 
-/// The objects of an instance. All but the Deployment get their owner
-/// reference once it exists (see [`owned_by`]).
+/// The objects of an instance's main track. All but the Deployment get
+/// their owner reference once it exists (see [`owned_by`]).
 pub fn serving_objects(
     run: &ServingRun,
     fetching: &PodSettings,
 ) -> Result<ServingObjects, AppError> {
+    build(run, Track::Main, &run.model, run.spec.replicas, fetching)
+}
+
+/// The Deployment and Service of a canary or shadow: named after the
+/// instance with the track (`api-canary`), its pods labelled apart from the
+/// main track's (so neither Service picks the other's), sharing the main
+/// track's ConfigMap and token. Both get the main Deployment as owner.
+pub fn side_objects(
+    run: &ServingRun,
+    side: &SideTrack,
+    fetching: &PodSettings,
+) -> Result<(Deployment, Service), AppError> {
+    let o = build(run, side.track, &side.model, side.replicas, fetching)?;
+    Ok((o.deployment, o.service))
+}
+
+/// The Deployment (and Service) name of `track` of instance `name`.
+pub fn track_name(name: &str, track: Track) -> String {
+    match track {
+        Track::Main => name.to_owned(),
+        other => format!("{name}-{}", other.as_str()),
+    }
+}
+
+/// The value of [`SERVING_ID`] on `track`'s pods of instance `id`.
+pub fn track_id(id: i64, track: Track) -> String {
+    match track {
+        Track::Main => id.to_string(),
+        other => format!("{id}-{}", other.as_str()),
+    }
+}
+
+/// Seconds a stopping replica keeps answering before its server is told to
+/// stop, so the Service has dropped it before it stops listening.
+const DRAIN_SECONDS: u32 = 3;
+
+fn build(
+    run: &ServingRun,
+    track: Track,
+    model: &ModelFiles,
+    replicas: u32,
+    fetching: &PodSettings,
+) -> Result<ServingObjects, AppError> {
     let spec = &run.spec;
-    let id = run.id.to_string();
-    let labels = json!({ MANAGED_BY: CONSOLE, SERVING: spec.name, SERVING_ID: id });
+    let id = track_id(run.id, track);
+    let object_name = track_name(&spec.name, track);
+    let labels = json!({ MANAGED_BY: CONSOLE, SERVING: spec.name, SERVING_ID: id,
+                         SERVING_TRACK: track.as_str() });
     let per = spec.per_replica()?;
     let amounts = workload_pod::amounts(&spec.resources, "resources")?;
     let mut env: Vec<serde_json::Value> = spec
@@ -66,7 +113,7 @@ pub fn serving_objects(
     // into the node's cache, as a job's model versions are, so a second
     // replica (or instance) of the version on that node downloads nothing.
     let fetch = fetching.console_url.is_some() && run.token.is_some();
-    let pinned = format!("{}:{}", run.model.model, run.model.version);
+    let pinned = format!("{}:{}", model.model, model.version);
     let model_input = app::models::job_inputs(&run.account.name, &[], &[pinned])?;
     let model_dir = if fetch {
         inputs::path_of(&model_input[0])
@@ -74,8 +121,8 @@ pub fn serving_objects(
         format!(
             "{}/{}/{}",
             fetching.model_root.trim_end_matches('/'),
-            run.model.model,
-            run.model.version
+            model.model,
+            model.version
         )
     };
     // One file of the version (a `.tar.gz`) when the spec names one: the
@@ -86,8 +133,8 @@ pub fn serving_objects(
         format!("{model_dir}/{}", spec.file.trim_start_matches('/'))
     };
     env.extend([
-        json!({ "name": "PADDLECLOUD_MODEL", "value": run.model.model }),
-        json!({ "name": "PADDLECLOUD_MODEL_VERSION", "value": run.model.version.to_string() }),
+        json!({ "name": "PADDLECLOUD_MODEL", "value": model.model }),
+        json!({ "name": "PADDLECLOUD_MODEL_VERSION", "value": model.version.to_string() }),
         json!({ "name": "PADDLECLOUD_MODEL_DIR", "value": model_path }),
         json!({ "name": "PYTHONUNBUFFERED", "value": "1" }),
     ]);
@@ -143,6 +190,11 @@ pub fn serving_objects(
         &amounts,
         mounts,
     );
+    // Out of the Service's endpoints before the server stops listening:
+    // calls in flight to a replica a roll stops are not lost.
+    container["lifecycle"] = json!({
+        "preStop": { "exec": { "command": ["sleep", DRAIN_SECONDS.to_string()] } }
+    });
     if default {
         // The default server listens only once the model is loaded.
         container["readinessProbe"] = json!({
@@ -172,18 +224,24 @@ pub fn serving_objects(
     }
     let index = fetching.support.pip_index_url.as_deref();
     super::super::environment::apply(environment, &[], image, index, &mut pod);
+    // A new version rolls in one replica at a time, each answering before
+    // an old one goes.
+    let strategy = json!({ "strategy": {
+        "type": "RollingUpdate",
+        "rollingUpdate": { "maxUnavailable": 0, "maxSurge": 1 },
+    }});
     let deployment = from_json(workload_pod::controller(
         "Deployment",
-        &spec.name,
+        &object_name,
         &labels,
         json!({ SERVING_ID: id }),
-        spec.replicas,
+        replicas,
         pod,
-        json!({}),
+        strategy,
     ))?;
     let selector = json!({ SERVING_ID: id });
     let service = from_json(workload_pod::http_service(
-        &spec.name,
+        &object_name,
         &labels,
         selector,
         SERVING_PORT,
@@ -293,6 +351,8 @@ mod tests {
                 autoscale: None,
                 environment: None,
                 environment_use: None,
+                canary: None,
+                shadow: None,
             },
             model: ModelFiles {
                 model: "acme/tiny".into(),
@@ -300,6 +360,7 @@ mod tests {
                 local: None,
             },
             token: token.map(str::to_owned),
+            side: vec![],
         }
     }
 

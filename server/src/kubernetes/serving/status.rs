@@ -1,9 +1,13 @@
-//! An instance's state, read from its Deployment and pods into the record.
+//! An instance's state, read from its Deployment and pods into the record:
+//! its status, a roll's progress and end (the version every main replica
+//! serves), and how many canary and shadow replicas are ready.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::models::ServingStatus;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use app::models::{ServingStatus, Track};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, Patch, PatchParams};
@@ -11,6 +15,7 @@ use kube::Api;
 use serde_json::json;
 use tokio::sync::watch;
 
+use super::objects::track_name;
 use super::SERVING_ID;
 use crate::backend::serving::{Reporter, ServingRun, ServingState};
 use crate::kubernetes::inputs::FETCHER;
@@ -24,23 +29,93 @@ const MAX_FAILED_PODS: usize = 3;
 /// How often an instance's status is read.
 const POLL: Duration = Duration::from_secs(1);
 
-/// Reads the instance's Deployment and pods into its record until stopped.
+/// Ready replicas of an instance's canary and shadow.
+#[derive(Default)]
+pub struct SideReady {
+    canary: AtomicU32,
+    shadow: AtomicU32,
+}
+
+impl SideReady {
+    fn of(&self, track: Track) -> Option<&AtomicU32> {
+        match track {
+            Track::Canary => Some(&self.canary),
+            Track::Shadow => Some(&self.shadow),
+            Track::Main => None,
+        }
+    }
+
+    /// Records that `track` has `ready` replicas ready.
+    pub fn set(&self, (track, ready): (Track, u32)) {
+        if let Some(n) = self.of(track) {
+            n.store(ready, Ordering::Relaxed);
+        }
+    }
+
+    /// Ready replicas of `track` (0 for the main one: not counted here).
+    pub fn get(&self, track: Track) -> u32 {
+        self.of(track).map_or(0, |n| n.load(Ordering::Relaxed))
+    }
+}
+
+/// The model version a Deployment's pod template serves.
+fn template_version(d: &Deployment) -> Option<u32> {
+    let pod = d.spec.as_ref()?.template.spec.as_ref()?;
+    pod.containers
+        .iter()
+        .flat_map(|c| c.env.iter().flatten())
+        .find(|e| e.name == "PADDLECLOUD_MODEL_VERSION")?
+        .value
+        .as_ref()?
+        .parse()
+        .ok()
+}
+
+/// Where a roll of the main Deployment is: `Some((version, updated))`
+/// while replicas of an older template remain or the newest is not ready,
+/// `None` once every replica runs the newest template and answers.
+fn rolling(d: &Deployment, wanted: u32) -> Option<(u32, u32)> {
+    let status = d.status.as_ref()?;
+    let observed = status.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0);
+    let updated = status.updated_replicas.unwrap_or(0).max(0) as u32;
+    let total = status.replicas.unwrap_or(0).max(0) as u32;
+    let ready = status.ready_replicas.unwrap_or(0).max(0) as u32;
+    let done = observed && updated >= wanted && total <= wanted && ready >= wanted;
+    (!done).then(|| (template_version(d).unwrap_or(0), updated))
+}
+
+/// Reads the instance's Deployment and pods into its record until stopped;
+/// the canary's and shadow's ready replicas go to `sides`.
 pub(super) async fn follow(
     inner: Arc<Inner>,
     run: ServingRun,
     reporter: Reporter,
     mut stop: watch::Receiver<bool>,
+    sides: impl Fn((Track, u32)) + Send,
 ) {
     let ns = &run.account.namespace;
     let deployments: Api<Deployment> = inner.api(ns);
     let pods: Api<Pod> = inner.api(ns);
     let selector = selector(&[(SERVING_ID, &run.id.to_string())]);
     let mut last = None;
+    let mut serving = run.model.version;
     loop {
+        for track in [Track::Canary, Track::Shadow] {
+            let ready = match deployments
+                .get_opt(&track_name(&run.spec.name, track))
+                .await
+            {
+                Ok(Some(d)) => d.status.and_then(|s| s.ready_replicas).unwrap_or(0).max(0) as u32,
+                _ => 0,
+            };
+            sides((track, ready));
+        }
         let state = async {
             let d = deployments.get_opt(&run.spec.name).await.ok()??;
+            let wanted = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0).max(0) as u32;
+            let roll = rolling(&d, wanted);
+            let version = template_version(&d);
             let status = d.status.unwrap_or_default();
-            let wanted = d.spec.and_then(|s| s.replicas).unwrap_or(0).max(0) as u32;
             let ready = status.ready_replicas.unwrap_or(0).max(0) as u32;
             let listed = pods
                 .list(&ListParams::default().labels(&selector))
@@ -48,10 +123,18 @@ pub(super) async fn follow(
                 .ok()?;
             let failed: Vec<String> = listed.items.iter().filter_map(failed_line).collect();
             let fetching = listed.items.iter().filter(|p| is_fetching(p)).count();
-            Some((wanted, ready, failed, fetching))
+            Some((wanted, ready, failed, fetching, roll, version))
         }
         .await;
-        if let Some((wanted, ready, failed, fetching)) = state {
+        if let Some((wanted, ready, failed, fetching, roll, version)) = state {
+            if let (None, Some(version)) = (roll, version) {
+                if version != serving {
+                    serving = version;
+                    reporter
+                        .rolled(run.account.id, run.id, &run.spec.name, version)
+                        .await;
+                }
+            }
             let why = failed.last().cloned().unwrap_or_default();
             let next = if fails_the_instance(ready, wanted, failed.len()) {
                 (
@@ -60,7 +143,16 @@ pub(super) async fn follow(
                     format!("Replicas failed to start: {why}"),
                 )
             } else {
-                let message = if ready < wanted && !failed.is_empty() {
+                let message = if let Some((to, updated)) = roll.filter(|r| r.0 != serving) {
+                    let failing = if failed.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" A new replica failed: {why}")
+                    };
+                    format!(
+                        "Rolling from v{serving} to v{to}: {updated} of {wanted} replicas on v{to}.{failing}"
+                    )
+                } else if ready < wanted && !failed.is_empty() {
                     format!("A replica failed: {why}")
                 } else if ready < wanted && fetching > 0 {
                     format!("Fetching the model into {fetching} replica(s).")
