@@ -25,6 +25,7 @@ use crate::pages::{
     jobs::resources::JobResourcesPage,
     jobs::JobsPage,
     join::JoinPage,
+    lineage::LineagePage,
     not_found::NotFound,
     notebooks::NotebooksPage,
     paddleboard::PaddleBoardPage,
@@ -102,6 +103,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("jobs/:name/resources") view=|| view! { <JobResourcesPage /> } />
                     <Route path=path!("jobs/:name/template") view=|| view! { <SaveAsTemplatePage /> } />
                     <Route path=path!("paddleboard") view=|| view! { <PaddleBoardPage /> } />
+                    <Route path=path!("lineage") view=|| view! { <LineagePage /> } />
                     <Route path=path!("serving") view=|| view! { <ServingPage /> } />
                     <Route path=path!("serving/:name") view=|| view! { <ServingTrafficPage /> } />
                     <Route path=path!("datasets") view=|| view! { <AssetsPage kind=AssetKind::Dataset /> } />

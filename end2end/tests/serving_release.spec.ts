@@ -105,7 +105,7 @@ test("a canary takes its share and is promoted, a shadow's answers are shown bes
   }).toPass({ timeout: 60_000 });
   const firstCall = section().getByTestId("shadow-calls").locator("tbody tr").first();
   await expect(firstCall).toContainText("v3");
-  await expect(firstCall).toContainText('"version": 3');
+  await expect(firstCall).toContainText('"version":3');
 
   // The charts compare the versions side by side once a bucket closes.
   await expect(async () => {

@@ -289,6 +289,11 @@ impl ApiClient {
         self.json(self.get(&self.url(&["jobs", name, "detail"])).call())
     }
 
+    /// The lineage graph around `node` (`kind:owner/name[:version]`).
+    pub fn lineage(&self, node: &str) -> Result<app::models::Lineage, ClientError> {
+        self.json(self.get(&self.url(&["lineage"])).query("node", node).call())
+    }
+
     /// Stops a job.
     pub fn stop(&self, name: &str) -> Result<Job, ClientError> {
         self.json(self.post(&self.url(&["jobs", name, "stop"])).send_empty())

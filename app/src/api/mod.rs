@@ -9,6 +9,7 @@ pub mod context;
 pub mod environments;
 pub mod experiments;
 pub mod jobs;
+pub mod lineage;
 pub mod members;
 pub mod notebooks;
 pub mod paddleboard;

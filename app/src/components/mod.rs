@@ -5,6 +5,7 @@ pub mod dialog;
 pub mod form;
 pub mod form_watch;
 pub mod layout;
+pub mod lineage;
 pub mod links;
 pub mod live;
 pub mod markup;

@@ -7,11 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use super::jobs::{EnvVar, ReplicaResources, ResourceTotals, RESERVED_ENV};
 use super::names::validate_job_name;
-use super::serving_tracks::{Canary, Shadow, Track, TrackView};
+pub use super::serving_tracks::MAX_SERVING_REPLICAS;
+use super::serving_tracks::{Canary, Release, Shadow, Track, TrackView};
 use crate::error::AppError;
 
-/// The most replicas one instance may ask for.
-pub const MAX_SERVING_REPLICAS: u32 = 64;
 /// Traffic is counted in buckets of this many seconds.
 pub const TRAFFIC_BUCKET_SECS: f64 = 5.0;
 
@@ -365,6 +364,71 @@ impl ServingStatus {
     }
 }
 
+impl ServingSpec {
+    /// This spec after `release`, for an instance whose main track serves
+    /// `main`, and the main version it serves then.
+    pub fn released(&self, release: &Release, main: u32) -> Result<(ServingSpec, u32), AppError> {
+        let spec = self;
+        let mut next = spec.clone();
+        let mut version = main;
+        let same = |field: &str, v: u32| {
+            if v == main {
+                Err(AppError::invalid(
+                    field,
+                    format!("The main track serves v{v} already: choose another version."),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        match *release {
+            Release::Canary(c) => {
+                c.validate()?;
+                same("canary.version", c.version)?;
+                next.canary = Some(c);
+            }
+            Release::Shadow(s) => {
+                s.validate()?;
+                same("shadow.version", s.version)?;
+                next.shadow = Some(s);
+            }
+            Release::Promote => {
+                let c = spec.canary.ok_or_else(no_canary)?;
+                version = c.version;
+                next.canary = None;
+                next.version = Some(c.version);
+            }
+            Release::Rollback => {
+                spec.canary.ok_or_else(no_canary)?;
+                next.canary = None;
+            }
+            Release::EndShadow => {
+                spec.shadow.ok_or_else(|| {
+                    AppError::conflict("action", "This instance has no shadow to end.")
+                })?;
+                next.shadow = None;
+            }
+        }
+        Ok((next, version))
+    }
+}
+
+fn no_canary() -> AppError {
+    AppError::conflict("action", "This instance has no canary: start one first.")
+}
+
+/// The calls one version got over a range, for charts side by side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct VersionTraffic {
+    /// The version.
+    pub version: u32,
+    /// Whether these were shadow calls (copies whose answers went nowhere).
+    pub shadow: bool,
+    /// Buckets with calls, oldest first.
+    pub points: Vec<TrafficPoint>,
+}
+
 /// Requests in one bucket of time, measured where every request passes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
@@ -466,7 +530,7 @@ pub struct ServingTraffic {
     /// The same calls by version (and the shadow's copies), for the
     /// versions that had any in the range.
     #[serde(default)]
-    pub versions: Vec<super::serving_tracks::VersionTraffic>,
+    pub versions: Vec<VersionTraffic>,
 }
 
 /// Merges consecutive buckets so at most `max` remain: requests and errors
@@ -628,6 +692,28 @@ mod tests {
         assert_eq!(m.p99_ms, 90.0);
         assert_eq!(m.qps(), 4.0);
         assert_eq!(m.error_percent(), 10.0);
+    }
+
+    #[test]
+    fn promoting_makes_the_canary_the_main_version_and_ends_it() {
+        let mut spec: ServingSpec = serde_json::from_value(serde_json::json!({
+            "name": "api", "model": "echo@production", "replicas": 2,
+            "resources": {"cpu": "1", "memory": "1Gi", "gpu": 0}
+        }))
+        .unwrap();
+        spec.canary = Some(Canary {
+            version: 3,
+            percent: 10,
+            replicas: 1,
+        });
+        let (next, main) = spec.released(&Release::Promote, 2).unwrap();
+        assert_eq!((main, next.canary, next.version), (3, None, Some(3)));
+        let (next, main) = spec.released(&Release::Rollback, 2).unwrap();
+        assert_eq!((main, next.canary), (2, None));
+        let err = next.released(&Release::Promote, 2).unwrap_err();
+        assert_eq!(err.field(), Some("action"));
+        assert_eq!(spec.tracks(2)[0].percent, 90);
+        assert_eq!(spec.alias(), Some("production"));
     }
 
     #[test]

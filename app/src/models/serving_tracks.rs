@@ -8,8 +8,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::serving::{TrafficPoint, MAX_SERVING_REPLICAS};
 use crate::error::AppError;
+
+/// The most replicas one instance (or one of its tracks) may ask for.
+pub const MAX_SERVING_REPLICAS: u32 = 64;
 
 /// Which replicas of an instance a call goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -168,58 +170,6 @@ impl Release {
     }
 }
 
-impl Release {
-    /// `spec` after this change, for an instance whose main track serves
-    /// `main`, and the main version it serves then.
-    pub fn apply(
-        &self,
-        spec: &super::serving::ServingSpec,
-        main: u32,
-    ) -> Result<(super::serving::ServingSpec, u32), AppError> {
-        let mut next = spec.clone();
-        let mut version = main;
-        let same = |field: &str, v: u32| {
-            if v == main {
-                Err(AppError::invalid(
-                    field,
-                    format!("The main track serves v{v} already: choose another version."),
-                ))
-            } else {
-                Ok(())
-            }
-        };
-        match *self {
-            Release::Canary(c) => {
-                c.validate()?;
-                same("canary.version", c.version)?;
-                next.canary = Some(c);
-            }
-            Release::Shadow(s) => {
-                s.validate()?;
-                same("shadow.version", s.version)?;
-                next.shadow = Some(s);
-            }
-            Release::Promote => {
-                let c = spec.canary.ok_or_else(no_canary)?;
-                version = c.version;
-                next.canary = None;
-                next.version = Some(c.version);
-            }
-            Release::Rollback => {
-                spec.canary.ok_or_else(no_canary)?;
-                next.canary = None;
-            }
-            Release::EndShadow => {
-                spec.shadow.ok_or_else(|| {
-                    AppError::conflict("action", "This instance has no shadow to end.")
-                })?;
-                next.shadow = None;
-            }
-        }
-        Ok((next, version))
-    }
-}
-
 /// A release as the page's forms send it: every field text.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReleaseForm {
@@ -278,10 +228,6 @@ impl ReleaseForm {
     }
 }
 
-fn no_canary() -> AppError {
-    AppError::conflict("action", "This instance has no canary: start one first.")
-}
-
 /// One track of an instance as its page shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
@@ -295,18 +241,6 @@ pub struct TrackView {
     pub percent: u32,
     /// Replicas it runs.
     pub replicas: u32,
-}
-
-/// The calls one version got over a range, for charts side by side.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
-pub struct VersionTraffic {
-    /// The version.
-    pub version: u32,
-    /// Whether these were shadow calls (copies whose answers went nowhere).
-    pub shadow: bool,
-    /// Buckets with calls, oldest first.
-    pub points: Vec<TrafficPoint>,
 }
 
 /// One call mirrored to a shadow: what the main version answered beside
@@ -495,28 +429,6 @@ mod tests {
             form("promote", "", "").to_release().unwrap(),
             Release::Promote
         );
-    }
-
-    #[test]
-    fn promoting_makes_the_canary_the_main_version_and_ends_it() {
-        let mut spec: crate::models::ServingSpec = serde_json::from_value(serde_json::json!({
-            "name": "api", "model": "echo@production", "replicas": 2,
-            "resources": {"cpu": "1", "memory": "1Gi", "gpu": 0}
-        }))
-        .unwrap();
-        spec.canary = Some(Canary {
-            version: 3,
-            percent: 10,
-            replicas: 1,
-        });
-        let (next, main) = Release::Promote.apply(&spec, 2).unwrap();
-        assert_eq!((main, next.canary, next.version), (3, None, Some(3)));
-        let (next, main) = Release::Rollback.apply(&spec, 2).unwrap();
-        assert_eq!((main, next.canary), (2, None));
-        let err = Release::Promote.apply(&next, 2).unwrap_err();
-        assert_eq!(err.field(), Some("action"));
-        assert_eq!(spec.tracks(2)[0].percent, 90);
-        assert_eq!(spec.alias(), Some("production"));
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod environments;
 pub mod experiments;
 pub mod jobs;
 pub mod join;
+pub mod lineage;
 pub mod members;
 pub mod not_found;
 pub mod notebooks;

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod environments;
 pub mod experiments;
 pub mod jobs;
+pub mod lineage;
 pub mod model_versions;
 pub mod notebooks;
 pub mod pipelines;

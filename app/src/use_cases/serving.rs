@@ -43,7 +43,7 @@ pub async fn release_within_quota(
 ) -> Result<ServingInstance, AppError> {
     let _admission = services.quotas.admission(&me.account).await?;
     let current = services.serving.get(&me.account, name).await?;
-    let (grown, _) = release.apply(&current.spec, current.version)?;
+    let (grown, _) = current.spec.released(&release, current.version)?;
     admit_growth(services, me, &current, &grown).await?;
     services.serving.release(me, name, release).await
 }

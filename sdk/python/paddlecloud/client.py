@@ -578,6 +578,14 @@ class Client(FilesMixin):
         ``[{"alias", "from", "to", "protected", "by", "at"}]``."""
         return self._json("GET", f"{self._model_path(model)}/alias-history")
 
+    def lineage(self, node: str) -> Dict[str, Any]:
+        """What a dataset, job, model version or serving instance came from and what
+        came of it, two steps each way: ``node`` is ``dataset:owner/name``,
+        ``job:owner/name``, ``model:owner/name:3`` or ``serving:owner/name``. Returns
+        ``{"root", "nodes": [{"node", "depth", "detail"}], "edges": [{"from", "to",
+        "relation"}]}`` (``relation``: read, registered, serves, canary, shadow)."""
+        return self._json("GET", "/lineage", query=[("node", node)])
+
     def pods(self, name: str) -> List[Dict[str, Any]]:
         """The job's replicas: ``ps-0``, ``trainer-0`` ... with phase and exit code."""
         return self._json("GET", f"/jobs/{_quote(name)}/pods")

@@ -468,7 +468,12 @@ class ServingTest(ClientTestCase):
 
         def answered(version, within=30):
             deadline = time.monotonic() + within
-            while self.client.predict(name, [1])["version"] != version:
+            while True:
+                try:
+                    if self.client.predict(name, [1])["version"] == version:
+                        return
+                except PaddleCloudError as err:
+                    self.assertEqual(err.status, 503, err)  # no replica ready yet
                 self.assertLess(time.monotonic(), deadline, self.client.get_serving(name))
                 time.sleep(0.1)
 
@@ -1056,6 +1061,7 @@ class FilesTest(ClientTestCase):
         log = self.client.logs(job["name"])
         self.assertEqual(done["status"], "succeeded", log)
         self.assertIn("registered 1 ready", log)
+        trained_by = job["name"]
         versions = self.client.model_versions("digits")
         self.assertEqual(versions[0]["job"], job["name"])
         self.assertEqual(versions[0]["tags"], ["candidate"])
@@ -1080,6 +1086,19 @@ class FilesTest(ClientTestCase):
         with self.assertRaises(PaddleCloudError) as err:
             self.submit("nothing", ["true"], models=["no-such-model"])
         self.assertEqual(err.exception.field, "models")
+        # The version's lineage: the dataset read by the job that registered
+        # it, and the job that read it.
+        version = f"model:{owner}/digits:{versions[0]['version']}"
+        graph = self.client.lineage(version)
+        edges = {(e["from"], e["relation"], e["to"]) for e in graph["edges"]}
+        self.assertLessEqual({
+            (f"dataset:{owner}/{dataset}", "read", f"job:{owner}/{trained_by}"),
+            (f"job:{owner}/{trained_by}", "registered", version),
+            (version, "read", f"job:{owner}/{job['name']}"),
+        }, edges)
+        with self.assertRaises(PaddleCloudError) as bad:
+            self.client.lineage("model:digits")
+        self.assertEqual((bad.exception.status, bad.exception.field), (400, "node"))
 
     def test_a_job_token_cannot_delete_a_dataset(self):
         name = job_name("keep")

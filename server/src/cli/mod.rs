@@ -12,6 +12,7 @@ mod catalog;
 mod describe;
 mod experiments;
 mod files;
+mod lineage;
 mod local_run;
 mod pipelines;
 mod remote;
@@ -66,6 +67,9 @@ pub enum Command {
     /// its status and theirs with the reasons, the model versions it
     /// registered.
     Describe(describe::DescribeArgs),
+    /// What a dataset, job, model version or serving instance came from
+    /// and what came of it, e.g. `paddlecloud lineage model:acme/mnist:3`.
+    Lineage(lineage::LineageArgs),
     /// Stop a job (its record and logs stay).
     Stop(JobNameArgs),
     /// Delete a job and its logs.
@@ -158,6 +162,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Jobs(args) => blocking(move || remote::jobs(args)).await,
         Command::Logs(args) => blocking(move || remote::logs(args)).await,
         Command::Describe(args) => blocking(move || describe::describe(args)).await,
+        Command::Lineage(args) => blocking(move || lineage::lineage(args)).await,
         Command::Stop(args) => blocking(move || remote::stop(args)).await,
         Command::Delete(args) => blocking(move || remote::delete(args)).await,
         Command::Cluster(args) => blocking(move || remote::cluster(args)).await,

@@ -216,7 +216,10 @@ impl ServingService {
                 ),
             ));
         }
-        let (spec, main) = release.apply(&stored.instance.spec, stored.instance.version)?;
+        let (spec, main) = stored
+            .instance
+            .spec
+            .released(&release, stored.instance.version)?;
         match release {
             Release::Canary(c) => {
                 self.check_ready(by, &stored, "canary.version", c.version)

@@ -34,6 +34,7 @@ mod kube_metric_files;
 mod kube_metrics_api;
 mod kube_serving;
 mod leases;
+mod lineage;
 mod local_restart;
 mod local_runs;
 mod local_scheduling;

@@ -471,6 +471,7 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         "POST /api/v1/serving/{name}/stop",
         "GET /api/v1/serving/{name}/traffic",
         "POST /api/v1/serving/{name}/release",
+        "GET /api/v1/lineage",
         "GET /api/v1/serving/{name}/shadow-calls",
         "GET /api/v1/notebooks",
         "POST /api/v1/notebooks",

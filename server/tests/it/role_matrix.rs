@@ -179,7 +179,11 @@ async fn send(site: &Site, method: Method, path: &str, key: &str, body: &str) ->
 /// Routes whose subject is in the query string, and the query that names
 /// the team's things there.
 fn query_of(template: &str) -> Option<&'static str> {
-    (template == "/api/v1/jobs/compare.csv").then_some("?jobs=j1")
+    match template {
+        "/api/v1/jobs/compare.csv" => Some("?jobs=j1"),
+        "/api/v1/lineage" => Some("?node=job:team/j1"),
+        _ => None,
+    }
 }
 
 /// The documented path with the team's things in its parameters.
@@ -418,6 +422,7 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("serving_models", ""),
     ("serving_traffic_chart", "name=s1"),
     ("serving_release_data", "name=s1"),
+    ("lineage_graph", "node=job%3Ateam%2Fj1"),
     ("list_notebooks", ""),
     ("list_templates", ""),
     ("get_template", "name=t1"),

@@ -294,7 +294,7 @@ async fn a_model_version_served_locally_answers_predict_calls_through_the_balanc
 
     // Round robin: both replicas answered.
     let logs = site.db.dir().join("serving/vision/tiny-api/logs");
-    for replica in ["replica-0.log", "replica-1.log"] {
+    for replica in ["main-v1-0.log", "main-v1-1.log"] {
         let log = std::fs::read_to_string(logs.join(replica)).unwrap();
         assert!(
             log.contains("/predict"),

@@ -151,6 +151,17 @@ fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
             }
         })
     });
+    // What it came from and what came of it (a model: of the version
+    // shown); a link's holder is not signed in and sees none.
+    let lineage = match (a.kind, v.version) {
+        (_, _) if a.access == Access::Link => None,
+        (AssetKind::Dataset, _) => Some(crate::models::NodeRef::dataset(&a.owner, &a.name)),
+        (AssetKind::Model, Some(n)) => Some(crate::models::NodeRef::model(&a.owner, &a.name, n)),
+        (AssetKind::Model, None) => None,
+    };
+    let lineage = beside_regions(|| {
+        lineage.map(|node| view! { <crate::components::lineage::LineageSection node /> })
+    });
     let versions = beside_regions(|| {
         (a.kind == AssetKind::Model).then(|| view! {
             <VersionList r=r.clone() versions=v.versions.clone() shown=v.version owner page_path=page_path.clone() />
@@ -197,6 +208,7 @@ fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
         </Region>
         {settings}
         {versions}
+        {lineage}
         <Region id=super::upload::FILES_REGION>
             <FileBrowser
                 view=v.clone()

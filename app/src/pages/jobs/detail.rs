@@ -54,7 +54,7 @@ pub fn JobPage() -> impl IntoView {
             <LiveRegion target=REGION.to_owned() events />
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
-                    detail.await.ok().map(|d| view! { <JobPanels job=d.job.name /> })
+                    detail.await.ok().map(|d| view! { <JobPanels job=d.job.name owner=d.owner /> })
                 })}
             </Transition>
         })}
@@ -64,7 +64,8 @@ pub fn JobPage() -> impl IntoView {
 /// Its metrics, its resources and its log console: each keeps itself up
 /// to date, so the job's events do not redraw them.
 #[component]
-fn JobPanels(job: String) -> impl IntoView {
+fn JobPanels(job: String, owner: String) -> impl IntoView {
+    let lineage = crate::models::NodeRef::job(&owner, &job);
     let page = format!("/jobs/{}", encode(&job));
     let board = BoardView {
         jobs: vec![job.clone()],
@@ -81,6 +82,7 @@ fn JobPanels(job: String) -> impl IntoView {
             <JobCharts job=job.clone() page=page.clone() />
         </section>
         <LogConsole job page closable=false />
+        <crate::components::lineage::LineageSection node=lineage />
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod launch;
 mod release;
+mod series_card;
 pub mod traffic;
 
 use leptos::prelude::*;

@@ -7,7 +7,7 @@
 
 use leptos::prelude::*;
 
-use super::traffic::SeriesCard;
+use super::series_card::SeriesCard;
 use crate::api::serving::{serving_release_data, ReleaseData, ReleaseServing};
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::resource::resource;

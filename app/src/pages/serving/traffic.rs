@@ -8,71 +8,15 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 
 use super::release::Releases;
+use super::series_card::SeriesCard;
 use crate::api::serving::serving_traffic_chart;
-use crate::components::chart::{css_color, render, zero_based_frame, Line};
 use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::resource::resource;
-use crate::models::board::XAxis;
 use crate::models::{ServingTraffic, TrafficPoint};
 use crate::pages::jobs::resources::{use_chart_route, RangeBar};
 
-/// Drawing size of one chart, px.
-const SIZE: (u32, u32) = (560, 220);
-
 /// A named line: how to read its value from a bucket.
 type Series = (&'static str, fn(&TrafficPoint) -> f64);
-
-/// One chart of named lines, each its own points, over `[from, to]`; the
-/// legend gives each line's last value.
-#[component]
-pub(super) fn SeriesCard(
-    title: &'static str,
-    metric: &'static str,
-    from: f64,
-    to: f64,
-    /// Name, xs, ys.
-    lines: Vec<(String, Vec<f64>, Vec<f64>)>,
-    unit: &'static str,
-    #[prop(default = "no requests in this range")] empty_text: &'static str,
-) -> impl IntoView {
-    let drawn: Vec<Line> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, (_, xs, ys))| Line {
-            color: i,
-            xs: xs.clone(),
-            raw: ys.clone(),
-            smoothed: ys.clone(),
-        })
-        .collect();
-    // Requests, errors and latencies are never below zero.
-    let svg = zero_based_frame(&drawn, Some((from, to)), SIZE)
-        .map(|f| render(&drawn, &f, XAxis::Wall, false))
-        .unwrap_or_default();
-    let empty = lines.iter().all(|(_, xs, _)| xs.is_empty());
-    view! {
-        <figure class="chart-card traffic" data-metric=metric>
-            <figcaption><strong>{title}</strong></figcaption>
-            {if empty {
-                view! { <p class="empty chart-empty" data-testid="no-data">{empty_text}</p> }.into_any()
-            } else {
-                view! { <div class="chart-svg" inner_html=svg></div> }.into_any()
-            }}
-            <ul class="legend">
-                {lines.into_iter().enumerate().map(|(i, (name, _, ys))| {
-                    let last = ys.last().copied().unwrap_or(0.0);
-                    view! {
-                        <li>
-                            <span class="swatch" style=format!("background:{}", css_color(i))></span>
-                            {name}
-                            <span class="num" data-testid="last">{format!(" {last:.2} {unit}")}</span>
-                        </li>
-                    }
-                }).collect_view()}
-            </ul>
-        </figure>
-    }
-}
 
 /// One chart of the instance's calls: a line per metric `lines` reads.
 #[component]
@@ -139,6 +83,9 @@ pub fn ServingTrafficPage() -> impl IntoView {
                         </div>
                         <p class="hint">"Over long ranges buckets are merged: p50 and p90 become request-weighted means, p99 the worst bucket's."</p>
                         <Releases data=d.clone() />
+                        {s.endpoint.split('/').nth(2).map(|account| view! {
+                            <crate::components::lineage::LineageSection node=crate::models::NodeRef::serving(account, &s.name) />
+                        })}
                     }
                 })
             })}

@@ -15,6 +15,7 @@ mod environments;
 mod experiments;
 mod jobs;
 mod json;
+mod lineage;
 mod local_runs;
 mod members;
 pub mod metrics;
@@ -61,6 +62,7 @@ use crate::http::caller::Caller;
          (name = "metrics", description = "PaddleBoard: training metrics of jobs"),
          (name = "files", description = "Datasets and models: files, versions, sharing"),
          (name = "usage", description = "Resource use of jobs, quota, CPU/GPU hours"),
+         (name = "lineage", description = "What datasets, jobs, model versions and serving instances came from and what came of them"),
          (name = "serving", description = "Models served over HTTP: launch, scale, release by degrees (canary, shadow, promote, roll back), stop, traffic"),
          (name = "notebooks", description = "Private JupyterLab servers: create, start, stop, keep running, delete"),
          (name = "environments", description = "Environment profiles: an image and pip requirements, saved in immutable versions, built locally from PyPI"),
@@ -127,6 +129,7 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(serving::scale))
         .routes(routes!(serving::stop))
         .routes(routes!(serving::traffic))
+        .routes(routes!(lineage::lineage))
         .routes(routes!(serving::release))
         .routes(routes!(serving::shadow_calls))
         .routes(routes!(notebooks::list, notebooks::create))
