@@ -762,7 +762,13 @@ async fn echo_versions(assets: &dyn Assets, me: &Me, n: u32) -> AssetRef {
             job: None,
         };
         assets.create_version(me, &r, version).await.unwrap();
-        let bytes = bytes::Bytes::from(format!("{{\"v\": {v}}}"));
+        // The last of three is broken: its script's load() fails.
+        let text = if n == 3 && v == 3 {
+            "broken".to_owned()
+        } else {
+            format!("{{\"v\": {v}}}")
+        };
+        let bytes = bytes::Bytes::from(text);
         let body: app::ports::ByteStream =
             Box::pin(futures_util::stream::once(async move { Ok(bytes) }));
         assets
@@ -783,7 +789,7 @@ async fn an_instance_following_an_alias_rolls_without_losing_a_call_and_a_canary
     let (account, key, me) = owner_on(&site, "rel").await;
     let ns = me.account.namespace.clone();
     let assets = site.services.assets.clone();
-    let r = echo_versions(assets.as_ref(), &me, 2).await;
+    let r = echo_versions(assets.as_ref(), &me, 3).await;
     let alias = |version| app::models::AliasForm {
         version,
         protected: None,
@@ -912,6 +918,26 @@ async fn an_instance_following_an_alias_rolls_without_losing_a_call_and_a_canary
     .await;
     let services: Api<Service> = Api::namespaced(client.clone(), &ns);
     assert!(services.get_opt("api-canary").await.unwrap().is_none());
+    for _ in 0..10 {
+        assert_eq!(call().await, Ok(2));
+    }
+
+    // A canary whose version does not load is said in the message, and its
+    // share of the calls is answered by the main version meanwhile.
+    let broken = app::models::Release::Canary(app::models::Canary {
+        version: 3,
+        percent: 50,
+        replicas: 1,
+    });
+    serving.release(&me, "api", broken).await.unwrap();
+    let said = || {
+        let (serving, account) = (serving.clone(), me.account.clone());
+        async move {
+            let i = serving.get(&account, "api").await.unwrap();
+            i.message.starts_with("The canary failed") && i.status == ServingStatus::Ready
+        }
+    };
+    until("the canary's failure said", 300, said).await;
     for _ in 0..10 {
         assert_eq!(call().await, Ok(2));
     }

@@ -15,7 +15,7 @@ use kube::Api;
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::objects::track_name;
+use super::objects::{track_id, track_name};
 use super::SERVING_ID;
 use crate::backend::serving::{Reporter, ServingRun, ServingState};
 use crate::kubernetes::inputs::FETCHER;
@@ -96,18 +96,32 @@ pub(super) async fn follow(
     let ns = &run.account.namespace;
     let deployments: Api<Deployment> = inner.api(ns);
     let pods: Api<Pod> = inner.api(ns);
-    let selector = selector(&[(SERVING_ID, &run.id.to_string())]);
+    let main_pods = selector(&[(SERVING_ID, &run.id.to_string())]);
     let mut last = None;
     let mut serving = run.model.version;
     loop {
+        // A canary or shadow none of whose pods is ready, with failed
+        // ones, is said in the message (its calls go to the main version).
+        let mut side_failed = String::new();
         for track in [Track::Canary, Track::Shadow] {
-            let ready = match deployments
+            let (exists, ready) = match deployments
                 .get_opt(&track_name(&run.spec.name, track))
                 .await
             {
-                Ok(Some(d)) => d.status.and_then(|s| s.ready_replicas).unwrap_or(0).max(0) as u32,
-                _ => 0,
+                Ok(Some(d)) => (
+                    true,
+                    d.status.and_then(|s| s.ready_replicas).unwrap_or(0).max(0) as u32,
+                ),
+                _ => (false, 0),
             };
+            if exists && ready == 0 {
+                let own = selector(&[(SERVING_ID, &track_id(run.id, track))]);
+                if let Ok(listed) = pods.list(&ListParams::default().labels(&own)).await {
+                    if let Some(why) = listed.items.iter().rev().find_map(failed_line) {
+                        side_failed = format!("The {} failed: {why}", track.as_str());
+                    }
+                }
+            }
             sides((track, ready));
         }
         let state = async {
@@ -118,7 +132,7 @@ pub(super) async fn follow(
             let status = d.status.unwrap_or_default();
             let ready = status.ready_replicas.unwrap_or(0).max(0) as u32;
             let listed = pods
-                .list(&ListParams::default().labels(&selector))
+                .list(&ListParams::default().labels(&main_pods))
                 .await
                 .ok()?;
             let failed: Vec<String> = listed.items.iter().filter_map(failed_line).collect();
@@ -157,7 +171,7 @@ pub(super) async fn follow(
                 } else if ready < wanted && fetching > 0 {
                     format!("Fetching the model into {fetching} replica(s).")
                 } else {
-                    String::new()
+                    side_failed.clone()
                 };
                 (
                     ServingStatus::of_replicas(ready, wanted.max(1)),
