@@ -135,3 +135,38 @@ test("a canary takes its share and is promoted, a shadow's answers are shown bes
   await expectSoon(page, () => section().getByTestId("tracks").locator("tbody tr"), [/Main/]);
   for (let i = 0; i < 10; i++) expect(await answered(page, who.account)).toBe(2);
 });
+
+test("an instance launched from the dialog on an alias follows it: moved, the instance rolls to its version", async ({
+  page,
+  open,
+  hydrated,
+}) => {
+  test.setTimeout(240_000);
+  const who = newAccount("fol");
+  await signUp(page, open, who);
+  await versions(page, who.account, "echo", 2);
+  const alias = `/api/v1/models/${who.account}/echo/aliases/production`;
+  const set = await page.request.put(alias, { data: { version: 1 } });
+  expect(set.status(), await set.text()).toBe(200);
+
+  await open("/serving?launch=1");
+  if (hydrated) await waitHydrated(page);
+  const dialog = page.getByRole("dialog", { name: "Launch a serving instance" });
+  await dialog.getByLabel("Name").fill("api");
+  await dialog.getByLabel("Version", { exact: true }).selectOption({ label: "follow @production (now v1)" });
+  await dialog.getByLabel("CPU each").fill("100m");
+  await dialog.getByLabel("Memory each").fill("256Mi");
+  await dialog.getByText("Inference configuration").click();
+  await dialog.getByLabel(/^Serving script/).fill(SCRIPT);
+  await press(page, hydrated, dialog.getByRole("button", { name: "Launch" }));
+  await expect(dialog).toBeHidden();
+  const row = page.locator('tr[data-serving="api"]');
+  await expect(row.getByTestId("follows")).toHaveText("follows @production");
+  await expect(async () => expect(await answered(page, who.account)).toBe(1)).toPass({ timeout: 90_000 });
+
+  // The alias moves: the instance rolls to v2 and says so in its row.
+  const moved = await page.request.put(alias, { data: { version: 2 } });
+  expect(moved.status(), await moved.text()).toBe(200);
+  await expect(async () => expect(await answered(page, who.account)).toBe(2)).toPass({ timeout: 90_000 });
+  await expectSoon(page, () => row.locator("td").nth(1), /v2/);
+});

@@ -16,6 +16,10 @@ pub struct ModelChoice {
     pub model: String,
     /// Ready versions, newest first, with their tags.
     pub versions: Vec<(u32, Vec<String>)>,
+    /// Its aliases and the versions they name: an instance launched on one
+    /// follows it.
+    #[serde(default)]
+    pub aliases: Vec<(String, u32)>,
 }
 
 /// What the Serving page shows.
@@ -58,9 +62,16 @@ pub async fn serving_models() -> Result<Vec<ModelChoice>, AppError> {
             .map(|v| (v.version, v.tags))
             .collect();
         if !versions.is_empty() {
+            let aliases = assets
+                .aliases(&viewer, &r)
+                .await?
+                .into_iter()
+                .map(|a| (a.alias, a.version))
+                .collect();
             out.push(ModelChoice {
                 model: format!("{}/{}", r.owner, r.name),
                 versions,
+                aliases,
             });
         }
     }

@@ -69,9 +69,18 @@ impl ServingForm {
     /// The spec this form describes, checked; the error names the field at fault.
     pub fn to_spec(&self) -> Result<ServingSpec, AppError> {
         let replicas = number("replicas", &self.replicas, "The number of replicas")?;
-        let version = match self.version.trim() {
-            "" => None,
-            v => Some(number("version", v, "The version")?),
+        // `@alias`: the instance follows the alias (see `ServingSpec::alias`).
+        let (model, version) = match self.version.trim() {
+            "" => (self.model.trim().to_owned(), None),
+            v if v.starts_with('@') => {
+                let alias = crate::models::validate_alias(&v[1..])
+                    .map_err(|e| AppError::invalid("version", e.to_string()))?;
+                (format!("{}@{alias}", self.model.trim()), None)
+            }
+            v => (
+                self.model.trim().to_owned(),
+                Some(number("version", v, "The version")?),
+            ),
         };
         let autoscale = if self.autoscale == "on" {
             Some(Autoscale {
@@ -88,7 +97,7 @@ impl ServingForm {
         };
         let spec = ServingSpec {
             name: self.name.trim().to_owned(),
-            model: self.model.trim().to_owned(),
+            model,
             version,
             file: self.file.trim().to_owned(),
             script: self.script.clone(),
@@ -162,6 +171,14 @@ mod tests {
         let mut form = ServingForm::example();
         form.name = " mnist-api ".into();
         form.model = "acme/mnist".into();
+        form.version = "@production".into();
+        let follows = form.to_spec().unwrap();
+        assert_eq!(
+            (follows.model.as_str(), follows.version),
+            ("acme/mnist@production", None)
+        );
+        form.version = "@Bad".into();
+        assert_eq!(form.to_spec().unwrap_err().field(), Some("version"));
         form.version = "3".into();
         form.replicas = "2".into();
         form.env = "A=1\n".into();

@@ -161,18 +161,23 @@ fn ModelPicker(
     };
     let model = RwSignal::new(first);
     let selected = model.get_untracked();
-    let versions = {
+    let chosen = {
         let choices = choices.clone();
         move || {
             model.with(|m| {
                 choices
                     .iter()
                     .find(|c| &c.model == m)
-                    .map(|c| c.versions.clone())
+                    .map(|c| (c.versions.clone(), c.aliases.clone()))
                     .unwrap_or_default()
             })
         }
     };
+    let versions = {
+        let chosen = chosen.clone();
+        move || chosen().0
+    };
+    let aliases = move || chosen().1;
     view! {
         <div class="form-grid">
             <label for="serving-model">"Model"</label>
@@ -187,6 +192,10 @@ fn ModelPicker(
                 {move || versions().into_iter().map(|(v, tags)| {
                     let label = if tags.is_empty() { format!("v{v}") } else { format!("v{v} ({})", tags.join(", ")) };
                     view! { <option value=v.to_string()>{label}</option> }
+                }).collect_view()}
+                // An alias: the instance follows it, rolling to where it moves.
+                {move || aliases().into_iter().map(|(a, v)| {
+                    view! { <option value=format!("@{a}")>{format!("follow @{a} (now v{v})")}</option> }
                 }).collect_view()}
             </select>
         </div>
