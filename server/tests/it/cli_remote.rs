@@ -722,6 +722,59 @@ fn a_user_launches_scales_lists_stops_and_deletes_a_serving_instance_from_the_co
     ));
     assert!(err.contains("no model “nosuch”"), "{err}");
 
+    // A canary of a second version, its tracks and calls, rolled back; the
+    // lineage of the first version names the instance serving it.
+    ok(&run(
+        &["upload", "model", "tiny", model.to_str().unwrap()],
+        &creds,
+        None,
+    ));
+    let canary = ok(&run(
+        &[
+            "serving",
+            "canary",
+            "tiny-api",
+            "--version",
+            "2",
+            "--percent",
+            "50",
+        ],
+        &creds,
+        None,
+    ));
+    assert!(canary.contains("canary v2 at 50%"), "{canary}");
+    assert!(canary.contains("canary  v2"), "{canary}");
+    let versions = ok(&run(&["serving", "versions", "tiny-api"], &creds, None));
+    assert!(
+        versions.contains("main") && versions.contains("canary"),
+        "{versions}"
+    );
+    let err = failed(&run(
+        &[
+            "serving",
+            "canary",
+            "tiny-api",
+            "--version",
+            "2",
+            "--percent",
+            "100",
+        ],
+        &creds,
+        None,
+    ));
+    assert!(err.contains("from 1 to 99"), "{err}");
+    let back = ok(&run(&["serving", "rollback", "tiny-api"], &creds, None));
+    assert!(back.contains("roll back the canary"), "{back}");
+    let err = failed(&run(&["serving", "promote", "tiny-api"], &creds, None));
+    assert!(err.contains("no canary"), "{err}");
+    let lineage = ok(&run(&["lineage", "model:vision/tiny:1"], &creds, None));
+    assert!(
+        lineage.contains("model:vision/tiny:1 (ready) * --served by--> serving:vision/tiny-api"),
+        "{lineage}"
+    );
+    let err = failed(&run(&["lineage", "model:tiny"], &creds, None));
+    assert!(err.contains("names nothing"), "{err}");
+
     let stopped = ok(&run(&["serving", "stop", "tiny-api"], &creds, None));
     assert_eq!(stopped.trim(), "tiny-api stopped");
     ok(&run(&["serving", "delete", "tiny-api"], &creds, None));
