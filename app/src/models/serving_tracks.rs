@@ -243,6 +243,17 @@ pub struct TrackView {
     pub replicas: u32,
 }
 
+impl TrackView {
+    /// Its share as pages and the CLI write it: `10%`, or `copy of 100%`
+    /// for a shadow.
+    pub fn share(&self) -> String {
+        match self.track {
+            Track::Shadow => format!("copy of {}%", self.percent),
+            _ => format!("{}%", self.percent),
+        }
+    }
+}
+
 /// One call mirrored to a shadow: what the main version answered beside
 /// what the shadow did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

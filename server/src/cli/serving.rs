@@ -9,7 +9,7 @@ use anyhow::bail;
 use app::models::quantity::{format_cpu, format_memory};
 use app::models::{
     merge_traffic, Autoscale, Canary, Release, ReplicaResources, Scale, ServingInstance,
-    ServingSpec, ServingStatus, Shadow, Track,
+    ServingSpec, ServingStatus, Shadow,
 };
 use clap::{Args, Subcommand};
 
@@ -338,10 +338,7 @@ fn released(remote: &RemoteArgs, name: &str, release: &Release) -> anyhow::Resul
 
 fn print_tracks(s: &ServingInstance) {
     for t in &s.tracks {
-        let share = match t.track {
-            Track::Shadow => format!("copy of {}%", t.percent),
-            _ => format!("{}%", t.percent),
-        };
+        let share = t.share();
         println!(
             "  {:<7} v{:<5} {:<13} {} replica(s)",
             t.track.as_str(),

@@ -108,8 +108,19 @@ async fn set_up_on(client: kube::Client, console: Option<&str>, image: String) -
 
 /// Model "tiny" of `me`'s account with one ready version holding `files`.
 async fn tiny_model(assets: &dyn Assets, me: &Me, files: &[(&str, Vec<u8>)]) {
+    model_versions(assets, me, "tiny", &[files.to_vec()]).await;
+}
+
+/// Model `name` of `me`'s account with a ready version per entry of
+/// `versions`, each holding its files.
+async fn model_versions(
+    assets: &dyn Assets,
+    me: &Me,
+    name: &str,
+    versions: &[Vec<(&str, Vec<u8>)>],
+) -> AssetRef {
     let form = AssetForm {
-        name: "tiny".into(),
+        name: name.into(),
         description: String::new(),
         tags: String::new(),
     };
@@ -117,24 +128,28 @@ async fn tiny_model(assets: &dyn Assets, me: &Me, files: &[(&str, Vec<u8>)]) {
     let r = AssetRef {
         kind: AssetKind::Model,
         owner: me.account.name.clone(),
-        name: "tiny".into(),
+        name: name.into(),
     };
-    let version = VersionForm {
-        description: String::new(),
-        tags: String::new(),
-        job: None,
-    };
-    assets.create_version(me, &r, version).await.unwrap();
-    for (path, bytes) in files {
-        let bytes = bytes::Bytes::from(bytes.clone());
-        let body: app::ports::ByteStream =
-            Box::pin(futures_util::stream::once(async move { Ok(bytes) }));
-        assets
-            .put_file(me, &r, Slot::Version(1), path, body)
-            .await
-            .unwrap();
+    for (i, files) in versions.iter().enumerate() {
+        let v = i as u32 + 1;
+        let version = VersionForm {
+            description: String::new(),
+            tags: String::new(),
+            job: None,
+        };
+        assets.create_version(me, &r, version).await.unwrap();
+        for (path, bytes) in files {
+            let bytes = bytes::Bytes::from(bytes.clone());
+            let body: app::ports::ByteStream =
+                Box::pin(futures_util::stream::once(async move { Ok(bytes) }));
+            assets
+                .put_file(me, &r, Slot::Version(v), path, body)
+                .await
+                .unwrap();
+        }
+        assets.finish_version(me, &r, v).await.unwrap();
     }
-    assets.finish_version(me, &r, 1).await.unwrap();
+    r
 }
 
 /// Replicas of `image` running `command` in `sh -c`, small (the node has
@@ -742,42 +757,20 @@ def predict(state, inputs):
     return {'version': state['v']}
 ";
 
-/// Model "echo" of `me`'s account with versions 1..=`n`, each holding its number.
+/// Model "echo" of `me`'s account with versions 1..=`n`, each holding its
+/// number; the last of three is broken (its script's load() fails).
 async fn echo_versions(assets: &dyn Assets, me: &Me, n: u32) -> AssetRef {
-    let form = AssetForm {
-        name: "echo".into(),
-        description: String::new(),
-        tags: String::new(),
-    };
-    assets.create(me, AssetKind::Model, form).await.unwrap();
-    let r = AssetRef {
-        kind: AssetKind::Model,
-        owner: me.account.name.clone(),
-        name: "echo".into(),
-    };
-    for v in 1..=n {
-        let version = VersionForm {
-            description: String::new(),
-            tags: String::new(),
-            job: None,
-        };
-        assets.create_version(me, &r, version).await.unwrap();
-        // The last of three is broken: its script's load() fails.
-        let text = if n == 3 && v == 3 {
-            "broken".to_owned()
-        } else {
-            format!("{{\"v\": {v}}}")
-        };
-        let bytes = bytes::Bytes::from(text);
-        let body: app::ports::ByteStream =
-            Box::pin(futures_util::stream::once(async move { Ok(bytes) }));
-        assets
-            .put_file(me, &r, Slot::Version(v), "answer.json", body)
-            .await
-            .unwrap();
-        assets.finish_version(me, &r, v).await.unwrap();
-    }
-    r
+    let versions: Vec<Vec<(&str, Vec<u8>)>> = (1..=n)
+        .map(|v| {
+            let text = if n == 3 && v == 3 {
+                "broken".to_owned()
+            } else {
+                format!("{{\"v\": {v}}}")
+            };
+            vec![("answer.json", text.into_bytes())]
+        })
+        .collect();
+    model_versions(assets, me, "echo", &versions).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

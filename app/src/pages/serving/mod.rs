@@ -165,10 +165,7 @@ fn ServingRow(
                 {(s.tracks.len() > 1).then(|| {
                     let side: Vec<String> = s.tracks[1..]
                         .iter()
-                        .map(|t| match t.track {
-                            crate::models::Track::Shadow => format!("shadow v{} (copy of {}%)", t.version, t.percent),
-                            _ => format!("canary v{} ({}%)", t.version, t.percent),
-                        })
+                        .map(|t| format!("{} v{} ({})", t.track.as_str(), t.version, t.share()))
                         .collect();
                     view! { <p class="hint" data-testid="side-tracks">{side.join(" · ")}</p> }
                 })}

@@ -72,10 +72,7 @@ fn ReleaseBody(data: ServingTraffic, extra: ReleaseData) -> impl IntoView {
         .iter()
         .map(|t| {
             let s = stats(t.version, t.track == Track::Shadow);
-            let share = match t.track {
-                Track::Shadow => format!("copy of {}%", t.percent),
-                _ => format!("{}%", t.percent),
-            };
+            let share = t.share();
             let num = |f: fn(&TrafficPoint) -> String| s.as_ref().map_or("–".to_owned(), f);
             view! {
                 <tr data-track=t.track.as_str()>
