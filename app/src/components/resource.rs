@@ -1,16 +1,27 @@
-//! Resources whose values reach the browser in the page's HTML, as JSON read
-//! by the same serde_json reader as server function responses.
+//! Resources: values a page fetches once and awaits, possibly in several
+//! places and render passes.
 //!
-//! Leptos's default resource codec reads with `serde_json::from_str` while
-//! server function responses are read with `serde_json::from_slice`: two
-//! readers, so every model's decoder was compiled into the browser bundle
-//! twice. Every resource of the console goes through [`resource`] (and
-//! [`once_resource`]) instead, so that each decoder is there once.
+//! On the server (where every page renders: it is never hydrated, only its
+//! islands are) a resource is a fetch started at once and shared by every
+//! `.await` of it, kept in the page's reactive owner: nothing of it is
+//! serialized into the page. Leptos's own `Resource` decides at creation
+//! whether to serialize its value by reading the request's "hydrating"
+//! flag, which an island's render sets and restores; Suspense boundaries
+//! re-render their children from effects on other threads, so two islands
+//! rendering at once could leave the flag set and every later resource of
+//! the page was sent twice (as HTML and as JSON nobody reads). That flag is
+//! not read here at all.
+//!
+//! In the browser a resource is Leptos's (no page runs there; the type
+//! keeps the components compiling for both), read with the same
+//! serde_json reader as server function responses: Leptos's default codec
+//! reads with `serde_json::from_str` while server function responses are
+//! read with `serde_json::from_slice`, so every model's decoder would be in
+//! the bundle twice.
 
 use std::future::Future;
 
 use codee::{Decoder, Encoder};
-use leptos::prelude::{OnceResource as LeptosOnceResource, Resource as LeptosResource};
 use serde::{de::DeserializeOwned, Serialize};
 
 /// JSON written by `serde_json::to_string`, read by `serde_json::from_slice`.
@@ -34,13 +45,90 @@ impl<T: DeserializeOwned> Decoder<T> for Json {
     }
 }
 
-/// A resource of the console (see the module's docs).
-pub type Resource<T> = LeptosResource<T, Json>;
+#[cfg(not(feature = "ssr"))]
+mod browser {
+    use super::Json;
+    use leptos::prelude::{OnceResource as LeptosOnceResource, Resource as LeptosResource};
 
-/// A one-shot resource of the console (see the module's docs).
-pub type OnceResource<T> = LeptosOnceResource<T, Json>;
+    /// A resource of the console (see the module's docs).
+    pub type Resource<T> = LeptosResource<T, Json>;
 
-/// Like `Resource::new`: refetches with `fetcher` whenever `source` changes.
+    /// A one-shot resource of the console (see the module's docs).
+    pub type OnceResource<T> = LeptosOnceResource<T, Json>;
+}
+
+#[cfg(not(feature = "ssr"))]
+pub use browser::{OnceResource, Resource};
+
+#[cfg(feature = "ssr")]
+mod server {
+    use std::future::{Future, IntoFuture};
+    use std::sync::Arc;
+
+    use futures_util::future::{BoxFuture, FutureExt, Map, Shared};
+    use leptos::prelude::{GetValue, StoredValue};
+    use leptos::reactive::computed::ScopedFuture;
+
+    /// The fetch every copy of a resource awaits.
+    type Fetch<T> = Shared<BoxFuture<'static, Arc<T>>>;
+
+    /// A fetch started when the page made it, awaited by every part of
+    /// the page that reads it (see the module's docs). Copied freely; it
+    /// lives as long as the page's render.
+    pub struct Resource<T: Send + Sync + 'static>(StoredValue<Fetch<T>>);
+
+    impl<T: Send + Sync + 'static> Clone for Resource<T> {
+        fn clone(&self) -> Self {
+            *self
+        }
+    }
+
+    impl<T: Send + Sync + 'static> Copy for Resource<T> {}
+
+    impl<T: Send + Sync + 'static> Resource<T> {
+        /// Starts `fetch` now, with the current owner (what server
+        /// functions read their context from) set whenever it is polled.
+        pub(super) fn start(fetch: impl Future<Output = T> + Send + 'static) -> Self {
+            let shared = ScopedFuture::new_untracked(fetch.map(Arc::new))
+                .boxed()
+                .shared();
+            let eager = shared.clone();
+            leptos::task::spawn(async move {
+                eager.await;
+            });
+            Self(StoredValue::new(shared))
+        }
+
+        /// The value, read in place: awaiting the resource itself clones it.
+        pub fn by_ref(&self) -> Fetch<T> {
+            self.0.get_value()
+        }
+    }
+
+    /// The value itself, out of the `Arc` its readers share.
+    fn owned<T: Clone>(shared: Arc<T>) -> T {
+        Arc::unwrap_or_clone(shared)
+    }
+
+    impl<T: Clone + Send + Sync + 'static> IntoFuture for Resource<T> {
+        type Output = T;
+        type IntoFuture = Map<Fetch<T>, fn(Arc<T>) -> T>;
+
+        fn into_future(self) -> Self::IntoFuture {
+            self.by_ref().map(owned::<T> as fn(Arc<T>) -> T)
+        }
+    }
+
+    /// On the server a one-shot resource is a resource: neither refetches.
+    pub type OnceResource<T> = Resource<T>;
+}
+
+#[cfg(feature = "ssr")]
+pub use server::{OnceResource, Resource};
+
+/// Like `Resource::new`: fetches with `fetcher` from `source` (on the
+/// server once, with `source` as it is; in the browser again whenever it
+/// changes).
 #[track_caller]
 pub fn resource<T, S, Fut>(
     source: impl Fn() -> S + Send + Sync + 'static,
@@ -51,7 +139,14 @@ where
     S: PartialEq + Clone + Send + Sync + 'static,
     Fut: Future<Output = T> + Send + 'static,
 {
-    Resource::new_with_options(source, fetcher, false)
+    #[cfg(feature = "ssr")]
+    {
+        Resource::start(fetcher(leptos::prelude::untrack(source)))
+    }
+    #[cfg(not(feature = "ssr"))]
+    {
+        Resource::new_with_options(source, fetcher, false)
+    }
 }
 
 /// Like `OnceResource::new`: runs `fut` once.
@@ -60,7 +155,14 @@ pub fn once_resource<T>(fut: impl Future<Output = T> + Send + 'static) -> OnceRe
 where
     T: Serialize + DeserializeOwned + Send + Sync + 'static,
 {
-    OnceResource::new_with_options(fut, false)
+    #[cfg(feature = "ssr")]
+    {
+        Resource::start(fut)
+    }
+    #[cfg(not(feature = "ssr"))]
+    {
+        OnceResource::new_with_options(fut, false)
+    }
 }
 
 #[cfg(test)]
