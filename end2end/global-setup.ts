@@ -64,9 +64,46 @@ function killLeftovers(dir: string) {
   }
 }
 
+/** A console this setup started: its URL, and how to end it. */
+type Started = { url: string; end: () => Promise<void> };
+
+/**
+ * Starts `bin serve` on a free port with the throwaway data directory
+ * `dataDir` and `args` besides, its output appended to `logName` under end2end/.
+ */
+async function startConsole(bin: string, dataDir: string, env: NodeJS.ProcessEnv, args: string[], logName: string): Promise<Started> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const log = createWriteStream(join(__dirname, logName));
+  const server = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, "--data-dir", dataDir, ...args], {
+    cwd: repo,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  server.stdout.pipe(log);
+  server.stderr.pipe(log);
+  let exited = false;
+  server.on("exit", () => (exited = true));
+  await waitHealthy(url, Date.now() + 30_000).catch((e) => {
+    server.kill("SIGKILL");
+    throw new Error(`${e.message} (exited: ${exited}); see end2end/${logName}`);
+  });
+  return {
+    url,
+    end: async () => {
+      server.kill("SIGTERM");
+      await new Promise((r) => setTimeout(r, 200));
+      if (!exited) server.kill("SIGKILL");
+      killLeftovers(dataDir);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
 /**
  * Starts the release server on a free port with a throwaway data directory,
- * unless PADDLECLOUD_URL points at one already running.
+ * unless PADDLECLOUD_URL points at one already running; and a second one
+ * as `make run` runs it (PADDLECLOUD_DEFAULTS_URL, for make_run.spec.ts).
  */
 export default async function globalSetup() {
   // The Python (with paddlepaddle) that runs the serving replicas, and that
@@ -79,16 +116,23 @@ export default async function globalSetup() {
     process.env.PADDLECLOUD_SERVING_PYTHON = pyvenv;
   }
   if (process.env.PADDLECLOUD_URL) return;
-  const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), "paddlecloud-e2e-"));
-  const url = `http://127.0.0.1:${port}`;
   const target = resolve(repo, process.env.CARGO_TARGET_DIR ?? "target");
   const bin = process.env.PADDLECLOUD_BIN ?? join(target, "release/paddlecloud");
-  const log = createWriteStream(join(__dirname, "test-results-server.log"));
+  // `make run` runs `paddlecloud serve` and nothing else: no variable of
+  // ours, no database URL. Only where it listens and keeps its data differ
+  // here (a free port, a throwaway folder), so that a run of the tests
+  // neither meets a console the user runs nor leaves data in ./data.
+  const plain: NodeJS.ProcessEnv = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith("PADDLECLOUD_") && k !== "DATABASE_URL"),
+  );
+  const defaults = await startConsole(bin, mkdtempSync(join(tmpdir(), "paddlecloud-e2e-defaults-")), plain, [],
+    "test-results-defaults-server.log");
+  process.env.PADDLECLOUD_DEFAULTS_URL = defaults.url;
+  const dataDir = mkdtempSync(join(tmpdir(), "paddlecloud-e2e-"));
   // The embedded SQLite database in the throwaway dir, whatever the shell says.
   const env: NodeJS.ProcessEnv = { ...process.env, RUST_LOG: "info" };
   delete env.DATABASE_URL;
-  // Passed on explicitly: the server's default is `python3`, without paddle.
+  // Passed on explicitly: without one the console would build its own.
   env.PADDLECLOUD_SERVING_PYTHON = process.env.PADDLECLOUD_SERVING_PYTHON ?? "python3";
   // Notebooks run that venv's jupyterlab (notebooks.spec.ts).
   env.PADDLECLOUD_NOTEBOOK_PYTHON = process.env.PADDLECLOUD_NOTEBOOK_PYTHON ?? env.PADDLECLOUD_SERVING_PYTHON;
@@ -107,26 +151,11 @@ export default async function globalSetup() {
   if (admin.status !== 0) throw new Error(`creating the site admin failed: ${admin.stderr}`);
   // The specs read the mail the console writes to its outbox.
   process.env.PADDLECLOUD_E2E_DATA_DIR = dataDir;
-  const server = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, "--data-dir", dataDir, "--sample-secs", "1",
-    "--local-cpus", "64", "--local-memory", "256Gi", "--local-gpus", "2"], {
-    cwd: repo,
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  server.stdout.pipe(log);
-  server.stderr.pipe(log);
-  let exited = false;
-  server.on("exit", () => (exited = true));
-  await waitHealthy(url, Date.now() + 30_000).catch((e) => {
-    server.kill("SIGKILL");
-    throw new Error(`${e.message} (exited: ${exited}); see end2end/test-results-server.log`);
-  });
-  process.env.PADDLECLOUD_URL = url;
+  const main = await startConsole(bin, dataDir, env,
+    ["--sample-secs", "1", "--local-cpus", "64", "--local-memory", "256Gi", "--local-gpus", "2"],
+    "test-results-server.log");
+  process.env.PADDLECLOUD_URL = main.url;
   return async () => {
-    server.kill("SIGTERM");
-    await new Promise((r) => setTimeout(r, 200));
-    if (!exited) server.kill("SIGKILL");
-    killLeftovers(dataDir);
-    rmSync(dataDir, { recursive: true, force: true });
+    await Promise.all([main.end(), defaults.end()]);
   };
 }

@@ -170,3 +170,28 @@ export async function press(page: Page, hydrated: boolean, button: Locator) {
     await Promise.all([page.waitForEvent("load"), button.click()]);
   }
 }
+
+/**
+ * Opens real JupyterLab at `href` in a page of its own (its console
+ * messages are not the console's), starts a notebook from the launcher,
+ * waits until its kernel (shown as `kernel`, e.g. "Python 3 (ipykernel)")
+ * is idle, runs `code` in the first cell and waits for `printed` among the
+ * cell's outputs.
+ */
+export async function runInLab(page: Page, href: string, kernel: string, code: string, printed: string) {
+  const lab = await page.context().newPage();
+  await lab.goto(href);
+  const card = lab.locator('.jp-LauncherCard[data-category="Notebook"]').first();
+  await expect(card).toBeVisible({ timeout: 60_000 });
+  await card.click();
+  const editor = lab.locator(".jp-Notebook .jp-Cell .cm-content").first();
+  await expect(editor).toBeVisible({ timeout: 30_000 });
+  // A cell run before the kernel is connected is not run: wait until it is idle.
+  await expect(lab.getByText(`${kernel} | Idle`)).toBeVisible({ timeout: 120_000 });
+  await editor.click();
+  await lab.keyboard.insertText(code);
+  await lab.keyboard.press("Shift+Enter");
+  // Among the outputs: a library may warn on stderr first.
+  await expect(lab.locator(".jp-OutputArea").first()).toContainText(printed, { timeout: 120_000 });
+  await lab.close();
+}

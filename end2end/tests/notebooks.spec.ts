@@ -1,4 +1,4 @@
-import { test, expect, expectLive, newAccount, press, signUp, waitHydrated, Page } from "./fixtures";
+import { test, expect, expectLive, newAccount, press, runInLab, signUp, waitHydrated, Page } from "./fixtures";
 
 function row(page: Page, name: string) {
   return page.locator(`tr[data-notebook="${name}"]`);
@@ -40,26 +40,16 @@ test("a notebook is created, opened through the console, runs a cell that submit
 
   if (hydrated) {
     // Real JupyterLab in the browser, every request and WebSocket through
-    // the console with its session cookie alone. Its own page: JupyterLab's
-    // console messages are not the console's.
-    const lab = await page.context().newPage();
-    await lab.goto(href!);
-    const card = lab.locator('.jp-LauncherCard[data-category="Notebook"]').first();
-    await expect(card).toBeVisible({ timeout: 60_000 });
-    await card.click();
-    const editor = lab.locator(".jp-Notebook .jp-Cell .cm-content").first();
-    await expect(editor).toBeVisible({ timeout: 30_000 });
-    // A cell run before the kernel is connected is not run: wait until it is idle.
-    await expect(lab.getByText("Python 3 (ipykernel) | Idle")).toBeVisible({ timeout: 90_000 });
-    await editor.click();
-    await lab.keyboard.insertText(
+    // the console with its session cookie alone.
+    await runInLab(
+      page,
+      href!,
+      "Python 3 (ipykernel)",
       "import paddlecloud\n" +
         "job = paddlecloud.create_cloud_job('nb-job', 1, '256Mi', 0, '250m', command=['true'])\n" +
         "print('submitted', job['name'])",
+      "submitted nb-job",
     );
-    await lab.keyboard.press("Shift+Enter");
-    await expect(lab.locator(".jp-OutputArea-output").first()).toContainText("submitted nb-job", { timeout: 60_000 });
-    await lab.close();
     await open("/jobs");
     await expect(page.locator('tr[data-job="nb-job"]').getByTestId("origin")).toHaveText("from notebook lab");
     await open("/notebooks");

@@ -109,7 +109,7 @@ fn main() -> anyhow::Result<()> {
         )?;
         let config = Config {
             public_url: Some(console_url.clone()),
-            notebook_python: python.display().to_string(),
+            notebook_python: Some(python.display().to_string()),
             notebook_probe_secs: 3600,
             ..Config::embedded(site, dir.path().to_owned(), db_url.clone())
         };

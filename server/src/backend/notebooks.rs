@@ -16,6 +16,12 @@ use crate::storage::notebooks::NotebookStore;
 /// the start counts as failed.
 pub const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(180);
 
+/// What the console builds for local notebooks when no `--notebook-python`
+/// is given: the JupyterLab the tests run (`scripts/python-requirements.txt`
+/// pins the same; it brings `ipykernel`, so a notebook that names no
+/// environment has a kernel).
+pub const JUPYTERLAB: &str = "jupyterlab==4.6.6";
+
 /// The arguments after the Python of every notebook server: JupyterLab
 /// under `base_url` (the path the console proxies), serving `root_dir`,
 /// on `ip` and `port`, with no calls to the Internet of its own.
@@ -206,5 +212,16 @@ mod sdk_tests {
         on_disk.sort();
         let shipped: Vec<&str> = super::SDK_FILES.iter().map(|(name, _)| *name).collect();
         assert_eq!(on_disk, shipped);
+    }
+
+    /// The JupyterLab a console builds is the one the tests pass with.
+    #[test]
+    fn the_built_jupyterlab_is_the_one_the_tests_install() {
+        let pins = include_str!("../../../scripts/python-requirements.txt");
+        assert!(
+            pins.lines().any(|l| l.trim() == super::JUPYTERLAB),
+            "scripts/python-requirements.txt does not pin {}",
+            super::JUPYTERLAB
+        );
     }
 }

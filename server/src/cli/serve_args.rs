@@ -72,13 +72,17 @@ pub struct ServeArgs {
     #[arg(long, env = "PADDLECLOUD_PROMETHEUS_URL")]
     pub prometheus_url: Option<String>,
     /// The Python that runs the default predict server of local serving
-    /// instances; it needs `paddlepaddle` (`pip install paddlepaddle`).
-    #[arg(long, env = "PADDLECLOUD_SERVING_PYTHON", default_value = "python3")]
-    pub serving_python: String,
-    /// The Python whose `jupyterlab` runs notebooks on this machine (their
-    /// kernels run in it too); it needs `pip install jupyterlab`.
-    #[arg(long, env = "PADDLECLOUD_NOTEBOOK_PYTHON", default_value = "python3")]
-    pub notebook_python: String,
+    /// instances; it needs `paddlepaddle`. Unset, the console builds one
+    /// (PaddlePaddle from PyPI, as the paddle-cpu environment) the first
+    /// time an instance needs it.
+    #[arg(long, env = "PADDLECLOUD_SERVING_PYTHON")]
+    pub serving_python: Option<String>,
+    /// The Python whose `jupyterlab` runs notebooks (and their kernels when
+    /// they name no environment). Unset, the console builds JupyterLab from
+    /// PyPI the first time a notebook starts on this machine; with
+    /// `--cluster kube`, the image's `python3`.
+    #[arg(long, env = "PADDLECLOUD_NOTEBOOK_PYTHON")]
+    pub notebook_python: Option<String>,
     /// The Python (3.8 or later, with `venv`) that environments'
     /// virtualenvs are made from on this machine.
     #[arg(

@@ -18,7 +18,7 @@ use crate::kubernetes::serving::KubeServing;
 use crate::kubernetes::KubeCluster;
 use crate::local::notebooks::LocalNotebooks;
 use crate::local::serving::LocalServing;
-use crate::local::workload_host::WorkloadHost;
+use crate::local::workload_host::{ServerPython, WorkloadHost};
 use crate::local::LocalCluster;
 use crate::storage::jobs::JobStore;
 
@@ -81,7 +81,12 @@ impl Backends {
             )
         });
         let serving = KubeServing::new(&kube, serving_model_root);
-        let notebooks = KubeNotebooks::new(&kube, *notebook_pods, config.notebook_python.clone());
+        let python = config.notebook_python.clone();
+        let notebooks = KubeNotebooks::new(
+            &kube,
+            *notebook_pods,
+            python.unwrap_or_else(|| "python3".to_owned()),
+        );
         let kube = Arc::new(kube);
         let clusters = Clusters::new(
             kube.clone(),
@@ -104,7 +109,11 @@ impl Backends {
             serving: Arc::new(LocalServing::new(WorkloadHost::new(
                 &config.data_dir,
                 "serving",
-                config.serving_python.clone(),
+                ServerPython::given_or_built(
+                    config.serving_python.clone(),
+                    "PaddlePaddle for the predict server",
+                    crate::environments::paddle_cpu_requirements(),
+                ),
                 base.grace,
                 base.inherited_env.clone(),
                 host.machine.clone(),
@@ -113,7 +122,11 @@ impl Backends {
             notebooks: Arc::new(LocalNotebooks::new(WorkloadHost::new(
                 &config.data_dir,
                 "notebooks",
-                config.notebook_python.clone(),
+                ServerPython::given_or_built(
+                    config.notebook_python.clone(),
+                    "JupyterLab",
+                    vec![crate::backend::notebooks::JUPYTERLAB.to_owned()],
+                ),
                 base.grace,
                 base.inherited_env.clone(),
                 host.machine.clone(),

@@ -81,10 +81,13 @@ pub struct Config {
     pub resource_keep_days: u32,
     /// A Prometheus server for the charts of jobs on Kubernetes.
     pub prometheus_url: Option<String>,
-    /// The Python that runs the default predict server of local serving.
-    pub serving_python: String,
-    /// The Python whose `jupyterlab` runs local notebooks (and their kernels).
-    pub notebook_python: String,
+    /// The Python that runs the default predict server of local serving
+    /// (`None`: the console builds one with PaddlePaddle on first use).
+    pub serving_python: Option<String>,
+    /// The Python whose `jupyterlab` runs notebooks, and their kernels when
+    /// they name no environment (`None`: locally, the console builds
+    /// JupyterLab on first use; on Kubernetes, the image's `python3`).
+    pub notebook_python: Option<String>,
     /// The Python (with `venv`) that environments' virtualenvs are made from.
     pub environment_python: String,
     /// Where environments' virtualenvs are built (by default
@@ -141,8 +144,8 @@ impl Config {
             sample_secs: crate::resources::DEFAULT_SAMPLE_SECS,
             resource_keep_days: crate::resources::DEFAULT_KEEP_DAYS,
             prometheus_url: None,
-            serving_python: "python3".to_owned(),
-            notebook_python: "python3".to_owned(),
+            serving_python: None,
+            notebook_python: None,
             environment_python: "python3".to_owned(),
             environments_dir,
             notebook_idle_minutes: None,

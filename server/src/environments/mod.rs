@@ -78,6 +78,17 @@ fn read(row: &Row) -> Result<Environment, AppError> {
     })
 }
 
+/// What the shipped "paddle-cpu" environment installs: also what the
+/// console builds for local serving's default predict server when no
+/// `--serving-python` is given (one build on the machine for both).
+pub fn paddle_cpu_requirements() -> Vec<String> {
+    shipped()
+        .into_iter()
+        .find(|e| e.name == "paddle-cpu")
+        .map(|e| e.requirements)
+        .unwrap_or_default()
+}
+
 /// What the console ships: "paddle-cpu" (PaddlePaddle's CPU build and
 /// VisualDL) and "minimal" (the SDK alone). The versions pinned are those
 /// the test suite trains with.

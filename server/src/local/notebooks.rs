@@ -19,7 +19,7 @@ use tokio::io::AsyncWriteExt;
 use super::machine::gpu_env;
 use super::process::{command, exit_words, free_port, kill_recorded_group, log_lines, log_outputs};
 use super::server_process::{watch_server, Ended, Watch};
-use super::venvs::Prepared;
+use super::venvs::{Prepared, Waited};
 use super::workload_host::WorkloadHost;
 use crate::backend::lab_client::LabClient;
 use crate::backend::last_lines;
@@ -90,6 +90,8 @@ impl LocalNotebooks {
 /// Everything one start needs, moved into its supervising task.
 struct Launch {
     run: NotebookRun,
+    /// The Python whose JupyterLab runs: the host's, once it is ready.
+    python: String,
     host: WorkloadHost,
     base_url: String,
     root_dir: String,
@@ -136,12 +138,6 @@ impl NotebookBackend for LocalNotebooks {
             .await
             .map_err(io("writing a notebook's JupyterLab settings"))?;
         let host = &self.inner.host;
-        let python_bin = Path::new(&host.python)
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map(|p| format!("{}:", p.display()))
-            .unwrap_or_default();
-        let path = super::process::inherited_path(&host.inherited_env);
         let mut env = run.env.clone();
         env.extend(
             [
@@ -154,7 +150,6 @@ impl NotebookBackend for LocalNotebooks {
                 ),
                 ("PYTHONPATH", sdk.display().to_string()),
                 ("PYTHONUNBUFFERED", "1".to_owned()),
-                ("PATH", format!("{python_bin}{path}")),
                 ("SHELL", "/bin/bash".to_owned()),
                 (MARKER, tag),
             ]
@@ -162,6 +157,7 @@ impl NotebookBackend for LocalNotebooks {
         );
         // The port is chosen when the server is spawned (see [`spawn`]).
         let launch = Launch {
+            python: String::new(),
             base_url: run.base_url.clone(),
             root_dir: work.display().to_string(),
             run,
@@ -214,18 +210,42 @@ impl NotebookBackend for LocalNotebooks {
 /// lines; it is not restarted (its kernels are gone either way).
 async fn supervise(server: &Supervisee<Server>, mut launch: Launch, reporter: &NotebookReporter) {
     let mut stop = server.stop_signal();
-    let environment = launch.run.spec.environment_use.clone();
-    if let Some(used) = &environment {
-        let waiting = Prepared::waiting(used);
-        report_on(reporter, &launch.run, NotebookStatus::Pending, waiting).await;
+    // Says what is prepared, and how far (a copy for each wait).
+    let told = |why: String| {
+        let run = &launch.run;
+        async move {
+            report_on(reporter, run, NotebookStatus::Pending, why).await;
+            Ok::<_, Infallible>(())
+        }
+    };
+    // JupyterLab first (on the embedded defaults the console builds it).
+    let Ok(lab) = launch.host.server_python(&mut stop, told).await;
+    match lab {
+        Waited::Ready(python) => launch.python = python,
+        Waited::Stopped => return,
+        Waited::Failed(why) => {
+            return report_on(reporter, &launch.run, NotebookStatus::Failed, why).await
+        }
     }
+    // Its tools (`jupyter`, `pip`) first on a terminal's PATH, unless an
+    // environment's venv puts its own there below.
+    let path = super::process::inherited_path(&launch.host.inherited_env);
+    let lab_bin = Path::new(&launch.python)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(|p| format!("{}:", p.display()))
+        .unwrap_or_default();
+    launch
+        .env
+        .push(("PATH".to_owned(), format!("{lab_bin}{path}")));
+    let environment = launch.run.spec.environment_use.clone();
     // Its kernels need ipykernel besides what the environment lists.
-    match launch
+    let Ok(prepared) = launch
         .host
         .venvs
-        .prepare(environment.as_ref(), &["ipykernel"], &mut stop)
-        .await
-    {
+        .prepare(environment.as_ref(), &["ipykernel"], &mut stop, told)
+        .await;
+    match prepared {
         Prepared::Ready(None) => {}
         Prepared::Ready(Some(venv)) => {
             let label = environment.map(|e| e.reference).unwrap_or_default();
@@ -330,7 +350,7 @@ async fn spawn(
 ) -> Result<(tokio::process::Child, u16), String> {
     let port = free_port()?;
     let (out, err) = log_outputs(log)?;
-    let mut argv = vec![launch.host.python.clone()];
+    let mut argv = vec![launch.python.clone()];
     argv.extend(jupyter_args(
         &launch.base_url,
         &launch.root_dir,
@@ -347,7 +367,7 @@ async fn spawn(
         .kill_on_drop(true);
     let mut child = cmd
         .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", launch.host.python))?;
+        .map_err(|e| format!("cannot run {}: {e}", launch.python))?;
     if let Some(mut stdin) = child.stdin.take() {
         let line = format!("{}\n", launch.run.jupyter_token);
         // A server that died at once closed the pipe: its exit says why.

@@ -134,17 +134,15 @@ async fn wait_turn(
 
 /// Builds the job's environment (at most once for every job that lists
 /// the same requirements) before it queues for room, with the job saying
-/// so meanwhile.
+/// so meanwhile, and how far the build is.
 async fn prepare_environment(
     inner: &Arc<Inner>,
     run: &SupervisedJob,
     stop: &mut watch::Receiver<bool>,
 ) -> anyhow::Result<Prepared> {
     let environment = run.spec.environment_use.as_ref();
-    if let Some(used) = environment {
-        set_job(inner, run, JobStatus::Pending, &Prepared::waiting(used)).await?;
-    }
-    Ok(inner.venvs.prepare(environment, &[], stop).await)
+    let told = |why: String| async move { set_job(inner, run, JobStatus::Pending, &why).await };
+    inner.venvs.prepare(environment, &[], stop, told).await
 }
 
 /// A job stopped while it waited: no replica ran.

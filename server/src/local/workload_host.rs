@@ -12,7 +12,39 @@ use std::time::Duration;
 use app::models::Account;
 
 use super::machine::Machine;
-use super::venvs::Venvs;
+use super::venvs::{Venvs, Waited, Waiting};
+
+/// The Python that runs one kind of workload's default server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerPython {
+    /// One the operator named (`--notebook-python`, `--serving-python`):
+    /// used as it is.
+    Given(String),
+    /// The console's own build of `requirements`, made from PyPI as an
+    /// environment's is, the first time a workload needs it: what the
+    /// embedded defaults serve with, so that nothing is installed by hand.
+    Built {
+        /// What it is, as a message names it ("JupyterLab").
+        what: &'static str,
+        /// What the build installs.
+        requirements: Vec<String>,
+    },
+}
+
+impl ServerPython {
+    /// `given`, or the console's build of `what` from `requirements` when
+    /// no Python is given.
+    pub fn given_or_built(
+        given: Option<String>,
+        what: &'static str,
+        requirements: Vec<String>,
+    ) -> Self {
+        match given {
+            Some(python) => Self::Given(python),
+            None => Self::Built { what, requirements },
+        }
+    }
+}
 
 /// One kind of local workload's settings.
 #[derive(Clone)]
@@ -20,7 +52,7 @@ pub struct WorkloadHost {
     /// `<data>/<kind>`: `<root>/<account>/<name>` is a workload's folder.
     pub root: PathBuf,
     /// The Python that runs the kind's default server.
-    pub python: String,
+    pub python: ServerPython,
     /// SIGTERM → SIGKILL.
     pub grace: Duration,
     /// What its processes inherit of the console's environment.
@@ -37,7 +69,7 @@ impl WorkloadHost {
     pub fn new(
         data_dir: &Path,
         kind: &str,
-        python: String,
+        python: ServerPython,
         grace: Duration,
         inherited_env: Arc<[(String, String)]>,
         machine: Arc<Machine>,
@@ -51,6 +83,29 @@ impl WorkloadHost {
             machine,
             venvs,
         }
+    }
+
+    /// The Python to run the kind's default server with: the given one at
+    /// once, or the console's build, waited for unless `stop` turns true
+    /// first (`told` hears how far the build is, as [`Venvs::wait`] says).
+    pub async fn server_python<E, Told>(
+        &self,
+        stop: &mut tokio::sync::watch::Receiver<bool>,
+        told: impl FnMut(String) -> Told,
+    ) -> Result<Waited<String>, E>
+    where
+        Told: std::future::Future<Output = Result<(), E>>,
+    {
+        let (what, requirements) = match &self.python {
+            ServerPython::Given(python) => return Ok(Waited::Ready(python.clone())),
+            ServerPython::Built { what, requirements } => (what, requirements),
+        };
+        let waiting = Waiting {
+            what: (*what).to_owned(),
+            note: "built once on this machine, from PyPI".to_owned(),
+        };
+        let built = self.venvs.wait(requirements, &waiting, stop, told).await?;
+        Ok(built.map(|venv| venv.join("bin").join("python").display().to_string()))
     }
 
     /// Workload `name`'s folder in `account`.

@@ -502,7 +502,7 @@ async fn the_console_ships_paddle_cpu_and_minimal_for_everyone() {
 /// Where the paddle-cpu build is kept between test runs: building it takes
 /// a minute or more even from pip's cache, and a build is the same on
 /// every run (it is named by its requirements' hash).
-fn shared_environments() -> std::path::PathBuf {
+pub(crate) fn shared_environments() -> std::path::PathBuf {
     let home = std::env::var("HOME").unwrap_or_else(|_| "/tmp".into());
     std::path::PathBuf::from(home).join(".cache/paddlecloud/environments")
 }
@@ -520,7 +520,7 @@ async fn the_shipped_fit_a_line_template_trains_with_two_trainers_and_evaluate_a
         config.environments_dir = shared_environments();
         // Without PaddlePaddle: an instance that serves the line can only
         // have run in its environment.
-        config.serving_python = "/usr/bin/python3".into();
+        config.serving_python = Some("/usr/bin/python3".into());
         config
     })
     .await;

@@ -18,6 +18,7 @@ mod cli;
 mod cli_remote;
 mod cluster_contract;
 mod compare;
+mod console_builds;
 mod console_in_cluster;
 mod environments;
 mod experiment_pages;

@@ -22,7 +22,7 @@ use crate::notebooks::{http, jupyter_python, member_of, running_notebook, start_
 
 async fn socket_site(python: &Path) -> (Site, String) {
     common::site::on_socket(|config, _, _| Config {
-        notebook_python: python.display().to_string(),
+        notebook_python: Some(python.display().to_string()),
         notebook_probe_secs: 3600,
         ..config
     })

@@ -158,7 +158,7 @@ async fn harness_reaching(
             },
         };
         let config = Config {
-            notebook_python: python,
+            notebook_python: Some(python),
             notebook_probe_secs: 3600,
             cluster,
             ..config

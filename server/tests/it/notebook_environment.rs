@@ -20,7 +20,7 @@ async fn a_notebooks_kernel_runs_in_the_environment_it_names() {
     let builds = tempfile::tempdir().unwrap();
     let dir = builds.path().to_owned();
     let (site, url) = common::site::on_socket(|config, _, _| Config {
-        notebook_python: python.display().to_string(),
+        notebook_python: Some(python.display().to_string()),
         environments_dir: dir.clone(),
         ..config
     })

@@ -56,7 +56,7 @@ pub(crate) fn jupyter_python() -> Option<&'static PathBuf> {
 /// `probe_secs`; its base URL.
 async fn socket_site(python: &Path, probe_secs: u32) -> (Site, String) {
     common::site::on_socket(|config, _, _| Config {
-        notebook_python: python.display().to_string(),
+        notebook_python: Some(python.display().to_string()),
         notebook_probe_secs: probe_secs,
         ..config
     })
@@ -678,7 +678,7 @@ fn a_restarted_console_starts_its_running_notebooks_again_with_their_workspace()
         return;
     };
     let config = |db: &common::TestDb| Config {
-        notebook_python: python.display().to_string(),
+        notebook_python: Some(python.display().to_string()),
         notebook_probe_secs: 3600,
         ..common::site::config(db)
     };

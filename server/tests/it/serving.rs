@@ -49,7 +49,7 @@ pub(crate) fn paddle_python() -> Option<&'static PathBuf> {
 /// The app with `python` as the Python of its predict servers.
 pub(crate) async fn paddle_site(python: &Path) -> Site {
     common::site::site_configured(|config, _| server::console::Config {
-        serving_python: python.display().to_string(),
+        serving_python: Some(python.display().to_string()),
         ..config
     })
     .await
@@ -57,7 +57,7 @@ pub(crate) async fn paddle_site(python: &Path) -> Site {
 
 /// The tiny model's files (`inference.json`, `inference.pdiparams`, and
 /// `model.tar.gz` of both), exported once per test binary.
-fn tiny_model(python: &Path) -> &'static Path {
+pub(crate) fn tiny_model(python: &Path) -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
@@ -97,7 +97,7 @@ pub(crate) async fn put_file(site: &Site, key: &str, path: &str, bytes: Vec<u8>)
 }
 
 /// Registers model `name` of `account` with one ready version holding `files`.
-async fn model_version(
+pub(crate) async fn model_version(
     site: &Site,
     key: &str,
     account: &str,
@@ -153,7 +153,7 @@ pub(crate) async fn model_versions(
     }
 }
 
-fn launch_spec(name: &str, model: &str, replicas: u32) -> Value {
+pub(crate) fn launch_spec(name: &str, model: &str, replicas: u32) -> Value {
     json!({
         "name": name,
         "model": model,

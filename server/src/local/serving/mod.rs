@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, watch};
 use self::pool::{pids_dir, Launch, Pool};
 use self::tracks::Tracks;
 use super::process::kill_recorded_group;
-use super::venvs::Prepared;
+use super::venvs::{Prepared, Waited};
 use super::workload_host::WorkloadHost;
 use crate::backend::serving::{
     http_client, Reporter, ServingBackend, ServingRun, ServingState, Upstream, PREDICT_SERVER,
@@ -164,10 +164,8 @@ impl ServingBackend for LocalServing {
             tokio::fs::write(&server, PREDICT_SERVER)
                 .await
                 .map_err(io("writing the predict server"))?;
-            vec![
-                self.inner.host.python.clone(),
-                server.to_string_lossy().into_owned(),
-            ]
+            // argv[0] is the host's Python, settled when the instance starts.
+            vec![String::new(), server.to_string_lossy().into_owned()]
         } else {
             run.spec.command.clone()
         };
@@ -208,10 +206,23 @@ impl ServingBackend for LocalServing {
                         .await
                 }
             };
-            if let Some(used) = environment {
-                report(ServingStatus::Pending, Prepared::waiting(used)).await;
+            let told = |why: String| async move {
+                report(ServingStatus::Pending, why).await;
+                Ok::<_, std::convert::Infallible>(())
+            };
+            // The default server's Python: given, or (on the embedded
+            // defaults) the console's build with PaddlePaddle, unless the
+            // instance names an environment, whose venv runs it instead.
+            if default_server && environment.is_none() {
+                let Ok(python) = inner.host.server_python(&mut stop, told).await;
+                match python {
+                    Waited::Ready(python) => launch.argv[0] = python,
+                    Waited::Stopped => return,
+                    Waited::Failed(why) => return report(ServingStatus::Failed, why).await,
+                }
             }
-            match inner.host.venvs.prepare(environment, &[], &mut stop).await {
+            let Ok(prepared) = inner.host.venvs.prepare(environment, &[], &mut stop, told).await;
+            match prepared {
                 Prepared::Ready(venv) => {
                     if let Some(venv) = venv {
                         launch.in_venv(&venv, default_server);

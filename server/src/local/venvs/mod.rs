@@ -56,24 +56,19 @@ fn sdk_stamp() -> &'static str {
     })
 }
 
-/// How the environment something waits for came out.
-pub enum Prepared {
-    /// Built: its virtualenv (`None`: nothing named an environment).
-    Ready(Option<PathBuf>),
-    /// What waited was stopped first.
-    Stopped,
-    /// It could not be built: why, in words for the job's, notebook's or
-    /// instance's message.
-    Failed(String),
-}
+mod progress;
 
-impl Prepared {
-    /// The message of something waiting for `environment`'s build.
-    pub fn waiting(environment: &EnvironmentUse) -> String {
-        format!(
-            "Preparing its environment {} (its build log is on the environment's page)…",
-            environment.reference
-        )
+pub use progress::{BuildProgress, Waited, Waiting, PROGRESS_EVERY};
+
+/// How the environment something waits for came out: `Ready(None)` when
+/// nothing named one.
+pub type Prepared = Waited<Option<PathBuf>>;
+
+/// What waiting for `environment`'s build is called in messages.
+pub fn environment_waiting(environment: &EnvironmentUse) -> Waiting {
+    Waiting {
+        what: format!("its environment {}", environment.reference),
+        note: "its build log is on the environment's page".to_owned(),
     }
 }
 
@@ -195,15 +190,20 @@ impl Venvs {
 
     /// Waits for the build of `environment`'s requirements and `extra`
     /// ones (at most one build per distinct list) unless `stop` turns true
-    /// first; `Ready(None)` at once when there is no environment.
-    pub async fn prepare(
+    /// first, `told` hearing how far it is (see [`Venvs::wait`]);
+    /// `Ready(None)` at once when there is no environment.
+    pub async fn prepare<E, Told>(
         self: &Arc<Self>,
         environment: Option<&EnvironmentUse>,
         extra: &[&str],
         stop: &mut watch::Receiver<bool>,
-    ) -> Prepared {
+        told: impl FnMut(String) -> Told,
+    ) -> Result<Prepared, E>
+    where
+        Told: std::future::Future<Output = Result<(), E>>,
+    {
         let Some(environment) = environment else {
-            return Prepared::Ready(None);
+            return Ok(Prepared::Ready(None));
         };
         let mut requirements = environment.requirements.clone();
         for wanted in extra {
@@ -214,24 +214,9 @@ impl Venvs {
                 requirements.push((*wanted).to_owned());
             }
         }
-        let built = self.ready(&requirements);
-        tokio::pin!(built);
-        loop {
-            tokio::select! {
-                built = &mut built => return match built {
-                    Ok(dir) => Prepared::Ready(Some(dir)),
-                    Err(why) => Prepared::Failed(format!(
-                        "Its environment {} could not be built: {why}",
-                        environment.reference
-                    )),
-                },
-                changed = stop.changed() => {
-                    if changed.is_err() || *stop.borrow() {
-                        return Prepared::Stopped;
-                    }
-                }
-            }
-        }
+        let waiting = environment_waiting(environment);
+        let waited = self.wait(&requirements, &waiting, stop, told).await?;
+        Ok(waited.map(Some))
     }
 
     /// The running build's end signal, starting one if none runs and the
