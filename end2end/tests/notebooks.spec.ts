@@ -1,4 +1,6 @@
 import { test, expect, expectLive, newAccount, press, runInLab, signUp, waitHydrated, Page } from "./fixtures";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 
 function row(page: Page, name: string) {
   return page.locator(`tr[data-notebook="${name}"]`);
@@ -82,4 +84,24 @@ test("a bad notebook name is refused next to the field", async ({ page, open, hy
   await dialog.getByLabel("Name").fill("Not_OK");
   await press(page, hydrated, dialog.getByRole("button", { name: "Create and start" }));
   await expect(page.getByText("A notebook name has only lower-case letters, digits and '-'.")).toBeVisible();
+});
+
+test("a notebook whose server dies is running again and says its workspace is kept and its kernels' memory is gone", async ({
+  page,
+  open,
+  hydrated,
+}) => {
+  test.setTimeout(120_000);
+  const who = newAccount("nbdie");
+  await signUp(page, open, who);
+  await createNotebook(page, open, hydrated, "phoenix");
+  // The server dies under it: its process group, as the console recorded it.
+  const pidFile = join(process.env.PADDLECLOUD_E2E_DATA_DIR ?? "", "notebooks", who.account, "phoenix", "pid");
+  process.kill(-Number(readFileSync(pidFile, "utf8").trim()), "SIGKILL");
+  const r = row(page, "phoenix");
+  await expectLive(page, hydrated, r.getByTestId("message"), /^Started again after JupyterLab exited with signal 9 \(SIGKILL\) at /, 60_000);
+  await expect(r.getByTestId("status")).toHaveText("Running");
+  await expect(r.getByTestId("message")).toContainText(
+    "the workspace and its files are as they were; the kernels started afresh, so what they held in memory (variables, imports) is gone.",
+  );
 });

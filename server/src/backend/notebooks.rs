@@ -16,6 +16,15 @@ use crate::storage::notebooks::NotebookStore;
 /// the start counts as failed.
 pub const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(180);
 
+/// A running notebook's message once it has been started again after its
+/// server died (`what` says how and when): what survives and what not.
+pub fn restarted_note(what: &str) -> String {
+    format!(
+        "Started again after {what}: the workspace and its files are as they were; \
+         the kernels started afresh, so what they held in memory (variables, imports) is gone."
+    )
+}
+
 /// What the console builds for local notebooks when no `--notebook-python`
 /// is given: the JupyterLab the tests run (`scripts/python-requirements.txt`
 /// pins the same; it brings `ipykernel`, so a notebook that names no

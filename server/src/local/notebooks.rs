@@ -24,13 +24,35 @@ use super::workload_host::WorkloadHost;
 use crate::backend::lab_client::LabClient;
 use crate::backend::last_lines;
 use crate::backend::notebooks::{
-    answers, jupyter_args, NotebookBackend, NotebookReporter, NotebookRun, NotebookState,
-    SDK_FILES, START_TIMEOUT,
+    answers, jupyter_args, restarted_note, NotebookBackend, NotebookReporter, NotebookRun,
+    NotebookState, SDK_FILES, START_TIMEOUT,
 };
 use crate::backend::supervised::{Supervised, Supervisee};
 
 /// How often a starting server is asked whether it answers.
 const PROBE_EVERY: Duration = Duration::from_millis(300);
+
+/// A notebook's server deaths, to restart it with a growing pause and to
+/// give up on one that keeps dying.
+#[derive(Default)]
+struct Deaths(Vec<std::time::Instant>);
+
+impl Deaths {
+    /// The most restarts within [`Deaths::WITHIN`].
+    const MOST: usize = 3;
+    /// The window deaths are counted in.
+    const WITHIN: Duration = Duration::from_secs(600);
+
+    /// Counts one more death: how long to wait before starting it again,
+    /// or `None` when it died too often to try again.
+    fn another(&mut self) -> Option<Duration> {
+        let now = std::time::Instant::now();
+        self.0.retain(|t| now.duration_since(*t) < Self::WITHIN);
+        self.0.push(now);
+        (self.0.len() <= Self::MOST).then(|| Duration::from_secs(1 << (self.0.len() - 1)))
+    }
+}
+
 /// The variable that marks a notebook's processes as the console's.
 const MARKER: &str = "PADDLECLOUD_NOTEBOOK_INSTANCE";
 
@@ -293,47 +315,80 @@ async fn supervise(server: &Supervisee<Server>, mut launch: Launch, reporter: &N
     report(NotebookStatus::Pending, "Starting JupyterLab…".to_owned()).await;
     let log = launch.dir.join("jupyter.log");
     let gpus = grant.gpus.first().cloned().unwrap_or_default();
-    let (mut child, port) = match spawn(&launch, &log, &gpus).await {
-        Ok(started) => started,
-        Err(why) => return report(NotebookStatus::Failed, why).await,
-    };
-    let status_url = format!("http://127.0.0.1:{port}{}api/status", run.base_url);
-    let how = Watch {
-        pid_file: &launch.dir.join("pid"),
-        probe_every: PROBE_EVERY,
-        deadline: Some(START_TIMEOUT),
-        grace: launch.host.grace,
-    };
-    let answering = || answers(&launch.probe, &status_url, &run.jupyter_token);
-    let on_answer = move || async move {
-        *server.state.port.lock().expect("port lock") = Some(port);
-        report(NotebookStatus::Running, String::new()).await;
-    };
-    let ended = watch_server(&mut child, how, &mut stop, answering, on_answer).await;
-    *server.state.port.lock().expect("port lock") = None;
-    match ended {
-        // Stopped: the service records why.
-        Ended::Stopped => {}
-        Ended::NoAnswer => {
-            let why = format!(
-                "JupyterLab did not answer within {} s. {}",
-                START_TIMEOUT.as_secs(),
-                log_tail(&log)
-            );
-            report(NotebookStatus::Failed, why).await;
-        }
-        Ended::Exited { answered, status } => {
-            let code = exit_words(status);
-            let what = if answered {
-                "JupyterLab exited"
-            } else {
-                "JupyterLab failed to start"
-            };
-            report(
-                NotebookStatus::Failed,
-                format!("{what} with {code}. {}", log_tail(&log)),
-            )
-            .await;
+    let mut deaths = Deaths::default();
+    // Said while it runs after a restart: what came back and what did not.
+    let mut running_note = String::new();
+    loop {
+        let (mut child, port) = match spawn(&launch, &log, &gpus).await {
+            Ok(started) => started,
+            Err(why) => break report(NotebookStatus::Failed, why).await,
+        };
+        let status_url = format!("http://127.0.0.1:{port}{}api/status", run.base_url);
+        let how = Watch {
+            pid_file: &launch.dir.join("pid"),
+            probe_every: PROBE_EVERY,
+            deadline: Some(START_TIMEOUT),
+            grace: launch.host.grace,
+        };
+        let answering = || answers(&launch.probe, &status_url, &run.jupyter_token);
+        let note = running_note.clone();
+        let on_answer = move || {
+            let note = note.clone();
+            async move {
+                *server.state.port.lock().expect("port lock") = Some(port);
+                report(NotebookStatus::Running, note).await;
+            }
+        };
+        let ended = watch_server(&mut child, how, &mut stop, answering, on_answer).await;
+        *server.state.port.lock().expect("port lock") = None;
+        match ended {
+            // Stopped: the service records why.
+            Ended::Stopped => break,
+            Ended::NoAnswer => {
+                let why = format!(
+                    "JupyterLab did not answer within {} s. {}",
+                    START_TIMEOUT.as_secs(),
+                    log_tail(&log)
+                );
+                break report(NotebookStatus::Failed, why).await;
+            }
+            Ended::Exited {
+                answered: false,
+                status,
+            } => {
+                let why = format!(
+                    "JupyterLab failed to start with {}. {}",
+                    exit_words(status),
+                    log_tail(&log)
+                );
+                break report(NotebookStatus::Failed, why).await;
+            }
+            // It ran, then died by itself (killed, out of memory, a crash):
+            // started again with its workspace, unless it keeps dying.
+            Ended::Exited {
+                answered: true,
+                status,
+            } => {
+                let code = exit_words(status);
+                let Some(wait) = deaths.another() else {
+                    let why = format!(
+                        "JupyterLab exited with {code}, the {}th time within {} minutes: not started again. {}",
+                        Deaths::MOST + 1,
+                        Deaths::WITHIN.as_secs() / 60,
+                        log_tail(&log)
+                    );
+                    break report(NotebookStatus::Failed, why).await;
+                };
+                let at = app::models::time::format_utc_seconds(crate::time::now_ms());
+                tracing::warn!(notebook = %run.spec.name, account = %run.account.name, code = %code, "a notebook's JupyterLab exited; starting it again");
+                running_note = restarted_note(&format!("JupyterLab exited with {code} at {at}"));
+                let why = format!("JupyterLab exited with {code} at {at}; starting it again…");
+                report(NotebookStatus::Pending, why).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = stop.changed() => break,
+                }
+            }
         }
     }
     drop(grant);

@@ -117,11 +117,21 @@ pub fn log_outputs(log: &Path) -> Result<(Stdio, Stdio), String> {
     Ok((Stdio::from(out), Stdio::from(err)))
 }
 
-/// How a process ended, for a message: "code 3", or "a signal".
+/// How a process ended, for a message: "code 3", "signal 9 (SIGKILL)",
+/// or "a signal" when its status could not be read.
 pub fn exit_words(status: Option<std::process::ExitStatus>) -> String {
-    status
-        .and_then(|s| s.code())
-        .map_or("a signal".to_owned(), |c| format!("code {c}"))
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Some(s) if s.code().is_some() => format!("code {}", s.code().unwrap_or_default()),
+        Some(s) if s.signal().is_some() => {
+            let n = s.signal().unwrap_or_default();
+            match nix::sys::signal::Signal::try_from(n) {
+                Ok(signal) => format!("signal {n} ({})", signal.as_str()),
+                Err(_) => format!("signal {n}"),
+            }
+        }
+        _ => "a signal".to_owned(),
+    }
 }
 
 /// Ends the process group recorded in `pid_file` by a previous console, if
@@ -165,7 +175,8 @@ mod tests {
         );
         kill_recorded_group(&pid_file, "PADDLECLOUD_TEST_MARKER=mine");
         let status = other.wait().unwrap();
-        assert_eq!(exit_words(Some(status)), "a signal");
+        assert_eq!(exit_words(Some(status)), "signal 9 (SIGKILL)");
+        assert_eq!(exit_words(None), "a signal");
         kill_recorded_group(&dir.path().join("none"), "PADDLECLOUD_TEST_MARKER=mine");
     }
 }

@@ -237,6 +237,7 @@ macro_rules! contract {
 
 contract!(
     a_notebook_submits_jobs_with_its_own_key_and_keeps_its_workspace_until_deleted,
+    a_notebook_whose_server_dies_comes_back_with_its_workspace_and_says_its_kernels_memory_is_gone,
     a_server_that_cannot_start_fails_with_its_own_words,
     the_idle_clock_reads_the_servers_kernels_and_stops_a_notebook_idle_past_its_timeout,
 );
@@ -377,6 +378,106 @@ async fn a_notebook_submits_jobs_with_its_own_key_and_keeps_its_workspace_until_
     running_notebook(&h.site, &h.key, name, json!({})).await;
     let file = h.lab_get(name, "api/contents/keep.txt").await;
     assert_eq!(file.status(), StatusCode::NOT_FOUND);
+    h.delete(name).await;
+}
+
+/// Recovery (Submarine's P0): the server dies under a running notebook (its
+/// process group killed; on Kubernetes its pod deleted) and it comes back
+/// by itself with its workspace, saying that the kernels' memory is gone.
+async fn a_notebook_whose_server_dies_comes_back_with_its_workspace_and_says_its_kernels_memory_is_gone(
+    backend: Backend,
+) {
+    let Some(h) = harness(backend, false).await else {
+        return;
+    };
+    let name = "phoenix";
+    running_notebook(&h.site, &h.key, name, json!({})).await;
+    let lab = format!("/notebooks/{}/{name}/", h.account);
+    let kernel = start_kernel(&h.url, &lab, &h.cookie).await;
+    let code = "open('kept.txt', 'w').write('kept')\nremembered = 41\nprint('SET', remembered)\n";
+    let printed = run_cell(&h.url, &lab, &kernel, &h.cookie, code).await;
+    assert_eq!(printed_value(&printed, "SET"), "41");
+
+    match &h.kube {
+        None => {
+            let pid_file = h
+                .config
+                .data_dir
+                .join("notebooks")
+                .join(&h.account)
+                .join(name)
+                .join("pid");
+            let group: i32 = std::fs::read_to_string(&pid_file)
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(group),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .unwrap();
+        }
+        Some(k) => {
+            let pods = k.api::<Pod>();
+            let gone = kube::api::DeleteParams {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            };
+            pods.delete(&format!("{name}-0"), &gone).await.unwrap();
+        }
+    }
+
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let back = loop {
+        let got = call(
+            &h.site,
+            Method::GET,
+            &format!("/api/v1/notebooks/{name}"),
+            Some(&h.key),
+            None,
+        )
+        .await;
+        let nb = got.json();
+        if nb["status"] == "running"
+            && nb["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("Started again"))
+        {
+            break nb;
+        }
+        assert_ne!(nb["status"], "failed", "{nb}");
+        assert!(Instant::now() < deadline, "it did not come back: {nb}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let said = back["message"].as_str().unwrap();
+    assert!(
+        said.contains("the workspace and its files are as they were"),
+        "{said}"
+    );
+    assert!(
+        said.contains("what they held in memory (variables, imports) is gone"),
+        "{said}"
+    );
+    if h.kube.is_none() {
+        assert!(said.contains("JupyterLab exited with signal 9"), "{said}");
+    }
+
+    // The file is there; the kernel's variable is not.
+    let file = h.lab_get(name, "api/contents/kept.txt").await;
+    assert_eq!(file.status(), StatusCode::OK);
+    let file: Value = serde_json::from_str(&file.text().await.unwrap()).unwrap();
+    assert_eq!(file["content"], "kept");
+    let kernel = start_kernel(&h.url, &lab, &h.cookie).await;
+    let printed = run_cell(
+        &h.url,
+        &lab,
+        &kernel,
+        &h.cookie,
+        "print('HAS', 'remembered' in globals())\n",
+    )
+    .await;
+    assert_eq!(printed_value(&printed, "HAS"), "False");
     h.delete(name).await;
 }
 

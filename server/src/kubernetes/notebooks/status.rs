@@ -15,7 +15,7 @@ use super::Reach;
 use crate::backend::lab_client::LabClient;
 use crate::backend::last_lines;
 use crate::backend::notebooks::{
-    answers, NotebookReporter, NotebookRun, NotebookState, START_TIMEOUT,
+    answers, restarted_note, NotebookReporter, NotebookRun, NotebookState, START_TIMEOUT,
 };
 use crate::backend::supervised::Supervisee;
 use crate::kubernetes::pods::{failure, waiting_reason};
@@ -62,6 +62,10 @@ impl Follower {
         let mut last: Option<(NotebookStatus, String)> = None;
         // The pod (uid) whose server answered, and since when one runs unanswered.
         let mut serving: Option<String> = None;
+        // Set once a server answered: one answering after it is a restart
+        // (its pod deleted or its container restarted), which the message says.
+        let mut answered_once = false;
+        let mut running_note = String::new();
         let mut running_since: Option<Instant> = None;
         loop {
             if *stop.borrow() {
@@ -99,7 +103,7 @@ impl Follower {
                         }
                         Some(Seen::Up(uid, base)) => {
                             if serving.as_deref() == Some(uid.as_str()) {
-                                (NotebookStatus::Running, String::new())
+                                (NotebookStatus::Running, running_note.clone())
                             } else if answers(
                                 &self.probe,
                                 &format!("{base}{status_path}"),
@@ -109,7 +113,7 @@ impl Follower {
                             {
                                 serving = Some(uid);
                                 self.publish(Some(base));
-                                (NotebookStatus::Running, String::new())
+                                (NotebookStatus::Running, running_note.clone())
                             } else {
                                 self.publish(None);
                                 let since = *running_since.get_or_insert_with(Instant::now);
@@ -128,7 +132,14 @@ impl Follower {
                 ),
             };
             if let Some(next) = next {
-                if next.0 != NotebookStatus::Running {
+                if next.0 == NotebookStatus::Running {
+                    answered_once = true;
+                } else {
+                    if answered_once && serving.is_some() {
+                        // It answered and now does not: its pod or container ended.
+                        let at = app::models::time::format_utc_seconds(crate::time::now_ms());
+                        running_note = restarted_note(&format!("its pod's server ended at {at}"));
+                    }
                     serving = None;
                     self.publish(None);
                 }
