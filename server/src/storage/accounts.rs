@@ -11,6 +11,7 @@ use sqlx::AnyPool;
 use super::user_links::{self, Purpose};
 use super::users::{me_from, member_of, user_columns, UserRow};
 use super::{audit, internal};
+use crate::storage::db::WriteTx;
 use crate::time::now_ms;
 
 /// Who a new membership is for: a user who exists, or a new one with the
@@ -69,7 +70,10 @@ pub async fn create(
     // The transaction writes first: on SQLite one that read first fails
     // at once ("database is locked") when another connection wrote since,
     // instead of waiting for the lock.
-    let mut tx = pool.begin().await.map_err(internal("begin sign-up"))?;
+    let mut tx = pool
+        .begin_write()
+        .await
+        .map_err(internal("begin sign-up"))?;
     let account_id: i64 = match sqlx::query_scalar(
         "INSERT INTO accounts (name, namespace, created_at) VALUES ($1, $2, $3) RETURNING id",
     )
@@ -243,7 +247,10 @@ pub async fn change_password(
     action: &str,
     detail: impl FnOnce(&Ended) -> String,
 ) -> Result<Ended, AppError> {
-    let mut tx = pool.begin().await.map_err(internal("change password"))?;
+    let mut tx = pool
+        .begin_write()
+        .await
+        .map_err(internal("change password"))?;
     sqlx::query("UPDATE users SET password_hash = $1, must_change_password = 0 WHERE id = $2")
         .bind(change.hash)
         .bind(change.user_id)
@@ -316,7 +323,10 @@ pub async fn reset_password(
     action: &str,
     detail: impl FnOnce(&Reset) -> String,
 ) -> Result<LinkUse<Reset>, AppError> {
-    let mut tx = pool.begin().await.map_err(internal("reset password"))?;
+    let mut tx = pool
+        .begin_write()
+        .await
+        .map_err(internal("reset password"))?;
     let Some(user_id) = user_links::take(&mut *tx, token, Purpose::Reset).await? else {
         return Ok(LinkUse::Invalid);
     };
@@ -365,7 +375,10 @@ pub async fn confirm_email(
     action: &str,
     detail: impl FnOnce(&str) -> String,
 ) -> Result<LinkUse<String>, AppError> {
-    let mut tx = pool.begin().await.map_err(internal("confirm email"))?;
+    let mut tx = pool
+        .begin_write()
+        .await
+        .map_err(internal("confirm email"))?;
     let Some(user_id) = user_links::take(&mut *tx, token, Purpose::Confirm).await? else {
         return Ok(LinkUse::Invalid);
     };

@@ -8,6 +8,7 @@ use app::models::{
 use super::db::Pool;
 use super::internal;
 use super::users;
+use crate::storage::db::WriteTx;
 
 /// An asset row with the ids the store addresses it by.
 #[derive(Debug, Clone)]
@@ -235,7 +236,7 @@ impl AssetStore {
     ) -> Result<(), AppError> {
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin index file"))?;
         sqlx::query(
@@ -266,7 +267,11 @@ impl AssetStore {
         version: i64,
         paths: &[String],
     ) -> Result<(), AppError> {
-        let mut tx = self.pool.begin().await.map_err(internal("begin unindex"))?;
+        let mut tx = self
+            .pool
+            .begin_write()
+            .await
+            .map_err(internal("begin unindex"))?;
         sqlx::query("UPDATE assets SET updated_at = $1 WHERE id = $2")
             .bind(crate::time::now_ms())
             .bind(asset_id)
@@ -450,7 +455,7 @@ impl AssetStore {
     pub async fn delete(&self, id: i64) -> Result<(), AppError> {
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin delete asset"))?;
         for table in [
@@ -608,7 +613,7 @@ impl AssetStore {
     ) -> Result<(), AppError> {
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin tag version"))?;
         for (version, tags) in tags {

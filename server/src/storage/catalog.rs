@@ -11,6 +11,7 @@ use app::models::Account;
 use sqlx::AnyPool;
 
 use super::internal;
+use crate::storage::db::WriteTx;
 use crate::time::now_ms;
 
 /// One stored version.
@@ -250,7 +251,7 @@ impl Catalog {
         // The change and its audit entry (in the owner's log) go in together.
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin a publication"))?;
         let account_id: i64 = sqlx::query_scalar("SELECT id FROM accounts WHERE name = $1")

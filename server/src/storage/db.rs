@@ -124,6 +124,36 @@ fn sqlite_path(url: &str) -> Option<&Path> {
     (path != ":memory:" && !path.is_empty()).then(|| Path::new(path))
 }
 
+/// Beginning a transaction that writes.
+pub trait WriteTx {
+    /// A transaction that will write. On SQLite it takes the write lock at
+    /// once (`BEGIN IMMEDIATE`), waiting for it as long as the busy timeout
+    /// allows: a deferred transaction that reads first and then writes after
+    /// another connection has committed cannot move its snapshot forward
+    /// and fails at once with `SQLITE_BUSY` (the busy timeout does not apply
+    /// to that), which surfaced as a rare 500 while a background loop
+    /// renewed its lease. On PostgreSQL, a plain `BEGIN`.
+    fn begin_write(
+        &self,
+    ) -> impl std::future::Future<Output = Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error>>
+           + Send;
+}
+
+impl WriteTx for AnyPool {
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        if self
+            .connect_options()
+            .database_url
+            .scheme()
+            .starts_with("sqlite")
+        {
+            self.begin_with("BEGIN IMMEDIATE").await
+        } else {
+            self.begin().await
+        }
+    }
+}
+
 /// The URL without its password, for logs and errors.
 pub fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
@@ -141,6 +171,65 @@ pub fn redact(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reads in a transaction, lets another connection commit a write, then
+    /// writes: what a read-then-write transaction meets when a background
+    /// loop writes beside it. Returns the second write's outcome and the
+    /// rows there in the end.
+    async fn read_then_write_beside_a_commit(
+        pool: &AnyPool,
+        begin: impl std::future::Future<
+            Output = Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error>,
+        >,
+    ) -> (Result<(), sqlx::Error>, i64) {
+        let mut tx = begin.await.unwrap();
+        let _: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t")
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+        let beside = {
+            let pool = pool.clone();
+            tokio::spawn(
+                async move { sqlx::query("INSERT INTO t VALUES (1)").execute(&pool).await },
+            )
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let second = sqlx::query("INSERT INTO t VALUES (2)")
+            .execute(&mut *tx)
+            .await
+            .map(|_| ());
+        match &second {
+            Ok(()) => tx.commit().await.unwrap(),
+            Err(_) => tx.rollback().await.unwrap(),
+        }
+        beside.await.unwrap().unwrap();
+        let rows = sqlx::query_scalar("SELECT COUNT(*) FROM t")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        (second, rows)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_transaction_that_reads_first_survives_a_commit_beside_it_on_sqlite() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = connect(&default_url(dir.path())).await.unwrap();
+        sqlx::query("CREATE TABLE t (x INTEGER)")
+            .execute(&pool)
+            .await
+            .unwrap();
+        // The defect: a deferred transaction cannot write after the commit.
+        let (second, rows) = read_then_write_beside_a_commit(&pool, pool.begin()).await;
+        assert!(
+            second.is_err(),
+            "a deferred transaction wrote after a commit beside it"
+        );
+        assert_eq!(rows, 1);
+        // A write transaction holds the lock: the other write waits its turn.
+        let (second, rows) = read_then_write_beside_a_commit(&pool, pool.begin_write()).await;
+        assert!(second.is_ok(), "{second:?}");
+        assert_eq!(rows, 3);
+    }
 
     #[test]
     fn urls_name_their_engine_or_are_refused() {

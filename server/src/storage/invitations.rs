@@ -9,6 +9,7 @@ use super::accounts::User;
 use super::members::lock_account;
 use super::tokens::{random_token, token_hash};
 use super::{audit, internal};
+use crate::storage::db::WriteTx;
 
 /// An open invitation, as its link finds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +82,7 @@ pub async fn create(
     entry: audit::Entry<'_>,
 ) -> Result<(i64, String), AppError> {
     let token = random_token();
-    let mut tx = pool.begin().await.map_err(internal("invite"))?;
+    let mut tx = pool.begin_write().await.map_err(internal("invite"))?;
     sqlx::query(
         "DELETE FROM invitations WHERE account_id = $1 AND email = $2 AND accepted_at IS NULL",
     )
@@ -129,7 +130,7 @@ pub async fn withdraw(
     actor: &str,
     action: &str,
 ) -> Result<Option<String>, AppError> {
-    let mut tx = pool.begin().await.map_err(internal("withdraw"))?;
+    let mut tx = pool.begin_write().await.map_err(internal("withdraw"))?;
     let gone: Option<(String,)> = sqlx::query_as(
         "DELETE FROM invitations WHERE id = $1 AND account_id = $2 AND accepted_at IS NULL \
          RETURNING email",
@@ -222,7 +223,7 @@ pub async fn accept(
     now: i64,
     entry: audit::Entry<'_>,
 ) -> Result<Accepted, AppError> {
-    let mut tx = pool.begin().await.map_err(internal("accept"))?;
+    let mut tx = pool.begin_write().await.map_err(internal("accept"))?;
     // One statement, so two uses at once cannot both win; it is also the
     // transaction's first write.
     let row: Option<InvitationRow> = sqlx::query_as(concat!(

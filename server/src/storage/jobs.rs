@@ -13,6 +13,7 @@ use super::internal;
 use super::job_history::{self, job_entry, job_moves, pod_moves, PodMove};
 use super::tokens::{random_token, token_hash};
 use super::users::{me_from, user_columns, UserRow};
+use crate::storage::db::WriteTx;
 use crate::time::now_ms;
 
 /// Every job token starts with this (access keys with `pck_`).
@@ -147,7 +148,11 @@ impl JobStore {
             tracing::error!(error = %e, "serialising a job spec");
             AppError::Internal
         })?;
-        let mut tx = self.pool.begin().await.map_err(internal("begin submit"))?;
+        let mut tx = self
+            .pool
+            .begin_write()
+            .await
+            .map_err(internal("begin submit"))?;
         let inserted = sqlx::query_scalar::<_, i64>(
             "INSERT INTO jobs (account_id, name, spec, status, cluster, created_at, ps_total, \
              tr_total, user_id, token_hash) \
@@ -486,7 +491,7 @@ impl JobStore {
     ) -> Result<(), AppError> {
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin pod update"))?;
         let change = PodMove {
@@ -550,7 +555,7 @@ impl JobStore {
         let finished = (!status.is_active()).then_some(now);
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin a status change"))?;
         job_moves(&mut *tx, job_id, now, status.as_str(), Some(message)).await?;

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::db::Pool;
 use super::internal;
 use super::job_history::{job_entry, job_moves};
+use crate::storage::db::WriteTx;
 use crate::time::now_ms;
 
 /// Which states a run's status may move from (see [`LocalRunTable::set_status`]).
@@ -105,7 +106,7 @@ impl LocalRunTable {
     pub async fn mark_running(&self, job_id: i64, started: i64) -> Result<(), AppError> {
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin a local run's start"))?;
         job_moves(&mut *tx, job_id, started, JobStatus::Running.as_str(), None).await?;
@@ -163,7 +164,7 @@ impl LocalRunTable {
         }
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin a local run's move"))?;
         let changed = query

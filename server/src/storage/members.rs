@@ -10,6 +10,7 @@ use app::models::{Membership, Role};
 use sqlx::{Any, AnyPool, Transaction};
 
 use super::{audit, internal};
+use crate::storage::db::WriteTx;
 
 /// Holds the account's row until the transaction ends: membership changes
 /// of one account happen one after another.
@@ -195,7 +196,10 @@ pub async fn change_role<F: FnOnce(&Member) -> String>(
     role: Role,
     note: Note<'_, F>,
 ) -> Result<Change, AppError> {
-    let mut tx = pool.begin().await.map_err(internal("change a role"))?;
+    let mut tx = pool
+        .begin_write()
+        .await
+        .map_err(internal("change a role"))?;
     lock_account(&mut tx, account_id).await?;
     let Some(member) = member_row(&mut tx, account_id, user_id).await? else {
         return Ok(Change::NotMember);
@@ -225,7 +229,7 @@ pub async fn set_caps<F: FnOnce(&Member) -> String>(
     caps: &Caps,
     note: Note<'_, F>,
 ) -> Result<Change, AppError> {
-    let mut tx = pool.begin().await.map_err(internal("set caps"))?;
+    let mut tx = pool.begin_write().await.map_err(internal("set caps"))?;
     // A write first: on SQLite a transaction that reads and then writes
     // can fail when another connection wrote in between.
     lock_account(&mut tx, account_id).await?;
@@ -259,7 +263,10 @@ pub async fn remove<F: FnOnce(&Member) -> String>(
     user_id: i64,
     note: Note<'_, F>,
 ) -> Result<Change, AppError> {
-    let mut tx = pool.begin().await.map_err(internal("remove a member"))?;
+    let mut tx = pool
+        .begin_write()
+        .await
+        .map_err(internal("remove a member"))?;
     lock_account(&mut tx, account_id).await?;
     let Some(member) = member_row(&mut tx, account_id, user_id).await? else {
         return Ok(Change::NotMember);

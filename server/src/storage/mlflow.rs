@@ -8,6 +8,7 @@ use app::error::AppError;
 use app::models::{JobSource, JobStatus};
 use sqlx::AnyPool;
 
+use crate::storage::db::WriteTx;
 use crate::storage::internal;
 use crate::storage::job_history::job_moves;
 use crate::time::now_ms;
@@ -189,7 +190,7 @@ impl MlflowTables {
         let now = now_ms();
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin experiment"))?;
         let id: Option<i64> = sqlx::query_scalar(
@@ -264,7 +265,7 @@ impl MlflowTables {
     pub async fn start_run_job(&self, job_id: i64, start_time: i64) -> Result<(), AppError> {
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin mark run job"))?;
         job_moves(
@@ -293,7 +294,11 @@ impl MlflowTables {
         run: &NewRun<'_>,
         tags: &[(&str, &str)],
     ) -> Result<(), AppError> {
-        let mut tx = self.pool.begin().await.map_err(internal("begin run"))?;
+        let mut tx = self
+            .pool
+            .begin_write()
+            .await
+            .map_err(internal("begin run"))?;
         sqlx::query(
             "INSERT INTO mlflow_runs (run_id, account_id, experiment_id, job_id, run_name, \
              user_id, status, start_time) VALUES ($1, $2, $3, $4, $5, $6, 'RUNNING', $7)",
@@ -379,7 +384,7 @@ impl MlflowTables {
     pub async fn update_run(&self, update: &RunUpdate<'_>) -> Result<(), AppError> {
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin update run"))?;
         sqlx::query(
@@ -418,7 +423,11 @@ impl MlflowTables {
         run_id: &str,
         params: &[(&str, &str)],
     ) -> Result<Option<ParamClash>, AppError> {
-        let mut tx = self.pool.begin().await.map_err(internal("begin params"))?;
+        let mut tx = self
+            .pool
+            .begin_write()
+            .await
+            .map_err(internal("begin params"))?;
         for (key, value) in params {
             // The write comes first: on SQLite a transaction that reads and
             // then writes cannot wait for another writer ("database is
@@ -456,7 +465,11 @@ impl MlflowTables {
 
     /// Sets a run's tags (last value wins), in one transaction.
     pub async fn set_run_tags(&self, run_id: &str, tags: &[(&str, &str)]) -> Result<(), AppError> {
-        let mut tx = self.pool.begin().await.map_err(internal("begin tags"))?;
+        let mut tx = self
+            .pool
+            .begin_write()
+            .await
+            .map_err(internal("begin tags"))?;
         for (key, value) in tags {
             upsert_tag(&mut tx, run_id, key, value).await?;
         }

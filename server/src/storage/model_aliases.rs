@@ -7,6 +7,7 @@ use app::models::{AliasChange, ModelAlias};
 
 use super::db::Pool;
 use super::internal;
+use crate::storage::db::WriteTx;
 
 /// A `model_aliases` row: alias, version, protected, by, at.
 type AliasRow = (String, i64, i64, String, i64);
@@ -74,7 +75,7 @@ impl AliasStore {
     ) -> Result<bool, AppError> {
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin set alias"))?;
         let written = match from {
@@ -138,7 +139,7 @@ impl AliasStore {
     ) -> Result<bool, AppError> {
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin delete alias"))?;
         let gone = sqlx::query(

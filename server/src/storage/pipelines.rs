@@ -16,6 +16,7 @@ use sqlx::{AnyPool, Row};
 
 use super::users::{me_from, user_columns, UserRow};
 use super::{internal, to_json};
+use crate::storage::db::WriteTx;
 use crate::time::now_ms;
 
 /// Rows inserted per statement when a run's nodes are recorded.
@@ -119,7 +120,7 @@ impl PipelineStore {
     ) -> Result<(), AppError> {
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin a pipeline run"))?;
         let inserted = sqlx::query_scalar::<_, i64>(
@@ -387,7 +388,11 @@ impl PipelineStore {
     /// again with its retries back, and the run runs again. Only an ended
     /// run is retried.
     pub async fn reopen(&self, run_id: i64, spec: &PipelineSpec) -> Result<bool, AppError> {
-        let mut tx = self.pool.begin().await.map_err(internal("begin a retry"))?;
+        let mut tx = self
+            .pool
+            .begin_write()
+            .await
+            .map_err(internal("begin a retry"))?;
         let done = sqlx::query(
             "UPDATE pipeline_runs SET status = $1, message = '', finished_at = NULL \
              WHERE id = $2 AND status IN ('failed', 'stopped')",

@@ -11,6 +11,7 @@ use sqlx::{AnyConnection, Connection};
 
 use super::db::{Engine, Pool};
 use super::{audit, internal};
+use crate::storage::db::WriteTx;
 
 /// The first key of the PostgreSQL advisory locks that admissions take (the
 /// second is the account's id), so that they meet no other lock of the
@@ -270,7 +271,11 @@ impl QuotaTables {
         detail: &str,
         before_commit: impl Future<Output = Result<(), AppError>>,
     ) -> Result<(), AppError> {
-        let mut tx = self.pool.begin().await.map_err(internal("set quota"))?;
+        let mut tx = self
+            .pool
+            .begin_write()
+            .await
+            .map_err(internal("set quota"))?;
         sqlx::query("DELETE FROM account_quotas WHERE account_id = $1")
             .bind(account_id)
             .execute(&mut *tx)

@@ -14,6 +14,7 @@ use app::error::AppError;
 use app::models::{downsample, PodSample, PodSeries, PodUsage, ResourceMetric};
 use sqlx::{AnyPool, AssertSqlSafe, Row};
 
+use crate::storage::db::WriteTx;
 use crate::storage::internal;
 
 /// The levels: resolution in seconds (0 is raw).
@@ -129,7 +130,7 @@ impl ResourceStore {
         }
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("resource samples"))?;
         for (pod, res, t, u) in rows {

@@ -6,6 +6,7 @@ use sqlx::AnyPool;
 
 use super::db::Engine;
 use super::internal;
+use crate::storage::db::WriteTx;
 use crate::time::now_ms;
 
 /// How many requests of `kind` by `subject` are allowed per window.
@@ -26,7 +27,7 @@ impl Limit {
     /// moment, to this console or another, cannot both take the last one.
     pub async fn take(&self, pool: &AnyPool, subject: &str) -> Result<bool, AppError> {
         let now = now_ms();
-        let mut tx = pool.begin().await.map_err(internal("rate limit"))?;
+        let mut tx = pool.begin_write().await.map_err(internal("rate limit"))?;
         let options = pool.connect_options();
         if Engine::of_url(options.database_url.as_str()).ok() == Some(Engine::Postgres) {
             sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1))")

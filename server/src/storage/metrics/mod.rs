@@ -8,6 +8,7 @@ use app::error::AppError;
 use app::models::{BoardJob, TagSummary};
 use sqlx::{AnyPool, AssertSqlSafe};
 
+use crate::storage::db::WriteTx;
 use crate::storage::{internal, numbered_list};
 use batch::{Row, TagBatch};
 
@@ -255,7 +256,7 @@ impl PointStore {
     pub async fn append(&self, job_id: i64, batch: &[TagBatch]) -> Result<Vec<Written>, AppError> {
         let mut tx = self
             .pool
-            .begin()
+            .begin_write()
             .await
             .map_err(internal("begin metrics batch"))?;
         let mut written = Vec::with_capacity(batch.len());
@@ -326,7 +327,7 @@ impl PointStore {
             };
             let mut tx = self
                 .pool
-                .begin()
+                .begin_write()
                 .await
                 .map_err(internal("begin converting points"))?;
             let rows: Vec<(i64, f64, Option<f64>)> = sqlx::query_as(
