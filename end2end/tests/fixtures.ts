@@ -195,3 +195,13 @@ export async function runInLab(page: Page, href: string, kernel: string, code: s
   await expect(lab.locator(".jp-OutputArea").first()).toContainText(printed, { timeout: 120_000 });
   await lab.close();
 }
+
+/**
+ * Without JavaScript JupyterLab cannot run, but its page at `href` is
+ * served through the console with the session alone.
+ */
+export async function expectLabPageServed(page: Page, href: string) {
+  const res = await page.request.get(href);
+  expect(res.status()).toBe(200);
+  expect(await res.text()).toContain("JupyterLab");
+}

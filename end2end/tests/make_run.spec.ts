@@ -1,4 +1,4 @@
-import { test, expect, expectLive, newAccount, press, runInLab, signUp, Page } from "./fixtures";
+import { test, expect, expectLive, newAccount, expectLabPageServed, press, runInLab, signUp, Page } from "./fixtures";
 
 // Against the console global-setup.ts starts as `make run` runs it: no
 // --notebook-python, no --serving-python, nothing installed by hand. Its
@@ -52,11 +52,7 @@ test("on the embedded defaults a new user's first notebook starts, and in the pa
       "paddle 3.3.1",
     );
   } else {
-    // Without JavaScript JupyterLab cannot run, but its page is served
-    // through the console with the session alone.
-    const res = await page.request.get(href!);
-    expect(res.status()).toBe(200);
-    expect(await res.text()).toContain("JupyterLab");
+    await expectLabPageServed(page, href!);
   }
   await press(page, hydrated, r.getByRole("button", { name: "Stop" }));
   await expectLive(page, hydrated, r.getByTestId("status"), "Stopped");

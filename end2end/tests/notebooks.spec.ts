@@ -1,4 +1,4 @@
-import { test, expect, expectLive, newAccount, press, runInLab, signUp, waitHydrated, Page } from "./fixtures";
+import { test, expect, expectLive, newAccount, expectLabPageServed, press, runInLab, signUp, waitHydrated, Page } from "./fixtures";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -56,11 +56,7 @@ test("a notebook is created, opened through the console, runs a cell that submit
     await expect(page.locator('tr[data-job="nb-job"]').getByTestId("origin")).toHaveText("from notebook lab");
     await open("/notebooks");
   } else {
-    // Without JavaScript JupyterLab cannot run, but its page is served
-    // through the console with the session alone.
-    const res = await page.request.get(href!);
-    expect(res.status()).toBe(200);
-    expect(await res.text()).toContain("JupyterLab");
+    await expectLabPageServed(page, href!);
   }
 
   await press(page, hydrated, r.getByRole("button", { name: "Stop" }));
