@@ -61,7 +61,7 @@ kube_bench() {
 
 sdk_tests() {
   say "Python SDK (standard library only; against the release binary)"
-  PADDLECLOUD_BIN="${CARGO_TARGET_DIR:-target}/release/paddlecloud" PADDLECLOUD_REQUIRE_PYTHON_WRITERS=1 \
+  PADDLECLOUD_BIN="${CARGO_TARGET_DIR:-target}/release/paddlecloud" PADDLECLOUD_REQUIRE_PYTHON_WRITERS=1 PADDLECLOUD_REQUIRE_JUPYTER=1 \
     python3 -m unittest discover -s sdk/python/tests
 }
 

@@ -27,6 +27,7 @@ use crate::pages::{
     join::JoinPage,
     lineage::LineagePage,
     not_found::NotFound,
+    notebook_history::{NotebookDiffPage, NotebookHistoryPage},
     notebooks::NotebooksPage,
     paddleboard::PaddleBoardPage,
     pipelines::{PipelinePage, PipelinesPage},
@@ -113,6 +114,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("models/:owner/:name") view=|| view! { <AssetPage kind=AssetKind::Model /> } />
                     <Route path=path!("models/:owner/:name/settings") view=|| view! { <AssetSettingsPage kind=AssetKind::Model /> } />
                     <Route path=path!("notebooks") view=|| view! { <NotebooksPage /> } />
+                    <Route path=path!("notebooks/:name/history") view=|| view! { <NotebookHistoryPage /> } />
+                    <Route path=path!("notebooks/:name/diff") view=|| view! { <NotebookDiffPage /> } />
                     <Route path=path!("templates") view=|| view! { <TemplatesPage /> } />
                     <Route path=path!("environments") view=|| view! { <EnvironmentsPage /> } />
                     <Route path=path!("pipelines") view=|| view! { <PipelinesPage /> } />

@@ -13,6 +13,7 @@ pub mod assets;
 pub mod catalog;
 pub mod experiments;
 pub mod local_runs;
+pub mod notebooks;
 pub mod pipelines;
 pub mod serving;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};

@@ -25,6 +25,8 @@ pub mod members;
 pub mod metrics;
 pub mod model_aliases;
 pub mod names;
+pub mod notebook_diff;
+pub mod notebook_versions;
 pub mod notebooks;
 pub mod pipeline_form;
 pub mod pipelines;
@@ -62,6 +64,8 @@ pub use local_runs::*;
 pub use members::*;
 pub use metrics::*;
 pub use model_aliases::*;
+pub use notebook_diff::*;
+pub use notebook_versions::*;
 pub use notebooks::*;
 pub use pipelines::{
     next_steps, NodeState, NodeStatus, NodeTemplate, PipelineNode, PipelineRun, PipelineSpec,

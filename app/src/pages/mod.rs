@@ -14,6 +14,7 @@ pub mod join;
 pub mod lineage;
 pub mod members;
 pub mod not_found;
+pub mod notebook_history;
 pub mod notebooks;
 pub mod paddleboard;
 pub mod pipelines;

@@ -172,7 +172,12 @@ fn NotebookRow(
             </ActionForm>
         }
     });
-    let delete_label = format!("Delete {} and its workspace", n.name);
+    let history = mine.then(|| {
+        view! {
+            <a class="button small" href=crate::models::history_href(&n.name, None, None) data-testid="history">"History"</a>
+        }
+    });
+    let delete_label = format!("Delete {}, its workspace and its files' versions", n.name);
     let delete = may_end.then(|| {
         view! {
             <details class="confirm">
@@ -216,7 +221,7 @@ fn NotebookRow(
             </td>
             <td title=activity_title data-testid="activity">{activity}</td>
             <td data-testid="stops">{stops}</td>
-            <td class="actions">{open}{keep}{start}{stop}{delete}</td>
+            <td class="actions">{open}{history}{keep}{start}{stop}{delete}</td>
         </tr>
     }
 }

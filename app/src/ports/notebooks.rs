@@ -5,7 +5,10 @@
 use async_trait::async_trait;
 
 use crate::error::AppError;
-use crate::models::{Account, Me, Notebook, NotebookList, NotebookSpec};
+use crate::models::{
+    Account, Me, Notebook, NotebookDiff, NotebookHistory, NotebookList, NotebookSpec,
+    NotebookVersion,
+};
 
 /// Something about a notebook changed: live views refresh.
 pub type NotebookEvent = super::WorkloadEvent;
@@ -32,6 +35,32 @@ pub trait Notebooks: Send + Sync {
     async fn delete(&self, by: &Me, name: &str) -> Result<(), AppError>;
     /// Resets the idle clock: culling counts from now.
     async fn keep_running(&self, by: &Me, name: &str) -> Result<Notebook, AppError>;
+    /// The notebook's files that have versions, and the versions of `path`
+    /// (of the file changed last when `None`), newest first. Versions are
+    /// the notebook owner's alone: anyone else gets "not found".
+    async fn history(
+        &self,
+        by: &Me,
+        name: &str,
+        path: Option<&str>,
+    ) -> Result<NotebookHistory, AppError>;
+    /// Version `id` and its file (the notebook's JSON).
+    async fn version(
+        &self,
+        by: &Me,
+        name: &str,
+        id: i64,
+    ) -> Result<(NotebookVersion, Vec<u8>), AppError>;
+    /// Version `id` as a standalone HTML page (nbconvert's, without
+    /// scripts; served so that nothing in it runs).
+    async fn version_html(&self, by: &Me, name: &str, id: i64) -> Result<Vec<u8>, AppError>;
+    /// Versions `from` and `to` compared cell by cell.
+    async fn diff(&self, by: &Me, name: &str, from: i64, to: i64)
+        -> Result<NotebookDiff, AppError>;
+    /// Writes version `id` back into the running notebook's workspace (a
+    /// stopped one is a conflict); the file as it was is kept as a version
+    /// first. Returns the restore's own version.
+    async fn restore(&self, by: &Me, name: &str, id: i64) -> Result<NotebookVersion, AppError>;
     /// Changes to any notebook, for live views.
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<NotebookEvent>;
 }

@@ -777,6 +777,96 @@ class Client(FilesMixin):
             body["owner"] = owner
         return self._json("POST", f"/{kind}/{_quote(name)}/publish", body=body)
 
+    # ----------------------------------------------------------------- notebooks
+
+    def list_notebooks(self) -> List[Dict[str, Any]]:
+        """The account's notebooks, newest first: ``name``, ``owner``,
+        ``status`` (pending, running, stopped, failed), ``message``, ``spec``."""
+        return self._json("GET", "/notebooks")["notebooks"]
+
+    def create_notebook(
+        self,
+        name: str,
+        *,
+        cpu: str = "1",
+        memory: str = "2Gi",
+        gpu: int = 0,
+        idle_minutes: Optional[int] = None,
+        environment: Optional[str] = None,
+        image: str = "",
+    ) -> Dict[str, Any]:
+        """Creates a notebook (a private JupyterLab, opened at
+        ``/notebooks/<account>/<name>/lab``) and starts it: it is pending
+        until its server answers. ``environment`` names the environment its
+        kernel runs in; ``idle_minutes`` stops it after that long unused."""
+        spec: Dict[str, Any] = {
+            "name": name,
+            "resources": {"cpu": cpu, "memory": memory, "gpu": gpu},
+            "image": image,
+        }
+        if idle_minutes is not None:
+            spec["idle_minutes"] = idle_minutes
+        if environment is not None:
+            spec["environment"] = environment
+        return self._json("POST", "/notebooks", body=spec)
+
+    def get_notebook(self, name: str) -> Dict[str, Any]:
+        """One notebook: ``status`` and why (``message``), ``owner``, ``spec``."""
+        return self._json("GET", f"/notebooks/{_quote(name)}")
+
+    def delete_notebook(self, name: str) -> None:
+        """Stops it if need be and deletes it with its workspace and the
+        versions of its files."""
+        self._json("DELETE", f"/notebooks/{_quote(name)}")
+
+    def start_notebook(self, name: str) -> Dict[str, Any]:
+        """Starts a stopped notebook (its workspace as it was)."""
+        return self._json("POST", f"/notebooks/{_quote(name)}/start")
+
+    def stop_notebook(self, name: str) -> Dict[str, Any]:
+        """Stops a notebook; each notebook file of its workspace is kept as
+        a version first."""
+        return self._json("POST", f"/notebooks/{_quote(name)}/stop")
+
+    def notebook_history(self, name: str, path: Optional[str] = None) -> Dict[str, Any]:
+        """The notebook's files that have versions (``files``: ``path``,
+        ``versions``, ``latest``) and the versions of ``path`` (the file
+        changed last when None), newest first (``versions``: ``id``, ``path``,
+        ``at`` ms, ``author``, ``reason`` save/checkpoint/stop/restore,
+        ``cells``, ``bytes``, ``sha256``, ``restored_from``)."""
+        return self._json(
+            "GET", f"/notebooks/{_quote(name)}/history", query=[("path", path)]
+        )
+
+    def notebook_version(self, name: str, version: int, *, html: bool = False) -> bytes:
+        """Version ``version``'s file (the .ipynb's bytes), or with ``html``
+        the page nbconvert made of it."""
+        path = f"/notebooks/{_quote(name)}/versions/{int(version)}"
+        if html:
+            path += "/html"
+        accept = "text/html" if html else "application/x-ipynb+json"
+        with self._open("GET", path, accept=accept) as response:
+            return self._read(response)
+
+    def diff_notebook_versions(self, name: str, old: int, new: int) -> Dict[str, Any]:
+        """Versions ``old`` and ``new`` compared cell by cell: ``cells``, each
+        with ``change`` (same, added, removed, changed), ``cell_type``,
+        ``lines`` (``change`` and ``text``) and, when its outputs changed,
+        ``old_outputs`` and ``new_outputs`` as text."""
+        return self._json(
+            "GET",
+            f"/notebooks/{_quote(name)}/diff",
+            query=[("from", int(old)), ("to", int(new))],
+        )
+
+    def restore_notebook_version(self, name: str, version: int) -> Dict[str, Any]:
+        """Puts version ``version`` back into the running notebook's
+        workspace (the file as it is is kept as a version first); returns
+        the restore's own version."""
+        return self._json(
+            "POST", f"/notebooks/{_quote(name)}/versions/{int(version)}/restore"
+        )
+
     # ----------------------------------------------------------------- pipelines
 
     def run_pipeline(

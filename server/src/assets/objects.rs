@@ -225,6 +225,27 @@ impl Objects {
         Ok((Box::pin(stream), wanted, size))
     }
 
+    /// Writes `key` from bytes held in memory.
+    pub async fn put_bytes(&self, key: &Path, bytes: Vec<u8>) -> Result<u64, AppError> {
+        let chunk = futures_util::stream::once(async move { Ok(bytes::Bytes::from(bytes)) });
+        self.put(key, Box::pin(chunk)).await
+    }
+
+    /// Reads all of `key` into memory.
+    pub async fn get_bytes(&self, key: &Path) -> Result<Vec<u8>, AppError> {
+        let (mut stream, _, size) = self.get(key, None).await?;
+        let mut out = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        while let Some(chunk) = stream.next().await {
+            out.extend_from_slice(&chunk.map_err(|err| {
+                tracing::error!(error = %err, key = %key, "reading a stored file");
+                AppError::Unavailable {
+                    message: "The file storage did not answer; try again.".into(),
+                }
+            })?);
+        }
+        Ok(out)
+    }
+
     /// Deletes `keys` (missing ones are fine).
     pub async fn delete(&self, keys: Vec<Path>) -> Result<(), AppError> {
         for key in keys {

@@ -132,11 +132,32 @@ pub async fn get(
     token: &str,
     limit: std::time::Duration,
 ) -> Result<(u16, Vec<u8>), String> {
+    send(client, http::Method::GET, url, token, None, limit).await
+}
+
+/// `method url` as the holder of the server's `token`, with a JSON `body`
+/// if one is given, answered within `limit`: the status (or why there is
+/// none) and the body.
+pub async fn send(
+    client: &LabClient,
+    method: http::Method,
+    url: &str,
+    token: &str,
+    body: Option<Vec<u8>>,
+    limit: std::time::Duration,
+) -> Result<(u16, Vec<u8>), String> {
     use http_body_util::BodyExt;
-    let request = http::Request::get(url)
-        .header(http::header::AUTHORIZATION, format!("token {token}"))
-        .body(Body::empty())
-        .map_err(|e| e.to_string())?;
+    let request = http::Request::builder()
+        .method(method)
+        .uri(url)
+        .header(http::header::AUTHORIZATION, format!("token {token}"));
+    let request = match body {
+        Some(body) => request
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body)),
+        None => request.body(Body::empty()),
+    }
+    .map_err(|e| e.to_string())?;
     let answered = async {
         let answer = client.request(request).await.map_err(|e| e.to_string())?;
         let status = answer.status().as_u16();

@@ -14,6 +14,7 @@ mod experiments;
 mod files;
 mod lineage;
 mod local_run;
+mod notebooks;
 mod pipelines;
 mod remote;
 mod serve;
@@ -113,6 +114,13 @@ pub enum Command {
     Run(local_run::LocalRunArgs),
     /// Send the reports of local runs the console could not be reached for.
     Sync(RemoteArgs),
+    /// Notebooks and the versions of their files: `list`, `start`, `stop`,
+    /// `history`, `show`, `diff`, `restore`.
+    Notebook {
+        /// The task.
+        #[command(subcommand)]
+        command: notebooks::NotebookCommand,
+    },
     /// Pipeline runs: `run -f FILE`, `list`, `show`, `stop`, `retry`.
     Pipeline {
         /// The task.
@@ -173,6 +181,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serving { command } => blocking(move || serving::run(command)).await,
         Command::Template { command } => blocking(move || catalog::run_template(command)).await,
         Command::Env { command } => blocking(move || catalog::run_env(command)).await,
+        Command::Notebook { command } => blocking(move || notebooks::run(command)).await,
         Command::Pipeline { command } => blocking(move || pipelines::run_pipeline(command)).await,
         Command::Experiment { command } => {
             blocking(move || experiments::run_experiment(command)).await

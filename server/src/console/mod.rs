@@ -32,11 +32,12 @@ use crate::http::{router, AppState};
 use crate::kubernetes::prometheus::Prometheus;
 use crate::local::machine::Machine;
 use crate::local::venvs::Venvs;
+use crate::local::workload_host::ServerPython;
 use crate::local::{LocalCluster, LocalParts};
 use crate::local_runs::SqlLocalRuns;
 use crate::mail::{MailChoice, Outbox, Smtp};
 use crate::mlflow::tracking::MlflowService;
-use crate::notebooks::NotebookService;
+use crate::notebooks::{NotebookService, Renderer};
 use crate::paddleboard::SqlMetrics;
 use crate::pipelines::SqlPipelines;
 use crate::quota::SqlQuotas;
@@ -84,7 +85,7 @@ impl Console {
             host.machine.limits.enforcement(),
         );
         let serving = recover_serving(&base, &config, &stores, &backends).await?;
-        let notebooks = recover_notebooks(&base, &config, &stores, &backends).await?;
+        let notebooks = recover_notebooks(&base, &config, &stores, &backends, &host).await?;
         let catalogs = Catalogs::install(&base, &config, &host).await?;
         let accounts = SqlAccounts::new(base.pool.clone(), account_mail);
         let pipelines = Arc::new(SqlPipelines::new(
@@ -196,6 +197,8 @@ struct Stores {
     metrics: Arc<SqlMetrics>,
     /// Datasets and models, their files in the object store.
     assets: Arc<SqlAssets>,
+    /// The object store (notebook versions keep their files there too).
+    objects: Objects,
 }
 
 impl Stores {
@@ -219,15 +222,17 @@ impl Stores {
         if moved > 0 {
             tracing::info!(points = moved, "metric points moved into blocks");
         }
+        let objects = object_store(config)?;
         let assets = Arc::new(SqlAssets::new(
             base.pool.clone(),
-            object_store(config)?,
+            objects.clone(),
             config.data_dir.join("dataset-cache"),
         ));
         Ok(Self {
             samples,
             metrics,
             assets,
+            objects,
         })
     }
 }
@@ -364,13 +369,30 @@ async fn recover_notebooks(
     config: &Config,
     stores: &Stores,
     backends: &Backends,
+    host: &Host,
 ) -> anyhow::Result<NotebookService> {
+    // Versions are rendered here by JupyterLab's nbconvert: the one local
+    // notebooks run with, or (notebooks in pods) the console's own build.
+    let given = config
+        .notebook_python
+        .clone()
+        .filter(|_| backends.notebooks.sees_local_files());
+    let renderer = Renderer::new(
+        ServerPython::given_or_built(
+            given,
+            "JupyterLab",
+            vec![crate::backend::notebooks::JUPYTERLAB.to_owned()],
+        ),
+        host.venvs.clone(),
+    );
     let notebooks = NotebookService::new(
         base.pool.clone(),
         backends.notebooks.clone(),
         stores.assets.clone(),
         config.public_url.clone(),
         config.notebook_idle_minutes,
+        stores.objects.clone(),
+        renderer,
     );
     notebooks
         .recover()

@@ -9,9 +9,12 @@
 //! added: the server's identity provider (`paddlecloud.lab`) lets in that
 //! token alone and puts no token in its pages, so neither the browser nor
 //! a client ever holds it. Bodies stream both ways; an upgraded connection
-//! is copied both ways until either side closes.
+//! is copied both ways until either side closes. A notebook file's save or
+//! checkpoint that went through is kept as a version once the server has
+//! answered (`notebooks::versions`).
 
 use app::error::AppError;
+use app::models::{is_versioned_path, VersionReason};
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -85,8 +88,30 @@ pub async fn forward(
         Ok(route) => route,
         Err(err) => return ApiError(err).into_response(),
     };
+    let watched = if upgrade {
+        None
+    } else {
+        Watched::of(request.method(), &get("path"))
+    };
     match send(&route, request, upgrade).await {
-        Ok(response) => response,
+        Ok(response) => {
+            if response.status().is_success() {
+                match &watched {
+                    Some(Watched::Save(file)) => {
+                        notebooks
+                            .saved(&route, &who.me, file, VersionReason::Save)
+                            .await
+                    }
+                    Some(Watched::Checkpoint(file)) => {
+                        notebooks
+                            .saved(&route, &who.me, file, VersionReason::Checkpoint)
+                            .await
+                    }
+                    None => {}
+                }
+            }
+            response
+        }
         Err(why) => {
             tracing::warn!(notebook = %name, error = %why, "forwarding to a notebook's server");
             ApiError(AppError::Unavailable {
@@ -94,6 +119,28 @@ pub async fn forward(
             })
             .into_response()
         }
+    }
+}
+
+/// A request the console keeps a version after (the file read back from
+/// the server once it answered, as the server wrote it): a notebook file's
+/// save (`PUT api/contents/<file>.ipynb`, JupyterLab's saves and uploads)
+/// or checkpoint (`POST api/contents/<file>.ipynb/checkpoints`).
+enum Watched {
+    Save(String),
+    Checkpoint(String),
+}
+
+impl Watched {
+    /// What `method` on `path` (below the notebook's base) is, if watched.
+    fn of(method: &Method, path: &str) -> Option<Self> {
+        let file = path.strip_prefix("api/contents/")?;
+        if *method == Method::PUT && is_versioned_path(file) {
+            return Some(Self::Save(file.to_owned()));
+        }
+        let file = file.strip_suffix("/checkpoints")?;
+        (*method == Method::POST && is_versioned_path(file))
+            .then(|| Self::Checkpoint(file.to_owned()))
     }
 }
 
@@ -286,6 +333,18 @@ mod tests {
             "/notebooks/a/n/api/contents?type=file&x=%2F"
         );
         assert_eq!(sent("/notebooks/a/n/lab"), "/notebooks/a/n/lab");
+    }
+
+    #[test]
+    fn saves_and_checkpoints_of_notebook_files_are_watched() {
+        let save = Watched::of(&Method::PUT, "api/contents/work/a b.ipynb");
+        assert!(matches!(save, Some(Watched::Save(f)) if f == "work/a b.ipynb"));
+        let checkpoint = Watched::of(&Method::POST, "api/contents/a.ipynb/checkpoints");
+        assert!(matches!(checkpoint, Some(Watched::Checkpoint(f)) if f == "a.ipynb"));
+        assert!(Watched::of(&Method::PUT, "api/contents/a.py").is_none());
+        assert!(Watched::of(&Method::GET, "api/contents/a.ipynb").is_none());
+        assert!(Watched::of(&Method::PUT, "api/kernels/a.ipynb").is_none());
+        assert!(Watched::of(&Method::PUT, "api/contents/.ipynb_checkpoints/a.ipynb").is_none());
     }
 
     #[test]

@@ -102,7 +102,7 @@ impl NotebookService {
                          (idle since {}).",
                         format_utc(since)
                     );
-                    self.halt(&now, &why).await?;
+                    self.halt(&now, &why, "idle culling").await?;
                 }
             }
         }

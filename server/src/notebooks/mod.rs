@@ -4,20 +4,30 @@
 //! [`NotebookBackend`] runs the servers: the local executor's processes
 //! ([`crate::local::notebooks`]) or Kubernetes. The browser reaches a
 //! server only through the console's proxy (`http::lab`), which asks
-//! [`NotebookService::route`] where it is and with which token.
+//! [`NotebookService::route`] where it is and with which token. The
+//! versions of notebook files ([`versions`]) are read and written through
+//! the server's contents API ([`contents`]) and shown as pages by nbconvert
+//! ([`render`]).
 
+mod contents;
 pub mod idle;
+mod render;
+mod versions;
+
+pub use render::Renderer;
 
 use std::sync::Arc;
 
 use app::error::AppError;
 use app::models::{
-    base_path, Account, AssetKind, Me, Notebook, NotebookList, NotebookSpec, NotebookStatus, Role,
+    base_path, Account, AssetKind, Me, Notebook, NotebookDiff, NotebookHistory, NotebookList,
+    NotebookSpec, NotebookStatus, NotebookVersion, Role,
 };
 use app::ports::{Assets, NotebookEvent, Notebooks, Principal, Slot};
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
+use crate::assets::objects::Objects;
 use crate::backend::notebooks::{NotebookBackend, NotebookReporter, NotebookRun, NotebookState};
 use crate::storage::notebooks::{NotebookStore, StoredNotebook};
 use crate::time::now_ms;
@@ -31,6 +41,10 @@ pub struct NotebookService {
     events: broadcast::Sender<NotebookEvent>,
     /// The console's URL as kernels reach it (`PADDLECLOUD_SERVER`).
     console_url: Option<String>,
+    /// Where versions of notebook files are kept.
+    objects: Objects,
+    /// What shows a version as a page.
+    renderer: Renderer,
 }
 
 /// Where the proxy sends a request for a notebook, and what it sends along.
@@ -41,19 +55,26 @@ pub struct Route {
     pub jupyter_token: String,
     /// What reaches it.
     pub client: crate::backend::lab_client::LabClient,
+    /// The notebook's id.
+    pub notebook_id: i64,
+    /// The path its server runs under (`/notebooks/<account>/<name>/`).
+    pub base_path: String,
 }
 
 impl NotebookService {
     /// On a migrated pool: notebooks run on `backend`, see the datasets
     /// `assets` lets their owner read, and reach the console at
     /// `console_url`; `default_idle` minutes apply to notebooks that set no
-    /// idle timeout.
+    /// idle timeout. Versions of their files go to `objects`, shown as
+    /// pages by `renderer`.
     pub fn new(
         pool: crate::storage::db::Pool,
         backend: Arc<dyn NotebookBackend>,
         assets: Arc<dyn Assets>,
         console_url: Option<String>,
         default_idle: Option<u32>,
+        objects: Objects,
+        renderer: Renderer,
     ) -> Self {
         let (events, _) = broadcast::channel(256);
         Self {
@@ -62,6 +83,8 @@ impl NotebookService {
             assets,
             events,
             console_url,
+            objects,
+            renderer,
         }
     }
 
@@ -229,15 +252,24 @@ impl NotebookService {
             NotebookStatus::Stopped => return Err(unavailable("stopped")),
             NotebookStatus::Failed => return Err(unavailable("not running (it failed)")),
         }
+        self.route_of(&stored)
+            .await
+            .ok_or_else(|| unavailable("not answering yet"))
+    }
+
+    /// Where `stored`'s server answers, if it does.
+    async fn route_of(&self, stored: &StoredNotebook) -> Option<Route> {
+        let name = &stored.notebook.name;
         let upstream = self
             .backend
             .upstream(&stored.account, stored.id, name)
-            .await
-            .ok_or_else(|| unavailable("not answering yet"))?;
-        Ok(Route {
+            .await?;
+        Some(Route {
             upstream,
-            jupyter_token: stored.jupyter_token,
+            jupyter_token: stored.jupyter_token.clone(),
             client: self.backend.client(),
+            notebook_id: stored.id,
+            base_path: base_path(&stored.account.name, name),
         })
     }
 
@@ -267,9 +299,11 @@ impl NotebookService {
         }
     }
 
-    /// Stops notebook `stored`'s server and records `why`.
-    async fn halt(&self, stored: &StoredNotebook, why: &str) -> Result<(), AppError> {
+    /// Stops notebook `stored`'s server and records `why`; its notebook
+    /// files are kept as versions first, by `author`.
+    async fn halt(&self, stored: &StoredNotebook, why: &str, author: &str) -> Result<(), AppError> {
         let name = &stored.notebook.name;
+        self.snapshot(stored, author).await;
         self.backend.stop(&stored.account, stored.id, name).await?;
         self.reporter()
             .report(
@@ -329,7 +363,7 @@ impl Notebooks for NotebookService {
         let stored = self.store.get(by.account.id, name).await?;
         Self::may_end(by, &stored)?;
         if stored.notebook.status.is_active() {
-            self.halt(&stored, &format!("Stopped by {}.", by.email))
+            self.halt(&stored, &format!("Stopped by {}.", by.email), &by.email)
                 .await?;
         }
         self.get(&by.account, name).await
@@ -341,6 +375,7 @@ impl Notebooks for NotebookService {
         self.backend
             .remove(&stored.account, stored.id, name)
             .await?;
+        self.forget_versions(&stored).await?;
         self.store.delete(stored.id).await?;
         self.reporter().announce(by.account.id, name);
         tracing::info!(account = %by.account.name, notebook = %name, user = %by.email, "notebook deleted");
@@ -357,6 +392,42 @@ impl Notebooks for NotebookService {
             self.reporter().announce(by.account.id, name);
         }
         self.get(&by.account, name).await
+    }
+
+    async fn history(
+        &self,
+        by: &Me,
+        name: &str,
+        path: Option<&str>,
+    ) -> Result<NotebookHistory, AppError> {
+        self.history_of(by, name, path).await
+    }
+
+    async fn version(
+        &self,
+        by: &Me,
+        name: &str,
+        id: i64,
+    ) -> Result<(NotebookVersion, Vec<u8>), AppError> {
+        self.version_file(by, name, id).await
+    }
+
+    async fn version_html(&self, by: &Me, name: &str, id: i64) -> Result<Vec<u8>, AppError> {
+        self.version_page(by, name, id).await
+    }
+
+    async fn diff(
+        &self,
+        by: &Me,
+        name: &str,
+        from: i64,
+        to: i64,
+    ) -> Result<NotebookDiff, AppError> {
+        self.diff_of(by, name, from, to).await
+    }
+
+    async fn restore(&self, by: &Me, name: &str, id: i64) -> Result<NotebookVersion, AppError> {
+        self.restore_version(by, name, id).await
     }
 
     fn subscribe(&self) -> broadcast::Receiver<NotebookEvent> {

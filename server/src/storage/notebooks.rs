@@ -115,7 +115,7 @@ enum Bound<'a> {
 /// Notebooks in the console's database.
 #[derive(Clone)]
 pub struct NotebookStore {
-    pool: AnyPool,
+    pub(super) pool: AnyPool,
     /// The site's idle timeout for notebooks that set none.
     default_idle: Option<u32>,
 }

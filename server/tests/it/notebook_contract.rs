@@ -32,23 +32,23 @@ use crate::notebooks::{
 };
 
 /// A console whose notebooks run on one backend, with a signed-up account.
-struct Harness {
-    site: Site,
+pub(crate) struct Harness {
+    pub(crate) site: Site,
     /// The console's base URL.
-    url: String,
+    pub(crate) url: String,
     /// The account's owner: a key and a browser session.
-    key: String,
-    cookie: String,
-    account: String,
+    pub(crate) key: String,
+    pub(crate) cookie: String,
+    pub(crate) account: String,
     /// What the console was built from.
-    config: Config,
+    pub(crate) config: Config,
     /// On Kubernetes: what reads the cluster.
-    kube: Option<Kube>,
+    pub(crate) kube: Option<Kube>,
     /// Holds the local backend's broken Python.
     _dir: Option<tempfile::TempDir>,
 }
 
-struct Kube {
+pub(crate) struct Kube {
     client: kube::Client,
     /// The account's namespace.
     namespace: String,
@@ -56,7 +56,7 @@ struct Kube {
 
 /// Where a harness's notebooks run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Backend {
+pub(crate) enum Backend {
     /// Processes of the test venv's Python.
     Local,
     /// Containers on the real node.
@@ -95,7 +95,7 @@ impl Kube {
 /// JupyterLab or no real node), their servers unable to start if `broken`,
 /// and a new account's owner; on Kubernetes it reaches their servers
 /// through the API server.
-async fn harness(backend: Backend, broken: bool) -> Option<Harness> {
+pub(crate) async fn harness(backend: Backend, broken: bool) -> Option<Harness> {
     harness_reaching(backend, broken, Reach::ApiServer, None).await
 }
 
@@ -157,10 +157,17 @@ async fn harness_reaching(
                 }),
             },
         };
+        // Notebooks in pods: the console's own JupyterLab build renders
+        // versions, built once per machine like the environments' tests'.
+        let environments_dir = match backend {
+            Backend::Local => config.environments_dir.clone(),
+            Backend::RealNode => crate::environments::shared_environments(),
+        };
         let config = Config {
             notebook_python: Some(python),
             notebook_probe_secs: 3600,
             cluster,
+            environments_dir,
             ..config
         };
         built = Some(config.clone());
@@ -191,12 +198,12 @@ impl Harness {
         app::ports::Principal::new(me, app::ports::Credential::Session(0))
     }
 
-    async fn post(&self, path: &str, body: Option<Value>) -> common::rest::Answer {
+    pub(crate) async fn post(&self, path: &str, body: Option<Value>) -> common::rest::Answer {
         call(&self.site, Method::POST, path, Some(&self.key), body).await
     }
 
     /// Deletes notebook `name` (its workspace with it).
-    async fn delete(&self, name: &str) {
+    pub(crate) async fn delete(&self, name: &str) {
         let path = format!("/api/v1/notebooks/{name}");
         let gone = call(&self.site, Method::DELETE, &path, Some(&self.key), None).await;
         assert_eq!(gone.status, StatusCode::NO_CONTENT, "{}", gone.body);
@@ -204,7 +211,7 @@ impl Harness {
 
     /// GET `path` of notebook `name` through the console's proxy, with the
     /// browser's session.
-    async fn lab_get(&self, name: &str, path: &str) -> reqwest::Response {
+    pub(crate) async fn lab_get(&self, name: &str, path: &str) -> reqwest::Response {
         http()
             .get(format!(
                 "{}/notebooks/{}/{name}/{path}",

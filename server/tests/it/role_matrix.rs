@@ -182,6 +182,7 @@ fn query_of(template: &str) -> Option<&'static str> {
     match template {
         "/api/v1/jobs/compare.csv" => Some("?jobs=j1"),
         "/api/v1/lineage" => Some("?node=job:team/j1"),
+        "/api/v1/notebooks/{name}/diff" => Some("?from=1&to=2"),
         _ => None,
     }
 }
@@ -371,6 +372,7 @@ const SERVER_FN_WRITES: &[(&str, &str)] = &[
     ("stop_notebook", "name=n1"),
     ("keep_notebook", "name=n1"),
     ("delete_notebook", "name=n1"),
+    ("restore_notebook_version", "name=n1&id=1"),
     ("run_template", "name=t1&version=1&job_name=from-t1"),
     ("save_environment", "form[name]=e2"),
     ("stop_pipeline", "name=nope"),
@@ -424,6 +426,8 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("serving_release_data", "name=s1"),
     ("lineage_graph", "node=job%3Ateam%2Fj1"),
     ("list_notebooks", ""),
+    ("read_notebook_history", "name=n1&path="),
+    ("compare_notebook_versions", "name=n1&from=1&to=2"),
     ("list_templates", ""),
     ("get_template", "name=t1"),
     ("job_as_template", "job=j1"),

@@ -19,6 +19,7 @@ mod lineage;
 mod local_runs;
 mod members;
 pub mod metrics;
+mod notebook_versions;
 mod notebooks;
 mod pipelines;
 mod serving;
@@ -64,7 +65,7 @@ use crate::http::caller::Caller;
          (name = "usage", description = "Resource use of jobs, quota, CPU/GPU hours"),
          (name = "lineage", description = "What datasets, jobs, model versions and serving instances came from and what came of them"),
          (name = "serving", description = "Models served over HTTP: launch, scale, release by degrees (canary, shadow, promote, roll back), stop, traffic"),
-         (name = "notebooks", description = "Private JupyterLab servers: create, start, stop, keep running, delete"),
+         (name = "notebooks", description = "Private JupyterLab servers: create, start, stop, keep running, delete; the versions of their notebook files: history, a version's file or page, two compared, restore"),
          (name = "environments", description = "Environment profiles: an image and pip requirements, saved in immutable versions, built locally from PyPI"),
          (name = "pipelines", description = "Pipeline runs: a graph of jobs submitted, watched, stopped and retried as one"),
          (name = "experiments", description = "Experiments: a search over a template's parameters for an objective (grid, random, TPE; early stopping), its trials ordinary jobs"),
@@ -137,6 +138,11 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(notebooks::start))
         .routes(routes!(notebooks::stop))
         .routes(routes!(notebooks::keep))
+        .routes(routes!(notebook_versions::history))
+        .routes(routes!(notebook_versions::file))
+        .routes(routes!(notebook_versions::page))
+        .routes(routes!(notebook_versions::diff))
+        .routes(routes!(notebook_versions::restore))
         .routes(routes!(templates::list, templates::save))
         .routes(routes!(templates::get_one))
         .routes(routes!(templates::run))

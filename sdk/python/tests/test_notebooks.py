@@ -1,0 +1,145 @@
+"""Notebooks and the versions of their files, from the SDK and the CLI, against
+the real `paddlecloud` server running a real JupyterLab:
+
+    python3 -m unittest discover -s sdk/python/tests -v
+
+The server runs notebooks with a Python that has JupyterLab:
+`$PADDLECLOUD_NOTEBOOK_PYTHON`, else `~/.cache/paddlecloud/pyvenv/bin/python` (which
+`scripts/setup.sh test` makes). Without one the tests are skipped, or fail when
+`PADDLECLOUD_REQUIRE_JUPYTER=1`.
+"""
+
+import json
+import os
+import subprocess
+import time
+import unittest
+import urllib.request
+
+import test_sdk as base
+from test_sdk import REPO
+
+from paddlecloud import Client, PaddleCloudError
+
+
+def _jupyter_python():
+    path = os.environ.get("PADDLECLOUD_NOTEBOOK_PYTHON") or os.path.expanduser(
+        "~/.cache/paddlecloud/pyvenv/bin/python"
+    )
+    if os.path.exists(path) and subprocess.run(
+        [path, "-c", "import jupyterlab"], capture_output=True, timeout=120
+    ).returncode == 0:
+        return path
+    return None
+
+
+def setUpModule():
+    python = _jupyter_python()
+    if python is None:
+        message = "no Python with jupyterlab: run `scripts/setup.sh test`"
+        if os.environ.get("PADDLECLOUD_REQUIRE_JUPYTER") == "1":
+            raise RuntimeError(message)
+        raise unittest.SkipTest(message)
+    base.setUpModule(extra_args=("--notebook-python", python))
+
+
+def tearDownModule():
+    base.tearDownModule()
+
+
+def notebook(lr):
+    return {
+        "cells": [
+            {"cell_type": "markdown", "id": "m1", "metadata": {}, "source": "# Sweep"},
+            {"cell_type": "code", "id": "c1", "metadata": {}, "execution_count": None,
+             "outputs": [], "source": f"lr = {lr}\nprint(lr)"},
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+class NotebookVersionsTest(unittest.TestCase):
+    def setUp(self):
+        self.client = Client(server=base.SERVER, key=base.KEY, timeout=60)
+        self.name = "sdk-lab"
+        self.client.create_notebook(self.name, cpu="500m", memory="1Gi")
+        self.addCleanup(self._delete)
+        deadline = time.monotonic() + 180
+        while self.client.get_notebook(self.name)["status"] != "running":
+            self.assertLess(time.monotonic(), deadline, self.client.get_notebook(self.name))
+            time.sleep(0.5)
+
+    def _delete(self):
+        try:
+            self.client.delete_notebook(self.name)
+        except PaddleCloudError:
+            pass
+
+    def save(self, path, content):
+        """A save as JupyterLab sends it, through the console's proxy with the key."""
+        url = f"{base.SERVER}/notebooks/{base.ACCOUNT}/{self.name}/api/contents/{path}"
+        body = json.dumps({"type": "notebook", "format": "json", "content": content})
+        request = urllib.request.Request(
+            url, data=body.encode(), method="PUT",
+            headers={"Authorization": f"token {base.KEY}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            self.assertLess(answer.status, 300)
+
+    def cli(self, *args):
+        done = subprocess.run(
+            [str(base._binary()), "notebook", *args, "--credentials", base.CREDENTIALS],
+            capture_output=True, text=True, cwd=REPO, timeout=120,
+        )
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return done.stdout
+
+    def test_saved_versions_are_listed_compared_shown_and_restored(self):
+        self.save("sweep.ipynb", notebook(0.1))
+        self.save("sweep.ipynb", notebook(0.01))
+        history = self.client.notebook_history(self.name)
+        self.assertEqual(history["path"], "sweep.ipynb")
+        old, new = history["versions"][1], history["versions"][0]
+        self.assertEqual([old["reason"], new["reason"]], ["save", "save"])
+        self.assertEqual(new["author"], base.EMAIL)
+
+        diff = self.client.diff_notebook_versions(self.name, old["id"], new["id"])
+        changed = [c for c in diff["cells"] if c["change"] == "changed"]
+        self.assertEqual(len(changed), 1)
+        self.assertIn({"change": "added", "text": "lr = 0.01"}, changed[0]["lines"])
+
+        kept = json.loads(self.client.notebook_version(self.name, old["id"]))
+        self.assertEqual(kept["cells"][1]["source"], "lr = 0.1\nprint(lr)")
+
+        # The CLI reads the same: the history, the diff as text, a restore.
+        listed = self.cli("history", self.name)
+        self.assertIn("sweep.ipynb  (2 versions)", listed)
+        self.assertIn(f"#{old['id']}", listed)
+        printed = self.cli("diff", self.name, str(old["id"]), str(new["id"]))
+        self.assertIn("@@ Cell 2 · code · changed", printed)
+        self.assertIn("- lr = 0.1", printed)
+        self.assertIn("+ lr = 0.01", printed)
+        self.assertIn("(1 unchanged cells; --all prints them)", printed)
+        said = self.cli("restore", self.name, str(old["id"]))
+        self.assertIn(f"sweep.ipynb is version #{old['id']} again", said)
+        latest = self.client.notebook_history(self.name, "sweep.ipynb")["versions"][0]
+        self.assertEqual((latest["reason"], latest["restored_from"]), ("restore", old["id"]))
+
+        # Stopped, it cannot be restored into; the SDK says why.
+        self.client.stop_notebook(self.name)
+        with self.assertRaises(PaddleCloudError) as refused:
+            self.client.restore_notebook_version(self.name, new["id"])
+        self.assertEqual(refused.exception.status, 409)
+        self.assertIn("Start", str(refused.exception))
+
+    def test_another_accounts_key_finds_no_history(self):
+        guest = Client(server=base.SERVER, key=base.GUEST_KEY, timeout=30)
+        with self.assertRaises(PaddleCloudError) as caught:
+            guest.notebook_history(self.name)
+        self.assertEqual(caught.exception.status, 404)
+
+
+if __name__ == "__main__":
+    unittest.main()
