@@ -28,6 +28,7 @@ use crate::pages::{
     lineage::LineagePage,
     not_found::NotFound,
     notebook_history::{NotebookDiffPage, NotebookHistoryPage},
+    notebook_shares::{NotebookLinkPage, SharedNotebooksPage},
     notebooks::NotebooksPage,
     paddleboard::PaddleBoardPage,
     pipelines::{PipelinePage, PipelinesPage},
@@ -96,6 +97,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/confirm") view=|| view! { <ConfirmPage /> } ssr=SsrMode::Async />
                 <Route path=path!("/join") view=|| view! { <JoinPage /> } ssr=SsrMode::Async />
                 <Route path=path!("/shared/:token") view=|| view! { <SharedPage /> } ssr=SsrMode::Async />
+                <Route path=path!("/shared/notebooks/:token") view=|| view! { <NotebookLinkPage /> } ssr=SsrMode::Async />
                 <ParentRoute path=path!("") view=Layout ssr=SsrMode::Async>
                     <Route path=path!("") view=|| view! { <Redirect path="/jobs" /> } />
                     <Route path=path!("jobs") view=|| view! { <JobsPage /> } />
@@ -114,6 +116,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("models/:owner/:name") view=|| view! { <AssetPage kind=AssetKind::Model /> } />
                     <Route path=path!("models/:owner/:name/settings") view=|| view! { <AssetSettingsPage kind=AssetKind::Model /> } />
                     <Route path=path!("notebooks") view=|| view! { <NotebooksPage /> } />
+                    <Route path=path!("notebooks/shared") view=|| view! { <SharedNotebooksPage /> } />
                     <Route path=path!("notebooks/:name/history") view=|| view! { <NotebookHistoryPage /> } />
                     <Route path=path!("notebooks/:name/diff") view=|| view! { <NotebookDiffPage /> } />
                     <Route path=path!("templates") view=|| view! { <TemplatesPage /> } />

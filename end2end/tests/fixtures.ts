@@ -211,3 +211,14 @@ export async function expectLabPageServed(page: Page, href: string) {
   expect(res.status()).toBe(200);
   expect(await res.text()).toContain("JupyterLab");
 }
+
+/** Notebook `name`, made through the REST API with `page`'s session, running. */
+export async function runningNotebook(page: Page, name: string) {
+  const made = await page.request.post("/api/v1/notebooks", {
+    data: { name, resources: { cpu: "500m", memory: "1Gi", gpu: 0 } },
+  });
+  expect(made.status()).toBe(201);
+  await expect
+    .poll(async () => (await (await page.request.get(`/api/v1/notebooks/${name}`)).json()).status, { timeout: 90_000 })
+    .toBe("running");
+}

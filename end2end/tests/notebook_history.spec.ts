@@ -1,15 +1,4 @@
-import { test, expect, expectLive, newAccount, press, signUp, waitHydrated, Page } from "./fixtures";
-
-/** Notebook `name`, made through the REST API with the session, running. */
-async function runningNotebook(page: Page, name: string) {
-  const made = await page.request.post("/api/v1/notebooks", {
-    data: { name, resources: { cpu: "500m", memory: "1Gi", gpu: 0 } },
-  });
-  expect(made.status()).toBe(201);
-  await expect
-    .poll(async () => (await (await page.request.get(`/api/v1/notebooks/${name}`)).json()).status, { timeout: 90_000 })
-    .toBe("running");
-}
+import { test, expect, newAccount, press, runningNotebook, signUp, waitHydrated, Page } from "./fixtures";
 
 function sweep(lr: string) {
   return {

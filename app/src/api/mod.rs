@@ -11,6 +11,7 @@ pub mod experiments;
 pub mod jobs;
 pub mod lineage;
 pub mod members;
+pub mod notebook_shares;
 pub mod notebook_versions;
 pub mod notebooks;
 pub mod paddleboard;

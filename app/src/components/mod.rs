@@ -12,5 +12,6 @@ pub mod markup;
 pub mod page_error;
 pub mod quota_line;
 pub mod resource;
+pub mod share_link;
 pub mod sse;
 pub mod theme;

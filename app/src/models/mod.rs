@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod model_aliases;
 pub mod names;
 pub mod notebook_diff;
+pub mod notebook_shares;
 pub mod notebook_versions;
 pub mod notebooks;
 pub mod pipeline_form;
@@ -65,6 +66,7 @@ pub use members::*;
 pub use metrics::*;
 pub use model_aliases::*;
 pub use notebook_diff::*;
+pub use notebook_shares::*;
 pub use notebook_versions::*;
 pub use notebooks::*;
 pub use pipelines::{

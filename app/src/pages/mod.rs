@@ -15,6 +15,7 @@ pub mod lineage;
 pub mod members;
 pub mod not_found;
 pub mod notebook_history;
+pub mod notebook_shares;
 pub mod notebooks;
 pub mod paddleboard;
 pub mod pipelines;

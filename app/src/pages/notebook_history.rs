@@ -20,6 +20,7 @@ use crate::models::{
     diff_href, format_bytes, history_href, CellChange, CellDiff, LineChange, NotebookDiff,
     NotebookHistory, NotebookVersion,
 };
+use crate::pages::notebook_shares::FileSharePanel;
 
 fn version_label(v: &NotebookVersion) -> String {
     format!("#{} · {} · {}", v.id, v.reason.label(), format_utc(v.at))
@@ -100,6 +101,7 @@ fn HistoryView(h: NotebookHistory, selected: Option<i64>) -> impl IntoView {
             <VersionTable name=name.clone() versions=h.versions.clone() selected />
         </section>
         {shown.map(|v| view! { <VersionShown name=name.clone() v /> })}
+        {(!current.is_empty()).then(|| view! { <FileSharePanel name=name.clone() path=current.clone() /> })}
     }
 }
 

@@ -54,6 +54,7 @@ pub fn NotebooksPage() -> impl IntoView {
             <Title text="Notebooks" />
             <div class="page-head">
                 <h1>"Notebooks"</h1>
+                <A href="/notebooks/shared" attr:class="button">"Shared with you"</A>
                 <A href=new_href attr:class="button primary">"New notebook"</A>
             </div>
             <p class="hint">

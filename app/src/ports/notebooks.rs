@@ -6,9 +6,19 @@ use async_trait::async_trait;
 
 use crate::error::AppError;
 use crate::models::{
-    Account, Me, Notebook, NotebookDiff, NotebookHistory, NotebookList, NotebookSpec,
-    NotebookVersion,
+    Account, Me, NewNotebookShare, Notebook, NotebookDiff, NotebookHistory, NotebookList,
+    NotebookShare, NotebookShareSpec, NotebookSpec, NotebookVersion, SharedNotebookFile,
 };
+
+/// How a recipient names a shared notebook file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SharedVia {
+    /// A share with their account (or its members), by id: they must be
+    /// among those it is shared with.
+    Share(i64),
+    /// A link's token: whoever holds it.
+    Link(String),
+}
 
 /// Something about a notebook changed: live views refresh.
 pub type NotebookEvent = super::WorkloadEvent;
@@ -61,6 +71,37 @@ pub trait Notebooks: Send + Sync {
     /// stopped one is a conflict); the file as it was is kept as a version
     /// first. Returns the restore's own version.
     async fn restore(&self, by: &Me, name: &str, id: i64) -> Result<NotebookVersion, AppError>;
+    /// Shares a file of `by`'s notebook `name` read-only (the file needs a
+    /// version); a link's path is in the answer this once.
+    async fn share_file(
+        &self,
+        by: &Me,
+        name: &str,
+        spec: &NotebookShareSpec,
+    ) -> Result<NewNotebookShare, AppError>;
+    /// The shares of `by`'s notebook `name`, newest first.
+    async fn file_shares(&self, by: &Me, name: &str) -> Result<Vec<NotebookShare>, AppError>;
+    /// Ends share `id` of `by`'s notebook `name` (a link stops working).
+    async fn revoke_share(&self, by: &Me, name: &str, id: i64) -> Result<(), AppError>;
+    /// The files others shared with `by`'s account or its members.
+    async fn shared_with_me(&self, by: &Me) -> Result<Vec<SharedNotebookFile>, AppError>;
+    /// A shared file (its newest version) and its bytes, to `by` (`None`:
+    /// signed out, which only a link lets in).
+    async fn shared(
+        &self,
+        by: Option<&Me>,
+        via: &SharedVia,
+    ) -> Result<(SharedNotebookFile, Vec<u8>), AppError>;
+    /// A shared file's newest version as a page, as [`Self::version_html`].
+    async fn shared_html(&self, by: Option<&Me>, via: &SharedVia) -> Result<Vec<u8>, AppError>;
+    /// Copies a shared file into `by`'s running notebook `into`; the copy's
+    /// version there.
+    async fn copy_shared(
+        &self,
+        by: &Me,
+        via: &SharedVia,
+        into: &str,
+    ) -> Result<NotebookVersion, AppError>;
     /// Changes to any notebook, for live views.
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<NotebookEvent>;
 }

@@ -867,6 +867,60 @@ class Client(FilesMixin):
             "POST", f"/notebooks/{_quote(name)}/versions/{int(version)}/restore"
         )
 
+    def share_notebook_file(
+        self,
+        name: str,
+        path: str,
+        *,
+        with_: str = "members",
+        account: Optional[str] = None,
+        expires_days: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """Shares file ``path`` of notebook ``name`` read-only: ``with_`` is
+        ``members`` (the account's), ``account`` (name it) or ``link``
+        (``expires_days`` or until revoked). Returns ``{"share", "link"}``;
+        a link's path (``/shared/notebooks/pcf_…``) is given this once."""
+        body: Dict[str, Any] = {"path": path, "with": with_}
+        if account is not None:
+            body["account"] = account
+        if expires_days is not None:
+            body["expires_days"] = int(expires_days)
+        return self._json("POST", f"/notebooks/{_quote(name)}/shares", body=body)
+
+    def notebook_shares(self, name: str) -> List[Dict[str, Any]]:
+        """Notebook ``name``'s shares, newest first."""
+        return self._json("GET", f"/notebooks/{_quote(name)}/shares")
+
+    def revoke_notebook_share(self, name: str, share: int) -> None:
+        """Ends a share: its recipients, or its link, no longer see the file."""
+        self._json("DELETE", f"/notebooks/{_quote(name)}/shares/{int(share)}")
+
+    def shared_notebook_files(self) -> List[Dict[str, Any]]:
+        """Notebook files others shared with your account or its members:
+        ``share``, ``owner_account``, ``owner``, ``notebook``, ``path``,
+        ``with`` and ``version`` (the newest, which is what they see)."""
+        return self._json("GET", "/notebook-shares")
+
+    def shared_notebook_file(self, share: Union[int, str]) -> bytes:
+        """The .ipynb of a file shared with you (``share``'s id) or of a
+        link (its token, or the link itself)."""
+        return self._shared_bytes(share, "file", "application/x-ipynb+json")
+
+    def copy_shared_notebook(self, share: Union[int, str], into: str) -> Dict[str, Any]:
+        """Copies a shared file (an id, or a link) into your running notebook
+        ``into``, under a name no file there has; the copy's version."""
+        return self._json("POST", self._shared_path(share, "copy"), body={"notebook": into})
+
+    def _shared_path(self, share: Union[int, str], what: str) -> str:
+        if isinstance(share, int) or str(share).isdigit():
+            return f"/notebook-shares/{int(share)}/{what}"
+        token = str(share).rstrip("/").rsplit("/", 1)[-1]
+        return f"/shared/notebooks/{_quote(token)}/{what}"
+
+    def _shared_bytes(self, share: Union[int, str], what: str, accept: str) -> bytes:
+        with self._open("GET", self._shared_path(share, what), accept=accept) as response:
+            return self._read(response)
+
     # ----------------------------------------------------------------- pipelines
 
     def run_pipeline(

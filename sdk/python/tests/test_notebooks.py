@@ -134,6 +134,25 @@ class NotebookVersionsTest(unittest.TestCase):
         self.assertEqual(refused.exception.status, 409)
         self.assertIn("Start", str(refused.exception))
 
+    def test_a_file_shared_by_link_is_read_by_anyone_holding_it_and_copied(self):
+        self.save("sweep.ipynb", notebook(0.1))
+        made = self.client.share_notebook_file(self.name, "sweep.ipynb", with_="link", expires_days=2)
+        link = made["link"]
+        self.assertTrue(link.startswith("/shared/notebooks/pcf_"), made)
+        # Another account's key reads it through the link, as anyone would.
+        guest = Client(server=base.SERVER, key=base.GUEST_KEY, timeout=30)
+        kept = json.loads(guest.shared_notebook_file(base.SERVER + link))
+        self.assertEqual(kept["cells"][1]["source"], "lr = 0.1\nprint(lr)")
+        copied = self.client.copy_shared_notebook(link, self.name)
+        self.assertEqual(copied["path"], "sweep-copy.ipynb")
+        listed = self.cli("shares", self.name)
+        self.assertIn(f"#{made['share']['id']}  sweep.ipynb  with link pcf_", listed)
+        self.cli("unshare", self.name, str(made["share"]["id"]))
+        self.assertEqual(self.client.notebook_shares(self.name), [])
+        with self.assertRaises(PaddleCloudError) as gone:
+            guest.shared_notebook_file(link)
+        self.assertEqual(gone.exception.status, 404)
+
     def test_another_accounts_key_finds_no_history(self):
         guest = Client(server=base.SERVER, key=base.GUEST_KEY, timeout=30)
         with self.assertRaises(PaddleCloudError) as caught:

@@ -1,7 +1,10 @@
 //! Notebooks and the versions of their files through
 //! `/api/v1/notebooks/...`: what `paddlecloud notebook` calls.
 
-use app::models::{Notebook, NotebookDiff, NotebookHistory, NotebookList, NotebookVersion};
+use app::models::{
+    CopyTarget, NewNotebookShare, Notebook, NotebookDiff, NotebookHistory, NotebookList,
+    NotebookShare, NotebookShareSpec, NotebookVersion, SharedNotebookFile,
+};
 
 use super::{ApiClient, ClientError};
 
@@ -79,5 +82,51 @@ impl ApiClient {
             self.post(&self.url(&["notebooks", name, "versions", &id, "restore"]))
                 .send_empty(),
         )
+    }
+
+    /// Shares a file of notebook `name`.
+    pub fn share_notebook_file(
+        &self,
+        name: &str,
+        spec: &NotebookShareSpec,
+    ) -> Result<NewNotebookShare, ClientError> {
+        self.json(
+            self.post(&self.url(&["notebooks", name, "shares"]))
+                .send_json(spec),
+        )
+    }
+
+    /// Notebook `name`'s shares.
+    pub fn notebook_shares(&self, name: &str) -> Result<Vec<NotebookShare>, ClientError> {
+        self.json(self.get(&self.url(&["notebooks", name, "shares"])).call())
+    }
+
+    /// Ends share `id` of notebook `name`.
+    pub fn revoke_notebook_share(&self, name: &str, id: i64) -> Result<(), ClientError> {
+        let url = self.url(&["notebooks", name, "shares", &id.to_string()]);
+        self.check(self.signed(self.agent.delete(&url)).call())
+            .map(drop)
+    }
+
+    /// Files others shared with the caller.
+    pub fn shared_notebook_files(&self) -> Result<Vec<SharedNotebookFile>, ClientError> {
+        self.json(self.get(&self.url(&["notebook-shares"])).call())
+    }
+
+    /// Copies a shared file (share `id`, or a link's `token`) into the
+    /// caller's running notebook `into`.
+    pub fn copy_shared_notebook(
+        &self,
+        share: Result<i64, &str>,
+        into: &str,
+    ) -> Result<NotebookVersion, ClientError> {
+        let url = match share {
+            Ok(id) => self.url(&["notebook-shares", &id.to_string(), "copy"]),
+            Err(token) => self.url(&["shared", "notebooks", token, "copy"]),
+        };
+        let target = CopyTarget {
+            notebook: into.to_owned(),
+        };
+        self.json(self.post(&url).send_json(&target))
     }
 }

@@ -6,7 +6,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use app::models::time::format_utc_seconds;
-use app::models::{format_bytes, CellChange, LineChange, NotebookDiff};
+use app::models::{
+    format_bytes, CellChange, LineChange, NotebookDiff, NotebookShareSpec, ShareAudience,
+};
 use clap::{Args, Subcommand};
 
 use super::remote::RemoteArgs;
@@ -31,6 +33,78 @@ pub enum NotebookCommand {
     /// Put a version back into the running notebook's workspace (the file
     /// as it is is kept as a version first).
     Restore(VersionArgs),
+    /// Share a notebook file read-only, e.g.
+    /// `paddlecloud notebook share lab sweep.ipynb --with account --account acme`
+    /// (`--with members`, or `--with link [--expires-days 7]`: the link is printed once).
+    Share(ShareArgs),
+    /// A notebook's shares.
+    Shares(NameArgs),
+    /// End a share (its id as `shares` lists it).
+    Unshare(UnshareArgs),
+    /// Notebook files others shared with you.
+    Shared(RemoteOnly),
+    /// Copy a shared file (a share id from `shared`, or a link) into a running
+    /// notebook of yours, e.g. `paddlecloud notebook copy 4 --into lab`.
+    Copy(CopyArgs),
+}
+
+/// `paddlecloud notebook share`.
+#[derive(Debug, Args)]
+pub struct ShareArgs {
+    /// The notebook's name.
+    pub name: String,
+    /// The file's path in its workspace.
+    pub path: String,
+    /// `members` (the account's), `account` (name it with `--account`) or `link`.
+    #[arg(long)]
+    pub with: String,
+    /// The account to share it with.
+    #[arg(long)]
+    pub account: Option<String>,
+    /// A link stops working after this many days.
+    #[arg(long)]
+    pub expires_days: Option<u32>,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `paddlecloud notebook unshare`.
+#[derive(Debug, Args)]
+pub struct UnshareArgs {
+    /// The notebook's name.
+    pub name: String,
+    /// The share's id.
+    pub share: i64,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `paddlecloud notebook copy`.
+#[derive(Debug, Args)]
+pub struct CopyArgs {
+    /// A share's id, or a link (`…/shared/notebooks/pcf_…`).
+    pub share: String,
+    /// Your running notebook to copy it into.
+    #[arg(long)]
+    pub into: String,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// A share's id, or the token of a link however it is given.
+fn share_of(text: &str) -> Result<i64, &str> {
+    match text.trim().parse::<i64>() {
+        Ok(id) => Ok(id),
+        Err(_) => Err(text
+            .trim()
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or(text)),
+    }
 }
 
 /// Which console, alone.
@@ -240,6 +314,86 @@ pub fn run(command: NotebookCommand) -> anyhow::Result<()> {
                 v.path, args.version, v.id
             );
         }
+        NotebookCommand::Share(args) => {
+            let with = ShareAudience::parse(&args.with)
+                .ok_or_else(|| anyhow::anyhow!("--with is members, account or link"))?;
+            let spec = NotebookShareSpec {
+                path: args.path.clone(),
+                with,
+                account: args.account.clone(),
+                expires_days: args.expires_days,
+            };
+            let done = args
+                .remote
+                .client()?
+                .share_notebook_file(&args.name, &spec)?;
+            println!(
+                "#{}  {} shared with {}",
+                done.share.id,
+                done.share.path,
+                done.share.audience()
+            );
+            if let Some(link) = done.link {
+                println!("{}{link}", args.remote.client()?.server());
+                println!("(the link is not shown again)");
+            }
+        }
+        NotebookCommand::Shares(args) => {
+            for s in args.remote.client()?.notebook_shares(&args.name)? {
+                let expires = s
+                    .expires_at
+                    .map(|t| format!("  expires {}", format_utc_seconds(t)))
+                    .unwrap_or_default();
+                println!(
+                    "#{}  {}  with {}{expires}  by {}",
+                    s.id,
+                    s.path,
+                    s.audience(),
+                    s.created_by
+                );
+            }
+        }
+        NotebookCommand::Unshare(args) => {
+            args.remote
+                .client()?
+                .revoke_notebook_share(&args.name, args.share)?;
+            println!("revoked #{}", args.share);
+        }
+        NotebookCommand::Shared(args) => {
+            for f in args.remote.client()?.shared_notebook_files()? {
+                println!(
+                    "#{}  {}  from {}/{}  by {}  saved {}",
+                    f.share,
+                    f.path,
+                    f.owner_account,
+                    f.notebook,
+                    f.owner,
+                    format_utc_seconds(f.version.at)
+                );
+            }
+        }
+        NotebookCommand::Copy(args) => {
+            let v = args
+                .remote
+                .client()?
+                .copy_shared_notebook(share_of(&args.share), &args.into)?;
+            println!("copied into {}/{}", args.into, v.path);
+        }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_share_is_named_by_its_id_or_by_a_link_however_given() {
+        assert_eq!(share_of("4"), Ok(4));
+        assert_eq!(share_of("pcf_abc"), Err("pcf_abc"));
+        assert_eq!(
+            share_of("http://c:3000/shared/notebooks/pcf_abc/"),
+            Err("pcf_abc")
+        );
+    }
 }

@@ -24,7 +24,13 @@ pub const MLFLOW_API: &str = "/api/2.0/mlflow/";
 const PUBLIC_PAGES: &[&str] = &["/login", "/signup", "/forgot"];
 /// Pages anyone may open, signed in or not: what a share link opens, and
 /// where the links of account mail land.
-const OPEN_PAGES: &[&str] = &["/shared/:token", "/reset", "/confirm", "/join"];
+const OPEN_PAGES: &[&str] = &[
+    "/shared/:token",
+    "/shared/notebooks/:token",
+    "/reset",
+    "/confirm",
+    "/join",
+];
 
 /// Resolves the session cookie, once per request, for every later handler.
 pub async fn resolve_session(

@@ -86,6 +86,23 @@ impl<'a> Contents<'a> {
         Ok(())
     }
 
+    /// The names of what folder `dir` holds (`""`: the workspace's top).
+    pub async fn names(&self, dir: &str) -> Result<Vec<String>, String> {
+        let listing = self
+            .call(http::Method::GET, dir, "?content=1", None)
+            .await?;
+        Ok(listing
+            .get("content")
+            .and_then(Value::as_array)
+            .map(|entries| {
+                entries
+                    .iter()
+                    .filter_map(|e| e.get("name").and_then(Value::as_str).map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
     /// The paths of the workspace's notebook files (hidden folders left
     /// out), at most [`MAX_FILES`], at most [`MAX_DEPTH`] folders deep.
     pub async fn notebook_paths(&self) -> Result<Vec<String>, String> {

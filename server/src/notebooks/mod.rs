@@ -12,6 +12,7 @@
 mod contents;
 pub mod idle;
 mod render;
+mod shares;
 mod versions;
 
 pub use render::Renderer;
@@ -20,10 +21,11 @@ use std::sync::Arc;
 
 use app::error::AppError;
 use app::models::{
-    base_path, Account, AssetKind, Me, Notebook, NotebookDiff, NotebookHistory, NotebookList,
-    NotebookSpec, NotebookStatus, NotebookVersion, Role,
+    base_path, Account, AssetKind, Me, NewNotebookShare, Notebook, NotebookDiff, NotebookHistory,
+    NotebookList, NotebookShare, NotebookShareSpec, NotebookSpec, NotebookStatus, NotebookVersion,
+    Role, SharedNotebookFile,
 };
-use app::ports::{Assets, NotebookEvent, Notebooks, Principal, Slot};
+use app::ports::{Assets, NotebookEvent, Notebooks, Principal, SharedVia, Slot};
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
@@ -428,6 +430,48 @@ impl Notebooks for NotebookService {
 
     async fn restore(&self, by: &Me, name: &str, id: i64) -> Result<NotebookVersion, AppError> {
         self.restore_version(by, name, id).await
+    }
+
+    async fn share_file(
+        &self,
+        by: &Me,
+        name: &str,
+        spec: &NotebookShareSpec,
+    ) -> Result<NewNotebookShare, AppError> {
+        self.share_file_of(by, name, spec).await
+    }
+
+    async fn file_shares(&self, by: &Me, name: &str) -> Result<Vec<NotebookShare>, AppError> {
+        self.shares_of(by, name).await
+    }
+
+    async fn revoke_share(&self, by: &Me, name: &str, id: i64) -> Result<(), AppError> {
+        self.revoke_file_share(by, name, id).await
+    }
+
+    async fn shared_with_me(&self, by: &Me) -> Result<Vec<SharedNotebookFile>, AppError> {
+        self.shared_with(by).await
+    }
+
+    async fn shared(
+        &self,
+        by: Option<&Me>,
+        via: &SharedVia,
+    ) -> Result<(SharedNotebookFile, Vec<u8>), AppError> {
+        self.shared_file(by, via).await
+    }
+
+    async fn shared_html(&self, by: Option<&Me>, via: &SharedVia) -> Result<Vec<u8>, AppError> {
+        self.shared_page(by, via).await
+    }
+
+    async fn copy_shared(
+        &self,
+        by: &Me,
+        via: &SharedVia,
+        into: &str,
+    ) -> Result<NotebookVersion, AppError> {
+        self.copy_shared_file(by, via, into).await
     }
 
     fn subscribe(&self) -> broadcast::Receiver<NotebookEvent> {

@@ -32,7 +32,7 @@ fn object_key(notebook_id: i64, sha256: &str, ext: &str) -> Path {
 impl NotebookService {
     /// `stored`, if `by` may read its versions: its owner alone; anyone
     /// else gets the "not found" a stranger gets.
-    async fn readable(&self, by: &Me, name: &str) -> Result<StoredNotebook, AppError> {
+    pub(super) async fn readable(&self, by: &Me, name: &str) -> Result<StoredNotebook, AppError> {
         let stored = self.store.get(by.account.id, name).await?;
         if stored.user_id != by.user_id {
             return Err(AppError::not_found(format!("Notebook “{name}”")));
@@ -219,14 +219,11 @@ impl NotebookService {
     ) -> Result<(NotebookVersion, Vec<u8>), AppError> {
         let stored = self.readable(by, name).await?;
         let version = self.store.version(stored.id, id).await?;
-        let bytes = self
-            .objects
-            .get_bytes(&object_key(stored.id, &version.sha256, "ipynb"))
-            .await?;
+        let bytes = self.file_of(stored.id, &version).await?;
         Ok((version, bytes))
     }
 
-    /// Version `id` as nbconvert's page, made once and kept.
+    /// Version `id` as nbconvert's page.
     pub(super) async fn version_page(
         &self,
         by: &Me,
@@ -235,21 +232,96 @@ impl NotebookService {
     ) -> Result<Vec<u8>, AppError> {
         let stored = self.readable(by, name).await?;
         let version = self.store.version(stored.id, id).await?;
-        let page_key = object_key(stored.id, &version.sha256, "html");
+        self.page_of(stored.id, &version).await
+    }
+
+    /// The file of notebook `notebook_id`'s `version`.
+    pub(super) async fn file_of(
+        &self,
+        notebook_id: i64,
+        version: &NotebookVersion,
+    ) -> Result<Vec<u8>, AppError> {
+        self.objects
+            .get_bytes(&object_key(notebook_id, &version.sha256, "ipynb"))
+            .await
+    }
+
+    /// Notebook `notebook_id`'s `version` as nbconvert's page, made once
+    /// and kept beside its file.
+    pub(super) async fn page_of(
+        &self,
+        notebook_id: i64,
+        version: &NotebookVersion,
+    ) -> Result<Vec<u8>, AppError> {
+        let page_key = object_key(notebook_id, &version.sha256, "html");
         match self.objects.get_bytes(&page_key).await {
             Ok(page) => return Ok(page),
             Err(AppError::NotFound { .. }) => {}
             Err(err) => return Err(err),
         }
-        let file = self
-            .objects
-            .get_bytes(&object_key(stored.id, &version.sha256, "ipynb"))
-            .await?;
+        let file = self.file_of(notebook_id, version).await?;
         let page = self.renderer.html(&file).await?;
         if let Err(err) = self.objects.put_bytes(&page_key, page.clone()).await {
             tracing::warn!(error = %err, "keeping a rendered notebook version");
         }
         Ok(page)
+    }
+
+    /// Where `stored`'s server answers; a notebook that is not running is a
+    /// conflict: files are written into a workspace by its server, to
+    /// `do_what`.
+    pub(super) async fn running_route(
+        &self,
+        stored: &StoredNotebook,
+        do_what: &str,
+    ) -> Result<Route, AppError> {
+        let name = &stored.notebook.name;
+        match stored.notebook.status {
+            NotebookStatus::Running => self.route_of(stored).await,
+            _ => None,
+        }
+        .ok_or_else(|| {
+            AppError::conflict(
+                "status",
+                format!("Start “{name}” to {do_what}: files are written into its workspace by its server."),
+            )
+        })
+    }
+
+    /// Writes `notebook` into `into`'s running workspace at `path` through
+    /// its server, and keeps what the server wrote as a version by `by`
+    /// (`reason`, `restored_from`).
+    pub(super) async fn write_into(
+        &self,
+        route: &Route,
+        by: &Me,
+        path: &str,
+        notebook: serde_json::Value,
+        reason: VersionReason,
+        restored_from: Option<i64>,
+    ) -> Result<NotebookVersion, AppError> {
+        let contents = Contents::new(route, &route.base_path);
+        contents
+            .write_notebook(path, &notebook)
+            .await
+            .map_err(|why| AppError::Unavailable {
+                message: format!("The notebook's server did not take the file: {why}"),
+            })?;
+        // Kept as the server wrote it, so that its next save of the same
+        // content hashes the same and adds no version.
+        let written = contents.read_notebook(path).await.unwrap_or(notebook);
+        let content = NotebookContent::from_json(&written)?;
+        let recorded = self
+            .keep(
+                route.notebook_id,
+                path,
+                &by.email,
+                reason,
+                &content,
+                restored_from,
+            )
+            .await?;
+        Ok(recorded.version().clone())
     }
 
     /// Versions `from` and `to` compared cell by cell.
@@ -288,19 +360,7 @@ impl NotebookService {
         let stored = self.readable(by, name).await?;
         by.role.require_change()?;
         let (version, bytes) = self.version_file(by, name, id).await?;
-        let route = match stored.notebook.status {
-            NotebookStatus::Running => self.route_of(&stored).await,
-            _ => None,
-        }
-        .ok_or_else(|| {
-            AppError::conflict(
-                "status",
-                format!("Start “{name}” to restore a version: it is written into the workspace by the notebook's server."),
-            )
-        })?;
-        let unavailable = |why: String| AppError::Unavailable {
-            message: format!("The server of notebook “{name}” did not take the file: {why}"),
-        };
+        let route = self.running_route(&stored, "restore a version").await?;
         let contents = Contents::new(&route, &route.base_path);
         if let Ok(now) = contents.read_notebook(&version.path).await {
             if let Ok(content) = NotebookContent::from_json(&now) {
@@ -317,28 +377,17 @@ impl NotebookService {
         }
         let notebook: serde_json::Value =
             serde_json::from_slice(&bytes).map_err(|_| AppError::Internal)?;
-        contents
-            .write_notebook(&version.path, &notebook)
-            .await
-            .map_err(unavailable)?;
-        // Kept as the server wrote it, so that its next save of the same
-        // content hashes the same and adds no version.
-        let written = contents
-            .read_notebook(&version.path)
-            .await
-            .unwrap_or(notebook);
-        let content = NotebookContent::from_json(&written)?;
-        let recorded = self
-            .keep(
-                stored.id,
+        let restored = self
+            .write_into(
+                &route,
+                by,
                 &version.path,
-                &by.email,
+                notebook,
                 VersionReason::Restore,
-                &content,
                 Some(id),
             )
             .await?;
         tracing::info!(notebook = %name, path = %version.path, version = id, user = %by.email, "notebook version restored");
-        Ok(recorded.version().clone())
+        Ok(restored)
     }
 }

@@ -34,6 +34,7 @@ pub mod members;
 pub mod metrics;
 pub mod mlflow;
 pub mod model_aliases;
+pub mod notebook_shares;
 pub mod notebook_versions;
 pub mod notebooks;
 pub mod pipelines;

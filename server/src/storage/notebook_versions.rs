@@ -204,6 +204,24 @@ impl NotebookStore {
         Ok(rows.into_iter().map(NotebookVersion::from).collect())
     }
 
+    /// The newest version of one file, if it has any.
+    pub async fn latest_version(
+        &self,
+        notebook_id: i64,
+        path: &str,
+    ) -> Result<Option<NotebookVersion>, AppError> {
+        Ok(sqlx::query_as::<_, VersionRow>(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM notebook_versions v WHERE v.notebook_id = $1 AND v.path = $2 \
+             ORDER BY v.id DESC LIMIT 1"
+        )))
+        .bind(notebook_id)
+        .bind(path)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(internal("read a notebook version"))?
+        .map(NotebookVersion::from))
+    }
+
     /// The notebook's files that have versions, the latest changed first.
     pub async fn versioned_files(&self, notebook_id: i64) -> Result<Vec<VersionedFile>, AppError> {
         #[derive(sqlx::FromRow)]

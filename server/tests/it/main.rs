@@ -53,6 +53,7 @@ mod model_aliases;
 mod notebook_access;
 mod notebook_contract;
 mod notebook_environment;
+mod notebook_shares;
 mod notebook_versions;
 mod notebooks;
 mod openapi_constraints;

@@ -246,6 +246,12 @@ fn body_for(method: &Method, template: &str) -> Option<Value> {
         ("PUT", "/api/v1/{kind}/{owner}/{name}/public") => Some(json!({"public": true})),
         ("POST", "/api/v1/{kind}/{owner}/{name}/shares") => Some(json!({"account": "other"})),
         ("POST", "/api/v1/serving") => Some(json!({"name": "s2", "model": "team/m"})),
+        ("POST", "/api/v1/notebooks/{name}/shares") => {
+            Some(json!({"path": "a.ipynb", "with": "members"}))
+        }
+        ("POST", "/api/v1/notebook-shares/{id}/copy" | "/api/v1/shared/notebooks/{token}/copy") => {
+            Some(json!({"notebook": "n1"}))
+        }
         ("POST", "/api/v1/serving/{name}/release") => Some(json!({"action": "rollback"})),
         ("POST", "/api/v1/jobs") => Some(spec("x1", "true")),
         ("POST", "/api/v1/experiments/{name}/extend") => Some(json!({"more": 1})),
@@ -373,6 +379,9 @@ const SERVER_FN_WRITES: &[(&str, &str)] = &[
     ("keep_notebook", "name=n1"),
     ("delete_notebook", "name=n1"),
     ("restore_notebook_version", "name=n1&id=1"),
+    ("share_notebook_file", "name=n1&form[path]=a.ipynb&form[with]=members"),
+    ("revoke_notebook_share", "name=n1&id=1"),
+    ("copy_shared_notebook", "share=1&token=&into=n1"),
     ("run_template", "name=t1&version=1&job_name=from-t1"),
     ("save_environment", "form[name]=e2"),
     ("stop_pipeline", "name=nope"),
@@ -428,6 +437,9 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("list_notebooks", ""),
     ("read_notebook_history", "name=n1&path="),
     ("compare_notebook_versions", "name=n1&from=1&to=2"),
+    ("notebook_file_shares", "name=n1"),
+    ("shared_notebook_files", ""),
+    ("notebook_link", "token=pcf_nope"),
     ("list_templates", ""),
     ("get_template", "name=t1"),
     ("job_as_template", "job=j1"),

@@ -13,6 +13,7 @@ use super::versions::{NewVersionDialog, VersionList};
 use crate::api::assets::open_asset;
 use crate::components::live::{beside_regions, Region};
 use crate::components::resource::resource;
+use crate::components::share_link::LinkTopbar;
 use crate::error::AppError;
 use crate::models::time::format_utc;
 use crate::models::{format_bytes, Access, AssetKind, AssetRef, AssetSource, AssetView};
@@ -48,13 +49,7 @@ pub fn SharedPage() -> impl IntoView {
         })
     });
     view! {
-        <header class="topbar">
-            <a class="brand" href="/jobs">
-                <span class="logo" aria-hidden="true">"▲"</span>
-                "PaddleCloud"
-            </a>
-            <span class="muted">"Shared with you by link"</span>
-        </header>
+        <LinkTopbar />
         <main class="page">
             <AssetDetail source />
         </main>

@@ -7,6 +7,7 @@ use leptos_router::hooks::use_query_map;
 use super::change_form::ChangeForm;
 use crate::api::assets::ChangeAsset;
 use crate::components::form::{last_error, FieldError, FormError};
+use crate::components::share_link::LinkExpiry;
 use crate::models::time::format_utc;
 use crate::models::{AssetOp, AssetRef, Share};
 
@@ -59,12 +60,7 @@ pub fn SharePanel(
                 </ChangeForm>
                 <ChangeForm action=link r=r2 op=AssetOp::CreateLink class="inline-form">
                     <label for="link-expiry">"Link expires"</label>
-                    <select id="link-expiry" name="change[expires_in_days]">
-                        <option value="">"never"</option>
-                        <option value="1">"in 1 day"</option>
-                        <option value="7" selected>"in 7 days"</option>
-                        <option value="30">"in 30 days"</option>
-                    </select>
+                    <LinkExpiry id="link-expiry" name="change[expires_in_days]" />
                     <button type="submit">"Create link"</button>
                     <FieldError error=link_error field="expires_in_days" />
                     <FormError error=link_error />

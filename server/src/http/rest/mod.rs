@@ -19,6 +19,7 @@ mod lineage;
 mod local_runs;
 mod members;
 pub mod metrics;
+mod notebook_shares;
 mod notebook_versions;
 mod notebooks;
 mod pipelines;
@@ -143,6 +144,16 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(notebook_versions::page))
         .routes(routes!(notebook_versions::diff))
         .routes(routes!(notebook_versions::restore))
+        .routes(routes!(notebook_shares::shares, notebook_shares::share))
+        .routes(routes!(notebook_shares::revoke))
+        .routes(routes!(notebook_shares::shared_with_me))
+        .routes(routes!(notebook_shares::share_file))
+        .routes(routes!(notebook_shares::share_page))
+        .routes(routes!(notebook_shares::share_copy))
+        .routes(routes!(notebook_shares::link))
+        .routes(routes!(notebook_shares::link_file))
+        .routes(routes!(notebook_shares::link_page))
+        .routes(routes!(notebook_shares::link_copy))
         .routes(routes!(templates::list, templates::save))
         .routes(routes!(templates::get_one))
         .routes(routes!(templates::run))

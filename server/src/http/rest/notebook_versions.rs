@@ -85,8 +85,16 @@ pub async fn file(
 ) -> Result<Response, ApiError> {
     let Path((name, id)) = params?;
     let (version, bytes) = state.services.notebooks.version(&who.me, &name, id).await?;
-    let file = version.path.rsplit('/').next().unwrap_or("notebook.ipynb");
-    let file: String = file
+    Ok(ipynb_attachment(&version.path, bytes))
+}
+
+/// A notebook file as a download, named as the file at `path` is (what a
+/// header would mind made `_`).
+pub fn ipynb_attachment(path: &str, bytes: Vec<u8>) -> Response {
+    let file: String = path
+        .rsplit('/')
+        .next()
+        .unwrap_or("notebook.ipynb")
         .chars()
         .map(|c| {
             if c.is_ascii_graphic() && c != '"' {
@@ -96,7 +104,7 @@ pub async fn file(
             }
         })
         .collect();
-    Ok(attachment(bytes, "application/x-ipynb+json", &file))
+    attachment(bytes, "application/x-ipynb+json", &file)
 }
 
 /// One version as a page (nbconvert's HTML without scripts, served so
@@ -117,11 +125,18 @@ pub async fn page(
     params: Result<Path<(String, i64)>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let Path((name, id)) = params?;
-    let page = state
-        .services
-        .notebooks
-        .version_html(&who.me, &name, id)
-        .await?;
+    Ok(page_response(
+        state
+            .services
+            .notebooks
+            .version_html(&who.me, &name, id)
+            .await?,
+    ))
+}
+
+/// A version's page as served: HTML, in a sandbox where nothing runs or
+/// loads ([`PAGE_POLICY`]).
+pub fn page_response(page: Vec<u8>) -> Response {
     let mut response = Response::new(axum::body::Body::from(page));
     let headers = response.headers_mut();
     headers.insert(
@@ -136,7 +151,7 @@ pub async fn page(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    Ok(response)
+    response
 }
 
 /// Two versions compared cell by cell: each cell same, added, removed or
