@@ -50,7 +50,10 @@ impl ShareAudience {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct NotebookShareSpec {
     /// The file's path in the workspace; it needs a version already.
-    #[cfg_attr(feature = "ssr", schema(max_length = 1024))]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(max_length = 1024, pattern = r"^([^/.][^/]*/)*[^/.][^/]*\.ipynb$")
+    )]
     pub path: String,
     /// With whom.
     pub with: ShareAudience,

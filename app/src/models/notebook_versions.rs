@@ -163,6 +163,10 @@ pub fn is_versioned_path(path: &str) -> bool {
             .all(|part| !part.is_empty() && !part.starts_with('.') && part != "..")
 }
 
+/// [`is_versioned_path`] as the REST schema's pattern says it (the length
+/// aside): a test holds the two together.
+pub const VERSIONED_PATH_PATTERN: &str = r"^([^/.][^/]*/)*[^/.][^/]*\.ipynb$";
+
 /// [`is_versioned_path`], as the error a bad `path` parameter gets.
 pub fn check_versioned_path(path: &str) -> Result<(), AppError> {
     if is_versioned_path(path) {
@@ -216,6 +220,27 @@ mod tests {
         assert!(!is_versioned_path("/etc/x.ipynb"));
         assert!(!is_versioned_path("a//b.ipynb"));
         assert!(check_versioned_path("x.py").is_err());
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn the_schemas_path_pattern_takes_what_the_server_takes() {
+        let pattern = regex::Regex::new(VERSIONED_PATH_PATTERN).unwrap();
+        for path in [
+            "mnist.ipynb",
+            "work/mnist v2.ipynb",
+            "a/b/c.ipynb",
+            "notes.txt",
+            ".ipynb_checkpoints/m-checkpoint.ipynb",
+            "a/../b.ipynb",
+            "/etc/x.ipynb",
+            "a//b.ipynb",
+            ".ipynb",
+            "a/.ipynb",
+            "000000",
+        ] {
+            assert_eq!(pattern.is_match(path), is_versioned_path(path), "{path}");
+        }
     }
 
     #[test]

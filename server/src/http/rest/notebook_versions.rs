@@ -28,7 +28,7 @@ pub const PAGE_POLICY: &str =
 pub struct HistoryParams {
     /// The file's path in the workspace (`work/mnist.ipynb`); left out, the
     /// file changed last.
-    #[param(max_length = 1024)]
+    #[param(max_length = 1024, pattern = r"^([^/.][^/]*/)*[^/.][^/]*\.ipynb$")]
     path: Option<String>,
 }
 
