@@ -332,8 +332,11 @@ impl NotebookService {
         from: i64,
         to: i64,
     ) -> Result<NotebookDiff, AppError> {
-        let (old, old_bytes) = self.version_file(by, name, from).await?;
-        let (new, new_bytes) = self.version_file(by, name, to).await?;
+        let stored = self.readable(by, name).await?;
+        let old = self.store.version(stored.id, from).await?;
+        let new = self.store.version(stored.id, to).await?;
+        let old_bytes = self.file_of(stored.id, &old).await?;
+        let new_bytes = self.file_of(stored.id, &new).await?;
         let parse = |bytes: &[u8]| {
             serde_json::from_slice::<serde_json::Value>(bytes).map_err(|err| {
                 tracing::error!(error = %err, "a kept notebook version is not JSON");
@@ -359,7 +362,8 @@ impl NotebookService {
     ) -> Result<NotebookVersion, AppError> {
         let stored = self.readable(by, name).await?;
         by.role.require_change()?;
-        let (version, bytes) = self.version_file(by, name, id).await?;
+        let version = self.store.version(stored.id, id).await?;
+        let bytes = self.file_of(stored.id, &version).await?;
         let route = self.running_route(&stored, "restore a version").await?;
         let contents = Contents::new(&route, &route.base_path);
         if let Ok(now) = contents.read_notebook(&version.path).await {
