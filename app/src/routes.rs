@@ -28,11 +28,13 @@ use crate::pages::{
     lineage::LineagePage,
     not_found::NotFound,
     notebook_history::{NotebookDiffPage, NotebookHistoryPage},
+    notebook_runs::NotebookRunPage,
     notebook_shares::{NotebookLinkPage, SharedNotebooksPage},
     notebooks::NotebooksPage,
     paddleboard::PaddleBoardPage,
     pipelines::{PipelinePage, PipelinesPage},
     quota::QuotaPageView,
+    schedules::{SchedulePage, SchedulesPage},
     serving::traffic::ServingTrafficPage,
     serving::ServingPage,
     template_save::SaveAsTemplatePage,
@@ -118,11 +120,14 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("notebooks") view=|| view! { <NotebooksPage /> } />
                     <Route path=path!("notebooks/shared") view=|| view! { <SharedNotebooksPage /> } />
                     <Route path=path!("notebooks/:name/history") view=|| view! { <NotebookHistoryPage /> } />
+                    <Route path=path!("notebooks/:name/run") view=|| view! { <NotebookRunPage /> } />
                     <Route path=path!("notebooks/:name/diff") view=|| view! { <NotebookDiffPage /> } />
                     <Route path=path!("templates") view=|| view! { <TemplatesPage /> } />
                     <Route path=path!("environments") view=|| view! { <EnvironmentsPage /> } />
                     <Route path=path!("pipelines") view=|| view! { <PipelinesPage /> } />
                     <Route path=path!("pipelines/:name") view=|| view! { <PipelinePage /> } />
+                    <Route path=path!("schedules") view=|| view! { <SchedulesPage /> } />
+                    <Route path=path!("schedules/:name") view=|| view! { <SchedulePage /> } />
                     <Route path=path!("experiments") view=|| view! { <ExperimentsPage /> } />
                     <Route path=path!("experiments/new") view=|| view! { <NewExperimentPage /> } />
                     <Route path=path!("experiments/:name") view=|| view! { <ExperimentPage /> } />

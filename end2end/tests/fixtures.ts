@@ -45,7 +45,7 @@ export const test = base.extend<Fixtures>({
       // off; what the browser blocks there is Playwright's own per-frame
       // script (the page itself is checked to hold none).
       const framedVersion =
-        /^Blocked script execution in '[^']*\/api\/v1\/notebooks\/[^'/]+\/versions\/\d+\/html' because the document's frame is sandboxed/;
+        /^Blocked script execution in '[^']*\/api\/v1\/(notebooks\/[^'/]+\/versions\/\d+|jobs\/[^'/]+\/notebook\/output)\/html(#[^']*)?' because the document's frame is sandboxed/;
       if (msg.type() === "error" && !expected.test(msg.text()) && !framedVersion.test(msg.text()))
         errors.push(`console: ${msg.text()}`);
     });

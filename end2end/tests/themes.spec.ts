@@ -206,6 +206,10 @@ test("every page renders in light and in dark, readable, with the theme's backgr
     },
   });
   expect(dip.status(), await dip.text()).toBe(201);
+  const schedule = await page.request.post("/api/v1/schedules", {
+    data: { name: "nightly-dip", cron: "0 3 * * 1-5", timezone: "Europe/Berlin", target: { kind: "template", name: "dip" } },
+  });
+  expect(schedule.status(), await schedule.text()).toBe(201);
   const search = await page.request.post("/api/v1/experiments", {
     data: {
       name: "dip-search", template: "dip", algorithm: { type: "random" }, max_trials: 2, parallel_trials: 2,
@@ -229,7 +233,7 @@ test("every page renders in light and in dark, readable, with the theme's backgr
   const signedIn = [
     "/jobs", "/jobs?submit=1", "/jobs?log=curve", "/jobs/curve", "/jobs/dip-search-t1", "/jobs?submit=1&from=curve",
     "/jobs/curve/resources", "/jobs/curve/template",
-    "/templates", template!, "/environments", environment!, "/pipelines", "/pipelines/nightly",
+    "/templates", template!, "/environments", environment!, "/pipelines", "/pipelines/nightly", "/schedules", "/schedules/nightly-dip",
     "/experiments", "/experiments/dip-search", "/experiments/new", "/jobs/compare?jobs=dip-search-t1,dip-search-t2",
     "/paddleboard?job=curve", "/serving", "/serving?launch=1", "/serving/none",
     "/datasets", "/datasets?new=1", `/datasets/${owner}/faces`, `/datasets/${owner}/faces/settings`,

@@ -29,8 +29,9 @@ source "$HERE/../env.sh"   # TOOLS, say, apt_install
 PADDLE_REF=docker.io/paddlepaddle/paddle:3.3.1
 PYTHON_REF=docker.io/library/python:3.11-slim
 # What the paddle image's pip installs. `packaging` is the init step's first
-# choice for reading requirements (it falls back to pip's copy).
-PADDLE_REQUIREMENTS=(paddlepaddle==3.3.1 visualdl==2.5.3 jupyterlab==4.6.6 packaging)
+# choice for reading requirements (it falls back to pip's copy); papermill
+# (the version the console pins) runs notebook runs with no install step.
+PADDLE_REQUIREMENTS=(paddlepaddle==3.3.1 visualdl==2.5.3 jupyterlab==4.6.6 papermill==2.7.0 packaging)
 # python-is-python3: jobs run `python -c ...`, as in the real images.
 PYTHON_DEBS=python3,python3-pip,python-is-python3,ca-certificates
 # libgomp1: paddle's libpaddle.so links GCC's OpenMP, the one library its

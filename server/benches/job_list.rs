@@ -34,6 +34,7 @@ fn spec(i: usize) -> JobSpec {
         template: None,
         pipeline: None,
         experiment: None,
+        notebook_run: None,
         environment: None,
         environment_use: None,
         name: format!("resnet-{i:05}"),

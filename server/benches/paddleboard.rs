@@ -54,6 +54,7 @@ fn main() -> anyhow::Result<()> {
                 template: None,
                 pipeline: None,
                 experiment: None,
+                notebook_run: None,
                 environment: None,
                 environment_use: None,
                 name: job.into(),

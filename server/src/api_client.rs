@@ -15,6 +15,7 @@ pub mod experiments;
 pub mod local_runs;
 pub mod notebooks;
 pub mod pipelines;
+pub mod schedules;
 pub mod serving;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::de::DeserializeOwned;

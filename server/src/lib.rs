@@ -25,6 +25,7 @@ pub mod pipelines;
 pub mod quota;
 pub mod resources;
 pub mod run_params;
+pub mod schedules;
 pub mod serving;
 pub mod storage;
 pub mod templates;

@@ -67,7 +67,7 @@ pub async fn stop_job(name: String) -> Result<Job, AppError> {
 #[server(prefix = "/api", endpoint = "delete_job")]
 pub async fn delete_job(name: String) -> Result<(), AppError> {
     let who = member()?;
-    services()?.cluster.delete(&who.me.account, &name).await?;
+    crate::use_cases::jobs::delete_job(&services()?, &who.me, &name).await?;
     // From the job's own page, gone now, back to the table.
     if super::context::came_from(&format!("/jobs/{}", crate::models::url::encode(&name))) {
         leptos_axum::redirect("/jobs");

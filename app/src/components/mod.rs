@@ -10,6 +10,7 @@ pub mod links;
 pub mod live;
 pub mod markup;
 pub mod page_error;
+pub mod param_field;
 pub mod quota_line;
 pub mod resource;
 pub mod share_link;

@@ -103,6 +103,10 @@ pub struct JobDetail {
     pub history: Vec<JobHistoryEntry>,
     /// The model versions it registered, newest first.
     pub registered: Vec<RegisteredVersion>,
+    /// For a notebook run: how far its executed notebook got (once its
+    /// replica sent it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notebook_run: Option<crate::models::NotebookRunReport>,
     /// The server's clock when it read them, Unix ms (how long a running
     /// job has run is counted from it).
     pub now: i64,
@@ -154,6 +158,12 @@ pub fn origin_of(job: &Job) -> String {
     }
     if let Some(p) = &job.spec.pipeline {
         return format!("pipeline {} · {}", p.run, p.node);
+    }
+    if let Some(r) = &job.spec.notebook_run {
+        return format!(
+            "notebook {} · {} (version {})",
+            r.notebook, r.path, r.version
+        );
     }
     if let Some(n) = &job.spec.notebook {
         return format!("notebook {n}");

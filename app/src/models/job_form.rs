@@ -82,6 +82,7 @@ impl JobForm {
             template: None,
             pipeline: None,
             experiment: None,
+            notebook_run: None,
             environment: super::named_environment(&self.environment),
             environment_use: None,
             name: self.name.trim().to_owned(),

@@ -113,3 +113,51 @@ pub struct ExperimentUse {
     /// The trial's number, from 1.
     pub trial: u32,
 }
+
+/// What a notebook run's Python needs besides its environment: papermill
+/// (pinned: the version the tests run) and a kernel for it to start. Here,
+/// beside the run's record, because a job's spec says what it needs.
+pub const NOTEBOOK_RUN_EXTRAS: &[&str] = &["papermill==2.7.0", "ipykernel"];
+
+/// A job's record of the notebook file it runs (papermill): which version
+/// of which file of which notebook, the values it was given, and the key of
+/// its files (the input as taken, the executed output). Set by the console
+/// when it runs a notebook, never from what a client sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct NotebookRunUse {
+    /// The notebook (workspace) the file is in.
+    pub notebook: String,
+    /// The file's path in the workspace.
+    pub path: String,
+    /// The version run (its id on the notebook's history).
+    pub version: i64,
+    /// The run's own key: where its input and output notebooks are kept
+    /// (32 hex digits), so that they outlive the notebook's versions.
+    pub run: String,
+    /// The values given, as checked; parameters left out keep what the
+    /// notebook's parameters cell says.
+    #[cfg_attr(feature = "ssr", schema(value_type = Object))]
+    pub values: BTreeMap<String, TemplateValue>,
+}
+
+impl NotebookRunUse {
+    /// The values as the JSON object the runner injects (typed).
+    pub fn values_json(&self) -> Value {
+        Value::Object(
+            self.values
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_json()))
+                .collect(),
+        )
+    }
+
+    /// `lr=0.1, epochs=3` (empty when none were given).
+    pub fn values_text(&self) -> String {
+        self.values
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.to_text()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}

@@ -219,6 +219,10 @@ pub struct JobSpec {
     /// controller, never from what a client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experiment: Option<crate::models::job_origin::ExperimentUse>,
+    /// The notebook file version it runs and the values given. Set by the
+    /// console when it runs a notebook, never from what a client sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notebook_run: Option<crate::models::job_origin::NotebookRunUse>,
     /// The environment it runs in: `name` (the account's own), `owner/name`
     /// (a published one), either with `:version`. The console records the
     /// exact version it took (`owner/name:version`).
@@ -272,6 +276,7 @@ impl JobSpec {
             template: None,
             pipeline: None,
             experiment: None,
+            notebook_run: None,
             environment: None,
             environment_use: None,
             name: name.to_owned(),
@@ -286,6 +291,16 @@ impl JobSpec {
             trainer: ReplicaResources::default(),
             datasets: vec![],
             models: vec![],
+        }
+    }
+
+    /// What its Python needs besides its environment's requirements: for a
+    /// notebook run, papermill and a kernel (both backends add them).
+    pub fn extra_requirements(&self) -> &'static [&'static str] {
+        if self.notebook_run.is_some() {
+            crate::models::job_origin::NOTEBOOK_RUN_EXTRAS
+        } else {
+            &[]
         }
     }
 
@@ -708,6 +723,7 @@ mod tests {
             template: None,
             pipeline: None,
             experiment: None,
+            notebook_run: None,
             environment: None,
             environment_use: None,
             name: "mnist".into(),

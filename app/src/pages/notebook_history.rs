@@ -17,8 +17,8 @@ use crate::components::form::{last_error, FormError};
 use crate::components::resource::resource;
 use crate::models::time::format_utc;
 use crate::models::{
-    diff_href, format_bytes, history_href, CellChange, CellDiff, LineChange, NotebookDiff,
-    NotebookHistory, NotebookVersion,
+    diff_href, format_bytes, history_href, run_href, CellChange, CellDiff, LineChange,
+    NotebookDiff, NotebookHistory, NotebookVersion,
 };
 use crate::pages::notebook_shares::FileSharePanel;
 
@@ -140,6 +140,8 @@ fn VersionTable(
                     <td class="actions">
                         <a class="button small" href=history_href(&name, Some(&v.path), Some(v.id)) data-testid="view">"View"</a>
                         {compare}
+                        <a class="button small" href=run_href(&name, &v.path, Some(v.id), None) data-testid="run-version"
+                            title="Run this version as a job, with values for its parameters cell">"Run as a job"</a>
                     </td>
                 </tr>
             }

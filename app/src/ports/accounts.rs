@@ -65,6 +65,12 @@ pub enum Credential {
         /// The experiment's name.
         name: String,
     },
+    /// The console's schedule controller starting a tick's run, as the
+    /// schedule's creator.
+    Schedule {
+        /// The schedule's name.
+        name: String,
+    },
 }
 
 impl Principal {
@@ -86,7 +92,8 @@ impl Principal {
             | Credential::AccessKey(_)
             | Credential::NotebookKey { .. }
             | Credential::Pipeline { .. }
-            | Credential::Experiment { .. } => self.me.role.require_change(),
+            | Credential::Experiment { .. }
+            | Credential::Schedule { .. } => self.me.role.require_change(),
             Credential::JobToken { .. } | Credential::ServingToken { .. } => Ok(()),
         }
     }

@@ -12,10 +12,12 @@ mod local_runs;
 mod mail;
 mod members;
 mod metrics;
+mod notebook_runs;
 mod notebooks;
 mod pipelines;
 mod resources;
 mod run_params;
+mod schedules;
 mod serving;
 mod templates;
 mod workload;
@@ -32,10 +34,12 @@ pub use local_runs::*;
 pub use mail::*;
 pub use members::*;
 pub use metrics::*;
+pub use notebook_runs::*;
 pub use notebooks::*;
 pub use pipelines::*;
 pub use resources::*;
 pub use run_params::*;
+pub use schedules::*;
 pub use serving::*;
 pub use templates::*;
 pub use workload::*;
@@ -63,6 +67,8 @@ pub struct Services {
     pub serving: Arc<dyn Serving>,
     /// Private JupyterLab servers.
     pub notebooks: Arc<dyn Notebooks>,
+    /// The input and output notebooks of notebook runs.
+    pub notebook_runs: Arc<dyn NotebookRuns>,
     /// Experiment templates.
     pub templates: Arc<dyn Templates>,
     /// Environment profiles.
@@ -75,6 +81,8 @@ pub struct Services {
     pub local_runs: Arc<dyn LocalRuns>,
     /// Parameters jobs' programs recorded (local runs, MLflow runs).
     pub run_params: Arc<dyn RunParams>,
+    /// Templates, pipelines and notebook files run on a cron schedule.
+    pub schedules: Arc<dyn Schedules>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

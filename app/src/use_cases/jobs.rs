@@ -24,6 +24,7 @@ pub async fn submit_within_quota(
     spec.template = None;
     spec.pipeline = None;
     spec.experiment = None;
+    spec.notebook_run = None;
     admit_and_submit(services, who, spec).await
 }
 
@@ -79,6 +80,15 @@ pub async fn stop_job(services: &Services, me: &Me, name: &str) -> Result<Job, A
     services.cluster.stop(&me.account, name).await
 }
 
+/// Deletes the account's job `name` with its logs (and a notebook run's
+/// files).
+pub async fn delete_job(services: &Services, me: &Me, name: &str) -> Result<(), AppError> {
+    let job = services.cluster.job(&me.account, name).await?;
+    services.cluster.delete(&me.account, name).await?;
+    forget_run(services, &job).await;
+    Ok(())
+}
+
 /// The account's job `name` with its replicas, what happened to it and the
 /// model versions it registered: what its page and
 /// `GET /api/v1/jobs/{name}/detail` show. Another account's job is "not
@@ -95,14 +105,42 @@ pub async fn job_detail(
         services.assets.registered_by(account, name),
     )
     .await?;
+    let notebook_run = run_report(services, &job).await;
     Ok(JobDetail {
         owner: account.name.clone(),
         job,
         pods,
         history,
         registered,
+        notebook_run,
         now: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64),
     })
+}
+
+/// How far `job`'s run got, if it is a notebook run whose replica sent its
+/// notebook; `None` otherwise (or if the file cannot be read: the page
+/// shows the rest).
+async fn run_report(services: &Services, job: &Job) -> Option<crate::models::NotebookRunReport> {
+    let run = job.spec.notebook_run.as_ref()?;
+    match services.notebook_runs.output(&run.run).await {
+        Ok(Some(bytes)) => serde_json::from_slice(&bytes)
+            .ok()
+            .map(|json| crate::models::NotebookRunReport::read(&json)),
+        Ok(None) => None,
+        Err(err) => {
+            tracing::warn!(error = %err, job = %job.name, "reading a notebook run's output");
+            None
+        }
+    }
+}
+
+/// Removes the files of `job`'s run, if it is one (the job is gone).
+async fn forget_run(services: &Services, job: &Job) {
+    if let Some(run) = &job.spec.notebook_run {
+        if let Err(err) = services.notebook_runs.forget(&run.run).await {
+            tracing::warn!(error = %err, job = %job.name, "removing a notebook run's files");
+        }
+    }
 }

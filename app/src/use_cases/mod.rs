@@ -10,8 +10,10 @@ pub mod experiments;
 pub mod jobs;
 pub mod lineage;
 pub mod model_versions;
+pub mod notebook_runs;
 pub mod notebooks;
 pub mod pipelines;
+pub mod schedules;
 pub mod serving;
 pub mod templates;
 

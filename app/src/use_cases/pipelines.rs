@@ -53,7 +53,7 @@ pub async fn submit_pipeline(
 
 /// Every parameter's value: the run's, else the default; a value for a
 /// parameter the pipeline does not have is a 400 naming it.
-fn run_values(
+pub(crate) fn run_values(
     spec: &PipelineSpec,
     given: &BTreeMap<String, Value>,
 ) -> Result<BTreeMap<String, Value>, AppError> {

@@ -89,6 +89,15 @@ __all__ = [
     "wait_pipeline",
     "stop_pipeline",
     "retry_pipeline",
+    "create_schedule",
+    "list_schedules",
+    "get_schedule",
+    "pause_schedule",
+    "resume_schedule",
+    "delete_schedule",
+    "notebook_parameters",
+    "run_notebook",
+    "notebook_run_output",
     "Board",
     "draw_board",
     "flush_board",
@@ -188,6 +197,15 @@ get_pipeline = _module_function("get_pipeline")
 wait_pipeline = _module_function("wait_pipeline")
 stop_pipeline = _module_function("stop_pipeline")
 retry_pipeline = _module_function("retry_pipeline")
+create_schedule = _module_function("create_schedule")
+list_schedules = _module_function("list_schedules")
+get_schedule = _module_function("get_schedule")
+pause_schedule = _module_function("pause_schedule")
+resume_schedule = _module_function("resume_schedule")
+delete_schedule = _module_function("delete_schedule")
+notebook_parameters = _module_function("notebook_parameters")
+run_notebook = _module_function("run_notebook")
+notebook_run_output = _module_function("notebook_run_output")
 log_metrics = _module_function("log_metrics")
 metric_tags = _module_function("metric_tags")
 metric_series = _module_function("metric_series")

@@ -911,6 +911,69 @@ class Client(FilesMixin):
         ``into``, under a name no file there has; the copy's version."""
         return self._json("POST", self._shared_path(share, "copy"), body={"notebook": into})
 
+    def notebook_parameters(
+        self, name: str, path: str, version: Optional[int] = None
+    ) -> Dict[str, Any]:
+        """The parameters file ``path`` of notebook ``name`` declares in its
+        cell tagged ``parameters`` (its newest version unless ``version``):
+        ``cell`` (its position, ``None`` without one) and ``parameters``, each
+        with ``name``, ``type`` (``int``, ``float``, ``bool``, ``string``),
+        ``default``, ``description`` (the line's comment) and ``written``
+        (the default as the cell writes it)."""
+        query = [("path", path), ("version", None if version is None else int(version))]
+        return self._json("GET", f"/notebooks/{_quote(name)}/parameters", query=query)
+
+    def run_notebook(
+        self,
+        name: str,
+        path: str,
+        values: Optional[Mapping[str, Any]] = None,
+        *,
+        version: Optional[int] = None,
+        job_name: Optional[str] = None,
+        environment: Optional[str] = None,
+        cpu: Quantity = "1",
+        memory: Quantity = "1Gi",
+        gpu: int = 0,
+        datasets: Optional[Sequence[str]] = None,
+    ) -> Dict[str, Any]:
+        """Runs file ``path`` of your notebook ``name`` as a job with papermill
+        (its newest version unless ``version``), ``values`` injected after its
+        parameters cell (each checked against the parameter's type; one it
+        does not declare raises naming it). The job runs in ``environment``
+        (default: the notebook's, else ``paddlecloud/minimal``) with papermill
+        added. Returns the job; `wait_job` waits for it and
+        `notebook_run_output` reads the executed notebook."""
+        body: Dict[str, Any] = {
+            "path": path,
+            "values": dict(values or {}),
+            "resources": {
+                "cpu": _cpu(cpu, "cpu"),
+                "memory": _memory(memory, "memory"),
+                "gpu": _count(gpu, "gpu"),
+            },
+            "datasets": list(datasets or []),
+        }
+        if version is not None:
+            body["version"] = int(version)
+        if job_name is not None:
+            body["name"] = job_name
+        if environment is not None:
+            body["environment"] = environment
+        return self._json("POST", f"/notebooks/{_quote(name)}/runs", body=body)
+
+    def notebook_run_output(self, job: str, *, html: bool = False) -> bytes:
+        """Notebook run ``job``'s executed notebook so far (the .ipynb's
+        bytes, each cell's outputs and papermill's marks), or with ``html``
+        its page. How far it got and the cell it failed at are in
+        ``job_detail(job)["notebook_run"]``."""
+        path = f"/jobs/{_quote(job)}/notebook/output"
+        if html:
+            path += "/html"
+        accept = "text/html" if html else "application/x-ipynb+json"
+        with self._open("GET", path, accept=accept) as response:
+            return self._read(response)
+
     def _shared_path(self, share: Union[int, str], what: str) -> str:
         if isinstance(share, int) or str(share).isdigit():
             return f"/notebook-shares/{int(share)}/{what}"
@@ -920,6 +983,62 @@ class Client(FilesMixin):
     def _shared_bytes(self, share: Union[int, str], what: str, accept: str) -> bytes:
         with self._open("GET", self._shared_path(share, what), accept=accept) as response:
             return self._read(response)
+
+    # ----------------------------------------------------------------- schedules
+
+    def create_schedule(
+        self,
+        name: str,
+        cron: str,
+        target: Mapping[str, Any],
+        *,
+        timezone: str = "UTC",
+        overlap: str = "forbid",
+        catch_up: str = "latest",
+        description: str = "",
+    ) -> Dict[str, Any]:
+        """Saves a schedule: ``target`` runs on ``cron`` (5 fields, or 6 with
+        seconds first; ``@daily``) read in ``timezone`` (IANA). ``target`` is
+        ``{"kind": "template", "name", "owner", "version", "values"}``,
+        ``{"kind": "pipeline", "pipeline", "values"}`` or ``{"kind":
+        "notebook", "notebook", "run": {"path", "values", ...}}``.
+        ``overlap`` (``forbid``, ``allow``, ``replace``) says what a tick does
+        while the previous run goes; ``catch_up`` (``latest``, ``all``,
+        ``none``) which ticks missed while the console was down run. What it
+        runs is checked now; a bad field raises naming it (``cron``,
+        ``timezone``, ``target.values.lr``)."""
+        body = {
+            "name": name,
+            "cron": cron,
+            "timezone": timezone,
+            "overlap": overlap,
+            "catch_up": catch_up,
+            "description": description,
+            "target": dict(target),
+        }
+        return self._json("POST", "/schedules", body=body)
+
+    def list_schedules(self) -> List[Dict[str, Any]]:
+        """The account's schedules, by name."""
+        return self._json("GET", "/schedules")
+
+    def get_schedule(self, name: str) -> Dict[str, Any]:
+        """One schedule with its newest ``runs``: ``tick``, ``outcome``
+        (``started``, ``skipped``, ``missed``, ``failed``), ``started`` (the
+        job or pipeline run), ``status`` and ``message``."""
+        return self._json("GET", f"/schedules/{_quote(name)}")
+
+    def pause_schedule(self, name: str) -> Dict[str, Any]:
+        """Pauses it: no tick runs until it is resumed."""
+        return self._json("POST", f"/schedules/{_quote(name)}/pause")
+
+    def resume_schedule(self, name: str) -> Dict[str, Any]:
+        """Resumes it: ticks from now on (those missed while paused do not run)."""
+        return self._json("POST", f"/schedules/{_quote(name)}/resume")
+
+    def delete_schedule(self, name: str) -> None:
+        """Deletes it; what its runs started stays."""
+        self._json("DELETE", f"/schedules/{_quote(name)}")
 
     # ----------------------------------------------------------------- pipelines
 

@@ -40,7 +40,12 @@ def setUpModule():
         if os.environ.get("PADDLECLOUD_REQUIRE_JUPYTER") == "1":
             raise RuntimeError(message)
         raise unittest.SkipTest(message)
-    base.setUpModule(extra_args=("--notebook-python", python))
+    # Notebook runs build papermill into an environment: once per machine,
+    # in the cache the Rust tests build theirs in.
+    environments = os.path.expanduser("~/.cache/paddlecloud/environments")
+    base.setUpModule(extra_args=(
+        "--notebook-python", python, "--environments-dir", environments,
+    ))
 
 
 def tearDownModule():
@@ -152,6 +157,45 @@ class NotebookVersionsTest(unittest.TestCase):
         with self.assertRaises(PaddleCloudError) as gone:
             guest.shared_notebook_file(link)
         self.assertEqual(gone.exception.status, 404)
+
+    def test_a_notebook_runs_as_a_job_with_values_and_its_output_is_read(self):
+        self.save("train.ipynb", {
+            "cells": [
+                {"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]},
+                 "execution_count": None, "outputs": [], "source": "epochs = 2  # passes"},
+                {"cell_type": "code", "id": "r", "metadata": {}, "execution_count": None,
+                 "outputs": [], "source": "print('EPOCHS', epochs * 10)"},
+            ],
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                        "language": "python"}},
+            "nbformat": 4, "nbformat_minor": 5,
+        })
+        read = self.client.notebook_parameters(self.name, "train.ipynb")
+        self.assertEqual(
+            [(p["name"], p["type"], p["default"], p["description"]) for p in read["parameters"]],
+            [("epochs", "int", 2, "passes")],
+        )
+        with self.assertRaises(PaddleCloudError) as bad:
+            self.client.run_notebook(self.name, "train.ipynb", {"epochs": "many"})
+        self.assertEqual((bad.exception.status, bad.exception.field), (400, "values.epochs"))
+        job = self.client.run_notebook(self.name, "train.ipynb", {"epochs": 3}, job_name="sdk-run",
+                                       cpu="500m")
+        self.assertEqual(job["spec"]["notebook_run"]["values"], {"epochs": 3})
+        ended = self.client.wait_job("sdk-run", timeout=900)
+        self.assertEqual(ended["status"], "succeeded", self.client.job_detail("sdk-run"))
+        executed = json.loads(self.client.notebook_run_output("sdk-run"))
+        printed = json.dumps(executed["cells"])
+        self.assertIn("EPOCHS 30", printed)
+        detail = self.client.job_detail("sdk-run")["notebook_run"]
+        self.assertEqual((detail["done"], detail["cells"]), (3, 3))
+        # The CLI: the parameters, a run that waits and says how far it got.
+        listed = self.cli("params", self.name, "train.ipynb")
+        self.assertIn("epochs: int = 2  # passes", listed)
+        said = self.cli("run", self.name, "train.ipynb", "--set", "epochs=4", "--job-name",
+                        "cli-run", "--cpu", "500m", "--wait")
+        self.assertIn("3 of 3 cells ran", said)
+        page = self.cli("output", "cli-run", "--html")
+        self.assertIn("EPOCHS 40", page)
 
     def test_another_accounts_key_finds_no_history(self):
         guest = Client(server=base.SERVER, key=base.GUEST_KEY, timeout=30)

@@ -2,8 +2,9 @@
 //! `/api/v1/notebooks/...`: what `paddlecloud notebook` calls.
 
 use app::models::{
-    CopyTarget, NewNotebookShare, Notebook, NotebookDiff, NotebookHistory, NotebookList,
-    NotebookShare, NotebookShareSpec, NotebookVersion, SharedNotebookFile,
+    CopyTarget, Job, NewNotebookShare, Notebook, NotebookDiff, NotebookHistory, NotebookList,
+    NotebookParameters, NotebookRunSpec, NotebookShare, NotebookShareSpec, NotebookVersion,
+    SharedNotebookFile,
 };
 
 use super::{ApiClient, ClientError};
@@ -129,4 +130,55 @@ impl ApiClient {
         };
         self.json(self.post(&url).send_json(&target))
     }
+
+    /// The parameters file `path` of notebook `name` declares (its newest
+    /// version unless `version`).
+    pub fn notebook_parameters(
+        &self,
+        name: &str,
+        path: &str,
+        version: Option<i64>,
+    ) -> Result<NotebookParameters, ClientError> {
+        let mut request = self
+            .get(&self.url(&["notebooks", name, "parameters"]))
+            .query("path", path);
+        if let Some(v) = version {
+            request = request.query("version", v.to_string());
+        }
+        self.json(request.call())
+    }
+
+    /// Runs a version of a file of notebook `name` as a job.
+    pub fn run_notebook(&self, name: &str, run: &NotebookRunSpec) -> Result<Job, ClientError> {
+        self.json(
+            self.post(&self.url(&["notebooks", name, "runs"]))
+                .send_json(run),
+        )
+    }
+
+    /// Notebook run `job`'s executed notebook (or its page, `html`; or the
+    /// notebook as the run took it, `input`).
+    pub fn notebook_run_file(&self, job: &str, which: RunFile) -> Result<Vec<u8>, ClientError> {
+        let url = match which {
+            RunFile::Input => self.url(&["jobs", job, "notebook", "input"]),
+            RunFile::Output => self.url(&["jobs", job, "notebook", "output"]),
+            RunFile::Page => self.url(&["jobs", job, "notebook", "output", "html"]),
+        };
+        self.check(self.get(&url).call())?
+            .with_config()
+            .limit(app::models::MAX_VERSION_BYTES as u64 * 4)
+            .read_to_vec()
+            .map_err(|err| self.connection(err))
+    }
+}
+
+/// Which file of a notebook run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunFile {
+    /// The notebook as the run took it.
+    Input,
+    /// The executed notebook.
+    Output,
+    /// The executed notebook's page.
+    Page,
 }

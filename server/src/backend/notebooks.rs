@@ -193,6 +193,10 @@ pub const SDK_FILES: &[(&str, &str)] = &[
         include_str!("../../../sdk/python/paddlecloud/lab.py"),
     ),
     (
+        "notebook_run.py",
+        include_str!("../../../sdk/python/paddlecloud/notebook_run.py"),
+    ),
+    (
         "runs.py",
         include_str!("../../../sdk/python/paddlecloud/runs.py"),
     ),

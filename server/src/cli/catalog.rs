@@ -137,7 +137,7 @@ pub struct EnvSaveArgs {
 
 /// `NAME=VALUE` pairs as the run's values (text; the console reads each as
 /// its parameter's type).
-fn values(pairs: &[String]) -> anyhow::Result<BTreeMap<String, serde_json::Value>> {
+pub(super) fn values(pairs: &[String]) -> anyhow::Result<BTreeMap<String, serde_json::Value>> {
     pairs
         .iter()
         .map(|pair| match pair.split_once('=') {

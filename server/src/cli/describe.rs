@@ -167,6 +167,7 @@ mod tests {
                 state: "ready".into(),
                 created_at: 2_500,
             }],
+            notebook_run: None,
             now: 10_000,
         };
         let text = render_detail(&detail, 10_000);

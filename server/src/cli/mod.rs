@@ -14,9 +14,11 @@ mod experiments;
 mod files;
 mod lineage;
 mod local_run;
+mod notebook_runs;
 mod notebooks;
 mod pipelines;
 mod remote;
+mod schedules;
 mod serve;
 mod serve_args;
 mod serving;
@@ -127,6 +129,13 @@ pub enum Command {
         #[command(subcommand)]
         command: pipelines::PipelineCommand,
     },
+    /// Schedules: `create -f FILE`, `list`, `show`, `pause`, `resume`,
+    /// `delete`.
+    Schedule {
+        /// The task.
+        #[command(subcommand)]
+        command: schedules::ScheduleCommand,
+    },
     /// Experiments: `create -f FILE`, `list`, `show`, `stop`, `pause`,
     /// `resume`, `extend`, `retry`.
     Experiment {
@@ -183,6 +192,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Env { command } => blocking(move || catalog::run_env(command)).await,
         Command::Notebook { command } => blocking(move || notebooks::run(command)).await,
         Command::Pipeline { command } => blocking(move || pipelines::run_pipeline(command)).await,
+        Command::Schedule { command } => blocking(move || schedules::run_schedule(command)).await,
         Command::Experiment { command } => {
             blocking(move || experiments::run_experiment(command)).await
         }

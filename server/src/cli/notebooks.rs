@@ -46,6 +46,15 @@ pub enum NotebookCommand {
     /// Copy a shared file (a share id from `shared`, or a link) into a running
     /// notebook of yours, e.g. `paddlecloud notebook copy 4 --into lab`.
     Copy(CopyArgs),
+    /// The parameters a notebook file declares (its cell tagged
+    /// `parameters`), e.g. `paddlecloud notebook params lab train.ipynb`.
+    Params(super::notebook_runs::ParamsArgs),
+    /// Run a notebook file as a job with papermill, e.g.
+    /// `paddlecloud notebook run lab train.ipynb --set epochs=5 --wait`.
+    Run(super::notebook_runs::RunArgs),
+    /// A run's executed notebook (`--html`: its page; `--input`: the
+    /// notebook as it took it), e.g. `paddlecloud notebook output train-x1 -o out.ipynb`.
+    Output(super::notebook_runs::OutputArgs),
 }
 
 /// `paddlecloud notebook share`.
@@ -372,6 +381,9 @@ pub fn run(command: NotebookCommand) -> anyhow::Result<()> {
                 );
             }
         }
+        NotebookCommand::Params(args) => return super::notebook_runs::params(args),
+        NotebookCommand::Run(args) => return super::notebook_runs::run(args),
+        NotebookCommand::Output(args) => return super::notebook_runs::output(args),
         NotebookCommand::Copy(args) => {
             let v = args
                 .remote

@@ -184,6 +184,7 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
         template: None,
         pipeline: None,
         experiment: None,
+        notebook_run: None,
         environment: args.environment,
         environment_use: None,
         name: args.name,

@@ -96,6 +96,7 @@ impl Console {
             base.pool.clone(),
             backends.cluster.clone(),
         ));
+        let schedules = Arc::new(crate::schedules::SqlSchedules::new(base.pool.clone()));
         let services = Services {
             accounts: accounts.clone(),
             members: accounts,
@@ -107,16 +108,19 @@ impl Console {
             quotas: Arc::new(SqlQuotas::new(base.pool.clone(), backends.quota)),
             serving: Arc::new(serving.clone()),
             notebooks: Arc::new(notebooks.clone()),
+            notebook_runs: Arc::new(notebooks.clone()),
             templates: Arc::new(catalogs.templates),
             environments: Arc::new(catalogs.environments),
             pipelines: pipelines.clone(),
             experiments: experiments.clone(),
             local_runs: Arc::new(local_runs),
             run_params: Arc::new(SqlRunParams::new(base.pool.clone())),
+            schedules: schedules.clone(),
             secure_cookies: config.secure_cookies,
         };
         schedule_pipelines(&base, &pipelines, &services);
         control_experiments(&base, &experiments, &services);
+        start_schedules(&base, &schedules, &services);
         let changes = relay_changes(&base, &config, &services, pipelines, experiments)?;
         let state = AppState {
             leptos: config.site,
@@ -453,6 +457,18 @@ fn control_experiments(base: &Base, experiments: &Arc<SqlExperiments>, services:
     let (experiments, services) = (experiments.clone(), services.clone());
     base.lease("experiment-controller")
         .guard(move || experiments.controller().run(services.clone()));
+}
+
+/// The schedule controller, in the replica holding its lease: ticks
+/// missed while no console ran are dealt with by their `catch_up`.
+fn start_schedules(
+    base: &Base,
+    schedules: &Arc<crate::schedules::SqlSchedules>,
+    services: &Services,
+) {
+    let (schedules, services) = (schedules.clone(), services.clone());
+    base.lease("schedule-controller")
+        .guard(move || schedules.controller().run(services.clone()));
 }
 
 /// What this replica changed, told to the others for their live pages, and

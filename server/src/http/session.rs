@@ -66,8 +66,8 @@ pub async fn resolve_session(
                             parts.uri.path(),
                             AppError::forbidden(format!(
                                 "A job's token may only write and read the metrics (and metric \
-                                 files) of job “{job}”, read datasets and register models; use an \
-                                 access key for anything else."
+                                 files) of job “{job}” and its notebook, read datasets and \
+                                 register models; use an access key for anything else."
                             )),
                         );
                     }
@@ -117,6 +117,8 @@ pub async fn resolve_session(
 fn job_token_may(job: &str, method: &Method, path: &str) -> bool {
     if path.starts_with(&format!("/api/v1/jobs/{job}/metrics"))
         || path.starts_with(&format!("/api/v1/jobs/{job}/metric-files/"))
+        || path == format!("/api/v1/jobs/{job}/notebook/input")
+        || path == format!("/api/v1/jobs/{job}/notebook/output")
     {
         return true;
     }

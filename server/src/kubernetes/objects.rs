@@ -294,7 +294,8 @@ pub fn replica_jobs(
             )?;
             let environment = spec.environment_use.as_ref();
             let index = ctx.support.pip_index_url.as_deref();
-            super::environment::apply(environment, &[], job_image(spec), index, &mut pod);
+            let extra = spec.extra_requirements();
+            super::environment::apply(environment, extra, job_image(spec), index, &mut pod);
             from_json(json!({
                 "apiVersion": "batch/v1",
                 "kind": "Job",
@@ -386,6 +387,7 @@ mod tests {
             template: None,
             pipeline: None,
             experiment: None,
+            notebook_run: None,
             environment: None,
             environment_use: None,
             name: "mnist".into(),

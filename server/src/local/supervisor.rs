@@ -142,7 +142,10 @@ async fn prepare_environment(
 ) -> anyhow::Result<Prepared> {
     let environment = run.spec.environment_use.as_ref();
     let told = |why: String| async move { set_job(inner, run, JobStatus::Pending, &why).await };
-    inner.venvs.prepare(environment, &[], stop, told).await
+    inner
+        .venvs
+        .prepare(environment, run.spec.extra_requirements(), stop, told)
+        .await
 }
 
 /// A job stopped while it waited: no replica ran.

@@ -12,6 +12,7 @@
 mod contents;
 pub mod idle;
 mod render;
+mod runs;
 mod shares;
 mod versions;
 

@@ -41,6 +41,7 @@ pub mod pipelines;
 pub mod quota;
 pub mod run_params;
 pub mod samples;
+pub mod schedules;
 pub mod serving;
 pub mod serving_versions;
 pub mod sessions;

@@ -65,6 +65,7 @@ const SERVER_LAYERS: Layers = &[
             "quota",
             "resources",
             "run_params",
+            "schedules",
             "serving",
             "templates",
         ],

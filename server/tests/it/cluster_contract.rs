@@ -84,6 +84,7 @@ impl Harness {
             template: None,
             pipeline: None,
             experiment: None,
+            notebook_run: None,
             environment: None,
             environment_use: None,
             name: name.into(),

@@ -69,6 +69,7 @@ fn spec_in(image: &str, name: &str, ps: u32, trainers: u32, script: &str) -> Job
         template: None,
         pipeline: None,
         experiment: None,
+        notebook_run: None,
         environment: None,
         environment_use: None,
         name: name.into(),

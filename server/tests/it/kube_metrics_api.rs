@@ -53,6 +53,7 @@ async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_instal
         template: None,
         pipeline: None,
         experiment: None,
+        notebook_run: None,
         environment: None,
         environment_use: None,
         name: "spin".into(),

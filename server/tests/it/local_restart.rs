@@ -28,6 +28,7 @@ fn a_restart_marks_running_jobs_failed_and_kills_what_is_left_of_them() {
             template: None,
             pipeline: None,
             experiment: None,
+            notebook_run: None,
             environment: None,
             environment_use: None,
             name: "survivor".into(),

@@ -64,7 +64,7 @@ pub(crate) enum Backend {
 }
 
 /// The image notebooks run on the real node: JupyterLab and PaddlePaddle.
-const NOTEBOOK_IMAGE: &str = "paddlepaddle/paddle:3.3.1";
+pub(crate) const NOTEBOOK_IMAGE: &str = "paddlepaddle/paddle:3.3.1";
 /// An image on the node whose Python has no JupyterLab.
 const NO_JUPYTER_IMAGE: &str = "python:3.11-slim";
 
@@ -158,11 +158,9 @@ async fn harness_reaching(
             },
         };
         // Notebooks in pods: the console's own JupyterLab build renders
-        // versions, built once per machine like the environments' tests'.
-        let environments_dir = match backend {
-            Backend::Local => config.environments_dir.clone(),
-            Backend::RealNode => crate::environments::shared_environments(),
-        };
+        // versions; notebook runs' environments (papermill) are built
+        // locally. Built once per machine, like the environments' tests'.
+        let environments_dir = crate::environments::shared_environments();
         let config = Config {
             notebook_python: Some(python),
             notebook_probe_secs: 3600,

@@ -26,7 +26,7 @@ mod a_notebooks_saves_checkpoints_and_stops_are_versions_to_view_compare_and_res
     }
 }
 
-fn notebook(cells: Value) -> Value {
+pub(crate) fn notebook(cells: Value) -> Value {
     json!({
         "cells": cells,
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
@@ -35,7 +35,7 @@ fn notebook(cells: Value) -> Value {
     })
 }
 
-fn markdown(id: &str, source: &str) -> Value {
+pub(crate) fn markdown(id: &str, source: &str) -> Value {
     json!({"cell_type": "markdown", "id": id, "metadata": {}, "source": source})
 }
 
@@ -62,7 +62,7 @@ impl Harness {
     }
 
     /// JupyterLab's save of `file` with `content`.
-    async fn save(&self, name: &str, file: &str, content: Value) {
+    pub(crate) async fn save(&self, name: &str, file: &str, content: Value) {
         let body = json!({"type": "notebook", "format": "json", "content": content});
         self.lab_send(
             Method::PUT,

@@ -207,6 +207,7 @@ fn counting_job(name: &str, image: &str) -> JobSpec {
         template: None,
         pipeline: None,
         experiment: None,
+        notebook_run: None,
         environment: None,
         environment_use: None,
         name: name.into(),

@@ -183,6 +183,7 @@ fn query_of(template: &str) -> Option<&'static str> {
         "/api/v1/jobs/compare.csv" => Some("?jobs=j1"),
         "/api/v1/lineage" => Some("?node=job:team/j1"),
         "/api/v1/notebooks/{name}/diff" => Some("?from=1&to=2"),
+        "/api/v1/notebooks/{name}/parameters" => Some("?path=a.ipynb"),
         _ => None,
     }
 }
@@ -246,6 +247,11 @@ fn body_for(method: &Method, template: &str) -> Option<Value> {
         ("PUT", "/api/v1/{kind}/{owner}/{name}/public") => Some(json!({"public": true})),
         ("POST", "/api/v1/{kind}/{owner}/{name}/shares") => Some(json!({"account": "other"})),
         ("POST", "/api/v1/serving") => Some(json!({"name": "s2", "model": "team/m"})),
+        ("POST", "/api/v1/notebooks/{name}/runs") => Some(json!({"path": "a.ipynb"})),
+        ("POST", "/api/v1/schedules") => Some(json!({
+            "name": "nightly", "cron": "0 3 * * *",
+            "target": {"kind": "template", "name": "t1"},
+        })),
         ("POST", "/api/v1/notebooks/{name}/shares") => {
             Some(json!({"path": "a.ipynb", "with": "members"}))
         }
@@ -379,6 +385,10 @@ const SERVER_FN_WRITES: &[(&str, &str)] = &[
     ("keep_notebook", "name=n1"),
     ("delete_notebook", "name=n1"),
     ("restore_notebook_version", "name=n1&id=1"),
+    ("run_notebook", "name=n1&path=a.ipynb&version=1&job[name]=r1"),
+    ("create_schedule", "form[name]=s9&form[cron]=0+3+*+*+*&form[template]=t1"),
+    ("pause_schedule", "name=nope&paused=true"),
+    ("delete_schedule", "name=nope"),
     ("share_notebook_file", "name=n1&form[path]=a.ipynb&form[with]=members"),
     ("revoke_notebook_share", "name=n1&id=1"),
     ("copy_shared_notebook", "share=1&token=&into=n1"),
@@ -437,6 +447,9 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("list_notebooks", ""),
     ("read_notebook_history", "name=n1&path="),
     ("compare_notebook_versions", "name=n1&from=1&to=2"),
+    ("read_notebook_run_form", "name=n1&path=a.ipynb"),
+    ("list_schedules", ""),
+    ("read_schedule", "name=nope"),
     ("notebook_file_shares", "name=n1"),
     ("shared_notebook_files", ""),
     ("notebook_link", "token=pcf_nope"),

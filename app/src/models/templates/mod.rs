@@ -352,7 +352,14 @@ pub fn fill_job(
     if let Some(map) = job.as_object_mut() {
         map.insert("name".to_owned(), Value::String(name.trim().to_owned()));
         // Set by the console alone.
-        for key in ["notebook", "template", "pipeline", "environment_use"] {
+        for key in [
+            "notebook",
+            "template",
+            "pipeline",
+            "experiment",
+            "notebook_run",
+            "environment_use",
+        ] {
             map.remove(key);
         }
     }
@@ -436,6 +443,21 @@ mod tests {
         // The filled job as JSON: the count is a number.
         let filled = fill(&t.job, &t.values(&run(json!({"trainers": 4}))).unwrap());
         assert_eq!(filled["num_trainers"], json!(4));
+    }
+
+    #[test]
+    fn what_only_the_console_records_is_dropped_from_a_templates_job() {
+        let job = json!({
+            "command": ["true"], "num_trainers": 1,
+            "notebook": "lab", "experiment": {"name": "e", "trial": 1},
+            "notebook_run": {"notebook": "lab", "path": "a.ipynb", "version": 1,
+                             "run": "ab".repeat(16), "values": {}},
+        });
+        let spec = fill_job(&job, &BTreeMap::new(), "x").unwrap();
+        assert_eq!(
+            (spec.notebook, spec.experiment, spec.notebook_run),
+            (None, None, None)
+        );
     }
 
     #[test]

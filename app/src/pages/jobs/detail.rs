@@ -145,6 +145,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
             </section>
         </div>
         {(job.source == JobSource::Local).then(|| view! { <super::local_run::LocalRunFacts name=name.clone() /> })}
+        <crate::pages::notebook_runs::NotebookRunSection job=job.clone() report=detail.notebook_run.clone() />
         <Replicas job=name.clone() pods=detail.pods.clone() />
         <InputsOutputs detail=detail.clone() />
     }
@@ -154,6 +155,14 @@ fn JobView(detail: JobDetail) -> impl IntoView {
 /// values, or the submit dialog filled from its spec; none for a run the
 /// console only recorded (it ran elsewhere).
 fn again_href(job: &Job) -> Option<String> {
+    if let Some(r) = &job.spec.notebook_run {
+        return Some(crate::models::run_href(
+            &r.notebook,
+            &r.path,
+            Some(r.version),
+            Some(&job.name),
+        ));
+    }
     if let Some(t) = &job.spec.template {
         return Some(format!(
             "/templates/{}?owner={}&from={}",

@@ -225,11 +225,7 @@ pub async fn delete(
     Writer(who): Writer,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    state
-        .services
-        .cluster
-        .delete(&who.me.account, &name)
-        .await?;
+    app::use_cases::jobs::delete_job(&state.services, &who.me, &name).await?;
     tracing::info!(account = %who.me.account.name, job = %name, user = %who.me.email, "job deleted through the API");
     Ok(StatusCode::NO_CONTENT)
 }

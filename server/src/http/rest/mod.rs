@@ -19,10 +19,12 @@ mod lineage;
 mod local_runs;
 mod members;
 pub mod metrics;
+mod notebook_runs;
 mod notebook_shares;
 mod notebook_versions;
 mod notebooks;
 mod pipelines;
+mod schedules;
 mod serving;
 mod templates;
 mod usage;
@@ -69,6 +71,7 @@ use crate::http::caller::Caller;
          (name = "notebooks", description = "Private JupyterLab servers: create, start, stop, keep running, delete; the versions of their notebook files: history, a version's file or page, two compared, restore"),
          (name = "environments", description = "Environment profiles: an image and pip requirements, saved in immutable versions, built locally from PyPI"),
          (name = "pipelines", description = "Pipeline runs: a graph of jobs submitted, watched, stopped and retried as one"),
+         (name = "schedules", description = "Templates, pipelines and notebook files run on a cron schedule in a timezone"),
          (name = "experiments", description = "Experiments: a search over a template's parameters for an objective (grid, random, TPE; early stopping), its trials ordinary jobs"),
          (name = "local-runs", description = "Programs run outside the console reporting themselves as jobs: start, output, heartbeats, end"),
          (name = "templates", description = "Experiment templates: job specs with typed parameters, saved in immutable versions, run with values"),
@@ -144,6 +147,11 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(notebook_versions::page))
         .routes(routes!(notebook_versions::diff))
         .routes(routes!(notebook_versions::restore))
+        .routes(routes!(notebook_runs::parameters))
+        .routes(routes!(notebook_runs::run))
+        .routes(routes!(notebook_runs::input))
+        .routes(routes!(notebook_runs::output, notebook_runs::save_output))
+        .routes(routes!(notebook_runs::output_page))
         .routes(routes!(notebook_shares::shares, notebook_shares::share))
         .routes(routes!(notebook_shares::revoke))
         .routes(routes!(notebook_shares::shared_with_me))
@@ -165,6 +173,10 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(pipelines::get_one))
         .routes(routes!(pipelines::stop))
         .routes(routes!(pipelines::retry))
+        .routes(routes!(schedules::list, schedules::create))
+        .routes(routes!(schedules::get_one, schedules::delete))
+        .routes(routes!(schedules::pause))
+        .routes(routes!(schedules::resume))
         .routes(routes!(experiments::list, experiments::create))
         .routes(routes!(experiments::get_one))
         .routes(routes!(experiments::best))
