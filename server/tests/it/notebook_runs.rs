@@ -283,4 +283,8 @@ async fn runs(backend: Backend) {
     assert_eq!(gone.status, StatusCode::NO_CONTENT, "{}", gone.body);
     let output = h.get("/api/v1/jobs/train-1/notebook/output").await;
     assert_eq!(output.status, StatusCode::NOT_FOUND, "{}", output.body);
+    // The node is the next test's: nothing of this one stays on it.
+    let gone = call(&h.site, Method::DELETE, "/api/v1/jobs/fail-1", Some(&h.key), None).await;
+    assert_eq!(gone.status, StatusCode::NO_CONTENT, "{}", gone.body);
+    h.delete(name).await;
 }
