@@ -13,7 +13,9 @@ test("a schedule made on the page runs its template on the cron, and is paused a
   });
   expect(saved.status()).toBe(201);
 
-  await open("/schedules");
+  await open("/pipelines");
+  await press(page, hydrated, page.getByTestId("schedules-link"));
+  await expect(page).toHaveURL(/\/schedules$/);
   await expect(page.getByTestId("no-schedules")).toBeVisible();
   const form = page.getByTestId("new-schedule-form");
   // A pattern that is none is refused on the form, naming the field.

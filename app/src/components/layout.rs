@@ -19,7 +19,6 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("/templates", "Templates"),
     ("/environments", "Environments"),
     ("/pipelines", "Pipelines"),
-    ("/schedules", "Schedules"),
     ("/experiments", "Experiments"),
     ("/paddleboard", "PaddleBoard"),
     ("/serving", "Serving"),

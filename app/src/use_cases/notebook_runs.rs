@@ -34,14 +34,13 @@ async fn file_version(
             .versions
             .first()
             .map(|v| v.id)
+            // No version of a well-formed path: nothing to run, as for a
+            // version id that does not exist.
             .ok_or_else(|| {
-                AppError::invalid(
-                    "path",
-                    format!(
-                        "{path} has no version yet: save it in JupyterLab (Ctrl+S) first, \
-                         so that the console keeps the version it runs."
-                    ),
-                )
+                AppError::not_found(format!(
+                    "A saved version of {path} (save it in JupyterLab with Ctrl+S first, so \
+                     that the console keeps the version it runs)"
+                ))
             })?,
     };
     let (found, bytes) = services.notebooks.version(by, notebook, id).await?;

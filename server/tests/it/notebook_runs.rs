@@ -125,7 +125,8 @@ async fn runs(backend: Backend) {
         assert_eq!(bad.json()["error"]["field"], field, "{}", bad.body);
     }
     let missing = h.post(&runs, Some(json!({"path": "none.ipynb"}))).await;
-    assert_eq!(missing.status, StatusCode::BAD_REQUEST, "{}", missing.body);
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.body);
+    assert!(missing.body.contains("Ctrl+S"), "{}", missing.body);
 
     // A run with values as a form sends them: text where numbers go.
     let started = h
@@ -284,7 +285,14 @@ async fn runs(backend: Backend) {
     let output = h.get("/api/v1/jobs/train-1/notebook/output").await;
     assert_eq!(output.status, StatusCode::NOT_FOUND, "{}", output.body);
     // The node is the next test's: nothing of this one stays on it.
-    let gone = call(&h.site, Method::DELETE, "/api/v1/jobs/fail-1", Some(&h.key), None).await;
+    let gone = call(
+        &h.site,
+        Method::DELETE,
+        "/api/v1/jobs/fail-1",
+        Some(&h.key),
+        None,
+    )
+    .await;
     assert_eq!(gone.status, StatusCode::NO_CONTENT, "{}", gone.body);
     h.delete(name).await;
 }

@@ -35,6 +35,7 @@ pub fn PipelinesPage() -> impl IntoView {
             <Title text="Pipelines" />
             <div class="page-head">
                 <h1>"Pipelines"</h1>
+                <A href="/schedules" attr:class="button" attr:data-testid="schedules-link">"Schedules"</A>
                 <A href="/pipelines?new=1" attr:class="button primary">"New pipeline"</A>
             </div>
             <p class="hint">

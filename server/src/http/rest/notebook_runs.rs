@@ -35,9 +35,9 @@ pub struct ParametersParams {
     params(("name" = String, Path, description = "The notebook's name"), ParametersParams),
     responses(
         (status = 200, description = "Its parameters (none without a parameters cell)", body = NotebookParameters),
-        (status = 400, description = "Not a notebook file's path, or the file has no version yet", body = ErrorBody),
+        (status = 400, description = "Not a notebook file's path", body = ErrorBody),
         (status = 401, description = "No or a wrong access key", body = ErrorBody),
-        (status = 404, description = "No such notebook of the caller's, or no such version", body = ErrorBody),
+        (status = 404, description = "No such notebook of the caller's, no such version, or the file has none yet", body = ErrorBody),
     ))]
 pub async fn parameters(
     State(state): State<AppState>,
@@ -69,7 +69,7 @@ pub async fn parameters(
         (status = 400, description = "A bad field or value, named in `field`", body = ErrorBody),
         (status = 401, description = "No or a wrong access key", body = ErrorBody),
         (status = 403, description = "A viewer, or over the account's quota", body = ErrorBody),
-        (status = 404, description = "No such notebook of the caller's, or no such version", body = ErrorBody),
+        (status = 404, description = "No such notebook of the caller's, no such version, or the file has none yet", body = ErrorBody),
         (status = 409, description = "The job's name is taken", body = ErrorBody),
     ))]
 pub async fn run(
