@@ -328,8 +328,8 @@ pub fn schedule_href(name: &str) -> String {
     format!("/schedules/{}", crate::models::url::encode(name))
 }
 
-/// `err` with its field under `prefix`.
-fn prefixed(prefix: &str, err: AppError) -> AppError {
+/// `err` with its field under `prefix` (`values.lr` → `target.values.lr`).
+pub fn prefixed(prefix: &str, err: AppError) -> AppError {
     match err {
         AppError::Invalid { field, message } => AppError::Invalid {
             field: Some(match field {

@@ -21,18 +21,7 @@ pub async fn create_schedule(
     who.require_change()?;
     spec.validate()?;
     let me = &who.me;
-    let under = |prefix: &'static str| {
-        move |err: AppError| match err {
-            AppError::Invalid { field, message } => AppError::Invalid {
-                field: Some(match field {
-                    Some(f) => format!("{prefix}.{f}"),
-                    None => prefix.to_owned(),
-                }),
-                message,
-            },
-            other => other,
-        }
-    };
+    let under = |prefix: &'static str| move |err| crate::models::prefixed(prefix, err);
     match &spec.target {
         ScheduleTarget::Template {
             owner,
