@@ -185,6 +185,8 @@ smoke() {
     set -eu
     ls /etc/ssl/certs/ca-certificates.crt /app/Leptos.toml /app/target/site/pkg/paddlecloud.wasm >/dev/null
     echo "ca-certificates, Leptos.toml, site: present"
+    # The renderer of notebook pages is a virtualenv the console makes.
+    python3 -m venv /tmp/smoke-venv && /tmp/smoke-venv/bin/python -c "import sys; print(\"python3 -m venv: ok\", sys.version.split()[0])"
     paddlecloud serve --addr 127.0.0.1:$1 --data-dir /tmp/smoke >/tmp/serve.log 2>&1 &
     server=$!
     # Chroot isolation has no PID namespace: the server must not outlive this.

@@ -72,6 +72,29 @@ test("a notebook with a parameters cell runs as a job from its history, and the 
   expect(rendered.headers()["content-security-policy"]).toMatch(/^sandbox/);
   expect(await rendered.text()).toContain("EPOCHS 70 first");
 
+  // Saved as a template, the run's notebook runs again with new values.
+  await press(page, hydrated, page.getByTestId("save-as-template"));
+  await expect(page.getByTestId("template-notebook")).toContainText("runs the notebook this run ran");
+  await expect(page.getByLabel("Parameters (JSON)")).toHaveValue(/"default": 7/);
+  await page.getByLabel("Name", { exact: true }).fill("train-tmpl");
+  await press(page, hydrated, page.getByRole("button", { name: "Save template" }));
+  await expect(page).toHaveURL(/\/templates\/train-tmpl\?owner=/);
+  await expect(page.getByTestId("template-notebook")).toContainText("train.ipynb of notebook lab");
+  const view = await page.request.get((await page.getByTestId("template-notebook-view").getAttribute("href"))!);
+  expect(view.status()).toBe(200);
+  expect(view.headers()["content-security-policy"]).toMatch(/^sandbox/);
+  expect(await view.text()).toContain("EPOCHS");
+  await expect(page.getByLabel("epochs (passes)")).toHaveValue("7");
+  await page.getByLabel("epochs (passes)").fill("9");
+  await page.getByLabel("Job name (empty: named after the template)").fill("tmpl-9");
+  await press(page, hydrated, page.getByRole("button", { name: "Run", exact: true }));
+  await expect(page).toHaveURL(/\/jobs/);
+  await open("/jobs/tmpl-9");
+  await expect(page.getByTestId("job-origin")).toContainText("train-tmpl");
+  await expect(page.getByTestId("notebook-run").getByTestId("notebook-values")).toHaveText("epochs=9, label=first");
+  await untilStatus(page, "Succeeded");
+  await expect(page.getByTestId("notebook-run-again")).toHaveAttribute("href", /^\/templates\/train-tmpl\?/);
+
   // A failing cell fails the job, and the page shows which and why.
   await save(page, who.account, "fail.ipynb", withParameters("divisor = 1", "print('BEFORE')", "print(1 / divisor)"));
   await open("/notebooks/lab/history?path=fail.ipynb");

@@ -117,7 +117,19 @@ pub async fn job_as_template(job: String) -> Result<crate::models::TemplateForm,
         let run = services.local_runs.get(&who.me.account, &job.name).await?;
         return Ok(crate::models::TemplateForm::from_local_run(&job.spec, &run));
     }
-    Ok(crate::models::TemplateForm::from_job(&job.spec))
+    let mut form = crate::models::TemplateForm::from_job(&job.spec);
+    if let Some(run) = &job.spec.notebook_run {
+        // The notebook's parameters, each defaulting to this run's value.
+        let bytes = services.notebook_runs.input(&run.run).await?;
+        let json = serde_json::from_slice(&bytes).map_err(|_| AppError::Internal)?;
+        let declared =
+            crate::models::NotebookParameters::read(&run.notebook, &run.path, run.version, &json);
+        let mut stub = form.to_spec()?;
+        declared.fit_template(&mut stub, &run.values)?;
+        form.parameters =
+            serde_json::to_string_pretty(&stub.parameters).map_err(|_| AppError::Internal)?;
+    }
+    Ok(form)
 }
 
 /// Saves the "Save as template" form as the next version of its name and
@@ -125,7 +137,7 @@ pub async fn job_as_template(job: String) -> Result<crate::models::TemplateForm,
 #[server(prefix = "/api", endpoint = "save_template")]
 pub async fn save_template(form: crate::models::TemplateForm) -> Result<Template, AppError> {
     let who = member()?;
-    let saved = services()?.templates.save(&who.me, form.to_spec()?).await?;
+    let saved = crate::use_cases::save_template(&services()?, &who, form.to_spec()?).await?;
     leptos_axum::redirect(&format!(
         "/templates/{}?owner={}",
         saved.spec.name, saved.owner

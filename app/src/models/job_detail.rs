@@ -178,6 +178,34 @@ pub fn origin_of(job: &Job) -> String {
     }
 }
 
+/// Where "Run again with changes" goes: a template's form with this job's
+/// values, or the submit dialog filled from its spec; none for a run the
+/// console only recorded (it ran elsewhere).
+pub fn again_href(job: &Job) -> Option<String> {
+    if let Some(t) = &job.spec.template {
+        return Some(format!(
+            "/templates/{}?owner={}&from={}",
+            crate::models::url::encode(&t.name),
+            crate::models::url::encode(&t.owner),
+            crate::models::url::encode(&job.name)
+        ));
+    }
+    if let Some(r) = &job.spec.notebook_run {
+        return Some(crate::models::run_href(
+            &r.notebook,
+            &r.path,
+            Some(r.version),
+            Some(&job.name),
+        ));
+    }
+    (job.source == JobSource::Console).then(|| {
+        format!(
+            "/jobs?submit=1&from={}",
+            crate::models::url::encode(&job.name)
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,6 +119,13 @@ pub struct ExperimentUse {
 /// beside the run's record, because a job's spec says what it needs.
 pub const NOTEBOOK_RUN_EXTRAS: &[&str] = &["papermill==2.7.0", "ipykernel"];
 
+/// The environment a notebook run takes when nothing names one: the
+/// console's shipped Python with the SDK.
+pub const DEFAULT_RUN_ENVIRONMENT: &str = "paddlecloud/minimal";
+/// The module of the SDK a notebook run's replica starts (see
+/// `notebook_run.py`).
+pub const RUNNER_MODULE: &str = "paddlecloud.notebook_run";
+
 /// A job's record of the notebook file it runs (papermill): which version
 /// of which file of which notebook, the values it was given, and the key of
 /// its files (the input as taken, the executed output). Set by the console
@@ -150,6 +157,17 @@ impl NotebookRunUse {
                 .map(|(k, v)| (k.clone(), v.to_json()))
                 .collect(),
         )
+    }
+
+    /// The command of the run's one replica: the SDK's runner, which
+    /// fetches the input, runs papermill and sends the output back.
+    pub fn runner_command(&self) -> Vec<String> {
+        vec!["python3".into(), "-m".into(), RUNNER_MODULE.into()]
+    }
+
+    /// The runner's arguments: the values to inject, as JSON.
+    pub fn runner_args(&self) -> Vec<String> {
+        vec!["--parameters".into(), self.values_json().to_string()]
     }
 
     /// `lr=0.1, epochs=3` (empty when none were given).

@@ -46,6 +46,25 @@ pub fn again_name(name: &str) -> String {
     format!("{}{suffix}", stem.trim_end_matches('-'))
 }
 
+/// `<template>-<6 characters>`: a job name for a run that names none,
+/// within the 50 characters a job name has. The suffix comes from the
+/// clock's nanoseconds (a clash is a 409 like any taken name).
+pub fn default_job_name(template: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    // Mixed so that runs a microsecond apart differ in every character.
+    let mut x = (nanos as u64) ^ ((nanos >> 64) as u64);
+    x = (x ^ (x >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let suffix: String = (0..6)
+        .map(|i| DIGITS[((x >> (i * 6)) % 36) as usize] as char)
+        .collect();
+    let stem: String = template.chars().take(50 - 7).collect();
+    format!("{}-{suffix}", stem.trim_end_matches('-'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +81,18 @@ mod tests {
         assert!(again.ends_with("-2"));
         assert!(validate_job_name(&again).is_ok());
         assert!(validate_job_name(&again_name(&format!("{}-x", "a".repeat(47)))).is_ok());
+    }
+
+    #[test]
+    fn a_default_job_name_is_a_valid_job_name_even_for_the_longest_template() {
+        for template in ["curve", &"a".repeat(50)] {
+            let name = default_job_name(template);
+            validate_job_name(&name).unwrap();
+            assert!(
+                name.starts_with(&template[..template.len().min(43)]),
+                "{name}"
+            );
+        }
+        assert_ne!(default_job_name("x"), default_job_name("x"));
     }
 }

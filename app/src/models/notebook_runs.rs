@@ -11,16 +11,12 @@ use serde_json::Value;
 use crate::error::AppError;
 use crate::models::job_origin::{NotebookRunUse, TemplateValue};
 use crate::models::names::MAX_JOB_NAME_LEN;
-use crate::models::templates::{ParamType, TemplateParam};
+use crate::models::templates::{ParamType, TemplateParam, TemplateSpec};
 use crate::models::{JobSpec, ReplicaResources};
 
-/// The environment a run takes when neither the run nor its notebook names
-/// one: the console's shipped Python with the SDK.
-pub const DEFAULT_RUN_ENVIRONMENT: &str = "paddlecloud/minimal";
+pub use crate::models::job_origin::{DEFAULT_RUN_ENVIRONMENT, RUNNER_MODULE};
 /// The tag papermill looks for on the cell that declares the parameters.
 pub const PARAMETERS_TAG: &str = "parameters";
-/// The module of the SDK a run's replica starts (see `notebook_run.py`).
-pub const RUNNER_MODULE: &str = "paddlecloud.notebook_run";
 
 /// One parameter of a notebook: a template parameter (so forms, the CLI
 /// and checks treat it as a template's), and its default as the cell
@@ -84,34 +80,84 @@ impl NotebookParameters {
         let mut checked = BTreeMap::new();
         for (name, raw) in values {
             let Some(p) = self.parameters.iter().find(|p| &p.param.name == name) else {
-                let known = self
-                    .parameters
-                    .iter()
-                    .map(|p| p.param.name.as_str())
-                    .collect::<Vec<_>>();
-                let message = if self.cell.is_none() {
-                    format!(
-                        "{} has no cell tagged “{PARAMETERS_TAG}”, so it takes no values \
-                         (tag the cell that sets its parameters in JupyterLab: Property \
-                         Inspector → Cell Tags).",
-                        self.path
-                    )
-                } else {
-                    format!(
-                        "{} has no parameter “{name}”; its parameters: {}.",
-                        self.path,
-                        if known.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            known.join(", ")
-                        }
-                    )
-                };
-                return Err(AppError::invalid(format!("values.{name}"), message));
+                return Err(AppError::invalid(
+                    format!("values.{name}"),
+                    self.no_such_parameter(name),
+                ));
             };
             checked.insert(name.clone(), p.param.check(raw)?);
         }
         Ok(checked)
+    }
+
+    /// Why `name` is no parameter of this notebook, naming those it has.
+    fn no_such_parameter(&self, name: &str) -> String {
+        if self.cell.is_none() {
+            return format!(
+                "{} has no cell tagged “{PARAMETERS_TAG}”, so it takes no values \
+                 (tag the cell that sets its parameters in JupyterLab: Property \
+                 Inspector → Cell Tags).",
+                self.path
+            );
+        }
+        let known = self
+            .parameters
+            .iter()
+            .map(|p| p.param.name.as_str())
+            .collect::<Vec<_>>();
+        format!(
+            "{} has no parameter “{name}”; its parameters: {}.",
+            self.path,
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        )
+    }
+
+    /// Fits notebook template `template` to this notebook: a template
+    /// without parameters takes the notebook's (their defaults those of
+    /// its cell, or `defaults` where given: a run's values); otherwise each
+    /// parameter the template passes to the notebook must be one it
+    /// declares (a 400 naming `parameters[i].name`).
+    pub fn fit_template(
+        &self,
+        template: &mut TemplateSpec,
+        defaults: &BTreeMap<String, TemplateValue>,
+    ) -> Result<(), AppError> {
+        if template.parameters.is_empty() {
+            template.parameters = self
+                .parameters
+                .iter()
+                .map(|p| {
+                    let mut param = p.param.clone();
+                    if let Some(value) = defaults.get(&param.name) {
+                        param.default = Some(value.to_json());
+                    }
+                    param
+                })
+                .collect();
+            return Ok(());
+        }
+        let passed: Vec<String> = template
+            .notebook_parameters()
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
+        for (i, p) in template.parameters.iter().enumerate() {
+            let declared = self.parameters.iter().any(|d| d.param.name == p.name);
+            if passed.contains(&p.name) && !declared {
+                return Err(AppError::invalid(
+                    format!("parameters[{i}].name"),
+                    format!(
+                        "{} (a parameter the job does not use goes to the notebook)",
+                        self.no_such_parameter(&p.name)
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -401,10 +447,9 @@ impl NotebookRunSpec {
             Some(name) => name.trim().to_owned(),
             None => default_name,
         };
-        let values = serde_json::to_string(&run.values_json()).map_err(|_| AppError::Internal)?;
         let mut spec = JobSpec::recorded(&name, vec![], String::new(), 1);
-        spec.command = vec!["python3".into(), "-m".into(), RUNNER_MODULE.into()];
-        spec.args = vec!["--parameters".into(), values];
+        spec.command = run.runner_command();
+        spec.args = run.runner_args();
         spec.trainer = self.resources.clone();
         spec.datasets = self.datasets.clone();
         spec.environment = Some(environment);

@@ -22,24 +22,57 @@ pub struct TemplateForm {
     pub parameters: String,
     /// The job, as a JSON object with `{{parameter}}` placeholders.
     pub job: String,
+    /// The notebook run whose notebook the template runs (empty: the job
+    /// runs its command).
+    #[serde(default)]
+    pub notebook_job: String,
 }
 
 impl TemplateForm {
     /// The form for job `spec`: named after it, no parameters yet, and its
     /// spec without what each run or the console sets (its name, the
     /// notebook or template it came from, the resolved environment).
+    ///
+    /// A notebook run's template runs its notebook: the runner's command
+    /// goes, and the run is named as where the notebook is copied from
+    /// (its parameters are the notebook's, filled in by whoever has read
+    /// the notebook: `api::templates::job_as_template`).
     pub fn from_job(spec: &JobSpec) -> Self {
         let mut job = serde_json::to_value(spec).unwrap_or_default();
+        let notebook_run = spec.notebook_run.is_some();
         if let Some(map) = job.as_object_mut() {
-            for key in ["name", "notebook", "template", "environment_use"] {
+            for key in [
+                "name",
+                "notebook",
+                "template",
+                "environment_use",
+                "notebook_run",
+            ] {
                 map.remove(key);
             }
+            if notebook_run {
+                for key in ["command", "args", "num_ps", "ps"] {
+                    map.remove(key);
+                }
+            }
         }
+        let description = match &spec.notebook_run {
+            Some(run) => format!(
+                "Runs {} of notebook {} (version #{}), as the run {} did.",
+                run.path, run.notebook, run.version, spec.name
+            ),
+            None => String::new(),
+        };
         Self {
             name: spec.name.clone(),
-            description: String::new(),
+            description,
             parameters: "[]".to_owned(),
             job: serde_json::to_string_pretty(&job).unwrap_or_default(),
+            notebook_job: if notebook_run {
+                spec.name.clone()
+            } else {
+                String::new()
+            },
         }
     }
 
@@ -155,6 +188,12 @@ impl TemplateForm {
             description: self.description.trim().to_owned(),
             parameters,
             job,
+            notebook: (!self.notebook_job.trim().is_empty()).then(|| {
+                super::templates::TemplateNotebook {
+                    job: Some(self.notebook_job.trim().to_owned()),
+                    ..Default::default()
+                }
+            }),
         })
     }
 }

@@ -144,7 +144,9 @@ pub fn NotebookRunSection(job: Job, report: Option<NotebookRunReport>) -> impl I
         v if v.is_empty() => "none (the notebook's own)".to_owned(),
         v => v,
     };
-    let again = run_href(&run.notebook, &run.path, Some(run.version), Some(&name));
+    // A notebook template's run goes back to its template's form.
+    let again = crate::models::again_href(&job)
+        .unwrap_or_else(|| run_href(&run.notebook, &run.path, Some(run.version), Some(&name)));
     let progress = report.as_ref().map(|r| {
         let (value, max) = (r.done + u32::from(r.failed.is_some()), r.cells.max(1));
         let seconds = r

@@ -47,8 +47,18 @@ fn TemplateEditor(job: String, form: TemplateForm) -> impl IntoView {
             <code>r#"[{"name": "trainers", "type": "int", "min": 1, "max": 8, "default": 2}]"#</code>
             ". Types: int, float, bool, enum, string, dataset, model, environment."
         </p>
+        {(!form.notebook_job.is_empty()).then(|| view! {
+            <p class="banner" data-testid="template-notebook">
+                "This template runs the notebook this run ran (a copy kept with the template, so it \
+                 keeps working after the notebook changes). Its parameters are the notebook's, \
+                 each defaulting to this run's value; a parameter the job's placeholders use \
+                 (e.g. " <code>"\"memory\": \"{{memory}}\""</code> ") sets the job instead."
+            </p>
+        })}
         <ActionForm action attr:class="save-template">
+            <input type="hidden" name="form[notebook_job]" value=form.notebook_job.clone() />
             <FormError error />
+            <FieldError error field="notebook" />
             <div class="form-grid">
                 <label for="template-name">"Name"</label>
                 <input id="template-name" type="text" name="form[name]" value=form.name.clone() />

@@ -83,7 +83,9 @@ fn TemplateRow(t: Template) -> impl IntoView {
     });
     view! {
         <tr data-template=t.spec.name.clone() data-owner=t.owner.clone()>
-            <td class="name">{shared}{t.spec.name.clone()}</td>
+            <td class="name">{shared}{t.spec.name.clone()}
+                {t.spec.notebook.is_some().then(|| view! { " " <span class="badge" title="Runs a notebook file">"notebook"</span> })}
+            </td>
             <td>{t.spec.description.clone()}</td>
             <td>{params}</td>
             <td data-testid="version">{format!("v{}", t.version)}</td>
@@ -163,6 +165,7 @@ fn RunForm(data: RunFormData) -> impl IntoView {
             <a class="button" href=format!("/experiments/new?template={}", crate::models::url::encode(&template_ref(&t))) data-testid="search-template">"Search this template"</a>
         </div>
         {(!t.spec.description.is_empty()).then(|| view! { <p class="hint">{t.spec.description.clone()}</p> })}
+        {t.spec.notebook.clone().map(|nb| template_notebook(&t, &nb))}
         {from.map(|job| view! {
             <p class="hint" data-testid="from-job">{format!("The values of job {job}: change what you like and run it again.")}</p>
         })}
@@ -194,6 +197,37 @@ fn RunForm(data: RunFormData) -> impl IntoView {
                 <button type="submit" class="primary">"Run"</button>
             </footer>
         </ActionForm>
+    }
+}
+
+/// What a notebook template runs: the file, where it came from, its page
+/// (sandboxed, as a notebook version's) and its download.
+fn template_notebook(t: &Template, nb: &crate::models::TemplateNotebook) -> impl IntoView {
+    use crate::models::url::encode;
+    let base = format!(
+        "/api/v1/templates/{}/notebook?owner={}&version={}",
+        encode(&t.spec.name),
+        encode(&t.owner),
+        t.version
+    );
+    let page = base.replacen("/notebook?", "/notebook/html?", 1);
+    let from = nb.job.as_ref().map(|job| {
+        view! { " · copied from the run " <a href=format!("/jobs/{}", encode(job))>{job.clone()}</a> }
+    });
+    view! {
+        <section class="template-notebook" data-testid="template-notebook">
+            <p>
+                "Runs the notebook " <strong>{nb.describe()}</strong> {from}
+                ". The parameters below that the job does not use are injected after its "
+                <code>"parameters"</code> " cell; the executed notebook is shown on the job's page."
+            </p>
+            // A link, not a frame: the page is nbconvert's whole notebook,
+            // heavy beside a form, and served sandboxed wherever it opens.
+            <nav class="page-links">
+                <a class="button small" href=page target="_blank" rel="noopener" data-testid="template-notebook-view">"View the notebook"</a>
+                <a class="button small" href=base download="">"The notebook (.ipynb)"</a>
+            </nav>
+        </section>
     }
 }
 

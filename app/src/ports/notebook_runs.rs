@@ -26,6 +26,9 @@ pub trait NotebookRuns: Send + Sync {
     /// The output as a standalone HTML page (nbconvert's, without scripts;
     /// served so that nothing in it runs).
     async fn output_html(&self, run: &str) -> Result<Vec<u8>, AppError>;
+    /// The input as a standalone HTML page (as `output_html`): what a
+    /// notebook template runs, shown on its page.
+    async fn input_html(&self, run: &str) -> Result<Vec<u8>, AppError>;
     /// Removes the run's files.
     async fn forget(&self, run: &str) -> Result<(), AppError>;
 }

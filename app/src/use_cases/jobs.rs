@@ -41,8 +41,31 @@ pub(crate) async fn admit_and_submit(
     spec.models =
         super::model_versions::pin_job_models(&*services.assets, me, &spec.models).await?;
     readable_datasets(&*services.assets, me, &spec.datasets).await?;
+    let copied = own_notebook_copy(services, &mut spec).await?;
     let submit = services.cluster.submit(me, spec);
-    start_admitted(services, me, Workload::Job, asked, submit).await
+    let result = start_admitted(services, me, Workload::Job, asked, submit).await;
+    if let (Err(_), Some(key)) = (&result, copied) {
+        if let Err(forgot) = services.notebook_runs.forget(&key).await {
+            tracing::warn!(error = %forgot, "removing a refused notebook run's input");
+        }
+    }
+    result
+}
+
+/// Gives a notebook template's run its own copy of the template's
+/// notebook (so that deleting the job removes only its copy); returns the
+/// new key. Other jobs keep what they have: a notebook run's key is its
+/// own already, and only the console sets one.
+async fn own_notebook_copy(
+    services: &Services,
+    spec: &mut JobSpec,
+) -> Result<Option<String>, AppError> {
+    let (Some(_), Some(run)) = (&spec.template, spec.notebook_run.as_mut()) else {
+        return Ok(None);
+    };
+    let bytes = services.notebook_runs.input(&run.run).await?;
+    run.run = services.notebook_runs.keep_input(bytes).await?;
+    Ok(Some(run.run.clone()))
 }
 
 /// Refuses a job that names a dataset its submitter cannot read, before

@@ -20,4 +20,4 @@ pub mod templates;
 pub use jobs::submit_within_quota;
 pub use notebooks::{create_notebook_within_quota, start_notebook_within_quota};
 pub use serving::{launch_within_quota, release_within_quota, scale_within_quota};
-pub use templates::run_template;
+pub use templates::{run_template, save_template};

@@ -17,7 +17,7 @@ use crate::ports::{Principal, Services};
 
 /// The version `version` of `path` (the file's newest when `None`) of
 /// `by`'s notebook `notebook`, with its JSON.
-async fn file_version(
+pub(crate) async fn file_version(
     services: &Services,
     by: &Me,
     notebook: &str,
@@ -95,7 +95,8 @@ pub async fn run_notebook(
         })
         .unwrap_or_else(|| DEFAULT_RUN_ENVIRONMENT.to_owned());
     let bytes = serde_json::to_vec(&json).map_err(|_| AppError::Internal)?;
-    let default_name = super::templates::default_job_name(&crate::models::run_name_stem(&run.path));
+    let default_name =
+        crate::models::names::default_job_name(&crate::models::run_name_stem(&run.path));
     // The job is checked before the input is kept: a bad name keeps nothing.
     let mut used = NotebookRunUse {
         notebook: notebook.to_owned(),

@@ -29,7 +29,7 @@ pub async fn submit_pipeline(
     let values = run_values(&spec, &submit.values)?;
     let name = match submit.name.filter(|n| !n.trim().is_empty()) {
         Some(name) => name.trim().to_owned(),
-        None => super::templates::default_job_name(&spec.name),
+        None => crate::models::names::default_job_name(&spec.name),
     };
     validate_job_name(&name)?;
     if name.len() > MAX_PIPELINE_NAME + 7 {

@@ -109,8 +109,26 @@ impl NotebookRuns for NotebookService {
         Ok(html)
     }
 
+    async fn input_html(&self, run: &str) -> Result<Vec<u8>, AppError> {
+        let input = self.input(run).await?;
+        // The input never changes: its page is kept by its hash like the
+        // output's, and removed with the run.
+        let page = page_key(run, &input)?;
+        if let Some(html) = self.read_if_there(&page).await? {
+            return Ok(html);
+        }
+        let html = self.renderer.html(&input).await?;
+        if let Err(err) = self.objects.put_bytes(&page, html.clone()).await {
+            tracing::warn!(error = %err, "keeping a notebook's page");
+        }
+        Ok(html)
+    }
+
     async fn forget(&self, run: &str) -> Result<(), AppError> {
         let mut keys = vec![key(run, "input.ipynb")?, key(run, "output.ipynb")?];
+        if let Ok(input) = self.input(run).await {
+            keys.push(page_key(run, &input)?);
+        }
         if let Some(output) = self.output(run).await? {
             keys.push(page_key(run, &output)?);
         }

@@ -55,6 +55,7 @@ mod notebook_contract;
 mod notebook_environment;
 mod notebook_runs;
 mod notebook_shares;
+mod notebook_templates;
 mod notebook_versions;
 mod notebooks;
 mod openapi_constraints;

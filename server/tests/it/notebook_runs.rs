@@ -34,13 +34,13 @@ fn code(source: &str, tags: &[&str]) -> Value {
 }
 
 impl Harness {
-    async fn get(&self, path: &str) -> Answer {
+    pub(crate) async fn get(&self, path: &str) -> Answer {
         call(&self.site, Method::GET, path, Some(&self.key), None).await
     }
 
     /// Waits (the first run builds its environment from PyPI) until job
     /// `name` ends; returns it.
-    async fn ended(&self, name: &str) -> Value {
+    pub(crate) async fn ended(&self, name: &str) -> Value {
         let deadline = Instant::now() + Duration::from_secs(900);
         loop {
             let job = self.get(&format!("/api/v1/jobs/{name}")).await;
@@ -55,7 +55,7 @@ impl Harness {
         }
     }
 
-    async fn log(&self, job: &str) -> String {
+    pub(crate) async fn log(&self, job: &str) -> String {
         self.get(&format!("/api/v1/jobs/{job}/pods/trainer-0/log"))
             .await
             .body

@@ -512,6 +512,8 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         "POST /api/v1/templates",
         "GET /api/v1/templates/{name}",
         "POST /api/v1/templates/{name}/jobs",
+        "GET /api/v1/templates/{name}/notebook",
+        "GET /api/v1/templates/{name}/notebook/html",
         "POST /api/v1/templates/{name}/publish",
         "GET /api/v1/environments",
         "POST /api/v1/environments",

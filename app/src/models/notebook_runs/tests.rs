@@ -209,3 +209,89 @@ fn an_executed_notebook_says_how_far_it_got_and_where_it_failed() {
         "Cell 2 of 2 running"
     );
 }
+
+#[test]
+fn a_notebook_template_takes_the_notebooks_parameters_defaulting_to_a_runs_values() {
+    let nb = notebook(json!([
+        {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "epochs = 2\nlabel = 'a'"},
+    ]));
+    let declared = NotebookParameters::read("lab", "t.ipynb", 4, &nb);
+    let mut template: TemplateSpec = serde_json::from_value(json!({
+        "name": "t", "job": {"trainer": {"cpu": "1", "memory": "{{memory}}"}},
+    }))
+    .unwrap();
+    let run = BTreeMap::from([("epochs".to_owned(), TemplateValue::Int(9))]);
+    declared.fit_template(&mut template, &run).unwrap();
+    let defaults: Vec<_> = template
+        .parameters
+        .iter()
+        .map(|p| (p.name.as_str(), p.default.clone()))
+        .collect();
+    assert_eq!(
+        defaults,
+        [("epochs", Some(json!(9))), ("label", Some(json!("a")))]
+    );
+
+    // Given parameters: those the job does not use must be the notebook's.
+    let given = |names: &[&str]| -> TemplateSpec {
+        let parameters: Vec<Value> = names
+            .iter()
+            .map(|n| json!({"name": n, "type": "string", "default": "x"}))
+            .collect();
+        serde_json::from_value(json!({
+            "name": "t", "parameters": parameters,
+            "job": {"trainer": {"cpu": "1", "memory": "{{memory}}"}},
+        }))
+        .unwrap()
+    };
+    let mut fine = given(&["label", "memory"]);
+    declared.fit_template(&mut fine, &BTreeMap::new()).unwrap();
+    assert_eq!(fine.parameters.len(), 2, "kept as given");
+    let err = declared
+        .fit_template(&mut given(&["label", "batch"]), &BTreeMap::new())
+        .unwrap_err();
+    assert_eq!(err.field(), Some("parameters[1].name"));
+    assert!(err.to_string().contains("epochs, label"), "{err}");
+}
+
+#[test]
+fn a_notebook_run_saved_as_a_template_names_the_run_and_drops_the_runner() {
+    let nb = notebook(json!([]));
+    let declared = NotebookParameters::read("lab", "train.ipynb", 3, &nb);
+    let spec = NotebookRunSpec {
+        path: "train.ipynb".into(),
+        ..Default::default()
+    };
+    let used = NotebookRunUse {
+        notebook: "lab".into(),
+        path: "train.ipynb".into(),
+        version: 3,
+        run: "ab".repeat(16),
+        values: BTreeMap::new(),
+    };
+    let job = spec
+        .job(used, "team/env".into(), "train-abc".into())
+        .unwrap();
+    let form = crate::models::TemplateForm::from_job(&job);
+    assert_eq!(form.notebook_job, "train-abc");
+    assert!(!form.job.contains("notebook_run"), "{}", form.job);
+    assert!(
+        !form.job.contains("paddlecloud.notebook_run"),
+        "{}",
+        form.job
+    );
+    assert!(
+        form.description.contains("train.ipynb"),
+        "{}",
+        form.description
+    );
+    let mut template = form.to_spec().unwrap();
+    declared
+        .fit_template(&mut template, &BTreeMap::new())
+        .unwrap();
+    assert_eq!(
+        template.notebook.as_ref().unwrap().job.as_deref(),
+        Some("train-abc")
+    );
+    template.validate().unwrap();
+}

@@ -19,7 +19,9 @@ use crate::models::jobs::JobSpec;
 use crate::models::names::validate_job_name;
 
 mod fill;
+mod notebook;
 mod param;
+pub use notebook::TemplateNotebook;
 use param::matches_whole;
 
 use fill::{all_placeholders, as_text_where_text, fill};
@@ -116,6 +118,10 @@ pub struct TemplateSpec {
     /// may hold `{{parameter}}` placeholders.
     #[cfg_attr(feature = "ssr", schema(value_type = Object))]
     pub job: Value,
+    /// The notebook file it runs (papermill) instead of a command: the
+    /// parameters the job's placeholders do not use are the notebook's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notebook: Option<TemplateNotebook>,
 }
 
 /// A saved version of a template.
@@ -252,6 +258,9 @@ impl TemplateSpec {
                 "Give the job as an object, as POST /api/v1/jobs takes it.",
             ));
         }
+        if let Some(notebook) = &self.notebook {
+            notebook.job_value(&self.job)?;
+        }
         let mut used = Vec::new();
         all_placeholders(&self.job, &mut used);
         if let Some(unknown) = used.iter().find(|u| !seen.contains(u.as_str())) {
@@ -329,7 +338,15 @@ impl TemplateSpec {
             .clone()
             .filter(|n| !n.trim().is_empty())
             .unwrap_or_else(|| default_name.to_owned());
-        let mut spec = fill_job(&self.job, &values, &name)?;
+        let mut spec = match &self.notebook {
+            None => fill_job(&self.job, &values, &name)?,
+            Some(notebook) => {
+                let mut spec = fill_job(&notebook.job_value(&self.job)?, &values, &name)?;
+                let for_notebook = self.notebook_values(&values);
+                notebook.attach(&mut spec, &for_notebook);
+                spec
+            }
+        };
         spec.template = Some(TemplateUse {
             owner: String::new(),
             name: self.name.clone(),
@@ -337,6 +354,35 @@ impl TemplateSpec {
             values,
         });
         Ok(spec)
+    }
+}
+
+impl TemplateSpec {
+    /// The parameters a notebook template passes to its notebook: those its
+    /// job's placeholders do not use (those set the job, e.g. its memory).
+    pub fn notebook_parameters(&self) -> Vec<&TemplateParam> {
+        let mut used = Vec::new();
+        all_placeholders(&self.job, &mut used);
+        self.parameters
+            .iter()
+            .filter(|p| !used.contains(&p.name))
+            .collect()
+    }
+
+    fn notebook_values(
+        &self,
+        values: &BTreeMap<String, TemplateValue>,
+    ) -> BTreeMap<String, TemplateValue> {
+        let names: Vec<&str> = self
+            .notebook_parameters()
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        values
+            .iter()
+            .filter(|(k, _)| names.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 }
 

@@ -51,11 +51,23 @@ pub fn JobPage() -> impl IntoView {
             </Transition>
         </Region>
         {beside_regions(move || view! {
-            <LiveRegion target=REGION.to_owned() events />
             <Transition fallback=|| ()>
-                {move || Suspend::new(async move {
-                    detail.await.ok().map(|d| view! { <JobPanels job=d.job.name owner=d.owner /> })
-                })}
+                {move || {
+                    let events = events.clone();
+                    Suspend::new(async move {
+                        detail.await.ok().map(|d| {
+                            // A notebook run's cells move on without a job
+                            // event: its page also asks every 3 s while it runs.
+                            let polled = d.job.spec.notebook_run.is_some() && d.job.status.is_active();
+                            let live = if polled {
+                                view! { <LiveRegion target=REGION.to_owned() events every_secs=3 /> }.into_any()
+                            } else {
+                                view! { <LiveRegion target=REGION.to_owned() events /> }.into_any()
+                            };
+                            view! { {live} <JobPanels job=d.job.name owner=d.owner /> }
+                        })
+                    })
+                }}
             </Transition>
         })}
     }
@@ -93,7 +105,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
     let name = job.name.clone();
     let status = job.status;
     let ran = detail.ran_for(detail.now).map(format_age);
-    let again = again_href(job);
+    let again = crate::models::again_href(job);
     let (action, label, class) = if status.is_active() {
         (StopJob::url(), "Stop", "small")
     } else {
@@ -149,29 +161,6 @@ fn JobView(detail: JobDetail) -> impl IntoView {
         <Replicas job=name.clone() pods=detail.pods.clone() />
         <InputsOutputs detail=detail.clone() />
     }
-}
-
-/// Where "Run again with changes" goes: a template's form with this job's
-/// values, or the submit dialog filled from its spec; none for a run the
-/// console only recorded (it ran elsewhere).
-fn again_href(job: &Job) -> Option<String> {
-    if let Some(r) = &job.spec.notebook_run {
-        return Some(crate::models::run_href(
-            &r.notebook,
-            &r.path,
-            Some(r.version),
-            Some(&job.name),
-        ));
-    }
-    if let Some(t) = &job.spec.template {
-        return Some(format!(
-            "/templates/{}?owner={}&from={}",
-            encode(&t.name),
-            encode(&t.owner),
-            encode(&job.name)
-        ));
-    }
-    (job.source == JobSource::Console).then(|| format!("/jobs?submit=1&from={}", encode(&job.name)))
 }
 
 /// One role's replicas as a phrase: `2 trainers × 2 CPU, 4Gi, 1 GPU`.

@@ -166,6 +166,8 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(templates::get_one))
         .routes(routes!(templates::run))
         .routes(routes!(templates::publish))
+        .routes(routes!(templates::notebook))
+        .routes(routes!(templates::notebook_page))
         .routes(routes!(environments::list, environments::save))
         .routes(routes!(environments::get_one))
         .routes(routes!(environments::publish))

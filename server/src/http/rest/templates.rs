@@ -65,7 +65,7 @@ pub async fn save(
     spec: Result<JsonBody<TemplateSpec>, ApiError>,
 ) -> Result<Response, ApiError> {
     let JsonBody(spec) = spec?;
-    let saved = state.services.templates.save(&who.me, spec).await?;
+    let saved = app::use_cases::save_template(&state.services, &who, spec).await?;
     let location = format!(
         "/api/v1/templates/{}?version={}",
         saved.spec.name, saved.version
@@ -101,6 +101,65 @@ pub async fn get_one(
             )
             .await?,
     ))
+}
+
+/// The notebook a notebook template runs (the copy kept with this
+/// version), as the `.ipynb` file.
+#[utoipa::path(get, path = "/api/v1/templates/{name}/notebook", tag = "templates",
+    params(("name" = String, Path, description = "The template's name"), WhichParams),
+    responses(
+        (status = 200, description = "The .ipynb file", content_type = "application/x-ipynb+json"),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 404, description = "No such template (or version) in this account, or it runs no notebook", body = ErrorBody),
+    ))]
+pub async fn notebook(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Path(name): Path<String>,
+    which: Result<Query<WhichParams>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let (file, bytes) = notebook_of(&state, &who, &name, which, false).await?;
+    Ok(super::notebook_versions::ipynb_attachment(&file, bytes))
+}
+
+/// The notebook a notebook template runs, as a page (nbconvert's HTML
+/// without scripts, served so that nothing in it runs or loads).
+#[utoipa::path(get, path = "/api/v1/templates/{name}/notebook/html", tag = "templates",
+    params(("name" = String, Path, description = "The template's name"), WhichParams),
+    responses(
+        (status = 200, description = "The page", content_type = "text/html"),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 404, description = "No such template (or version) in this account, or it runs no notebook", body = ErrorBody),
+        (status = 503, description = "nbconvert is being prepared; try again", body = ErrorBody),
+    ))]
+pub async fn notebook_page(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Path(name): Path<String>,
+    which: Result<Query<WhichParams>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let (_, page) = notebook_of(&state, &who, &name, which, true).await?;
+    Ok(super::notebook_versions::page_response(page))
+}
+
+/// The file's name and the notebook (or its page) template `name` runs.
+async fn notebook_of(
+    state: &AppState,
+    who: &app::ports::Principal,
+    name: &str,
+    which: Result<Query<WhichParams>, QueryRejection>,
+    html: bool,
+) -> Result<(String, Vec<u8>), ApiError> {
+    let Query(which) = which?;
+    Ok(app::use_cases::templates::template_notebook(
+        &state.services,
+        who,
+        which.owner.as_deref(),
+        name,
+        which.version,
+        html,
+    )
+    .await?)
 }
 
 /// Publishes a template (every version) for every account, or takes it
