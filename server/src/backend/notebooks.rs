@@ -155,6 +155,10 @@ pub trait NotebookBackend: Send + Sync {
     fn sees_local_files(&self) -> bool {
         true
     }
+    /// The console stops: servers that cannot outlive it end (locally,
+    /// SIGTERM and the grace period), their records kept as they are, so
+    /// that the next start brings them back. Pods outlive the console.
+    async fn shut_down(&self) {}
 }
 
 /// The Python SDK, as its kernels import it (`import paddlecloud`): each

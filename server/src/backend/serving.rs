@@ -173,6 +173,10 @@ pub trait ServingBackend: Send + Sync {
     async fn current_token(&self, _account: &Account, _name: &str) -> Option<String> {
         None
     }
+    /// The console stops: replicas that cannot outlive it end (locally,
+    /// SIGTERM and the grace period), their records kept as they are, so
+    /// that the next start brings them back. Pods outlive the console.
+    async fn shut_down(&self) {}
 }
 
 /// An HTTP client for replicas (plain HTTP on loopback, or through the

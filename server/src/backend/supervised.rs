@@ -97,6 +97,19 @@ impl<T: Send + Sync + 'static> Supervised<T> {
         }
     }
 
+    /// Tells every task to stop and waits until all have ended (the
+    /// console's stop).
+    pub async fn stop_all(&self) {
+        let entries: Vec<Arc<Supervisee<T>>> = self.lock().values().cloned().collect();
+        for entry in &entries {
+            entry.tell_stop();
+        }
+        for entry in entries {
+            let mut done = entry.done.clone();
+            let _ = done.wait_for(|d| *d).await;
+        }
+    }
+
     /// Tells workload `id`'s task to stop and forgets it at once, without
     /// waiting (a status task that has nothing to tidy up).
     pub fn end(&self, id: i64) {
@@ -143,6 +156,23 @@ mod tests {
         assert!(tasks.get(7).is_none());
         // Stopping what does not run is nothing.
         tasks.stop(8).await;
+    }
+
+    #[tokio::test]
+    async fn stopping_all_tells_every_task_and_waits_for_each_to_end() {
+        let tasks: Supervised<()> = Supervised::default();
+        let ended = Arc::new(AtomicU32::new(0));
+        for id in 0..3u64 {
+            let ended = ended.clone();
+            tasks.spawn(id as i64, (), move |entry| async move {
+                let mut stop = entry.stop_signal();
+                let _ = stop.wait_for(|s| *s).await;
+                tokio::time::sleep(std::time::Duration::from_millis(20 * id)).await;
+                ended.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        tasks.stop_all().await;
+        assert_eq!(ended.load(Ordering::SeqCst), 3);
     }
 
     #[tokio::test]

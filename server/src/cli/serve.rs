@@ -1,4 +1,5 @@
-//! `paddlecloud serve`: the console on a socket until SIGINT or SIGTERM.
+//! `paddlecloud serve`: the console on a socket until SIGINT or SIGTERM,
+//! then a clean stop (see `console/shutdown.rs`).
 
 use std::net::SocketAddr;
 
@@ -54,14 +55,42 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     });
     // The peer's address reaches handlers (rate limits of password resets).
-    axum::serve(
+    let (stopping, stopped) = tokio::sync::watch::channel(false);
+    let server = axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown_signal())
-    .await?;
+    .with_graceful_shutdown(async move {
+        let mut stopped = stopped;
+        let _ = stopped.wait_for(|s| *s).await;
+    });
+    let mut server = tokio::spawn(async move { server.await });
+    tokio::select! {
+        ended = &mut server => {
+            return match ended {
+                Ok(result) => result.map_err(Into::into),
+                Err(err) => Err(err.into()),
+            };
+        }
+        _ = shutdown_signal() => {}
+    }
+    // New connections stop at once; what runs here is stopped meanwhile
+    // (console/shutdown.rs), then requests still in flight get a moment.
+    // Event streams and notebook sockets never end by themselves, so the
+    // server is not waited for past that.
+    let _ = stopping.send(true);
+    console.shut_down().await;
+    match tokio::time::timeout(DRAIN, &mut server).await {
+        Ok(Ok(Err(err))) => return Err(err.into()),
+        Ok(_) => {}
+        Err(_) => tracing::info!("closing the connections still open"),
+    }
+    tracing::info!("stopped");
     Ok(())
 }
+
+/// How long requests still in flight get once what runs here has stopped.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The site settings of `Leptos.toml` at `path`, listening on `addr` if given.
 pub fn site_options(

@@ -11,6 +11,7 @@
 
 mod backends;
 mod config;
+mod shutdown;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,6 +60,8 @@ pub struct Console {
     pub services: Services,
     /// The router's state (the ports, the site settings, MLflow, serving).
     pub state: AppState,
+    /// What [`Console::shut_down`] ends.
+    shutdown: Arc<shutdown::Shutdown>,
 }
 
 impl Console {
@@ -74,8 +77,21 @@ impl Console {
         let local = start_local_executor(&base, &config, &stores, &host).await?;
         let prometheus = prometheus(&config)?;
         let local_runs = local_runs(&base, &local, config.local_run_lost_after);
-        let backends =
-            Backends::connect(&base, &config, &stores, &host, local, prometheus.is_none()).await?;
+        let backends = Backends::connect(
+            &base,
+            &config,
+            &stores,
+            &host,
+            local.clone(),
+            prometheus.is_none(),
+        )
+        .await?;
+        let shutdown = shutdown::Shutdown {
+            loops: base.loops.clone(),
+            local,
+            notebooks: backends.notebooks.clone(),
+            serving: backends.serving.clone(),
+        };
         let resource_charts = SqlResourceCharts::new(
             base.pool.clone(),
             stores.samples.clone(),
@@ -134,7 +150,15 @@ impl Console {
             pool: base.pool,
             services,
             state,
+            shutdown: Arc::new(shutdown),
         })
+    }
+
+    /// Stops what this console runs before its process ends (see
+    /// `console/shutdown.rs`): its background loops, and on this machine
+    /// the replicas of local jobs, notebook servers and serving replicas.
+    pub async fn shut_down(&self) {
+        self.shutdown.run().await;
     }
 
     /// The whole HTTP surface on this console's ports.
@@ -168,6 +192,8 @@ struct Base {
     sample_every: Duration,
     /// What local replicas inherit of the console's environment.
     inherited_env: Arc<[(String, String)]>,
+    /// The loops guarded by a lease, ended when the console stops.
+    loops: shutdown::Loops,
 }
 
 impl Base {
@@ -182,6 +208,7 @@ impl Base {
             grace: config.stop_grace,
             sample_every: Duration::from_secs(config.sample_secs.into()),
             inherited_env: config.inherited_env.as_slice().into(),
+            loops: shutdown::Loops::default(),
         })
     }
 
@@ -189,6 +216,18 @@ impl Base {
     /// the one holding their lease.
     fn lease(&self, name: &str) -> Lease {
         Lease::new(self.pool.clone(), name, &self.holder, self.lease_ttl)
+    }
+
+    /// Runs `start()`'s loop in the replica holding lease `name` (see
+    /// [`Lease::guard`]), ended when the console stops.
+    fn guard<F, Fut>(&self, name: &str, start: F)
+    where
+        F: Fn() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let lease = self.lease(name);
+        let task = lease.clone().guard(start);
+        self.loops.add(lease, task.abort_handle());
     }
 }
 
@@ -212,8 +251,9 @@ impl Stores {
         let samples = Arc::new(ResourceStore::new(base.pool.clone()));
         {
             let (samples, days) = (samples.clone(), config.resource_keep_days);
-            base.lease("resource-pruning")
-                .guard(move || SqlResourceCharts::prune_forever(samples.clone(), days));
+            base.guard("resource-pruning", move || {
+                SqlResourceCharts::prune_forever(samples.clone(), days)
+            });
         }
         let metrics = Arc::new(SqlMetrics::new(
             base.pool.clone(),
@@ -333,8 +373,9 @@ fn local_runs(base: &Base, local: &LocalCluster, lost_after: Duration) -> SqlLoc
     let local_runs = SqlLocalRuns::new(base.pool.clone(), local.jobs_root(), local.job_events());
     {
         let runs = local_runs.clone();
-        base.lease("local-run-sweep")
-            .guard(move || runs.clone().sweep_forever(lost_after));
+        base.guard("local-run-sweep", move || {
+            runs.clone().sweep_forever(lost_after)
+        });
     }
     local_runs
 }
@@ -407,8 +448,9 @@ async fn recover_notebooks(
             notebooks.clone(),
             Duration::from_secs(config.notebook_probe_secs.max(1).into()),
         );
-        base.lease("notebook-culling")
-            .guard(move || service.clone().cull_forever(every));
+        base.guard("notebook-culling", move || {
+            service.clone().cull_forever(every)
+        });
     }
     Ok(notebooks)
 }
@@ -447,16 +489,18 @@ impl Catalogs {
 /// running by a previous console carry on from here.
 fn schedule_pipelines(base: &Base, pipelines: &Arc<SqlPipelines>, services: &Services) {
     let (pipelines, services) = (pipelines.clone(), services.clone());
-    base.lease("pipeline-scheduler")
-        .guard(move || pipelines.scheduler().run(services.clone()));
+    base.guard("pipeline-scheduler", move || {
+        pipelines.scheduler().run(services.clone())
+    });
 }
 
 /// The experiment controller, in the replica holding its lease:
 /// experiments left running by a previous console carry on from here.
 fn control_experiments(base: &Base, experiments: &Arc<SqlExperiments>, services: &Services) {
     let (experiments, services) = (experiments.clone(), services.clone());
-    base.lease("experiment-controller")
-        .guard(move || experiments.controller().run(services.clone()));
+    base.guard("experiment-controller", move || {
+        experiments.controller().run(services.clone())
+    });
 }
 
 /// The schedule controller, in the replica holding its lease: ticks
@@ -467,8 +511,9 @@ fn start_schedules(
     services: &Services,
 ) {
     let (schedules, services) = (schedules.clone(), services.clone());
-    base.lease("schedule-controller")
-        .guard(move || schedules.controller().run(services.clone()));
+    base.guard("schedule-controller", move || {
+        schedules.controller().run(services.clone())
+    });
 }
 
 /// What this replica changed, told to the others for their live pages, and

@@ -105,9 +105,37 @@ struct Inner {
     machine: Arc<Machine>,
     /// The virtualenvs of environments jobs run in.
     venvs: Arc<Venvs>,
+    /// Set once the console stops ([`LocalCluster::shut_down`]): no job
+    /// starts any more, and a supervisor told to stop ends its job as the
+    /// console's stop, not a user's.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl LocalCluster {
+    /// Stops for the console's stop: jobs submitted from now on wait
+    /// (Pending) for the next start; running ones have their replicas
+    /// stopped (SIGTERM, SIGKILL after the grace period) and fail saying
+    /// so; queued ones stay queued for the next start. Returns once every
+    /// supervisor has written its job's end.
+    pub async fn shut_down(&self) {
+        let controls: Vec<Arc<Control>> = {
+            // Under the lock a launch inserts its control with: a job is
+            // either among these or sees the flag.
+            let controls = self.inner.controls.lock().expect("controls lock");
+            self.inner
+                .stopping
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            controls.values().cloned().collect()
+        };
+        for control in &controls {
+            let _ = control.stop.send(true);
+        }
+        for control in controls {
+            let mut done = control.done.clone();
+            let _ = done.wait_for(|d| *d).await;
+        }
+    }
+
     /// The change events of this backend's jobs, for others that record
     /// jobs on it (local runs) to speak on.
     pub fn job_events(&self) -> broadcast::Sender<JobEvent> {
@@ -138,6 +166,7 @@ impl LocalCluster {
                 inherited_env: parts.inherited_env,
                 machine: parts.machine,
                 venvs: parts.venvs,
+                stopping: Default::default(),
             }),
         };
         for queued in recovery::recover(&cluster.inner.store).await? {
@@ -186,6 +215,9 @@ impl LocalCluster {
         inputs: supervisor::Inputs,
         ask: Ask,
     ) -> Result<(), AppError> {
+        if self.inner.is_stopping() {
+            return self.leave_queued(&stored).await;
+        }
         let account = self.inner.store.account_of(stored.account_id).await?;
         let spec = stored.job.spec.clone();
         let dir = self.job_dir(&account, &spec.name);
@@ -212,11 +244,14 @@ impl LocalCluster {
             dir.clone(),
             done.clone(),
         ));
-        self.inner
-            .controls
-            .lock()
-            .expect("controls lock")
-            .insert(stored.id, Arc::new(Control { stop, done }));
+        {
+            let mut controls = self.inner.controls.lock().expect("controls lock");
+            if self.inner.is_stopping() {
+                drop(controls);
+                return self.leave_queued(&stored).await;
+            }
+            controls.insert(stored.id, Arc::new(Control { stop, done }));
+        }
         let run = supervisor::SupervisedJob {
             job_id: stored.id,
             account_id: account.id,
@@ -235,6 +270,21 @@ impl LocalCluster {
             done_tx,
         ));
         self.inner.emit(account.id, &stored.job.name);
+        Ok(())
+    }
+
+    /// Leaves a job submitted while the console stops Pending, for the
+    /// next start to queue (as one that waited for room).
+    async fn leave_queued(&self, stored: &StoredJob) -> Result<(), AppError> {
+        self.inner
+            .store
+            .set_status(
+                stored.id,
+                app::models::JobStatus::Pending,
+                "Queued again when the console is back (it was stopping when this job came).",
+            )
+            .await?;
+        self.inner.emit(stored.account_id, &stored.job.name);
         Ok(())
     }
 
@@ -286,6 +336,11 @@ struct Control {
 }
 
 impl Inner {
+    /// Whether the console is stopping (see [`LocalCluster::shut_down`]).
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// When the log of a pod with no supervisor here (yet) is complete:
     /// once its job is no longer active. A local run's ends when its client
     /// reports the end (or it is lost); a job still waiting for room or its

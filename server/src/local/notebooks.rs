@@ -197,6 +197,10 @@ impl NotebookBackend for LocalNotebooks {
         Ok(())
     }
 
+    async fn shut_down(&self) {
+        self.inner.servers.stop_all().await;
+    }
+
     async fn stop(&self, _account: &Account, id: i64, _name: &str) -> Result<(), AppError> {
         self.inner.servers.stop(id).await;
         Ok(())

@@ -74,6 +74,11 @@ struct Exit {
     log_done: watch::Sender<bool>,
 }
 
+/// Why a job fails that ran when the console stopped (SIGTERM): its
+/// replicas cannot outlive their supervisor.
+pub const CONSOLE_STOPPED: &str = "The console stopped while this job ran; its replicas were \
+     stopped (SIGTERM, then SIGKILL after the grace period). Run it again to start over.";
+
 /// Runs the job to its end, then releases anything waiting on it.
 pub async fn supervise(
     inner: Arc<Inner>,
@@ -148,8 +153,19 @@ async fn prepare_environment(
         .await
 }
 
-/// A job stopped while it waited: no replica ran.
+/// A job stopped while it waited: no replica ran. When the console is
+/// stopping, it stays Pending as it is, to be queued again by the next start.
 async fn stopped_in_queue(inner: &Inner, run: &SupervisedJob) -> anyhow::Result<()> {
+    if inner.is_stopping() {
+        set_job(
+            inner,
+            run,
+            JobStatus::Pending,
+            "Queued again when the console is back (it stopped while this job waited).",
+        )
+        .await?;
+        return Ok(());
+    }
     end_unstarted(
         inner,
         run,
@@ -458,7 +474,9 @@ async fn drive(
                 }
             }
             changed = stop.changed() => {
-                if changed.is_err() || *stop.borrow() {
+                if inner.is_stopping() {
+                    outcome = Some((JobStatus::Failed, CONSOLE_STOPPED.to_owned()));
+                } else if changed.is_err() || *stop.borrow() {
                     outcome = Some((JobStatus::Stopped, "Stopped by a user.".to_owned()));
                 }
             }
@@ -471,6 +489,7 @@ async fn drive(
     let why = match status {
         JobStatus::Succeeded => "Stopped after the trainers finished.",
         JobStatus::Stopped => "Stopped by a user.",
+        _ if message == CONSOLE_STOPPED => "Stopped because the console stopped.",
         _ => "Stopped because the job failed.",
     };
     for replica in live.values() {

@@ -11,19 +11,19 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_paddlecloud");
 
 /// A `paddlecloud serve` process on a free port.
-struct Console {
+pub(crate) struct Console {
     child: Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Console {
-    fn start(data: &Path) -> Self {
+    pub(crate) fn start(data: &Path) -> Self {
         // Its jobs ask for more than a 2-core CI machine has.
         Self::start_with(data, &["--local-cpus", "64", "--local-memory", "256Gi"])
     }
 
     /// `paddlecloud serve` with `extra` flags.
-    fn start_with(data: &Path, extra: &[&str]) -> Self {
+    pub(crate) fn start_with(data: &Path, extra: &[&str]) -> Self {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let mut child = Command::new(BIN)
             .args(["serve", "--addr", "127.0.0.1:0", "--stop-grace", "1"])
@@ -53,6 +53,24 @@ impl Console {
         Self { child, url }
     }
 
+    /// Stops the console as an operator or Kubernetes does (SIGTERM) and
+    /// waits for it to exit, at most `within`.
+    pub(crate) fn terminate(mut self, within: Duration) -> std::process::ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                start.elapsed() < within,
+                "the console did not exit within {within:?} of SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Ends the console the hard way: no chance to clean up.
     fn kill(mut self) {
         self.child.kill().unwrap();
@@ -67,7 +85,7 @@ impl Drop for Console {
     }
 }
 
-fn run(args: &[&str], credentials: &Path, stdin: Option<&str>) -> Output {
+pub(crate) fn run(args: &[&str], credentials: &Path, stdin: Option<&str>) -> Output {
     let mut cmd = Command::new(BIN);
     cmd.args(args)
         .env("PADDLECLOUD_CREDENTIALS", credentials)
@@ -91,7 +109,7 @@ fn run(args: &[&str], credentials: &Path, stdin: Option<&str>) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn ok(out: &Output) -> String {
+pub(crate) fn ok(out: &Output) -> String {
     assert!(
         out.status.success(),
         "exit {:?}\nstdout: {}\nstderr: {}",
@@ -114,7 +132,7 @@ fn failed(out: &Output) -> String {
 }
 
 /// An account `vision` with owner ann, and her credentials file for `url`.
-fn set_up(data: &Path, url: &str) -> PathBuf {
+pub(crate) fn set_up(data: &Path, url: &str) -> PathBuf {
     let credentials = data.join("home/credentials.json");
     let data_dir = data.to_str().unwrap();
     ok(&run(
@@ -160,7 +178,28 @@ fn set_up(data: &Path, url: &str) -> PathBuf {
     credentials
 }
 
-fn job_json(credentials: &Path, name: &str) -> serde_json::Value {
+/// Points the credentials at a console started again (on a new port).
+pub(crate) fn point_at(credentials: &Path, url: &str) {
+    let mut moved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(credentials).unwrap()).unwrap();
+    moved["server"] = url.into();
+    std::fs::write(credentials, moved.to_string()).unwrap();
+}
+
+/// Uploads the model `tiny` (an empty exported program): what a serving
+/// instance with its own server needs.
+pub(crate) fn upload_tiny_model(data: &Path, credentials: &Path) {
+    let model = data.join("export");
+    std::fs::create_dir_all(&model).unwrap();
+    std::fs::write(model.join("inference.json"), "{}").unwrap();
+    ok(&run(
+        &["upload", "model", "tiny", model.to_str().unwrap()],
+        credentials,
+        None,
+    ));
+}
+
+pub(crate) fn job_json(credentials: &Path, name: &str) -> serde_json::Value {
     let out = ok(&run(&["jobs", "--json", "--name", name], credentials, None));
     let page: serde_json::Value = serde_json::from_str(&out).unwrap();
     page["jobs"]
@@ -172,7 +211,7 @@ fn job_json(credentials: &Path, name: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("{name} not listed: {out}"))
 }
 
-fn wait_status(credentials: &Path, name: &str, status: &str) -> serde_json::Value {
+pub(crate) fn wait_status(credentials: &Path, name: &str, status: &str) -> serde_json::Value {
     let start = Instant::now();
     loop {
         let job = job_json(credentials, name);
@@ -419,11 +458,7 @@ fn a_job_running_when_the_console_is_killed_is_marked_failed_after_restart_with_
     );
 
     let console = Console::start(dir.path());
-    // The credentials name the old port; point the commands at the new one.
-    let mut moved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&creds).unwrap()).unwrap();
-    moved["server"] = console.url.clone().into();
-    std::fs::write(&creds, moved.to_string()).unwrap();
+    point_at(&creds, &console.url);
 
     let job = job_json(&creds, "orphan");
     assert_eq!(job["status"], "failed", "{job}");
@@ -652,14 +687,7 @@ fn a_user_launches_scales_lists_stops_and_deletes_a_serving_instance_from_the_co
     let dir = tempfile::tempdir().unwrap();
     let console = Console::start(dir.path());
     let creds = set_up(dir.path(), &console.url);
-    let model = dir.path().join("export");
-    std::fs::create_dir_all(&model).unwrap();
-    std::fs::write(model.join("inference.json"), "{}").unwrap();
-    ok(&run(
-        &["upload", "model", "tiny", model.to_str().unwrap()],
-        &creds,
-        None,
-    ));
+    upload_tiny_model(dir.path(), &creds);
 
     // Its own server instead of the default predict server: any HTTP answer
     // below 500 at /healthz counts as ready. The second replica starts 3 s
@@ -724,11 +752,7 @@ fn a_user_launches_scales_lists_stops_and_deletes_a_serving_instance_from_the_co
 
     // A canary of a second version, its tracks and calls, rolled back; the
     // lineage of the first version names the instance serving it.
-    ok(&run(
-        &["upload", "model", "tiny", model.to_str().unwrap()],
-        &creds,
-        None,
-    ));
+    upload_tiny_model(dir.path(), &creds);
     let canary = ok(&run(
         &[
             "serving",

@@ -14,6 +14,7 @@ mod asset_pages;
 mod assets;
 mod audit_log;
 mod changes;
+mod clean_stop;
 mod cli;
 mod cli_remote;
 mod cluster_contract;

@@ -253,6 +253,10 @@ impl ServingBackend for LocalServing {
         }
     }
 
+    async fn shut_down(&self) {
+        self.inner.instances.stop_all().await;
+    }
+
     async fn stop(&self, _account: &Account, id: i64, _name: &str) -> Result<(), AppError> {
         self.inner.instances.stop(id).await;
         Ok(())
