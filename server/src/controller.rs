@@ -30,10 +30,12 @@ pub async fn drive<C: Controller>(
     services: Services,
     wake: Arc<Notify>,
     tick: Duration,
+    pulse: crate::telemetry::Pulse,
 ) {
     let mut events = services.cluster.subscribe();
     loop {
         controller.pass(&services).await;
+        pulse.beat();
         tokio::select! {
             _ = wake.notified() => {}
             _ = events.recv() => {

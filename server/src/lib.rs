@@ -28,5 +28,6 @@ pub mod run_params;
 pub mod schedules;
 pub mod serving;
 pub mod storage;
+pub mod telemetry;
 pub mod templates;
 pub mod time;

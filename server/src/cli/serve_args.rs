@@ -194,6 +194,11 @@ pub struct ServeArgs {
     #[arg(long, env = "PADDLECLOUD_LEASE_SECS", default_value_t = 15,
           value_parser = clap::value_parser!(u64).range(3..=3_600))]
     pub lease_secs: u64,
+    /// The token Prometheus sends to scrape the console's own `/metrics`
+    /// (`Authorization: Bearer TOKEN`, e.g. a scrape config's
+    /// `authorization.credentials`); without one, only site admins read it.
+    #[arg(long, env = "PADDLECLOUD_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
     /// Storage settings.
     #[command(flatten)]
     pub storage: StorageArgs,
@@ -302,6 +307,7 @@ impl ServeArgs {
             stop_grace: Duration::from_secs(self.stop_grace),
             public_url: Some(public_url),
             secure_cookies: self.secure_cookies,
+            metrics_token: self.metrics_token.clone(),
             metrics_cache_points: self.metrics_cache_points,
             max_upload_bytes: self.max_upload_bytes,
             sample_secs: self.sample_secs,

@@ -68,6 +68,9 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Mark session cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
+    /// The token a scraper sends for `/metrics` (`Authorization: Bearer`);
+    /// without one, only site admins read it.
+    pub metrics_token: Option<String>,
     /// Metric points PaddleBoard keeps in memory for charts.
     pub metrics_cache_points: usize,
     /// Dataset and model files.
@@ -139,6 +142,7 @@ impl Config {
             stop_grace: Duration::from_secs(10),
             public_url: None,
             secure_cookies: false,
+            metrics_token: None,
             metrics_cache_points: 20_000_000,
             max_upload_bytes: 50 * 1024 * 1024 * 1024,
             sample_secs: crate::resources::DEFAULT_SAMPLE_SECS,

@@ -50,6 +50,7 @@ use crate::storage::db;
 use crate::storage::jobs::JobStore;
 use crate::storage::lease::{self, Lease};
 use crate::storage::samples::ResourceStore;
+use crate::telemetry::{Pulse, Telemetry};
 use crate::templates::SqlTemplates;
 
 /// The built console: its ports and what the router serves them with.
@@ -145,6 +146,7 @@ impl Console {
             serving,
             notebooks,
             changes,
+            telemetry: base.telemetry.clone(),
         };
         Ok(Self {
             pool: base.pool,
@@ -194,6 +196,8 @@ struct Base {
     inherited_env: Arc<[(String, String)]>,
     /// The loops guarded by a lease, ended when the console stops.
     loops: shutdown::Loops,
+    /// The console's own metrics (`/metrics`).
+    telemetry: Arc<Telemetry>,
 }
 
 impl Base {
@@ -202,13 +206,17 @@ impl Base {
         let pool = db::connect(&config.database_url).await?;
         tracing::info!(database = %db::redact(&config.database_url), "database ready");
         Ok(Self {
-            pool,
             holder: lease::holder_id(),
             lease_ttl: config.lease_ttl,
             grace: config.stop_grace,
             sample_every: Duration::from_secs(config.sample_secs.into()),
             inherited_env: config.inherited_env.as_slice().into(),
             loops: shutdown::Loops::default(),
+            telemetry: Arc::new(Telemetry::new(
+                pool.clone(),
+                config.metrics_token.as_deref(),
+            )),
+            pool,
         })
     }
 
@@ -220,13 +228,23 @@ impl Base {
 
     /// Runs `start()`'s loop in the replica holding lease `name` (see
     /// [`Lease::guard`]), ended when the console stops.
+    /// The loop gets its pulse (`/metrics` shows whether it runs here and
+    /// when it last made a pass).
     fn guard<F, Fut>(&self, name: &str, start: F)
     where
-        F: Fn() -> Fut + Send + 'static,
+        F: Fn(Pulse) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
         let lease = self.lease(name);
-        let task = lease.clone().guard(start);
+        let pulse = self.telemetry.pulse(name);
+        let start = Arc::new(start);
+        let task = lease.clone().guard(move || {
+            let (start, pulse) = (start.clone(), pulse.clone());
+            async move {
+                let _running = pulse.running();
+                start(pulse).await;
+            }
+        });
         self.loops.add(lease, task.abort_handle());
     }
 }
@@ -251,7 +269,7 @@ impl Stores {
         let samples = Arc::new(ResourceStore::new(base.pool.clone()));
         {
             let (samples, days) = (samples.clone(), config.resource_keep_days);
-            base.guard("resource-pruning", move || {
+            base.guard("resource-pruning", move |_| {
                 SqlResourceCharts::prune_forever(samples.clone(), days)
             });
         }
@@ -373,7 +391,7 @@ fn local_runs(base: &Base, local: &LocalCluster, lost_after: Duration) -> SqlLoc
     let local_runs = SqlLocalRuns::new(base.pool.clone(), local.jobs_root(), local.job_events());
     {
         let runs = local_runs.clone();
-        base.guard("local-run-sweep", move || {
+        base.guard("local-run-sweep", move |_| {
             runs.clone().sweep_forever(lost_after)
         });
     }
@@ -448,7 +466,7 @@ async fn recover_notebooks(
             notebooks.clone(),
             Duration::from_secs(config.notebook_probe_secs.max(1).into()),
         );
-        base.guard("notebook-culling", move || {
+        base.guard("notebook-culling", move |_| {
             service.clone().cull_forever(every)
         });
     }
@@ -489,8 +507,8 @@ impl Catalogs {
 /// running by a previous console carry on from here.
 fn schedule_pipelines(base: &Base, pipelines: &Arc<SqlPipelines>, services: &Services) {
     let (pipelines, services) = (pipelines.clone(), services.clone());
-    base.guard("pipeline-scheduler", move || {
-        pipelines.scheduler().run(services.clone())
+    base.guard("pipeline-scheduler", move |pulse| {
+        pipelines.scheduler().run(services.clone(), pulse)
     });
 }
 
@@ -498,8 +516,8 @@ fn schedule_pipelines(base: &Base, pipelines: &Arc<SqlPipelines>, services: &Ser
 /// experiments left running by a previous console carry on from here.
 fn control_experiments(base: &Base, experiments: &Arc<SqlExperiments>, services: &Services) {
     let (experiments, services) = (experiments.clone(), services.clone());
-    base.guard("experiment-controller", move || {
-        experiments.controller().run(services.clone())
+    base.guard("experiment-controller", move |pulse| {
+        experiments.controller().run(services.clone(), pulse)
     });
 }
 
@@ -511,8 +529,8 @@ fn start_schedules(
     services: &Services,
 ) {
     let (schedules, services) = (schedules.clone(), services.clone());
-    base.guard("schedule-controller", move || {
-        schedules.controller().run(services.clone())
+    base.guard("schedule-controller", move |pulse| {
+        schedules.controller().run(services.clone(), pulse)
     });
 }
 

@@ -107,9 +107,9 @@ impl ExperimentController {
     }
 
     /// Runs until the process ends.
-    pub async fn run(self, services: Services) {
+    pub async fn run(self, services: Services, pulse: crate::telemetry::Pulse) {
         let wake = self.wake.clone();
-        crate::controller::drive(self, services, wake, TICK).await
+        crate::controller::drive(self, services, wake, TICK, pulse).await
     }
 
     fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {

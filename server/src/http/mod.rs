@@ -12,6 +12,7 @@ mod rest;
 mod serve;
 mod session;
 mod status;
+mod telemetry;
 mod theme;
 mod uploads;
 
@@ -44,6 +45,8 @@ pub struct AppState {
     pub notebooks: crate::notebooks::NotebookService,
     /// What other replicas on this database changed, for the live streams.
     pub changes: crate::storage::changes::ChangeFeed,
+    /// The console's own metrics: counted here, served at `/metrics`.
+    pub telemetry: Arc<crate::telemetry::Telemetry>,
 }
 
 /// The server's version, as `/healthz` reports it.
@@ -142,9 +145,11 @@ pub fn router(state: AppState) -> Router {
         }
     };
 
+    let telemetry = state.telemetry.clone();
     Router::new()
         .route("/healthz", get(healthz))
         .merge(console)
+        .route_layer(axum::middleware::from_fn(self::telemetry::tag_route))
         .fallback(fallback)
         // Followed logs are text/plain streams: compressing would hold back
         // chunks. The fastest level: answers are small and time matters more
@@ -159,6 +164,10 @@ pub fn router(state: AppState) -> Router {
                         .and(not_a_download),
                 ),
         )
+        .layer(axum::middleware::from_fn_with_state(
+            telemetry,
+            self::telemetry::count_request,
+        ))
         .with_state(state)
 }
 

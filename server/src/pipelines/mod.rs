@@ -170,9 +170,9 @@ pub struct PipelineScheduler {
 
 impl PipelineScheduler {
     /// Runs until the process ends.
-    pub async fn run(self, services: Services) {
+    pub async fn run(self, services: Services, pulse: crate::telemetry::Pulse) {
         let wake = self.wake.clone();
-        crate::controller::drive(self, services, wake, TICK).await
+        crate::controller::drive(self, services, wake, TICK, pulse).await
     }
 }
 

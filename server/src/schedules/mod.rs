@@ -158,9 +158,9 @@ impl Controller for ScheduleController {
 impl ScheduleController {
     /// Passes until the process ends: at once, on a schedule saved or
     /// resumed here, on job events, and every [`TICK`].
-    pub async fn run(self, services: Services) {
+    pub async fn run(self, services: Services, pulse: crate::telemetry::Pulse) {
         let wake = self.wake.clone();
-        crate::controller::drive(self, services, wake, TICK).await
+        crate::controller::drive(self, services, wake, TICK, pulse).await
     }
 
     /// Deals with `stored`'s ticks up to `now` and moves it to its next.

@@ -46,6 +46,7 @@ pub mod serving;
 pub mod serving_versions;
 pub mod sessions;
 pub mod sqlite_memory;
+pub mod telemetry;
 pub mod throttle;
 pub mod tokens;
 pub mod user_links;

@@ -67,6 +67,7 @@ const SERVER_LAYERS: Layers = &[
             "run_params",
             "schedules",
             "serving",
+            "telemetry",
             "templates",
         ],
     ),

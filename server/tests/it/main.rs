@@ -21,6 +21,7 @@ mod cluster_contract;
 mod compare;
 mod console_builds;
 mod console_in_cluster;
+mod console_metrics;
 mod environments;
 mod experiment_pages;
 mod experiment_store;

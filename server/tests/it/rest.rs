@@ -508,6 +508,7 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         "DELETE /api/v1/schedules/{name}",
         "POST /api/v1/schedules/{name}/pause",
         "POST /api/v1/schedules/{name}/resume",
+        "GET /metrics",
         "GET /api/v1/templates",
         "POST /api/v1/templates",
         "GET /api/v1/templates/{name}",

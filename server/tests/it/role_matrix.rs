@@ -283,6 +283,7 @@ fn personal(template: &str) -> bool {
 /// Routes only a site admin may change with.
 fn admin_only(method: &Method, template: &str) -> bool {
     template.starts_with("/api/v1/admin/")
+        || template == "/metrics"
         || (method == Method::PUT && template == "/api/v1/quota")
         || template.ends_with("/publish")
 }

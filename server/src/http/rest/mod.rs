@@ -23,6 +23,7 @@ mod notebook_runs;
 mod notebook_shares;
 mod notebook_versions;
 mod notebooks;
+mod operations;
 mod pipelines;
 mod schedules;
 mod serving;
@@ -75,7 +76,8 @@ use crate::http::caller::Caller;
          (name = "experiments", description = "Experiments: a search over a template's parameters for an objective (grid, random, TPE; early stopping), its trials ordinary jobs"),
          (name = "local-runs", description = "Programs run outside the console reporting themselves as jobs: start, output, heartbeats, end"),
          (name = "templates", description = "Experiment templates: job specs with typed parameters, saved in immutable versions, run with values"),
-         (name = "account", description = "Who is calling, passwords, resets, the audit log"))
+         (name = "account", description = "Who is calling, passwords, resets, the audit log"),
+         (name = "operations", description = "For operators: the console's own metrics (Prometheus)"))
 )]
 struct ApiDoc;
 
@@ -166,6 +168,7 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(templates::get_one))
         .routes(routes!(templates::run))
         .routes(routes!(templates::publish))
+        .routes(routes!(operations::metrics))
         .routes(routes!(templates::notebook))
         .routes(routes!(templates::notebook_page))
         .routes(routes!(environments::list, environments::save))
