@@ -6,7 +6,7 @@
 //! jobs by status, the background loops and the database pool are there.
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use http::{header, Method, StatusCode};
 use serde_json::{json, Value};
@@ -38,20 +38,9 @@ for family in text_string_to_metric_families(sys.stdin.read()):
         out.append([s.name, s.labels, s.value])
 print(json.dumps(out))
 "#;
-    let mut child = Command::new(python)
-        .args(["-c", script])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let mut command = Command::new(python);
+    command.args(["-c", script]);
+    let out = common::cli::piped(command, text);
     assert!(
         out.status.success(),
         "prometheus_client refused the text: {}\n{text}",
