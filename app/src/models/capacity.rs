@@ -31,6 +31,12 @@ pub enum LimitEnforcement {
     /// A cgroup (v2) per replica: `memory.max` (the kernel kills it at the
     /// limit) and `cpu.max` (it gets no more CPU than it asked for).
     Cgroup,
+    /// A cgroup (v1) per replica, in the memory, cpu and pids hierarchies:
+    /// `memory.limit_in_bytes`, `cpu.cfs_quota_us` and `pids.max`.
+    CgroupV1 {
+        /// The processes a replica may have at once.
+        pids_max: u32,
+    },
     /// The executor reads each replica's memory every `every_ms` and kills
     /// it past its limit; CPU is not limited.
     Sampler {
@@ -48,6 +54,10 @@ impl LimitEnforcement {
             Self::Cgroup => {
                 "Memory and CPU limits: enforced by a cgroup (v2) per replica.".to_owned()
             }
+            Self::CgroupV1 { pids_max } => format!(
+                "Memory, CPU and process limits: enforced by a cgroup (v1) per replica \
+                 (at most {pids_max} processes each)."
+            ),
             Self::Sampler { every_ms } => format!(
                 "Memory limits: enforced by reading each replica's memory every {} (no cgroups \
                  the console may create here); CPU is not limited.",

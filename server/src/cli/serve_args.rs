@@ -165,7 +165,8 @@ pub struct ServeArgs {
     pub local_gpus: GpuSetting,
     /// How local replicas are held to their memory and CPU: `auto` (a
     /// cgroup v2 each where the console may create them, else `sampler`),
-    /// `cgroup`, or `sampler` (memory read every second, CPU not limited).
+    /// `cgroup` (v2, else v1: memory, CPU quota and pids), or `sampler`
+    /// (memory read every second, CPU not limited).
     #[arg(long, env = "PADDLECLOUD_LOCAL_LIMITS", default_value = "auto")]
     pub local_limits: LimitsChoice,
     /// An SMTP server for account mail (confirmation, password reset):
