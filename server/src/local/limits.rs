@@ -412,11 +412,13 @@ impl CgroupTree {
                     memory.join("memory.limit_in_bytes"),
                     memory_bytes.to_string(),
                 )?;
-                // No swap where swap is accounted (memsw at most the limit).
+                // No swap: where swap is accounted, memsw at most the limit;
+                // and the cgroup's swappiness 0 (v1 then does not swap it).
                 let _ = std::fs::write(
                     memory.join("memory.memsw.limit_in_bytes"),
                     memory_bytes.to_string(),
                 );
+                let _ = std::fs::write(memory.join("memory.swappiness"), "0");
                 let cpu = fresh(cpu)?;
                 std::fs::write(cpu.join("cpu.cfs_period_us"), "100000")?;
                 std::fs::write(cpu.join("cpu.cfs_quota_us"), quota.to_string())?;
