@@ -51,9 +51,7 @@ pub async fn read_notebook_run_form(
         },
         None => {
             let notebook = services.notebooks.get(&who.me.account, &name).await?;
-            let environment = (notebook.spec.environment_use.map(|e| e.reference))
-                .or(notebook.spec.environment)
-                .unwrap_or_else(|| crate::models::DEFAULT_RUN_ENVIRONMENT.to_owned());
+            let environment = notebook.run_environment();
             NotebookRunForm {
                 parameters,
                 values: BTreeMap::new(),

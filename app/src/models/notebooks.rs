@@ -164,6 +164,19 @@ pub struct Notebook {
 }
 
 impl Notebook {
+    /// The environment a run of one of its files takes unless the run
+    /// names one: the notebook's own (the version it took), else the
+    /// console's shipped Python.
+    pub fn run_environment(&self) -> String {
+        (self
+            .spec
+            .environment_use
+            .as_ref()
+            .map(|e| e.reference.clone()))
+        .or_else(|| self.spec.environment.clone())
+        .unwrap_or_else(|| crate::models::DEFAULT_RUN_ENVIRONMENT.to_owned())
+    }
+
     /// The console's path of its JupyterLab.
     pub fn lab_path(&self) -> String {
         lab_path(&self.account, &self.name)

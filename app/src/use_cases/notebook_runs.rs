@@ -11,19 +11,26 @@
 use crate::error::AppError;
 use crate::models::{
     Account, Job, Me, NotebookParameters, NotebookRunSpec, NotebookRunUse, NotebookVersion,
-    DEFAULT_RUN_ENVIRONMENT,
 };
 use crate::ports::{Principal, Services};
 
+/// A notebook file's version as stored: its record, its bytes, and the
+/// same read as JSON.
+pub(crate) struct FileVersion {
+    pub(crate) version: NotebookVersion,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) json: serde_json::Value,
+}
+
 /// The version `version` of `path` (the file's newest when `None`) of
-/// `by`'s notebook `notebook`, with its JSON.
+/// `by`'s notebook `notebook`.
 pub(crate) async fn file_version(
     services: &Services,
     by: &Me,
     notebook: &str,
     path: &str,
     version: Option<i64>,
-) -> Result<(NotebookVersion, serde_json::Value), AppError> {
+) -> Result<FileVersion, AppError> {
     crate::models::check_versioned_path(path)?;
     let id = match version {
         Some(id) => id,
@@ -51,7 +58,11 @@ pub(crate) async fn file_version(
         ));
     }
     let json = serde_json::from_slice(&bytes).map_err(|_| AppError::Internal)?;
-    Ok((found, json))
+    Ok(FileVersion {
+        version: found,
+        bytes,
+        json,
+    })
 }
 
 /// The parameters a version of a notebook file declares (the newest when
@@ -63,8 +74,13 @@ pub async fn notebook_parameters(
     path: &str,
     version: Option<i64>,
 ) -> Result<NotebookParameters, AppError> {
-    let (found, json) = file_version(services, by, notebook, path, version).await?;
-    Ok(NotebookParameters::read(notebook, path, found.id, &json))
+    let found = file_version(services, by, notebook, path, version).await?;
+    Ok(NotebookParameters::read(
+        notebook,
+        path,
+        found.version.id,
+        &found.json,
+    ))
 }
 
 /// Runs a version of a file of `who`'s notebook `notebook` as a job: the
@@ -80,7 +96,11 @@ pub async fn run_notebook(
 ) -> Result<Job, AppError> {
     who.require_change()?;
     let me = &who.me;
-    let (version, json) = file_version(services, me, notebook, &run.path, run.version).await?;
+    let FileVersion {
+        version,
+        bytes,
+        json,
+    } = file_version(services, me, notebook, &run.path, run.version).await?;
     let parameters = NotebookParameters::read(notebook, &run.path, version.id, &json);
     let values = parameters.check(&run.values)?;
     let workspace = services.notebooks.get(&me.account, notebook).await?;
@@ -88,13 +108,7 @@ pub async fn run_notebook(
         .environment
         .clone()
         .filter(|e| !e.trim().is_empty())
-        .or_else(|| {
-            let spec = &workspace.spec;
-            (spec.environment_use.as_ref().map(|e| e.reference.clone()))
-                .or_else(|| spec.environment.clone())
-        })
-        .unwrap_or_else(|| DEFAULT_RUN_ENVIRONMENT.to_owned());
-    let bytes = serde_json::to_vec(&json).map_err(|_| AppError::Internal)?;
+        .unwrap_or_else(|| workspace.run_environment());
     let default_name =
         crate::models::names::default_job_name(&crate::models::run_name_stem(&run.path));
     // The job is checked before the input is kept: a bad name keeps nothing.

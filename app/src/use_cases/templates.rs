@@ -136,7 +136,7 @@ async fn notebook_source(
              the file in it (`notebook`, `path`, and `version` unless the newest).",
         ));
     }
-    let (version, json) = super::notebook_runs::file_version(
+    let found = super::notebook_runs::file_version(
         services,
         &who.me,
         &asked.notebook,
@@ -149,15 +149,14 @@ async fn notebook_source(
         AppError::Invalid { message, .. } => AppError::invalid("notebook", message),
         other => other,
     })?;
-    let bytes = serde_json::to_vec(&json).map_err(|_| AppError::Internal)?;
     let source = TemplateNotebook {
         notebook: asked.notebook,
-        path: version.path,
-        version: Some(version.id),
+        path: found.version.path,
+        version: Some(found.version.id),
         job: None,
         input: String::new(),
     };
-    Ok((source, bytes, BTreeMap::new()))
+    Ok((source, found.bytes, BTreeMap::new()))
 }
 
 /// The notebook of the account's template `template` whose copy is

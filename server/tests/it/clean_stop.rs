@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::cli_remote::{
-    job_json, ok, point_at, run, set_up, upload_tiny_model, wait_status, Console,
+    job_json, ok, point_at, run, set_up, submit_sh, upload_tiny_model, wait_status, Console,
 };
 
 /// Whether process `pid` still runs (a zombie has ended).
@@ -63,26 +63,7 @@ fn a_console_told_sigterm_stops_its_replicas_and_the_next_start_brings_back_what
         .unwrap();
 
     // A job that says when it is told to stop, and one that waits for room.
-    let job = |name: &str, cpu: &str, script: &str| {
-        ok(&run(
-            &[
-                "submit",
-                name,
-                "--trainers",
-                "1",
-                "--trainer-cpu",
-                cpu,
-                "--trainer-memory",
-                "256Mi",
-                "--",
-                "sh",
-                "-c",
-                script,
-            ],
-            &creds,
-            None,
-        ))
-    };
+    let job = |name: &str, cpu: &str, script: &str| submit_sh(&creds, name, cpu, script);
     job(
         "long",
         "1",

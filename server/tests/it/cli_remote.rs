@@ -199,6 +199,29 @@ pub(crate) fn upload_tiny_model(data: &Path, credentials: &Path) {
     ));
 }
 
+/// Submits job `name`: one trainer of `cpu` and 256Mi running `sh -c
+/// script`.
+pub(crate) fn submit_sh(credentials: &Path, name: &str, cpu: &str, script: &str) -> String {
+    ok(&run(
+        &[
+            "submit",
+            name,
+            "--trainers",
+            "1",
+            "--trainer-cpu",
+            cpu,
+            "--trainer-memory",
+            "256Mi",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+        credentials,
+        None,
+    ))
+}
+
 pub(crate) fn job_json(credentials: &Path, name: &str) -> serde_json::Value {
     let out = ok(&run(&["jobs", "--json", "--name", name], credentials, None));
     let page: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -847,26 +870,7 @@ fn the_command_line_shows_the_machine_the_queue_and_why_a_job_waits() {
     ));
     assert!(err.contains("2 GPUs") && err.contains("1 GPU"), "{err}");
 
-    let submit = |name: &str, script: &str| {
-        ok(&run(
-            &[
-                "submit",
-                name,
-                "--trainers",
-                "1",
-                "--trainer-cpu",
-                "1",
-                "--trainer-memory",
-                "256Mi",
-                "--",
-                "sh",
-                "-c",
-                script,
-            ],
-            &creds,
-            None,
-        ))
-    };
+    let submit = |name: &str, script: &str| submit_sh(&creds, name, "1", script);
     submit("holder", "sleep 30");
     wait_status(&creds, "holder", "running");
     submit("waiter", "echo ran");
