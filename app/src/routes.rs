@@ -31,6 +31,7 @@ use crate::pages::{
     notebook_runs::NotebookRunPage,
     notebook_shares::{NotebookLinkPage, SharedNotebooksPage},
     notebooks::NotebooksPage,
+    notifications::NotificationsPage,
     paddleboard::PaddleBoardPage,
     pipelines::{PipelinePage, PipelinesPage},
     quota::QuotaPageView,
@@ -133,6 +134,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("experiments/:name") view=|| view! { <ExperimentPage /> } />
                     <Route path=path!("environments/:name") view=|| view! { <EnvironmentPage /> } />
                     <Route path=path!("templates/:name") view=|| view! { <TemplateRunPage /> } />
+                    <Route path=path!("notifications") view=|| view! { <NotificationsPage /> } />
                     <Route path=path!("quota") view=|| view! { <QuotaPageView /> } />
                     <Route path=path!("account") view=|| view! { <AccountPage /> } />
                     <Route path=path!("account/audit") view=|| view! { <AuditLogPage /> } />

@@ -14,6 +14,7 @@ pub mod catalog;
 pub mod experiments;
 pub mod local_runs;
 pub mod notebooks;
+pub mod notifications;
 pub mod pipelines;
 pub mod schedules;
 pub mod serving;

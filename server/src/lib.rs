@@ -20,6 +20,7 @@ pub mod mail;
 pub mod metric_files;
 pub mod mlflow;
 pub mod notebooks;
+pub mod notifications;
 pub mod paddleboard;
 pub mod pipelines;
 pub mod quota;

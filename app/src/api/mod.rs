@@ -15,6 +15,7 @@ pub mod notebook_runs;
 pub mod notebook_shares;
 pub mod notebook_versions;
 pub mod notebooks;
+pub mod notifications;
 pub mod paddleboard;
 pub mod pipelines;
 pub mod schedules;

@@ -30,6 +30,7 @@ pub mod notebook_runs;
 pub mod notebook_shares;
 pub mod notebook_versions;
 pub mod notebooks;
+pub mod notifications;
 pub mod pipeline_form;
 pub mod pipelines;
 pub mod quantity;
@@ -72,6 +73,7 @@ pub use notebook_runs::*;
 pub use notebook_shares::*;
 pub use notebook_versions::*;
 pub use notebooks::*;
+pub use notifications::*;
 pub use pipelines::{
     next_steps, NodeState, NodeStatus, NodeTemplate, PipelineNode, PipelineRun, PipelineSpec,
     PipelineSubmit, RunStatus, Step,

@@ -50,6 +50,14 @@ pub fn format_utc_seconds(ms: i64) -> String {
     )
 }
 
+/// Unix milliseconds as RFC 3339 in UTC, `2026-11-22T06:30:05.123Z`: what
+/// machines read (a webhook's `timestamp`).
+pub fn format_rfc3339(ms: i64) -> String {
+    utc(ms).map_or_else(String::new, |t| {
+        format!("{}T{}.{:03}Z", ymd(t), clock(t, true), t.millisecond())
+    })
+}
+
 /// A time range of Unix milliseconds as a chart's range bar shows it: the
 /// date once when both ends fall on the same day, and seconds when the range
 /// is shorter than an hour (a zoomed-in run of a few minutes would otherwise

@@ -18,6 +18,7 @@ pub mod notebook_history;
 pub mod notebook_runs;
 pub mod notebook_shares;
 pub mod notebooks;
+pub mod notifications;
 pub mod paddleboard;
 pub mod pipelines;
 pub mod quota;

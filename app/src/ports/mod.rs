@@ -14,6 +14,7 @@ mod members;
 mod metrics;
 mod notebook_runs;
 mod notebooks;
+mod notifications;
 mod pipelines;
 mod resources;
 mod run_params;
@@ -36,6 +37,7 @@ pub use members::*;
 pub use metrics::*;
 pub use notebook_runs::*;
 pub use notebooks::*;
+pub use notifications::*;
 pub use pipelines::*;
 pub use resources::*;
 pub use run_params::*;
@@ -83,6 +85,8 @@ pub struct Services {
     pub run_params: Arc<dyn RunParams>,
     /// Templates, pipelines and notebook files run on a cron schedule.
     pub schedules: Arc<dyn Schedules>,
+    /// Who is told of what, and the log of what was sent.
+    pub notifications: Arc<dyn Notifications>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

@@ -12,6 +12,7 @@ pub mod lineage;
 pub mod model_versions;
 pub mod notebook_runs;
 pub mod notebooks;
+pub mod notifications;
 pub mod pipelines;
 pub mod schedules;
 pub mod serving;

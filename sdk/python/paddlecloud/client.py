@@ -1040,6 +1040,63 @@ class Client(FilesMixin):
         """Deletes it; what its runs started stays."""
         self._json("DELETE", f"/schedules/{_quote(name)}")
 
+    # ------------------------------------------------------------- notifications
+
+    def subscribe(
+        self,
+        kind: str,
+        name: Optional[str] = None,
+        *,
+        events: Sequence[str] = ("failed",),
+        webhook: Optional[str] = None,
+        slack: bool = False,
+    ) -> Dict[str, Any]:
+        """Follows a ``job``, ``pipeline`` (run), ``experiment`` or
+        ``serving`` instance named ``name``, or the whole ``account``, for
+        ``events`` (``failed``, ``succeeded``, ``over_quota``): by email, or
+        by a POST to ``webhook`` (signed as the Standard Webhooks
+        specification says; ``slack`` shapes the body as Slack's incoming
+        webhooks take it). A webhook's answer has its signing ``secret``
+        (``whsec_…``). A name the account does not have raises naming
+        ``subject.name``."""
+        subject: Dict[str, Any] = {"kind": kind}
+        if kind != "account":
+            subject["name"] = name
+        if webhook is None:
+            channel: Dict[str, Any] = {"kind": "email"}
+        else:
+            channel = {"kind": "webhook", "url": webhook, "format": "slack" if slack else "json"}
+        body = {"subject": subject, "events": list(events), "channel": channel}
+        return self._json("POST", "/notifications/subscriptions", body=body)
+
+    def list_subscriptions(self) -> List[Dict[str, Any]]:
+        """What the caller follows in the account, newest first."""
+        return self._json("GET", "/notifications/subscriptions")
+
+    def test_subscription(self, subscription: int) -> Dict[str, Any]:
+        """Sends a test (event ``test``) through one of the caller's
+        subscriptions now; returns its delivery, pending."""
+        return self._json("POST", f"/notifications/subscriptions/{int(subscription)}/test")
+
+    def unsubscribe(self, subscription: int) -> None:
+        """Ends one of the caller's subscriptions; its log goes with it."""
+        self._json("DELETE", f"/notifications/subscriptions/{int(subscription)}")
+
+    def deliveries(
+        self,
+        *,
+        status: Optional[str] = None,
+        subscription: Optional[int] = None,
+        before: Optional[int] = None,
+    ) -> List[Dict[str, Any]]:
+        """The log of what was sent through the caller's subscriptions,
+        newest first, 50 a page: each delivery's ``notice``, ``status``
+        (``pending``, ``delivered``, ``failed``), ``attempts``,
+        ``last_error`` and ``response_code``. ``before`` (a delivery's
+        ``id``) pages back."""
+        query = [("status", status), ("subscription", subscription), ("before", before)]
+        return self._json("GET", "/notifications/deliveries", query=query)
+
     # ----------------------------------------------------------------- pipelines
 
     def run_pipeline(

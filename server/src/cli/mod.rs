@@ -16,6 +16,7 @@ mod lineage;
 mod local_run;
 mod notebook_runs;
 mod notebooks;
+mod notifications;
 mod pipelines;
 mod remote;
 mod schedules;
@@ -129,6 +130,12 @@ pub enum Command {
         #[command(subcommand)]
         command: pipelines::PipelineCommand,
     },
+    /// Notifications: `add`, `list`, `test`, `remove`, `log`.
+    Notify {
+        /// The task.
+        #[command(subcommand)]
+        command: notifications::NotifyCommand,
+    },
     /// Schedules: `create -f FILE`, `list`, `show`, `pause`, `resume`,
     /// `delete`.
     Schedule {
@@ -193,6 +200,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Notebook { command } => blocking(move || notebooks::run(command)).await,
         Command::Pipeline { command } => blocking(move || pipelines::run_pipeline(command)).await,
         Command::Schedule { command } => blocking(move || schedules::run_schedule(command)).await,
+        Command::Notify { command } => blocking(move || notifications::run_notify(command)).await,
         Command::Experiment { command } => {
             blocking(move || experiments::run_experiment(command)).await
         }

@@ -195,6 +195,11 @@ pub struct ServeArgs {
     #[arg(long, env = "PADDLECLOUD_LEASE_SECS", default_value_t = 15,
           value_parser = clap::value_parser!(u64).range(3..=3_600))]
     pub lease_secs: u64,
+    /// Seconds after a failed try that a notification (mail or webhook) is
+    /// tried again; each later wait is four times longer, six tries in all.
+    #[arg(long, env = "PADDLECLOUD_NOTIFY_RETRY_SECS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub notify_retry_secs: u64,
     /// The token Prometheus sends to scrape the console's own `/metrics`
     /// (`Authorization: Bearer TOKEN`, e.g. a scrape config's
     /// `authorization.credentials`); without one, only site admins read it.
@@ -338,6 +343,7 @@ impl ServeArgs {
             require_email_confirmation: self.require_email_confirmation,
             local_run_lost_after: std::time::Duration::from_secs(self.local_run_lost_secs),
             lease_ttl: std::time::Duration::from_secs(self.lease_secs),
+            notify_retry_base: std::time::Duration::from_secs(self.notify_retry_secs),
             site,
             data_dir,
         })

@@ -121,6 +121,9 @@ pub struct Config {
     /// renewing it; with replicas on one database, a loop whose holder died
     /// moves to another process within this.
     pub lease_ttl: Duration,
+    /// How long after a failed try a notification is tried again (then
+    /// four times longer each time).
+    pub notify_retry_base: Duration,
 }
 
 impl Config {
@@ -162,6 +165,7 @@ impl Config {
             require_email_confirmation: false,
             local_run_lost_after: Duration::from_secs(60),
             lease_ttl: Duration::from_secs(15),
+            notify_retry_base: Duration::from_secs(30),
         }
     }
 

@@ -39,6 +39,7 @@ use crate::local_runs::SqlLocalRuns;
 use crate::mail::{MailChoice, Outbox, Smtp};
 use crate::mlflow::tracking::MlflowService;
 use crate::notebooks::{NotebookService, Renderer};
+use crate::notifications::SqlNotifications;
 use crate::paddleboard::SqlMetrics;
 use crate::pipelines::SqlPipelines;
 use crate::quota::SqlQuotas;
@@ -104,6 +105,7 @@ impl Console {
         let serving = recover_serving(&base, &config, &stores, &backends).await?;
         let notebooks = recover_notebooks(&base, &config, &stores, &backends, &host).await?;
         let catalogs = Catalogs::install(&base, &config, &host).await?;
+        let mailer = account_mail.mailer.clone();
         let accounts = SqlAccounts::new(base.pool.clone(), account_mail);
         let pipelines = Arc::new(SqlPipelines::new(
             base.pool.clone(),
@@ -114,6 +116,7 @@ impl Console {
             backends.cluster.clone(),
         ));
         let schedules = Arc::new(crate::schedules::SqlSchedules::new(base.pool.clone()));
+        let notifications = Arc::new(SqlNotifications::new(base.pool.clone()));
         let services = Services {
             accounts: accounts.clone(),
             members: accounts,
@@ -133,11 +136,13 @@ impl Console {
             local_runs: Arc::new(local_runs),
             run_params: Arc::new(SqlRunParams::new(base.pool.clone())),
             schedules: schedules.clone(),
+            notifications: notifications.clone(),
             secure_cookies: config.secure_cookies,
         };
         schedule_pipelines(&base, &pipelines, &services);
         control_experiments(&base, &experiments, &services);
         start_schedules(&base, &schedules, &services);
+        start_notifier(&base, &config, &notifications, mailer, &services);
         let changes = relay_changes(&base, &config, &services, pipelines, experiments)?;
         let state = AppState {
             leptos: config.site,
@@ -531,6 +536,25 @@ fn start_schedules(
     let (schedules, services) = (schedules.clone(), services.clone());
     base.guard("schedule-controller", move |pulse| {
         schedules.controller().run(services.clone(), pulse)
+    });
+}
+
+/// The notifier, in the replica holding its lease: what happened while no
+/// console ran is read from the cursor on, and deliveries left pending are
+/// tried.
+fn start_notifier(
+    base: &Base,
+    config: &Config,
+    notifications: &Arc<SqlNotifications>,
+    mailer: Arc<dyn app::ports::Mailer>,
+    services: &Services,
+) {
+    let (notifications, services) = (notifications.clone(), services.clone());
+    let (console_url, retry) = (config.link_base(), config.notify_retry_base);
+    base.guard("notifier", move |pulse| {
+        notifications
+            .notifier(mailer.clone(), console_url.clone(), retry)
+            .run(services.clone(), pulse)
     });
 }
 

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use app::error::AppError;
 use app::models::{
     counted, ending, trial_job_name, EarlyStopping, ExperimentStatus, ExperimentUse, Job,
-    JobStatus, Me, Objective, Template, Trial, TrialStatus, TrialValues,
+    JobStatus, Me, Notice, NotifyEvent, NotifySubject, Objective, Template, Trial, TrialStatus,
+    TrialValues,
 };
 use app::ports::{Credential, ExperimentEvent, Principal, Services};
 use async_trait::async_trait;
@@ -29,6 +30,7 @@ use super::search::{self, Curve, Finished, Outcome};
 use super::{changed, stop_job};
 use crate::controller::Controller;
 use crate::storage::experiments::{ExperimentStore, StoredExperiment, TrialUpdate};
+use crate::storage::notifications::NotifyStore;
 
 /// A pass runs at least this often (quota backoffs end, room frees up).
 const TICK: Duration = Duration::from_secs(2);
@@ -54,6 +56,8 @@ struct Memory {
 /// two seconds.
 pub struct ExperimentController {
     store: ExperimentStore,
+    /// Where a wait for quota is raised, for the notifier.
+    notices: NotifyStore,
     wake: Arc<Notify>,
     events: broadcast::Sender<ExperimentEvent>,
     memory: Mutex<Memory>,
@@ -95,11 +99,13 @@ enum Found {
 impl ExperimentController {
     pub(super) fn new(
         store: ExperimentStore,
+        notices: NotifyStore,
         wake: Arc<Notify>,
         events: broadcast::Sender<ExperimentEvent>,
     ) -> Self {
         Self {
             store,
+            notices,
             wake,
             events,
             memory: Mutex::default(),
@@ -439,6 +445,20 @@ impl ExperimentController {
                 }
                 Submitted::Taken => running += 1,
                 Submitted::Quota(why) => {
+                    let notice = Notice {
+                        account: me.account.name.clone(),
+                        subject: NotifySubject::Experiment {
+                            name: stored.experiment.name.clone(),
+                        },
+                        event: NotifyEvent::OverQuota,
+                        message: why.clone(),
+                        at: crate::time::now_ms(),
+                    };
+                    let number = stored.experiment.trials[i].number;
+                    let key = format!("experiment:{id}:quota:{number}");
+                    if let Err(err) = self.notices.raise(me.account.id, &key, &notice).await {
+                        tracing::warn!(error = %err, "a wait for quota was not raised");
+                    }
                     let update = TrialUpdate {
                         message: Some(why),
                         ..Default::default()

@@ -41,6 +41,7 @@ async fn stop_job(cluster: &dyn Cluster, account: &Account, job: &str) -> Result
 /// Experiments in the console's database.
 pub struct SqlExperiments {
     store: ExperimentStore,
+    notices: crate::storage::notifications::NotifyStore,
     cluster: Arc<dyn Cluster>,
     wake: Arc<Notify>,
     events: broadcast::Sender<ExperimentEvent>,
@@ -50,7 +51,8 @@ impl SqlExperiments {
     /// Experiments in `pool`; stopping one stops its trials on `cluster`.
     pub fn new(pool: crate::storage::db::Pool, cluster: Arc<dyn Cluster>) -> Self {
         Self {
-            store: ExperimentStore::new(pool),
+            store: ExperimentStore::new(pool.clone()),
+            notices: crate::storage::notifications::NotifyStore::new(pool),
             cluster,
             wake: Arc::new(Notify::new()),
             events: broadcast::channel(256).0,
@@ -60,7 +62,12 @@ impl SqlExperiments {
     /// The controller of these experiments (start it with
     /// [`ExperimentController::run`]).
     pub fn controller(&self) -> ExperimentController {
-        ExperimentController::new(self.store.clone(), self.wake.clone(), self.events.clone())
+        ExperimentController::new(
+            self.store.clone(),
+            self.notices.clone(),
+            self.wake.clone(),
+            self.events.clone(),
+        )
     }
 
     /// Asks the controller for a pass now: an experiment or a job changed

@@ -12,13 +12,17 @@ use std::time::Duration;
 
 use app::error::AppError;
 use app::models::pipelines::{node_job_name, Output, Placeholder};
-use app::models::{Account, JobStatus, Me, NodeStatus, PipelineRun, PipelineSpec, RunStatus, Step};
+use app::models::{
+    Account, JobStatus, Me, NodeStatus, Notice, NotifyEvent, NotifySubject, PipelineRun,
+    PipelineSpec, RunStatus, Step,
+};
 use app::ports::{Cluster, Credential, PipelineEvent, Pipelines, Principal, Services};
 use async_trait::async_trait;
 use serde_json::Value;
 use tokio::sync::{broadcast, Notify};
 
 use crate::controller::Controller;
+use crate::storage::notifications::NotifyStore;
 use crate::storage::pipelines::{JobNow, NodeUpdate, PipelineStore, StoredRun};
 use crate::time::now_ms;
 
@@ -34,6 +38,7 @@ const TICK: Duration = Duration::from_secs(1);
 /// Pipeline runs in the console's database.
 pub struct SqlPipelines {
     store: PipelineStore,
+    notices: NotifyStore,
     cluster: Arc<dyn Cluster>,
     wake: Arc<Notify>,
     events: broadcast::Sender<PipelineEvent>,
@@ -49,7 +54,8 @@ impl SqlPipelines {
     /// Runs in `pool`; stopping a run stops its jobs on `cluster`.
     pub fn new(pool: crate::storage::db::Pool, cluster: Arc<dyn Cluster>) -> Self {
         Self {
-            store: PipelineStore::new(pool),
+            store: PipelineStore::new(pool.clone()),
+            notices: NotifyStore::new(pool),
             cluster,
             wake: Arc::new(Notify::new()),
             events: broadcast::channel(256).0,
@@ -60,6 +66,7 @@ impl SqlPipelines {
     pub fn scheduler(&self) -> PipelineScheduler {
         PipelineScheduler {
             store: self.store.clone(),
+            notices: self.notices.clone(),
             wake: self.wake.clone(),
             events: self.events.clone(),
         }
@@ -164,6 +171,8 @@ impl Pipelines for SqlPipelines {
 /// and every second.
 pub struct PipelineScheduler {
     store: PipelineStore,
+    /// Where a wait for quota is raised, for the notifier.
+    notices: NotifyStore,
     wake: Arc<Notify>,
     events: broadcast::Sender<PipelineEvent>,
 }
@@ -312,6 +321,19 @@ impl PipelineScheduler {
             // The quota is full: the same try is made again later.
             Err(err) if err.is_over_quota() => {
                 let why = format!("Waiting for quota: {err}");
+                let notice = Notice {
+                    account: me.account.name.clone(),
+                    subject: NotifySubject::Pipeline {
+                        name: run.name.clone(),
+                    },
+                    event: NotifyEvent::OverQuota,
+                    message: format!("node {}: {why}", node.name),
+                    at: now,
+                };
+                let key = format!("pipeline:{}:quota:{i}:{attempt}", stored.id);
+                if let Err(err) = self.notices.raise(me.account.id, &key, &notice).await {
+                    tracing::warn!(error = %err, "a wait for quota was not raised");
+                }
                 self.store
                     .unclaim(stored.id, i, attempt, &why, now + QUOTA_WAIT_MS)
                     .await

@@ -37,6 +37,7 @@ pub mod model_aliases;
 pub mod notebook_shares;
 pub mod notebook_versions;
 pub mod notebooks;
+pub mod notifications;
 pub mod pipelines;
 pub mod quota;
 pub mod run_params;

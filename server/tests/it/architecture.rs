@@ -60,6 +60,7 @@ const SERVER_LAYERS: Layers = &[
             "local_runs",
             "mlflow",
             "notebooks",
+            "notifications",
             "paddleboard",
             "pipelines",
             "quota",

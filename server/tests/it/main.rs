@@ -60,6 +60,7 @@ mod notebook_shares;
 mod notebook_templates;
 mod notebook_versions;
 mod notebooks;
+mod notifications;
 mod openapi_constraints;
 mod pipelines;
 mod prometheus;

@@ -193,6 +193,7 @@ fn ExperimentView(page: PageData, query: TrialQuery) -> impl IntoView {
             <h1>{format!("Experiment {}", e.name)}</h1>
             {experiment_badge(e.status)}
             <ExperimentActions name=e.name.clone() status=e.status.as_str().to_owned() failed=c.failed />
+            <a href=crate::models::NotifySubject::Experiment { name: e.name.clone() }.follow_href() class="button" data-testid="notify-me">"Notify me…"</a>
         </div>
         <p class="hint" data-testid="about">{about(&e)}</p>
         <p data-testid="progress">{progress}</p>

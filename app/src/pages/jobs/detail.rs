@@ -131,6 +131,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
                 {again.map(|href| view! { <a href=href class="button" data-testid="run-again">"Run again with changes"</a> })}
                 <a href=format!("/jobs/{}/template", encode(&name)) class="button" data-testid="save-as-template">"Save as template"</a>
                 <a href=format!("/jobs/compare?jobs={}", encode(&name)) class="button">"Compare…"</a>
+                <a href=crate::models::NotifySubject::Job { name: name.clone() }.follow_href() class="button" data-testid="notify-me">"Notify me…"</a>
                 <form action=action method="post">
                     <input type="hidden" name="name" value=name.clone() />
                     <button type="submit" class=class data-testid="job-stop-or-delete">{label}</button>

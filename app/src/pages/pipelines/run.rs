@@ -114,6 +114,7 @@ fn RunView(
         <div class="page-head">
             <h1>{format!("Pipeline run {}", run.name)}</h1>
             {actions}
+            <a href=crate::models::NotifySubject::Pipeline { name: run.name.clone() }.follow_href() class="button" data-testid="notify-me">"Notify me…"</a>
         </div>
         <p>
             {run_badge(run.status)} " "

@@ -53,7 +53,10 @@ pub fn ServingTrafficPage() -> impl IntoView {
         {beside_regions(|| view! {
             <div class="page-head">
                 <h1>{move || format!("{} · traffic", name())}</h1>
-                <nav class="page-links"><A href="/serving">"Serving"</A></nav>
+                <nav class="page-links">
+                    <A href="/serving">"Serving"</A>
+                    <a href=move || crate::models::NotifySubject::Serving { name: name() }.follow_href() data-testid="notify-me">"Notify me…"</a>
+                </nav>
             </div>
         })}
         <Region id="traffic-charts">

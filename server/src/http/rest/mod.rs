@@ -23,6 +23,7 @@ mod notebook_runs;
 mod notebook_shares;
 mod notebook_versions;
 mod notebooks;
+mod notifications;
 mod operations;
 mod pipelines;
 mod schedules;
@@ -73,6 +74,7 @@ use crate::http::caller::Caller;
          (name = "environments", description = "Environment profiles: an image and pip requirements, saved in immutable versions, built locally from PyPI"),
          (name = "pipelines", description = "Pipeline runs: a graph of jobs submitted, watched, stopped and retried as one"),
          (name = "schedules", description = "Templates, pipelines and notebook files run on a cron schedule in a timezone"),
+         (name = "notifications", description = "Who is told of what: subscriptions by email or signed webhook, and the log of deliveries"),
          (name = "experiments", description = "Experiments: a search over a template's parameters for an objective (grid, random, TPE; early stopping), its trials ordinary jobs"),
          (name = "local-runs", description = "Programs run outside the console reporting themselves as jobs: start, output, heartbeats, end"),
          (name = "templates", description = "Experiment templates: job specs with typed parameters, saved in immutable versions, run with values"),
@@ -182,6 +184,10 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(schedules::get_one, schedules::delete))
         .routes(routes!(schedules::pause))
         .routes(routes!(schedules::resume))
+        .routes(routes!(notifications::list, notifications::create))
+        .routes(routes!(notifications::delete))
+        .routes(routes!(notifications::test))
+        .routes(routes!(notifications::deliveries))
         .routes(routes!(experiments::list, experiments::create))
         .routes(routes!(experiments::get_one))
         .routes(routes!(experiments::best))
