@@ -12,6 +12,7 @@ use crate::pages::assets::{detail::AssetPage, detail::SharedPage, AssetsPage};
 use crate::pages::{
     account::AccountPage,
     admin::AdminPage,
+    alerts::AlertsPage,
     audit::AuditLogPage,
     auth::ConfirmPage,
     auth::ForgotPage,
@@ -134,6 +135,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("experiments/:name") view=|| view! { <ExperimentPage /> } />
                     <Route path=path!("environments/:name") view=|| view! { <EnvironmentPage /> } />
                     <Route path=path!("templates/:name") view=|| view! { <TemplateRunPage /> } />
+                    <Route path=path!("alerts") view=|| view! { <AlertsPage /> } />
                     <Route path=path!("notifications") view=|| view! { <NotificationsPage /> } />
                     <Route path=path!("quota") view=|| view! { <QuotaPageView /> } />
                     <Route path=path!("account") view=|| view! { <AccountPage /> } />

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use app::models::{Credentials, Job, JobPage, JobSpec, Pod};
 
+pub mod alerts;
 pub mod aliases;
 pub mod assets;
 pub mod catalog;

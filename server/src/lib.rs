@@ -3,6 +3,7 @@
 
 pub mod access_keys;
 pub mod accounts;
+pub mod alerts;
 pub mod api_client;
 pub mod assets;
 pub mod backend;

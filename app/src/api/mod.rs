@@ -2,6 +2,7 @@
 
 pub mod access_keys;
 pub mod accounts;
+pub mod alerts;
 pub mod assets;
 pub mod compare;
 #[cfg(feature = "ssr")]

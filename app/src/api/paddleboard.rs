@@ -105,6 +105,27 @@ pub async fn board_charts(query: BoardQuery) -> Result<Board, AppError> {
         }
         charts.push(BoardChart { tag, series });
     }
+    // The alerts raised on what is charted, marked at their steps.
+    let tags: Vec<String> = charts.iter().map(|c| c.tag.clone()).collect();
+    let raised = services()?
+        .alerts
+        .chart_alerts(&account, &query.jobs, &tags)
+        .await?;
+    for chart in &mut charts {
+        for series in &mut chart.series {
+            series.alerts = raised
+                .iter()
+                .filter(|a| a.job == series.job && a.tag == chart.tag)
+                .filter_map(|a| {
+                    Some(crate::models::board::AlertMark {
+                        step: a.step?,
+                        message: a.message.clone(),
+                        open: a.is_open(),
+                    })
+                })
+                .collect();
+        }
+    }
     Ok(Board {
         charts,
         matching_tags,

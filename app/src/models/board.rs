@@ -237,6 +237,36 @@ pub struct BoardSeries {
     pub full_resolution: bool,
     /// The series' first wall time, origin of the relative time axis.
     pub origin: f64,
+    /// Metric alerts raised on this job's tag, marked on the chart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alerts: Vec<AlertMark>,
+}
+
+/// A metric alert as a chart marks it: a dashed line at its step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlertMark {
+    /// The step it fired at.
+    pub step: i64,
+    /// What it says ("loss is above 10 at step 4: 12.5").
+    pub message: String,
+    /// Whether it still holds.
+    pub open: bool,
+}
+
+impl BoardSeries {
+    /// x of `step` on `axis`: the step, or the wall time of the first
+    /// point at or after it (the last point's past the end).
+    pub fn x_of_step(&self, step: i64, axis: XAxis) -> Option<f64> {
+        if axis == XAxis::Step {
+            return Some(step as f64);
+        }
+        let i = self.steps.partition_point(|s| *s < step);
+        let wall = *self.walls.get(i).or(self.walls.last())?;
+        Some(match axis {
+            XAxis::Relative => wall - self.origin,
+            _ => wall,
+        })
+    }
 }
 
 impl BoardSeries {
@@ -250,6 +280,7 @@ impl BoardSeries {
             total: e.total,
             full_resolution: e.full_resolution,
             origin: e.origin.unwrap_or(0.0),
+            alerts: Vec::new(),
         }
     }
 }

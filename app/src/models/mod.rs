@@ -3,6 +3,7 @@
 
 pub mod access_key;
 pub mod account;
+pub mod alerts;
 pub mod asset_views;
 pub mod assets;
 pub mod audit;
@@ -49,6 +50,7 @@ pub mod workload;
 
 pub use access_key::*;
 pub use account::*;
+pub use alerts::*;
 pub use asset_views::*;
 pub use assets::*;
 pub use audit::*;

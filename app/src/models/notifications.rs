@@ -32,13 +32,16 @@ pub enum NotifyEvent {
     /// A pipeline run or an experiment waits because the account's quota
     /// is full.
     OverQuota,
+    /// A metric alert rule fired for a job.
+    Alert,
     /// Sent on request from the notifications page, to check a channel.
     Test,
 }
 
 impl NotifyEvent {
     /// The events a subscription may ask for, in the form's order.
-    pub const SUBSCRIBABLE: [NotifyEvent; 3] = [Self::Failed, Self::Succeeded, Self::OverQuota];
+    pub const SUBSCRIBABLE: [NotifyEvent; 4] =
+        [Self::Failed, Self::Succeeded, Self::OverQuota, Self::Alert];
 
     /// The stored and wire spelling.
     pub fn as_str(self) -> &'static str {
@@ -46,15 +49,22 @@ impl NotifyEvent {
             Self::Failed => "failed",
             Self::Succeeded => "succeeded",
             Self::OverQuota => "over_quota",
+            Self::Alert => "alert",
             Self::Test => "test",
         }
     }
 
     /// The event spelled `s`.
     pub fn parse(s: &str) -> Option<Self> {
-        [Self::Failed, Self::Succeeded, Self::OverQuota, Self::Test]
-            .into_iter()
-            .find(|e| e.as_str() == s)
+        [
+            Self::Failed,
+            Self::Succeeded,
+            Self::OverQuota,
+            Self::Alert,
+            Self::Test,
+        ]
+        .into_iter()
+        .find(|e| e.as_str() == s)
     }
 
     /// In words, after the subject: "failed", "waits for quota".
@@ -63,6 +73,7 @@ impl NotifyEvent {
             Self::Failed => "failed",
             Self::Succeeded => "succeeded",
             Self::OverQuota => "waits for quota",
+            Self::Alert => "raised an alert",
             Self::Test => "is followed (a test)",
         }
     }
@@ -180,10 +191,17 @@ impl NotifySubject {
     /// The events that can happen to it.
     pub fn events(&self) -> &'static [NotifyEvent] {
         match self {
-            Self::Job { .. } => &[NotifyEvent::Failed, NotifyEvent::Succeeded],
-            Self::Pipeline { .. } | Self::Experiment { .. } | Self::Account => {
-                &NotifyEvent::SUBSCRIBABLE
-            }
+            Self::Job { .. } => &[
+                NotifyEvent::Failed,
+                NotifyEvent::Succeeded,
+                NotifyEvent::Alert,
+            ],
+            Self::Pipeline { .. } | Self::Experiment { .. } => &[
+                NotifyEvent::Failed,
+                NotifyEvent::Succeeded,
+                NotifyEvent::OverQuota,
+            ],
+            Self::Account => &NotifyEvent::SUBSCRIBABLE,
             Self::Serving { .. } => &[NotifyEvent::Failed],
         }
     }
@@ -275,7 +293,7 @@ impl Channel {
 pub struct SubscriptionSpec {
     /// What to follow.
     pub subject: NotifySubject,
-    /// Which of its events (`failed`, `succeeded`, `over_quota`).
+    /// Which of its events (`failed`, `succeeded`, `over_quota`, `alert`).
     pub events: Vec<NotifyEvent>,
     /// How to be told.
     pub channel: Channel,
@@ -575,6 +593,9 @@ pub struct SubscriptionForm {
     /// "on" when `over_quota` is ticked.
     #[serde(default)]
     pub on_over_quota: Option<String>,
+    /// "on" when `alert` is ticked.
+    #[serde(default)]
+    pub on_alert: Option<String>,
     /// `email`, `webhook` or `slack`.
     pub channel: String,
     /// The webhook's URL.
@@ -591,6 +612,7 @@ impl SubscriptionForm {
             (NotifyEvent::Failed, &self.on_failed),
             (NotifyEvent::Succeeded, &self.on_succeeded),
             (NotifyEvent::OverQuota, &self.on_over_quota),
+            (NotifyEvent::Alert, &self.on_alert),
         ]
         .into_iter()
         .filter(|(_, v)| ticked(v))

@@ -4,6 +4,7 @@ pub mod access_keys;
 pub mod account;
 pub mod account_security;
 pub mod admin;
+pub mod alerts;
 pub mod assets;
 pub mod audit;
 pub mod auth;

@@ -40,7 +40,7 @@ pub fn NotificationsPage() -> impl IntoView {
             <Title text="Notifications" />
             <div class="page-head"><h1>"Notifications"</h1></div>
             <p class="hint">
-                "Be told when a job, a pipeline run or an experiment fails or succeeds, when one waits for quota, or when a serving instance cannot run: by email, or by a webhook POST signed as the "
+                "Be told when a job, a pipeline run or an experiment fails or succeeds, when one waits for quota, when a job raises a metric alert, or when a serving instance cannot run: by email, or by a webhook POST signed as the "
                 <a href="https://www.standardwebhooks.com/">"Standard Webhooks"</a>
                 " specification says (or in Slack's shape). A try that fails is tried again later, six tries in all; every try is in the log below. What you follow here is yours alone."
             </p>
@@ -237,6 +237,7 @@ fn NewSubscription(kind: String, name: String) -> impl IntoView {
                         <label><input type="checkbox" name="form[on_failed]" checked /> " fails"</label>
                         <label><input type="checkbox" name="form[on_succeeded]" /> " succeeds"</label>
                         <label><input type="checkbox" name="form[on_over_quota]" /> " waits for quota (pipelines, experiments)"</label>
+                        <label><input type="checkbox" name="form[on_alert]" /> " raises a metric alert (jobs; see " <a href="/alerts">"Alerts"</a> ")"</label>
                     </fieldset>
                     <FieldError error field="events" />
                     <label for="notify-channel">"Tell me by"</label>

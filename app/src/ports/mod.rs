@@ -4,6 +4,7 @@
 
 mod access_keys;
 mod accounts;
+mod alerts;
 mod assets;
 mod cluster;
 mod environments;
@@ -27,6 +28,7 @@ use std::sync::Arc;
 
 pub use access_keys::*;
 pub use accounts::*;
+pub use alerts::*;
 pub use assets::*;
 pub use cluster::*;
 pub use environments::*;
@@ -87,6 +89,8 @@ pub struct Services {
     pub schedules: Arc<dyn Schedules>,
     /// Who is told of what, and the log of what was sent.
     pub notifications: Arc<dyn Notifications>,
+    /// Metric alert rules and the alerts they raised.
+    pub alerts: Arc<dyn Alerts>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

@@ -1040,6 +1040,56 @@ class Client(FilesMixin):
         """Deletes it; what its runs started stays."""
         self._json("DELETE", f"/schedules/{_quote(name)}")
 
+    # -------------------------------------------------------------------- alerts
+
+    def create_alert_rule(
+        self,
+        name: str,
+        tag: str,
+        *,
+        above: Optional[float] = None,
+        below: Optional[float] = None,
+        not_finite: bool = False,
+        silent_minutes: Optional[int] = None,
+        job: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """Saves a metric alert rule on the PaddleBoard ``tag`` of every
+        running job (or of ``job``): it fires when the newest value is
+        ``above`` or ``below`` a threshold, when a value is NaN or infinite
+        (``not_finite``), or when no point came for ``silent_minutes``. Give
+        exactly one condition. A bad field raises naming it (``tag``,
+        ``condition.threshold``, …)."""
+        given = [c for c in (above is not None, below is not None, not_finite,
+                             silent_minutes is not None) if c]
+        if len(given) != 1:
+            raise ValueError("give exactly one of above, below, not_finite, silent_minutes")
+        if above is not None:
+            condition: Dict[str, Any] = {"kind": "above", "threshold": float(above)}
+        elif below is not None:
+            condition = {"kind": "below", "threshold": float(below)}
+        elif not_finite:
+            condition = {"kind": "not_finite"}
+        else:
+            condition = {"kind": "silent", "minutes": int(silent_minutes)}
+        body: Dict[str, Any] = {"name": name, "tag": tag, "condition": condition}
+        if job is not None:
+            body["job"] = job
+        return self._json("POST", "/alert-rules", body=body)
+
+    def list_alert_rules(self) -> List[Dict[str, Any]]:
+        """The account's alert rules, each with its ``open`` alerts."""
+        return self._json("GET", "/alert-rules")
+
+    def delete_alert_rule(self, name: str) -> None:
+        """Deletes a rule and its alerts."""
+        self._json("DELETE", f"/alert-rules/{_quote(name)}")
+
+    def alerts(self, job: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The account's newest alerts, open first: ``rule``, ``job``,
+        ``tag``, ``step``, ``value``, ``message``, ``raised_at`` and
+        ``resolved_at`` (absent while open)."""
+        return self._json("GET", "/alerts", query=[("job", job)])
+
     # ------------------------------------------------------------- notifications
 
     def subscribe(

@@ -7,6 +7,7 @@
 //! client command in the file named for it.
 
 mod admin;
+mod alerts;
 mod aliases;
 mod catalog;
 mod describe;
@@ -130,6 +131,13 @@ pub enum Command {
         #[command(subcommand)]
         command: pipelines::PipelineCommand,
     },
+    /// Metric alerts: `add NAME --tag T --above X|--below X|--not-finite|--silent-minutes N`,
+    /// `rules`, `delete`, `list`.
+    Alert {
+        /// The task.
+        #[command(subcommand)]
+        command: alerts::AlertCommand,
+    },
     /// Notifications: `add`, `list`, `test`, `remove`, `log`.
     Notify {
         /// The task.
@@ -200,6 +208,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Notebook { command } => blocking(move || notebooks::run(command)).await,
         Command::Pipeline { command } => blocking(move || pipelines::run_pipeline(command)).await,
         Command::Schedule { command } => blocking(move || schedules::run_schedule(command)).await,
+        Command::Alert { command } => blocking(move || alerts::run_alert(command)).await,
         Command::Notify { command } => blocking(move || notifications::run_notify(command)).await,
         Command::Experiment { command } => {
             blocking(move || experiments::run_experiment(command)).await

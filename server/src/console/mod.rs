@@ -117,6 +117,7 @@ impl Console {
         ));
         let schedules = Arc::new(crate::schedules::SqlSchedules::new(base.pool.clone()));
         let notifications = Arc::new(SqlNotifications::new(base.pool.clone()));
+        let alerts = Arc::new(crate::alerts::SqlAlerts::new(base.pool.clone()));
         let services = Services {
             accounts: accounts.clone(),
             members: accounts,
@@ -137,12 +138,14 @@ impl Console {
             run_params: Arc::new(SqlRunParams::new(base.pool.clone())),
             schedules: schedules.clone(),
             notifications: notifications.clone(),
+            alerts: alerts.clone(),
             secure_cookies: config.secure_cookies,
         };
         schedule_pipelines(&base, &pipelines, &services);
         control_experiments(&base, &experiments, &services);
         start_schedules(&base, &schedules, &services);
         start_notifier(&base, &config, &notifications, mailer, &services);
+        start_alerts(&base, &alerts, &services);
         let changes = relay_changes(&base, &config, &services, pipelines, experiments)?;
         let state = AppState {
             leptos: config.site,
@@ -555,6 +558,14 @@ fn start_notifier(
         notifications
             .notifier(mailer.clone(), console_url.clone(), retry)
             .run(services.clone(), pulse)
+    });
+}
+
+/// The alert controller, in the replica holding its lease.
+fn start_alerts(base: &Base, alerts: &Arc<crate::alerts::SqlAlerts>, services: &Services) {
+    let (alerts, services) = (alerts.clone(), services.clone());
+    base.guard("alert-controller", move |pulse| {
+        alerts.controller().run(services.clone(), pulse)
     });
 }
 

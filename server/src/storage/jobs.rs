@@ -611,6 +611,11 @@ impl JobStore {
             .execute(&self.pool)
             .await
             .map_err(internal("delete local run"))?;
+        sqlx::query("DELETE FROM alerts WHERE job_id = $1")
+            .bind(job_id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("delete a job's alerts"))?;
         sqlx::query("DELETE FROM metric_series WHERE job_id = $1")
             .bind(job_id)
             .execute(&self.pool)

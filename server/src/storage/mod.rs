@@ -18,6 +18,7 @@
 
 pub mod access_keys;
 pub mod accounts;
+pub mod alerts;
 pub mod assets;
 pub mod audit;
 pub mod catalog;

@@ -52,6 +52,7 @@ const SERVER_LAYERS: Layers = &[
         &[
             "accounts",
             "access_keys",
+            "alerts",
             "assets",
             "clusters",
             "controller",

@@ -9,6 +9,7 @@ mod common;
 mod access_keys;
 mod account_mail;
 mod accounts;
+mod alerts;
 mod architecture;
 mod asset_pages;
 mod assets;

@@ -392,6 +392,8 @@ const SERVER_FN_WRITES: &[(&str, &str)] = &[
     ("create_schedule", "form[name]=s9&form[cron]=0+3+*+*+*&form[template]=t1"),
     ("pause_schedule", "name=nope&paused=true"),
     ("delete_schedule", "name=nope"),
+    ("create_alert_rule", "form[name]=r9&form[tag]=loss&form[kind]=not_finite"),
+    ("delete_alert_rule", "name=nope"),
     ("share_notebook_file", "name=n1&form[path]=a.ipynb&form[with]=members"),
     ("revoke_notebook_share", "name=n1&id=1"),
     ("copy_shared_notebook", "share=1&token=&into=n1"),
@@ -453,6 +455,7 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("read_notebook_run_form", "name=n1&path=a.ipynb"),
     ("list_schedules", ""),
     ("read_notifications", "query[status]=delivered"),
+    ("read_alerts", ""),
     (
         "subscribe",
         "form[kind]=account&form[channel]=email&form[on_failed]=on",

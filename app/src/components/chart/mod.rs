@@ -319,8 +319,31 @@ pub fn format_x(axis: XAxis, x: f64) -> String {
     }
 }
 
+/// A mark across the plot at `x` (a metric alert), with its words as the
+/// line's tooltip.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    /// Where, in the axis' units.
+    pub x: f64,
+    /// What it says.
+    pub label: String,
+    /// Still holding (drawn strong) or resolved (faint).
+    pub open: bool,
+}
+
 /// Draws `lines` in `frame` as an SVG document.
 pub fn render(lines: &[Line], frame: &Frame, axis: XAxis, smoothing: bool) -> String {
+    render_marked(lines, frame, axis, smoothing, &[])
+}
+
+/// [`render`] with `marks` across the plot.
+pub fn render_marked(
+    lines: &[Line],
+    frame: &Frame,
+    axis: XAxis,
+    smoothing: bool,
+    marks: &[Mark],
+) -> String {
     let mut svg = String::new();
     // The lines and marks, written as text (see `paths`) with the chart's
     // own mapping of data to pixels, go in after the axes plotters draws.
@@ -342,14 +365,14 @@ pub fn render(lines: &[Line], frame: &Frame, axis: XAxis, smoothing: bool) -> St
                     builder,
                     x,
                     y.log_scale(),
-                    lines,
+                    (lines, marks),
                     frame,
                     axis,
                     smoothing,
                     out,
                 )
             } else {
-                draw(builder, x, y, lines, frame, axis, smoothing, out)
+                draw(builder, x, y, (lines, marks), frame, axis, smoothing, out)
             }
         });
         built.is_some() && root.present().is_ok()
@@ -373,7 +396,7 @@ fn draw<'a, DB, Y>(
     mut builder: ChartBuilder<'a, 'a, DB>,
     x: std::ops::Range<f64>,
     y: Y,
-    lines: &[Line],
+    (lines, marks): (&[Line], &[Mark]),
     frame: &Frame,
     axis: XAxis,
     smoothing: bool,
@@ -398,9 +421,9 @@ where
         .label_style(("sans-serif", 13.6).into_font().color(&TEXT))
         .draw()
         .ok()?;
-    paths::write(out, lines, frame, smoothing, |x, y| {
-        chart.backend_coord(&(x, y))
-    });
+    let to_px = |x, y| chart.backend_coord(&(x, y));
+    paths::write(out, lines, frame, smoothing, to_px);
+    paths::write_marks(out, marks, frame, to_px);
     Some(())
 }
 

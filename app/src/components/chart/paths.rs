@@ -10,7 +10,38 @@
 
 use std::fmt::Write as _;
 
-use super::{role, Frame, Line, PALETTE};
+use super::{role, Frame, Line, Mark, PALETTE};
+
+/// The colour of an alert's mark: outside the palette, so no line shares it.
+const MARK: &str = "#B45309";
+
+/// Writes `marks` as dashed lines across the plot (each with its label as
+/// a `<title>`), those outside the x range left out.
+pub(super) fn write_marks(
+    out: &mut String,
+    marks: &[Mark],
+    frame: &Frame,
+    to_px: impl Fn(f64, f64) -> (i32, i32),
+) {
+    let (x0, x1) = frame.x;
+    for mark in marks.iter().filter(|m| m.x >= x0 && m.x <= x1) {
+        let (x, top) = to_px(mark.x, frame.y.1);
+        let (_, bottom) = to_px(mark.x, frame.y.0);
+        let state = if mark.open { "open" } else { "resolved" };
+        let opacity = if mark.open { 1.0 } else { 0.45 };
+        let label = mark
+            .label
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        let _ = writeln!(
+            out,
+            "<line class=\"alert-mark {state}\" x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{bottom}\" \
+             stroke=\"{MARK}\" stroke-width=\"2\" stroke-dasharray=\"5 3\" opacity=\"{opacity}\">\
+             <title>{label}</title></line>"
+        );
+    }
+}
 
 /// An element's drawing attributes, as plotters writes them.
 struct Style {

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use super::pointer::{lines, PointerData};
-use crate::components::chart::{css_color, frame, render};
+use crate::components::chart::{css_color, frame, render_marked, Mark};
 use crate::models::board::{BoardChart, BoardView, CHART_HEIGHT, CHART_WIDTH};
 use crate::models::url::encode;
 
@@ -25,8 +25,21 @@ pub fn ChartCard(
         view.ignore_outliers,
         (CHART_WIDTH, CHART_HEIGHT),
     );
+    let marks: Vec<Mark> = chart
+        .series
+        .iter()
+        .flat_map(|s| {
+            s.alerts.iter().filter_map(|a| {
+                Some(Mark {
+                    x: s.x_of_step(a.step, view.x)?,
+                    label: format!("{}: {}", s.job, a.message),
+                    open: a.open,
+                })
+            })
+        })
+        .collect();
     let svg = shown
-        .map(|f| render(&drawn, &f, view.x, view.smoothing > 0.0))
+        .map(|f| render_marked(&drawn, &f, view.x, view.smoothing > 0.0, &marks))
         .unwrap_or_default();
     let legend: Vec<_> = chart
         .series

@@ -44,6 +44,7 @@ pub fn PaddleBoardPage() -> impl IntoView {
             <Title text="PaddleBoard" />
             <div class="page-head">
                 <h1>"PaddleBoard"</h1>
+                <nav class="page-links"><a href="/alerts" data-testid="alerts-link">"Alerts"</a></nav>
             </div>
         })}
         <div class="board">

@@ -393,6 +393,7 @@ mod tests {
             total: 2,
             full_resolution: true,
             origin: 100.0,
+            alerts: Vec::new(),
         };
         let data = PointerData {
             frame: frame(),

@@ -6,6 +6,7 @@
 //! two cannot drift apart.
 
 mod account;
+mod alerts;
 mod archive;
 pub mod assets;
 mod cluster;
@@ -74,6 +75,7 @@ use crate::http::caller::Caller;
          (name = "environments", description = "Environment profiles: an image and pip requirements, saved in immutable versions, built locally from PyPI"),
          (name = "pipelines", description = "Pipeline runs: a graph of jobs submitted, watched, stopped and retried as one"),
          (name = "schedules", description = "Templates, pipelines and notebook files run on a cron schedule in a timezone"),
+         (name = "alerts", description = "Metric alerts: rules on PaddleBoard tags (NaN or infinite, a threshold, a silence) and the alerts they raised"),
          (name = "notifications", description = "Who is told of what: subscriptions by email or signed webhook, and the log of deliveries"),
          (name = "experiments", description = "Experiments: a search over a template's parameters for an objective (grid, random, TPE; early stopping), its trials ordinary jobs"),
          (name = "local-runs", description = "Programs run outside the console reporting themselves as jobs: start, output, heartbeats, end"),
@@ -188,6 +190,9 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(notifications::delete))
         .routes(routes!(notifications::test))
         .routes(routes!(notifications::deliveries))
+        .routes(routes!(alerts::list, alerts::create))
+        .routes(routes!(alerts::delete))
+        .routes(routes!(alerts::alerts))
         .routes(routes!(experiments::list, experiments::create))
         .routes(routes!(experiments::get_one))
         .routes(routes!(experiments::best))

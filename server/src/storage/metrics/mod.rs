@@ -283,15 +283,22 @@ impl PointStore {
             append_blocks(&mut tx, series_id, &tag.rows).await?;
             let inserted = tag.rows.len();
             let last = tag.rows.last();
+            // The alert controller reads when points last came (the
+            // console's clock: a writer's wall_time may be old) and the
+            // newest non-finite step, wherever it sat in the batch.
+            let bad_step = tag.rows.iter().rev().find(|r| !r.value.is_finite());
             sqlx::query(
                 "UPDATE metric_series SET points = points - $1 + $2, last_step = $3, \
-                 last_value = $4 WHERE id = $5",
+                 last_value = $4, updated_at = $6, bad_step = COALESCE($7, bad_step) \
+                 WHERE id = $5",
             )
             .bind(deleted as i64)
             .bind(inserted as i64)
             .bind(last.map(|r| r.step))
             .bind(last.map(|r| r.value).filter(|v| !v.is_nan()))
             .bind(series_id)
+            .bind(crate::time::now_ms())
+            .bind(bad_step.map(|r| r.step))
             .execute(&mut *tx)
             .await
             .map_err(internal("update metric series"))?;
