@@ -74,11 +74,13 @@ impl Backends {
         );
         tracing::info!(cluster = %kube.name(), "jobs run on Kubernetes");
         let metrics_api = without_prometheus.then(|| {
-            kube.sample_metrics_api(
-                stores.samples.clone(),
-                base.sample_every,
-                base.lease("metrics-api-sampling"),
-            )
+            let lease = base.lease("metrics-api-sampling");
+            let (api, task) =
+                kube.sample_metrics_api(stores.samples.clone(), base.sample_every, lease.clone());
+            // Ended, and its lease given up, when the console stops (as the
+            // loops `Base::guard` starts).
+            base.loops.add(lease, task);
+            api
         });
         let serving = KubeServing::new(&kube, serving_model_root);
         let python = config.notebook_python.clone();

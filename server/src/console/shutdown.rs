@@ -2,7 +2,8 @@
 //! it runs is left unsupervised. In order:
 //!
 //! 1. the background loops guarded by a lease (pipeline scheduler,
-//!    experiment and schedule controllers, sweeps) are aborted and their
+//!    experiment, schedule and alert controllers, the notifier, sweeps,
+//!    Kubernetes' metrics-API sampling) are aborted and their
 //!    leases released, so another replica takes them over at once and none
 //!    submits work while the rest stops;
 //! 2. at once, for what runs on this machine: the local executor's running

@@ -173,13 +173,14 @@ impl KubeCluster {
         store: Arc<crate::storage::samples::ResourceStore>,
         every: Duration,
         lease: crate::storage::lease::Lease,
-    ) -> Arc<metrics_api::MetricsApi> {
+    ) -> (Arc<metrics_api::MetricsApi>, tokio::task::AbortHandle) {
         let api = Arc::new(metrics_api::MetricsApi::default());
         let (inner, seen) = (Arc::downgrade(&self.inner), api.clone());
         // Replicas sample in turn: one holds the lease, the others' charts
         // read what it stored.
-        lease.guard(move || metrics_api::sample(inner.clone(), store.clone(), every, seen.clone()));
-        api
+        let task = lease
+            .guard(move || metrics_api::sample(inner.clone(), store.clone(), every, seen.clone()));
+        (api, task.abort_handle())
     }
 }
 

@@ -36,7 +36,7 @@ async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_instal
         &server::storage::lease::holder_id(),
         Duration::from_secs(3),
     );
-    let api = cluster.sample_metrics_api(store.clone(), Duration::from_secs(1), lease);
+    let (api, _task) = cluster.sample_metrics_api(store.clone(), Duration::from_secs(1), lease);
     let resources = SqlResourceCharts::new(
         db.pool.clone(),
         store,
