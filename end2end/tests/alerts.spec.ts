@@ -48,6 +48,11 @@ test("an alert rule made on the page fires on a job's metric, is listed, marked 
   await expect(raised).toContainText("loss is above 10 at step 2: 12.5");
   await expect(page.locator('[data-testid="alert-rules"] tr[data-rule="high-loss"]').getByTestId("open-count")).toHaveText("1");
 
+  // The job's page says so.
+  await open("/jobs/climb");
+  await expect(page.getByTestId("job-alerts")).toContainText("loss is above 10 at step 2: 12.5 (high-loss)");
+  await open("/alerts");
+
   // Its message opens PaddleBoard on the job and tag, the alert marked.
   await press(page, hydrated, raised.getByRole("link", { name: /loss is above 10/ }));
   await expect(page).toHaveURL(/\/paddleboard\?job=climb&tags=loss/);

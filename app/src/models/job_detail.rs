@@ -107,6 +107,9 @@ pub struct JobDetail {
     /// replica sent it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notebook_run: Option<crate::models::NotebookRunReport>,
+    /// Its metric alerts, open first (see `/alerts`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alerts: Vec<crate::models::Alert>,
     /// The server's clock when it read them, Unix ms (how long a running
     /// job has run is counted from it).
     pub now: i64,

@@ -128,6 +128,7 @@ pub async fn job_detail(
         services.assets.registered_by(account, name),
     )
     .await?;
+    let alerts = services.alerts.alerts(account, Some(name)).await?;
     let notebook_run = run_report(services, &job).await;
     Ok(JobDetail {
         owner: account.name.clone(),
@@ -136,6 +137,7 @@ pub async fn job_detail(
         history,
         registered,
         notebook_run,
+        alerts,
         now: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64),

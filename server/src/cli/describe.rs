@@ -100,6 +100,18 @@ pub fn render_detail(d: &JobDetail, now: i64) -> String {
         };
         out += &format!("  {}  {}{why}\n", format_utc_seconds(e.at), e.headline());
     }
+    let open: Vec<_> = d.alerts.iter().filter(|a| a.is_open()).collect();
+    if !open.is_empty() {
+        out += "\nAlerts:\n";
+        for a in open {
+            out += &format!(
+                "  {}  {} ({})\n",
+                format_utc_seconds(a.raised_at),
+                a.message,
+                a.rule
+            );
+        }
+    }
     if !d.registered.is_empty() {
         out += "\nRegistered:\n";
         for v in &d.registered {
@@ -168,6 +180,7 @@ mod tests {
                 created_at: 2_500,
             }],
             notebook_run: None,
+            alerts: Vec::new(),
             now: 10_000,
         };
         let text = render_detail(&detail, 10_000);

@@ -161,6 +161,28 @@ async fn alerts_fire_and_resolve(db: common::TestDb) {
             .clone()
     };
     assert_eq!(open_of(&rules, "high"), 1, "{rules:#}");
+    // The job's page data (and its page) carry it.
+    let detail = api(
+        &site,
+        &key,
+        Method::GET,
+        "/api/v1/jobs/diverge/detail",
+        None,
+    )
+    .await
+    .json();
+    let on_job: Vec<&Value> = detail["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["rule"] == "high" && a.get("resolved_at").is_none())
+        .collect();
+    assert_eq!(on_job.len(), 1, "{detail:#}");
+    let page = site.page_ok(&cookie, "/jobs/diverge").await;
+    assert!(
+        page.contains("data-testid=\"job-alerts\""),
+        "no alerts on the job page"
+    );
 
     // The chart of the tag marks both alerts at their steps.
     let board = site

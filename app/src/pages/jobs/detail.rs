@@ -98,6 +98,23 @@ fn JobPanels(job: String, owner: String) -> impl IntoView {
     }
 }
 
+/// The job's open metric alerts, each linking its chart.
+#[component]
+fn JobAlerts(alerts: Vec<crate::models::Alert>) -> impl IntoView {
+    let open: Vec<_> = alerts.into_iter().filter(|a| a.is_open()).collect();
+    (!open.is_empty()).then(|| {
+        view! {
+            <div class="banner warn" role="status" data-testid="job-alerts">
+                <strong>"Open alerts: "</strong>
+                {open.into_iter().map(|a| view! {
+                    <a href=a.board_href()>{format!("{} ({})", a.message, a.rule)}</a>" "
+                }).collect_view()}
+                <a href="/alerts">"All alerts"</a>
+            </div>
+        }
+    })
+}
+
 /// Everything the live region shows.
 #[component]
 fn JobView(detail: JobDetail) -> impl IntoView {
@@ -139,6 +156,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
             </nav>
         </div>
         {message}
+        <JobAlerts alerts=detail.alerts.clone() />
         <div class="job-overview">
             <section class="card" aria-labelledby="job-facts">
                 <h2 id="job-facts">"What it is"</h2>
