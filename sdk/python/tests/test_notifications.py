@@ -49,6 +49,7 @@ class NotificationsTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.receiver.shutdown()
+        cls.receiver.server_close()
 
     def cli(self, *args):
         done = subprocess.run(
