@@ -61,15 +61,15 @@ impl Alerts for SqlAlerts {
     async fn create_rule(&self, me: &Me, spec: AlertRuleSpec) -> Result<AlertRule, AppError> {
         me.role.require_change()?;
         spec.validate()?;
-        self.store.insert(me, &spec, now_ms()).await?;
+        let now = now_ms();
+        self.store.insert(me, &spec, now).await?;
         tracing::info!(account = %me.account.name, rule = %spec.name, what = %spec.summary(), user = %me.email, "alert rule saved");
-        self.store
-            .rules(me.account.id)
-            .await?
-            .into_iter()
-            .find(|r| r.rule.spec.name == spec.name)
-            .map(|r| r.rule)
-            .ok_or(AppError::Internal)
+        Ok(AlertRule {
+            spec,
+            created_by: me.email.clone(),
+            created_at: now,
+            open: 0,
+        })
     }
 
     async fn rules(&self, account: &Account) -> Result<Vec<AlertRule>, AppError> {
@@ -135,17 +135,12 @@ impl AlertController {
                 bad_step: w.bad_step,
             };
             let is_open = open.remove(&w.job_id);
-            let last_alert_step = if w.bad_step.is_some() {
-                self.store.last_step(rule.id, w.job_id).await?
-            } else {
-                None
-            };
             let verdict = judge(
                 rule.rule.spec.condition,
                 &series,
                 now,
                 is_open.map(|(_, step)| step),
-                last_alert_step,
+                w.last_alert_step,
             );
             match (verdict, is_open) {
                 (Verdict::Fire { step, value }, None) => {

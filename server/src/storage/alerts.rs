@@ -7,7 +7,7 @@ use app::models::{Alert, AlertRule, AlertRuleSpec, Me};
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
-use super::{internal, to_json};
+use super::{internal, numbered_list, to_json};
 
 /// A rule with its ids.
 #[derive(Debug, Clone)]
@@ -41,6 +41,8 @@ pub struct Watched {
     pub updated_at: Option<i64>,
     /// The newest step whose value was NaN or infinite.
     pub bad_step: Option<i64>,
+    /// The step of the rule's newest alert for this job, open or not.
+    pub last_alert_step: Option<i64>,
 }
 
 /// An alert still open.
@@ -190,7 +192,9 @@ impl AlertStore {
         let spec = &rule.rule.spec;
         let rows = sqlx::query(
             "SELECT j.id, j.name, j.status, COALESCE(j.started_at, j.created_at) AS started, \
-             s.last_step, s.last_value, s.updated_at, s.bad_step FROM jobs j \
+             s.last_step, s.last_value, s.updated_at, s.bad_step, \
+             (SELECT x.step FROM alerts x WHERE x.rule_id = $5 AND x.job_id = j.id \
+              ORDER BY x.id DESC LIMIT 1) AS last_alert_step FROM jobs j \
              LEFT JOIN metric_series s ON s.job_id = j.id AND s.tag = $2 \
              WHERE j.account_id = $1 AND ($3 IS NULL OR j.name = $3) \
              AND (j.status = 'running' OR s.updated_at >= $4)",
@@ -199,6 +203,7 @@ impl AlertStore {
         .bind(&spec.tag)
         .bind(spec.job.as_deref())
         .bind(since)
+        .bind(rule.id)
         .fetch_all(&self.pool)
         .await
         .map_err(internal("read what an alert rule watches"))?;
@@ -218,6 +223,7 @@ impl AlertStore {
                     last_step,
                     updated_at: row.try_get("updated_at").map_err(get)?,
                     bad_step: row.try_get("bad_step").map_err(get)?,
+                    last_alert_step: row.try_get("last_alert_step").map_err(get)?,
                 })
             })
             .collect()
@@ -236,19 +242,6 @@ impl AlertStore {
             .into_iter()
             .map(|(id, job_id, step)| Open { id, job_id, step })
             .collect())
-    }
-
-    /// The step of rule `rule_id`'s newest alert for job `job_id`.
-    pub async fn last_step(&self, rule_id: i64, job_id: i64) -> Result<Option<i64>, AppError> {
-        let row: Option<(Option<i64>,)> = sqlx::query_as(
-            "SELECT step FROM alerts WHERE rule_id = $1 AND job_id = $2 ORDER BY id DESC LIMIT 1",
-        )
-        .bind(rule_id)
-        .bind(job_id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(internal("read an alert's step"))?;
-        Ok(row.and_then(|(step,)| step))
     }
 
     /// Records an alert; its id.
@@ -311,7 +304,7 @@ impl AlertStore {
         rows.iter().map(alert_from).collect()
     }
 
-    /// The alerts of the account's `jobs` on `tag` (for a chart's marks).
+    /// The alerts of the account's `jobs` on `tags` (for a chart's marks).
     pub async fn of_series(
         &self,
         account_id: i64,
@@ -321,15 +314,20 @@ impl AlertStore {
         if jobs.is_empty() || tags.is_empty() {
             return Ok(vec![]);
         }
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{ALERT_SELECT} WHERE x.account_id = $1 ORDER BY x.id DESC LIMIT 1000"
-        )))
-        .bind(account_id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(internal("list a chart's alerts"))?;
-        let mut found = rows.iter().map(alert_from).collect::<Result<Vec<_>, _>>()?;
-        found.retain(|a| jobs.contains(&a.job) && tags.contains(&a.tag));
-        Ok(found)
+        let sql = format!(
+            "{ALERT_SELECT} WHERE x.account_id = $1 AND x.job IN ({}) AND x.tag IN ({}) \
+             ORDER BY x.id DESC LIMIT 1000",
+            numbered_list(2, jobs.len()),
+            numbered_list(2 + jobs.len(), tags.len())
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(account_id);
+        for value in jobs.iter().chain(tags) {
+            query = query.bind(value);
+        }
+        let rows = query
+            .fetch_all(&self.pool)
+            .await
+            .map_err(internal("list a chart's alerts"))?;
+        rows.iter().map(alert_from).collect()
     }
 }
