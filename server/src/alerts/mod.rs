@@ -167,10 +167,13 @@ impl AlertController {
     ) -> Result<(), AppError> {
         let spec = &rule.rule.spec;
         let message = alert_message(spec, step, value);
-        let id = self
+        let Some(id) = self
             .store
             .raise(rule, w, step, value, &message, now)
-            .await?;
+            .await?
+        else {
+            return Ok(());
+        };
         tracing::info!(account = %rule.account, job = %w.job, rule = %spec.name, %message, "alert raised");
         let notice = Notice {
             account: rule.account.clone(),

@@ -8,6 +8,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
 use super::{internal, numbered_list, to_json};
+use crate::storage::db::WriteTx;
 
 /// A rule with its ids.
 #[derive(Debug, Clone)]
@@ -158,7 +159,7 @@ impl AlertStore {
 
     /// Deletes the account's rule `name` and its alerts.
     pub async fn delete(&self, account_id: i64, name: &str) -> Result<(), AppError> {
-        let mut tx = self.pool.begin().await.map_err(internal("begin"))?;
+        let mut tx = self.pool.begin_write().await.map_err(internal("begin"))?;
         let id: Option<(i64,)> =
             sqlx::query_as("SELECT id FROM alert_rules WHERE account_id = $1 AND name = $2")
                 .bind(account_id)
@@ -244,7 +245,9 @@ impl AlertStore {
             .collect())
     }
 
-    /// Records an alert; its id.
+    /// Records an alert; its id, or `None` where its rule or its job was
+    /// deleted since the controller read them (SQLite does not enforce the
+    /// foreign keys, and an orphan would be told to subscribers).
     pub async fn raise(
         &self,
         rule: &StoredRule,
@@ -253,10 +256,12 @@ impl AlertStore {
         value: Option<f64>,
         message: &str,
         now: i64,
-    ) -> Result<i64, AppError> {
-        let (id,): (i64,) = sqlx::query_as(
+    ) -> Result<Option<i64>, AppError> {
+        let id: Option<(i64,)> = sqlx::query_as(
             "INSERT INTO alerts (rule_id, account_id, job_id, job, tag, step, value, message, \
-             raised_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+             raised_at) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 \
+             WHERE EXISTS (SELECT 1 FROM alert_rules WHERE id = $1) \
+             AND EXISTS (SELECT 1 FROM jobs WHERE id = $3) RETURNING id",
         )
         .bind(rule.id)
         .bind(rule.account_id)
@@ -267,10 +272,10 @@ impl AlertStore {
         .bind(value.filter(|v| !v.is_nan()))
         .bind(message)
         .bind(now)
-        .fetch_one(&self.pool)
+        .fetch_optional(&self.pool)
         .await
         .map_err(internal("raise an alert"))?;
-        Ok(id)
+        Ok(id.map(|(id,)| id))
     }
 
     /// Marks alert `id` resolved at `now`.

@@ -12,6 +12,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
 use super::{internal, to_json};
+use crate::storage::db::WriteTx;
 
 const SUBSCRIPTION_COLUMNS: &str =
     "s.id, s.subject_kind, s.subject_name, s.events, s.channel, s.secret, s.created_at";
@@ -188,7 +189,7 @@ impl NotifyStore {
 
     /// Deletes `me`'s subscription `id` and its deliveries.
     pub async fn delete(&self, me: &Me, id: i64) -> Result<(), AppError> {
-        let mut tx = self.pool.begin().await.map_err(internal("begin"))?;
+        let mut tx = self.pool.begin_write().await.map_err(internal("begin"))?;
         let gone = sqlx::query(
             "DELETE FROM notify_subscriptions WHERE account_id = $1 AND user_id = $2 AND id = $3",
         )

@@ -552,6 +552,70 @@ fn assert_sql_only_in_storage(krate: &Crate) {
     );
 }
 
+/// Where `text` (a file of `krate`) opens a transaction with a plain
+/// `.begin()` in a function that writes (INSERT, UPDATE, DELETE). On SQLite
+/// such a transaction reads first and then cannot take the write lock once
+/// another connection has committed: it fails at once with "database is
+/// locked", whatever the busy timeout (a 500 under load). Writers begin
+/// with `WriteTx::begin_write`; a plain `.begin()` is for reading a
+/// consistent snapshot.
+fn deferred_writes(file: &str, text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let starts: Vec<usize> = (lines.iter().enumerate())
+        .filter(|(_, l)| {
+            let code = l.trim_start();
+            code.starts_with("fn ")
+                || code.starts_with("pub fn ")
+                || code.contains(" fn ")
+                || code.starts_with("async fn ")
+        })
+        .map(|(n, _)| n)
+        .collect();
+    let mut found = Vec::new();
+    for (n, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("//") || !(code.contains(".begin()") || code == "begin()") {
+            continue;
+        }
+        let from = starts.iter().rev().find(|&&s| s <= n).copied().unwrap_or(0);
+        let to = starts
+            .iter()
+            .find(|&&s| s > n)
+            .copied()
+            .unwrap_or(lines.len());
+        let body = lines[from..to].join("\n");
+        if ["INSERT INTO ", "UPDATE ", "DELETE FROM "]
+            .iter()
+            .any(|k| body.contains(k))
+        {
+            found.push(format!("{file}:{}: {}", n + 1, code));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_transaction_that_writes_takes_the_write_lock_when_it_begins() {
+    let found: Vec<String> = (server().sources().iter())
+        .flat_map(|(file, text)| deferred_writes(file, text))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "a transaction that writes begins with `.begin()` (use WriteTx::begin_write):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_write_lock_check_sees_a_deferred_writer_but_not_a_reader() {
+    let writer = "pub async fn delete(&self) {\n    let mut tx = self.pool.begin().await?;\n    sqlx::query(\"DELETE FROM alerts WHERE id = $1\");\n}\n";
+    assert_eq!(deferred_writes("storage/a.rs", writer).len(), 1);
+    let reader = "pub async fn load(&self) {\n    let mut tx = self.pool.begin().await?;\n    sqlx::query(\"SELECT 1\");\n}\nfn other() { \"UPDATE x\" }\n";
+    assert!(deferred_writes("storage/a.rs", reader).is_empty());
+    let fixed = writer.replace(".begin()", ".begin_write()");
+    assert!(deferred_writes("storage/a.rs", &fixed).is_empty());
+}
+
 #[test]
 fn only_the_servers_storage_speaks_sql() {
     assert_sql_only_in_storage(&server());
