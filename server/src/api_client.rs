@@ -303,6 +303,14 @@ impl ApiClient {
         self.json(self.post(&self.url(&["jobs", name, "stop"])).send_empty())
     }
 
+    /// A stack dump of each running replica of job `name` (py-spy).
+    pub fn stack_dump(&self, name: &str) -> Result<Vec<app::models::StackDump>, ClientError> {
+        self.json(
+            self.post(&self.url(&["jobs", name, "stack-dump"]))
+                .send_empty(),
+        )
+    }
+
     /// Deletes a job and its logs.
     pub fn delete(&self, name: &str) -> Result<(), ClientError> {
         let request = self.signed(self.agent.delete(&self.url(&["jobs", name])));

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use app::error::AppError;
 use app::models::{
-    Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod,
+    Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, LogRequest, Me,
+    Pod, StackDump,
 };
 use app::ports::{Cluster, JobEvent, LogStream};
 use async_trait::async_trait;
@@ -135,6 +136,20 @@ impl Cluster for Clusters {
         self.backend_of(account, job)
             .await?
             .log(account, job, pod, request)
+            .await
+    }
+
+    async fn last_log_at(&self, account: &Account, name: &str) -> Result<Option<i64>, AppError> {
+        self.backend_of(account, name)
+            .await?
+            .last_log_at(account, name)
+            .await
+    }
+
+    async fn stack_dump(&self, account: &Account, name: &str) -> Result<Vec<StackDump>, AppError> {
+        self.backend_of(account, name)
+            .await?
+            .stack_dump(account, name)
             .await
     }
 

@@ -29,6 +29,7 @@ pub mod resources;
 pub mod run_params;
 pub mod schedules;
 pub mod serving;
+pub mod stalls;
 pub mod storage;
 pub mod telemetry;
 pub mod templates;

@@ -63,6 +63,27 @@ pub async fn stop_job(name: String) -> Result<Job, AppError> {
     crate::use_cases::jobs::stop_job(&services()?, &who.me, &name).await
 }
 
+/// Takes a stack dump of every running replica (py-spy), written into
+/// their logs; back to the job's page with the first dumped replica's log
+/// open, where the dump is.
+#[server(prefix = "/api", endpoint = "stack_dump_job")]
+pub async fn stack_dump_job(name: String) -> Result<Vec<crate::models::StackDump>, AppError> {
+    let who = member()?;
+    let dumps = crate::use_cases::jobs::stack_dump(&services()?, &who.me, &name).await?;
+    let shown = dumps
+        .iter()
+        .find(|d| d.error.is_none())
+        .or(dumps.first())
+        .map(|d| d.pod.clone())
+        .unwrap_or_default();
+    leptos_axum::redirect(&format!(
+        "/jobs/{}?pod={}#log",
+        crate::models::url::encode(&name),
+        crate::models::url::encode(&shown)
+    ));
+    Ok(dumps)
+}
+
 /// Deletes a job with its logs.
 #[server(prefix = "/api", endpoint = "delete_job")]
 pub async fn delete_job(name: String) -> Result<(), AppError> {

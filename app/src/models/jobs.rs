@@ -639,6 +639,11 @@ pub struct Job {
     /// The machine a local run ran on.
     #[serde(default)]
     pub ran_on: Option<String>,
+    /// Since when (Unix ms, its last sign of life) a running job has been
+    /// stalled: no log line, metric point or CPU use for the console's
+    /// `--stall-minutes` (see [`crate::models::stalls`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalled_since: Option<i64>,
 }
 
 /// How a job came to be in the table.
@@ -690,6 +695,13 @@ impl JobSource {
 }
 
 impl Job {
+    /// Since when it has been stalled, while it runs (a job that ended
+    /// keeps its last mark for the record, but is no longer stalled).
+    pub fn stalled(&self) -> Option<i64> {
+        self.stalled_since
+            .filter(|_| self.status == JobStatus::Running)
+    }
+
     /// Replicas that exited 0.
     pub fn succeeded(&self) -> u32 {
         self.ps.succeeded + self.trainers.succeeded

@@ -34,14 +34,22 @@ pub enum NotifyEvent {
     OverQuota,
     /// A metric alert rule fired for a job.
     Alert,
+    /// A running job wrote no log line, took no metric point and used no
+    /// CPU for a while (see [`crate::models::stalls`]).
+    Stalled,
     /// Sent on request from the notifications page, to check a channel.
     Test,
 }
 
 impl NotifyEvent {
     /// The events a subscription may ask for, in the form's order.
-    pub const SUBSCRIBABLE: [NotifyEvent; 4] =
-        [Self::Failed, Self::Succeeded, Self::OverQuota, Self::Alert];
+    pub const SUBSCRIBABLE: [NotifyEvent; 5] = [
+        Self::Failed,
+        Self::Succeeded,
+        Self::OverQuota,
+        Self::Alert,
+        Self::Stalled,
+    ];
 
     /// The stored and wire spelling.
     pub fn as_str(self) -> &'static str {
@@ -50,6 +58,7 @@ impl NotifyEvent {
             Self::Succeeded => "succeeded",
             Self::OverQuota => "over_quota",
             Self::Alert => "alert",
+            Self::Stalled => "stalled",
             Self::Test => "test",
         }
     }
@@ -61,6 +70,7 @@ impl NotifyEvent {
             Self::Succeeded,
             Self::OverQuota,
             Self::Alert,
+            Self::Stalled,
             Self::Test,
         ]
         .into_iter()
@@ -74,6 +84,7 @@ impl NotifyEvent {
             Self::Succeeded => "succeeded",
             Self::OverQuota => "waits for quota",
             Self::Alert => "raised an alert",
+            Self::Stalled => "stalled",
             Self::Test => "is followed (a test)",
         }
     }
@@ -195,6 +206,7 @@ impl NotifySubject {
                 NotifyEvent::Failed,
                 NotifyEvent::Succeeded,
                 NotifyEvent::Alert,
+                NotifyEvent::Stalled,
             ],
             Self::Pipeline { .. } | Self::Experiment { .. } => &[
                 NotifyEvent::Failed,
@@ -596,6 +608,9 @@ pub struct SubscriptionForm {
     /// "on" when `alert` is ticked.
     #[serde(default)]
     pub on_alert: Option<String>,
+    /// "on" when `stalled` is ticked.
+    #[serde(default)]
+    pub on_stalled: Option<String>,
     /// `email`, `webhook` or `slack`.
     pub channel: String,
     /// The webhook's URL.
@@ -613,6 +628,7 @@ impl SubscriptionForm {
             (NotifyEvent::Succeeded, &self.on_succeeded),
             (NotifyEvent::OverQuota, &self.on_over_quota),
             (NotifyEvent::Alert, &self.on_alert),
+            (NotifyEvent::Stalled, &self.on_stalled),
         ]
         .into_iter()
         .filter(|(_, v)| ticked(v))

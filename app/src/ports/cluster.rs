@@ -10,7 +10,8 @@ use futures_core::Stream;
 
 use crate::error::AppError;
 use crate::models::{
-    Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod,
+    Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, LogRequest, Me,
+    Pod, StackDump,
 };
 
 /// A pod's log as it is read: chunks of whole lines.
@@ -77,6 +78,14 @@ pub trait Cluster: Send + Sync {
         pod: &str,
         request: LogRequest,
     ) -> Result<LogStream, AppError>;
+    /// When any replica of the job last wrote a line to its log (Unix ms),
+    /// `None` if none has: one of the signs of life the stall watcher reads.
+    async fn last_log_at(&self, account: &Account, name: &str) -> Result<Option<i64>, AppError>;
+    /// A stack dump of every running replica's Python threads (py-spy),
+    /// each also written into that replica's log so the log console shows
+    /// it where it happened. A replica that is not running, or runs no
+    /// Python, has its reason instead.
+    async fn stack_dump(&self, account: &Account, name: &str) -> Result<Vec<StackDump>, AppError>;
     /// Changes to any job, for live views.
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<JobEvent>;
     /// What the cluster has room for, what its replicas hold and what waits.

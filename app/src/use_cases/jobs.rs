@@ -103,6 +103,25 @@ pub async fn stop_job(services: &Services, me: &Me, name: &str) -> Result<Job, A
     services.cluster.stop(&me.account, name).await
 }
 
+/// A stack dump of every running replica of `me`'s account's job `name`
+/// (py-spy), each also written into that replica's log. A run that is only
+/// recorded here (MLflow, a local run) has no replica the console can read.
+pub async fn stack_dump(
+    services: &Services,
+    me: &Me,
+    name: &str,
+) -> Result<Vec<crate::models::StackDump>, AppError> {
+    me.role.require_change()?;
+    let job = services.cluster.job(&me.account, name).await?;
+    if job.source != crate::models::JobSource::Console {
+        return Err(AppError::conflict(
+            "job",
+            format!("Job {name} ran outside the console's executors: it has no replica to dump."),
+        ));
+    }
+    services.cluster.stack_dump(&me.account, name).await
+}
+
 /// Deletes the account's job `name` with its logs (and a notebook run's
 /// files).
 pub async fn delete_job(services: &Services, me: &Me, name: &str) -> Result<(), AppError> {

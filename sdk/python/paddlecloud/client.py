@@ -532,6 +532,13 @@ class Client(FilesMixin):
         """Stops every replica of the job; returns the job."""
         return self._json("POST", f"/jobs/{_quote(name)}/stop")
 
+    def stack_dump(self, name: str) -> List[Dict[str, Any]]:
+        """A stack dump (py-spy) of each running replica of the job, also
+        written into the replicas' logs: ``[{"pod", "text"}]``, or ``error``
+        instead of ``text`` for a replica that could not be dumped. A job
+        marked stalled has ``stalled_since`` (ms) in :meth:`job`."""
+        return self._json("POST", f"/jobs/{_quote(name)}/stack-dump")
+
     def delete_job(self, name: str) -> None:
         """Deletes the job, its files and logs."""
         self._json("DELETE", f"/jobs/{_quote(name)}")

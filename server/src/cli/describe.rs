@@ -46,6 +46,18 @@ pub fn render_detail(d: &JobDetail, now: i64) -> String {
     fact("Name", job.name.clone());
     fact("Status", job.status.as_str().to_owned());
     fact("Message", job.message.clone());
+    fact(
+        "Stalled",
+        job.stalled()
+            .map(|since| {
+                format!(
+                    "{} (paddlecloud dump {} shows what it is doing)",
+                    app::models::stall_message(since, now),
+                    job.name
+                )
+            })
+            .unwrap_or_default(),
+    );
     fact("Where", job.cluster.clone());
     fact("From", origin_of(job));
     if let Some(t) = &job.spec.template {
@@ -153,6 +165,7 @@ mod tests {
                 message: "trainer-0 exited with 1".into(),
                 source: JobSource::Console,
                 ran_on: None,
+                stalled_since: None,
             },
             pods: vec![Pod {
                 name: "trainer-0".into(),

@@ -77,6 +77,9 @@ pub enum Command {
     Lineage(lineage::LineageArgs),
     /// Stop a job (its record and logs stay).
     Stop(JobNameArgs),
+    /// A stack dump of every running replica's Python threads (py-spy),
+    /// also written into their logs: what a stalled job is doing.
+    Dump(JobNameArgs),
     /// Delete a job and its logs.
     Delete(JobNameArgs),
     /// Where jobs run: its CPUs, memory and GPUs, what is held, what waits.
@@ -196,6 +199,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Describe(args) => blocking(move || describe::describe(args)).await,
         Command::Lineage(args) => blocking(move || lineage::lineage(args)).await,
         Command::Stop(args) => blocking(move || remote::stop(args)).await,
+        Command::Dump(args) => blocking(move || remote::dump(args)).await,
         Command::Delete(args) => blocking(move || remote::delete(args)).await,
         Command::Cluster(args) => blocking(move || remote::cluster(args)).await,
         Command::Whoami(args) => blocking(move || remote::whoami(args)).await,

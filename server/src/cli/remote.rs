@@ -498,6 +498,20 @@ pub fn stop(args: JobNameArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Prints a stack dump of each running replica of a job (or why there is
+/// none), as the log console shows it.
+pub fn dump(args: JobNameArgs) -> anyhow::Result<()> {
+    let dumps = args.remote.client()?.stack_dump(&args.job)?;
+    for d in dumps {
+        println!("== {} ==", d.pod);
+        match d.error {
+            Some(why) => println!("({why})"),
+            None => print!("{}", d.text),
+        }
+    }
+    Ok(())
+}
+
 /// Deletes a job.
 pub fn delete(args: JobNameArgs) -> anyhow::Result<()> {
     args.remote.client()?.delete(&args.job)?;

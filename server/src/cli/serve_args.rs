@@ -200,6 +200,12 @@ pub struct ServeArgs {
     #[arg(long, env = "PADDLECLOUD_NOTIFY_RETRY_SECS", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub notify_retry_secs: u64,
+    /// Minutes a running job may write no log line, take no metric point
+    /// and use no CPU before it is marked stalled (a badge, its page, a
+    /// `stalled` notification); 0 never marks one.
+    #[arg(long, env = "PADDLECLOUD_STALL_MINUTES", default_value_t = app::models::DEFAULT_STALL_MINUTES,
+          value_parser = clap::value_parser!(u32).range(0..=10_080))]
+    pub stall_minutes: u32,
     /// The token Prometheus sends to scrape the console's own `/metrics`
     /// (`Authorization: Bearer TOKEN`, e.g. a scrape config's
     /// `authorization.credentials`); without one, only site admins read it.
@@ -344,6 +350,8 @@ impl ServeArgs {
             local_run_lost_after: std::time::Duration::from_secs(self.local_run_lost_secs),
             lease_ttl: std::time::Duration::from_secs(self.lease_secs),
             notify_retry_base: std::time::Duration::from_secs(self.notify_retry_secs),
+            stall_after: (self.stall_minutes > 0)
+                .then(|| std::time::Duration::from_secs(60 * u64::from(self.stall_minutes))),
             site,
             data_dir,
         })

@@ -124,6 +124,9 @@ pub struct Config {
     /// How long after a failed try a notification is tried again (then
     /// four times longer each time).
     pub notify_retry_base: Duration,
+    /// How long a running job may write no log line, take no metric point
+    /// and use no CPU before it is marked stalled; `None`: never.
+    pub stall_after: Option<Duration>,
 }
 
 impl Config {
@@ -166,6 +169,9 @@ impl Config {
             local_run_lost_after: Duration::from_secs(60),
             lease_ttl: Duration::from_secs(15),
             notify_retry_base: Duration::from_secs(30),
+            stall_after: Some(Duration::from_secs(
+                60 * u64::from(app::models::DEFAULT_STALL_MINUTES),
+            )),
         }
     }
 

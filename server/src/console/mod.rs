@@ -146,6 +146,7 @@ impl Console {
         start_schedules(&base, &schedules, &services);
         start_notifier(&base, &config, &notifications, mailer, &services);
         start_alerts(&base, &alerts, &services);
+        start_stall_watch(&base, &config, &services);
         let changes = relay_changes(&base, &config, &services, pipelines, experiments)?;
         let state = AppState {
             leptos: config.site,
@@ -566,6 +567,18 @@ fn start_alerts(base: &Base, alerts: &Arc<crate::alerts::SqlAlerts>, services: &
     let (alerts, services) = (alerts.clone(), services.clone());
     base.guard("alert-controller", move |pulse| {
         alerts.controller().run(services.clone(), pulse)
+    });
+}
+
+/// The stall watcher, in the replica holding its lease (none when
+/// `--stall-minutes 0`).
+fn start_stall_watch(base: &Base, config: &Config, services: &Services) {
+    let Some(after) = config.stall_after else {
+        return;
+    };
+    let (pool, services) = (base.pool.clone(), services.clone());
+    base.guard("stall-watch", move |pulse| {
+        crate::stalls::StallWatch::new(pool.clone(), after).run(services.clone(), pulse)
     });
 }
 

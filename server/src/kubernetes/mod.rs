@@ -31,7 +31,7 @@ use std::time::Duration;
 use app::error::AppError;
 use app::models::{
     Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, JobStatus,
-    LimitEnforcement, LogRequest, Me, Pod, PodPhase,
+    LimitEnforcement, LogRequest, Me, Pod, PodPhase, StackDump,
 };
 use app::ports::{Cluster, JobEvent, LogStream};
 use async_trait::async_trait;
@@ -50,6 +50,10 @@ use objects::{selector, JobContext, CONSOLE, CONTAINER, JOB_ID, MANAGED_BY, REPL
 
 /// How often the API server is asked whether it is there.
 const PROBE_EVERY: Duration = Duration::from_secs(3);
+/// How many of a running pod's last log lines are read for its newest
+/// sign of life (past a stack dump written there).
+const LIFE_LINES: i64 = 512;
+
 /// How long the probe waits for an answer: a page shows "unreachable"
 /// within this of the cluster going away.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
@@ -695,6 +699,49 @@ impl Cluster for KubeCluster {
             bytes::Bytes::from(line)
         });
         Ok(Box::pin(lines))
+    }
+
+    async fn last_log_at(&self, account: &Account, name: &str) -> Result<Option<i64>, AppError> {
+        let inner = &self.inner;
+        let stored = inner.store.get(account.id, name).await?;
+        let mut newest = None;
+        for pod in inner.store.pods(stored.id).await? {
+            if pod.phase != PodPhase::Running {
+                continue;
+            }
+            let live = inner
+                .live_pod(&account.namespace, stored.id, &pod.name)
+                .await?;
+            let Some(live) = live.and_then(|p| p.metadata.name) else {
+                continue;
+            };
+            // The end of its log, stamped by the kubelet as the pump stamps.
+            let lp = LogParams {
+                container: Some(CONTAINER.to_owned()),
+                tail_lines: Some(LIFE_LINES),
+                timestamps: true,
+                ..LogParams::default()
+            };
+            let text = inner
+                .api::<KubePod>(&account.namespace)
+                .logs(&live, &lp)
+                .await
+                .map_err(|e| from_kube("read the pod's log", e))?;
+            newest = newest.max(crate::storage::log_dumps::last_life_at(text.as_bytes()));
+        }
+        Ok(newest)
+    }
+
+    /// Not on Kubernetes yet: py-spy would have to be in the job's image
+    /// (or copied in) and run by `exec` in each pod; said plainly rather
+    /// than pretended (docs/stalled-jobs.md).
+    async fn stack_dump(&self, _account: &Account, name: &str) -> Result<Vec<StackDump>, AppError> {
+        Err(AppError::Unavailable {
+            message: format!(
+                "Job {name} runs on Kubernetes, where stack dumps are not taken yet; \
+                 only jobs on the local executor can be dumped for now."
+            ),
+        })
     }
 
     fn subscribe(&self) -> broadcast::Receiver<JobEvent> {

@@ -21,6 +21,7 @@ mod sampling;
 pub mod scheduler;
 pub mod server_process;
 pub mod serving;
+pub mod stack_dump;
 mod supervisor;
 pub mod venvs;
 pub mod workload_host;
@@ -32,7 +33,8 @@ use std::time::Duration;
 
 use app::error::AppError;
 use app::models::{
-    Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, LogRequest, Me, Pod,
+    Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, LogRequest, Me,
+    Pod, PodPhase, StackDump,
 };
 use app::ports::{Assets, Cluster, JobEvent, LogStream, Metrics};
 use async_trait::async_trait;
@@ -47,6 +49,10 @@ use crate::storage::samples::ResourceStore;
 
 /// The name local runs show in the "where it ran" column.
 pub const LOCAL: &str = "local";
+
+/// How many of a log's last lines are read for its newest sign of life
+/// (past a stack dump the console wrote there).
+const LIFE_LINES: usize = 512;
 
 /// Runs jobs as local processes under `<data-dir>/jobs/<account>/<job>/`.
 #[derive(Clone)]
@@ -465,6 +471,64 @@ impl Cluster for LocalCluster {
             .cloned()
             .unwrap_or_else(|| self.inner.log_end_of_other(&stored));
         logfile::serve(path, request, done).await
+    }
+
+    async fn last_log_at(&self, account: &Account, name: &str) -> Result<Option<i64>, AppError> {
+        let pods = self.inner.store.pods_of(account.id, name).await?;
+        let dir = self.job_dir(account, name);
+        let mut newest = None;
+        for pod in pods {
+            let path = logfile::log_path(&dir, &pod.name);
+            let tail = logfile::tail(&path, LIFE_LINES).await.unwrap_or_default();
+            newest = newest.max(crate::storage::log_dumps::last_life_at(&tail));
+        }
+        Ok(newest)
+    }
+
+    async fn stack_dump(&self, account: &Account, name: &str) -> Result<Vec<StackDump>, AppError> {
+        let stored = self.inner.store.get(account.id, name).await?;
+        let pods = self.inner.store.pods(stored.id).await?;
+        if !pods.iter().any(|p| p.phase == PodPhase::Running) {
+            return Err(AppError::conflict(
+                "job",
+                format!("Job {name} has no running replica to take a stack dump of."),
+            ));
+        }
+        let pids: HashMap<String, i64> = self
+            .inner
+            .store
+            .pod_pids(stored.id)
+            .await?
+            .into_iter()
+            .collect();
+        let py_spy = self
+            .inner
+            .venvs
+            .ready(&[stack_dump::PY_SPY.to_owned()])
+            .await
+            .map_err(|why| AppError::Unavailable {
+                message: format!("py-spy could not be installed: {why}"),
+            })?
+            .join("bin/py-spy");
+        let dir = self.job_dir(account, name);
+        let mut dumps = Vec::with_capacity(pods.len());
+        for pod in pods {
+            let pid = pids.get(&pod.name).and_then(|p| i32::try_from(*p).ok());
+            let dump = match (pod.phase, pid) {
+                (PodPhase::Running, Some(pid)) => {
+                    let log = logfile::log_path(&dir, &pod.name);
+                    stack_dump::dump_replica(&py_spy, &pod.name, pid, log).await
+                }
+                (phase, _) => StackDump {
+                    pod: pod.name.clone(),
+                    text: String::new(),
+                    error: Some(format!("not running ({})", phase.as_str())),
+                },
+            };
+            dumps.push(dump);
+        }
+        tracing::info!(account = %account.name, job = name, "stack dump taken");
+        Ok(dumps)
     }
 
     fn subscribe(&self) -> broadcast::Receiver<JobEvent> {

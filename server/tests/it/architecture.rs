@@ -69,6 +69,7 @@ const SERVER_LAYERS: Layers = &[
             "run_params",
             "schedules",
             "serving",
+            "stalls",
             "telemetry",
             "templates",
         ],

@@ -72,5 +72,6 @@ mod role_matrix;
 mod schedules;
 mod serving;
 mod serving_release;
+mod stalled_jobs;
 mod templates;
 mod usage;

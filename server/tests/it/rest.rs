@@ -426,6 +426,7 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         "GET /api/v1/jobs/{name}",
         "DELETE /api/v1/jobs/{name}",
         "POST /api/v1/jobs/{name}/stop",
+        "POST /api/v1/jobs/{name}/stack-dump",
         "GET /api/v1/jobs/{name}/detail",
         "GET /api/v1/jobs/{name}/pods",
         "GET /api/v1/jobs/{name}/pods/{pod}/log",

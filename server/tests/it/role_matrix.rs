@@ -374,6 +374,7 @@ async fn every_rest_route_checks_the_callers_role(team: &Team) {
 const SERVER_FN_WRITES: &[(&str, &str)] = &[
     ("submit_job", "form[name]=v1&form[command]=true&form[num_ps]=0&form[num_trainers]=1&form[ps_cpu]=1&form[ps_memory]=1Gi&form[trainer_cpu]=1&form[trainer_memory]=1Gi"),
     ("stop_job", "name=j1"),
+    ("stack_dump_job", "name=j1"),
     ("delete_job", "name=j1"),
     ("create_asset", "kind=dataset&form[name]=more&form[description]=&form[tags]="),
     ("change_asset", "asset[kind]=dataset&asset[owner]=team&asset[name]=data&change[op]=delete"),

@@ -13,7 +13,7 @@ use leptos_router::hooks::use_params_map;
 
 use super::log_console::LogConsole;
 use super::resources::JobCharts;
-use crate::api::jobs::{job_overview, DeleteJob, StopJob};
+use crate::api::jobs::{job_overview, DeleteJob, StackDumpJob, StopJob};
 use crate::components::live::{beside_regions, LiveRegion, Region};
 use crate::components::page_error::page_error;
 use crate::components::resource::resource;
@@ -115,6 +115,36 @@ fn JobAlerts(alerts: Vec<crate::models::Alert>) -> impl IntoView {
     })
 }
 
+/// A stalled job's banner: since when it has shown no sign of life, and
+/// the button that takes a stack dump of its replicas (into their logs).
+/// The button is there for any running job (a slow one is worth a look
+/// too), the banner only while it is stalled.
+#[component]
+fn Stall(job: Job, now: i64) -> impl IntoView {
+    let running =
+        job.status == crate::models::JobStatus::Running && job.source == JobSource::Console;
+    let stalled = job.stalled().filter(|_| running);
+    running.then(|| {
+        let form = view! {
+            <form action=StackDumpJob::url() method="post" class="inline">
+                <input type="hidden" name="name" value=job.name.clone() />
+                <button type="submit" class="small" data-testid="stack-dump">"Take a stack dump"</button>
+            </form>
+        };
+        match stalled {
+            Some(since) => view! {
+                <div class="banner warn" role="status" data-testid="job-stalled">
+                    <strong>"Stalled: "</strong>
+                    {crate::models::stall_message(since, now)} " "
+                    {form}
+                </div>
+            }
+            .into_any(),
+            None => view! { <div class="job-tools">{form}</div> }.into_any(),
+        }
+    })
+}
+
 /// Everything the live region shows.
 #[component]
 fn JobView(detail: JobDetail) -> impl IntoView {
@@ -143,6 +173,9 @@ fn JobView(detail: JobDetail) -> impl IntoView {
             <h1>
                 {name.clone()} " "
                 <span class=format!("status {}", status.as_str()) data-testid="job-status">{status.label()}</span>
+                {job.stalled().map(|_| view! {
+                    " " <span class="status stalled" data-testid="job-stalled-badge">"stalled"</span>
+                })}
             </h1>
             <nav class="page-links job-actions" aria-label="Job actions">
                 {again.map(|href| view! { <a href=href class="button" data-testid="run-again">"Run again with changes"</a> })}
@@ -157,6 +190,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
         </div>
         {message}
         <JobAlerts alerts=detail.alerts.clone() />
+        <Stall job=job.clone() now=detail.now />
         <div class="job-overview">
             <section class="card" aria-labelledby="job-facts">
                 <h2 id="job-facts">"What it is"</h2>

@@ -233,6 +233,17 @@ fn job_row(m: &mut Markup, job: &Job, now: i64, actions: &RowActions) {
         ],
         status.label(),
     );
+    if let Some(since) = job.stalled() {
+        m.element(
+            "span",
+            &[
+                ("class", "status stalled"),
+                ("data-testid", "stalled"),
+                ("title", &crate::models::stall_message(since, now)),
+            ],
+            "stalled",
+        );
+    }
     // Why a job waits is what its user asks first: shown, not hidden in a tooltip.
     if status == JobStatus::Pending && !job.message.is_empty() {
         m.element(

@@ -5,7 +5,7 @@ use app::error::AppError;
 use app::models::time::DAY_MS;
 use app::models::{
     date_to_ms, Job, JobDetail, JobPage, JobQuery, JobSort, JobSource, JobSpec, JobStatus,
-    LogRequest, Pod,
+    LogRequest, Pod, StackDump,
 };
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
@@ -206,6 +206,32 @@ pub async fn stop(
     let job = app::use_cases::jobs::stop_job(&state.services, &who.me, &name).await?;
     tracing::info!(account = %who.me.account.name, job = %name, user = %who.me.email, "job stopped through the API");
     Ok(Json(job))
+}
+
+/// Takes a stack dump of every running replica's Python threads (py-spy),
+/// written into each replica's log as well: what a stalled job is doing.
+#[utoipa::path(
+    post,
+    path = "/api/v1/jobs/{name}/stack-dump",
+    tag = "jobs",
+    params(("name" = String, Path, description = "The job's name")),
+    responses(
+        (status = 200, description = "One dump per replica (or why there is none)", body = Vec<StackDump>),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 403, description = "A viewer cannot take dumps", body = ErrorBody),
+        (status = 404, description = "No such job in this account", body = ErrorBody),
+        (status = 409, description = "No replica of the job runs", body = ErrorBody),
+        (status = 503, description = "py-spy could not be installed, or the job runs where dumps are not taken", body = ErrorBody),
+    )
+)]
+pub async fn stack_dump(
+    State(state): State<AppState>,
+    Writer(who): Writer,
+    Path(name): Path<String>,
+) -> Result<Json<Vec<StackDump>>, ApiError> {
+    let dumps = app::use_cases::jobs::stack_dump(&state.services, &who.me, &name).await?;
+    tracing::info!(account = %who.me.account.name, job = %name, user = %who.me.email, "stack dump through the API");
+    Ok(Json(dumps))
 }
 
 /// Deletes a job with its logs, stopping it first if it runs.

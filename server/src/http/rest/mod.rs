@@ -126,6 +126,7 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(jobs::list, jobs::submit))
         .routes(routes!(jobs::get_one, jobs::delete))
         .routes(routes!(jobs::stop))
+        .routes(routes!(jobs::stack_dump))
         .routes(routes!(jobs::detail))
         .routes(routes!(jobs::pods))
         .routes(routes!(jobs::pod_log))

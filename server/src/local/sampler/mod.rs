@@ -135,7 +135,7 @@ fn parse_stat(text: &str) -> Option<Stat> {
 }
 
 /// The pids of `root`'s tree: its process group and every descendant.
-fn tree(root: i32, procs: &Procs) -> Vec<i32> {
+pub fn tree(root: i32, procs: &Procs) -> Vec<i32> {
     // pgrp 0 is the kernel's threads and 1 is init's: never a replica.
     if root <= 1 {
         return Vec::new();
