@@ -72,6 +72,7 @@ impl Backends {
             config.public_url.clone(),
             *pod_support,
         );
+        kube.build_tools_with(host.venvs.clone());
         tracing::info!(cluster = %kube.name(), "jobs run on Kubernetes");
         let metrics_api = without_prometheus.then(|| {
             let lease = base.lease("metrics-api-sampling");

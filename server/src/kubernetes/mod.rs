@@ -18,6 +18,7 @@ pub mod prometheus;
 mod quota;
 pub mod sdk;
 pub mod serving;
+mod stack_dump;
 mod watch;
 pub mod workload_pod;
 
@@ -133,6 +134,9 @@ pub(crate) struct Inner {
     room: capacity::RoomCache,
     /// What the console's init steps need (the inputs' cache, the index).
     pub(crate) support: inputs::PodSupport,
+    /// Where py-spy is built for stack dumps (the console's venvs), once
+    /// the console hands them over ([`KubeCluster::build_tools_with`]).
+    tools: std::sync::OnceLock<Arc<crate::local::venvs::Venvs>>,
 }
 
 impl KubeCluster {
@@ -162,10 +166,17 @@ impl KubeCluster {
             finishing: Mutex::new(HashSet::new()),
             room: Default::default(),
             support,
+            tools: std::sync::OnceLock::new(),
         });
         tokio::spawn(watch::pods(Arc::downgrade(&inner)));
         tokio::spawn(probe(Arc::downgrade(&inner)));
         Self { inner }
+    }
+
+    /// Builds the tools it copies into pods (py-spy, for stack dumps) with
+    /// `venvs`, the console's builds from PyPI.
+    pub fn build_tools_with(&self, venvs: Arc<crate::local::venvs::Venvs>) {
+        let _ = self.inner.tools.set(venvs);
     }
 
     /// Samples the pods of running jobs from the cluster's metrics API
@@ -732,16 +743,55 @@ impl Cluster for KubeCluster {
         Ok(newest)
     }
 
-    /// Not on Kubernetes yet: py-spy would have to be in the job's image
-    /// (or copied in) and run by `exec` in each pod; said plainly rather
-    /// than pretended (docs/stalled-jobs.md).
-    async fn stack_dump(&self, _account: &Account, name: &str) -> Result<Vec<StackDump>, AppError> {
-        Err(AppError::Unavailable {
-            message: format!(
-                "Job {name} runs on Kubernetes, where stack dumps are not taken yet; \
-                 only jobs on the local executor can be dumped for now."
-            ),
-        })
+    async fn stack_dump(&self, account: &Account, name: &str) -> Result<Vec<StackDump>, AppError> {
+        let inner = &self.inner;
+        let stored = inner.store.get(account.id, name).await?;
+        let pods = inner.store.pods(stored.id).await?;
+        if !pods.iter().any(|p| p.phase == PodPhase::Running) {
+            return Err(AppError::conflict(
+                "job",
+                format!("Job {name} has no running replica to take a stack dump of."),
+            ));
+        }
+        let venvs = inner.tools.get().ok_or_else(|| AppError::Unavailable {
+            message: "This console does not build py-spy for stack dumps.".to_owned(),
+        })?;
+        let built = venvs
+            .ready(&[crate::local::stack_dump::PY_SPY.to_owned()])
+            .await
+            .map_err(|why| AppError::Unavailable {
+                message: format!("py-spy could not be installed: {why}"),
+            })?;
+        let binary = tokio::fs::read(built.join("bin/py-spy"))
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "reading the py-spy build");
+                AppError::Internal
+            })?;
+        let api = inner.api::<KubePod>(&account.namespace);
+        let mut dumps = Vec::with_capacity(pods.len());
+        for pod in pods {
+            let live = match pod.phase {
+                PodPhase::Running => inner
+                    .live_pod(&account.namespace, stored.id, &pod.name)
+                    .await?
+                    .and_then(|p| p.metadata.name),
+                _ => None,
+            };
+            let dump = match live {
+                Some(live) => {
+                    stack_dump::dump_pod(&api, &live, &pod.name, CONTAINER, &binary).await
+                }
+                None => StackDump {
+                    pod: pod.name.clone(),
+                    text: String::new(),
+                    error: Some(format!("not running ({})", pod.phase.as_str())),
+                },
+            };
+            dumps.push(dump);
+        }
+        tracing::info!(account = %account.name, job = name, "stack dump taken");
+        Ok(dumps)
     }
 
     fn subscribe(&self) -> broadcast::Receiver<JobEvent> {

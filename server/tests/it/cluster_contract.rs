@@ -12,6 +12,7 @@ use crate::common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use app::error::AppError;
 use app::models::{
     Account, Job, JobQuery, JobSort, JobSpec, JobStatus, LogRequest, Me, PodPhase, ReplicaResources,
 };
@@ -198,6 +199,7 @@ contract!(
     another_accounts_job_is_not_found,
     the_job_list_filters_sorts_and_pages,
     logs_can_be_tailed_followed_and_read_without_timestamps,
+    a_running_jobs_last_log_line_is_when_it_last_printed,
     deleting_a_job_removes_its_record_and_logs,
     a_program_that_cannot_start_fails_the_job_with_the_reason,
     a_job_waiting_for_room_is_pending_says_why_and_stops_without_running,
@@ -643,6 +645,46 @@ async fn logs_can_be_tailed_followed_and_read_without_timestamps(h: Harness) {
         stamp.len() >= 20 && stamp.ends_with('Z') && stamp.contains('T'),
         "{stamp}"
     );
+}
+
+/// The stall watcher's sign of life from the log: the newest line's stamp,
+/// which stays put while the job prints nothing.
+async fn a_running_jobs_last_log_line_is_when_it_last_printed(h: Harness) {
+    let before = server::time::now_ms();
+    let script = "echo first; sleep 1; echo second; sleep 60";
+    h.cluster
+        .submit(&h.ann_user, h.job("quiet", 0, 1, script))
+        .await
+        .unwrap();
+    wait_for(&h, &h.ann, "quiet", JobStatus::Running).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !log_text(&h, &h.ann, "quiet", "trainer-0", whole_log())
+        .await
+        .contains("second")
+    {
+        assert!(Instant::now() < deadline, "it never printed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let printed = server::time::now_ms();
+    let at = h
+        .cluster
+        .last_log_at(&h.ann, "quiet")
+        .await
+        .unwrap()
+        .expect("a line");
+    // Stamped when "second" was read: a second after "first", by now.
+    assert!(
+        before + 900 <= at && at <= printed,
+        "{before} {at} {printed}"
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        h.cluster.last_log_at(&h.ann, "quiet").await.unwrap(),
+        Some(at)
+    );
+    let other = h.cluster.last_log_at(&h.eve, "quiet").await;
+    assert!(matches!(other, Err(AppError::NotFound { .. })), "{other:?}");
+    h.cluster.stop(&h.ann, "quiet").await.unwrap();
 }
 
 async fn deleting_a_job_removes_its_record_and_logs(h: Harness) {

@@ -490,7 +490,9 @@ async fn the_deployment_manifests_apply_and_grant_the_console_what_it_does_and_n
         ("create", "namespaces", None),
         ("watch", "pods", None),
         ("list", "nodes", None),
-        ("get", "pods/log", Some("pc-anyone")),
+        ("get", "pods --subresource=log", Some("pc-anyone")),
+        // `pods/exec` would read as the pod named "exec": subresources are flags.
+        ("create", "pods --subresource=exec", Some("pc-anyone")),
         ("create", "jobs.batch", Some("pc-anyone")),
         ("deletecollection", "jobs.batch", Some("pc-anyone")),
         ("create", "configmaps", Some("pc-anyone")),
@@ -514,7 +516,9 @@ async fn the_deployment_manifests_apply_and_grant_the_console_what_it_does_and_n
         ("delete", "persistentvolumeclaims", Some("pc-anyone")),
         ("patch", "configmaps", Some("pc-anyone")),
     ] {
-        let mut args = vec!["auth", "can-i", verb, what, sa];
+        let mut args = vec!["auth", "can-i", verb];
+        args.extend(what.split(' '));
+        args.push(sa);
         match ns {
             Some(ns) => args.extend(["-n", ns]),
             None => args.push("--all-namespaces"),
