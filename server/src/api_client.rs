@@ -311,6 +311,11 @@ impl ApiClient {
         )
     }
 
+    /// The running jobs of every account holding idle GPUs (site admins).
+    pub fn idle_gpu_jobs(&self) -> Result<Vec<app::models::IdleGpuJob>, ClientError> {
+        self.json(self.get(&self.url(&["admin", "idle-gpus"])).call())
+    }
+
     /// Deletes a job and its logs.
     pub fn delete(&self, name: &str) -> Result<(), ClientError> {
         let request = self.signed(self.agent.delete(&self.url(&["jobs", name])));

@@ -64,6 +64,12 @@ pub async fn site_accounts() -> Result<Vec<AccountQuota>, AppError> {
     services()?.quotas.accounts(&principal()?.me).await
 }
 
+/// Running jobs of every account holding idle GPUs (site admins).
+#[server(prefix = "/api", endpoint = "idle_gpu_jobs")]
+pub async fn idle_gpu_jobs() -> Result<Vec<crate::models::IdleGpuJob>, AppError> {
+    services()?.watchdog.idle_gpu_jobs(&principal()?.me).await
+}
+
 /// The caller's account's quota and use, for the submit dialog.
 #[server(prefix = "/api", endpoint = "quota_left")]
 pub async fn quota_left() -> Result<QuotaUse, AppError> {

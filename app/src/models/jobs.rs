@@ -644,6 +644,10 @@ pub struct Job {
     /// `--stall-minutes` (see [`crate::models::stalls`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalled_since: Option<i64>,
+    /// Since when (Unix ms) the GPUs a running job holds have stayed under
+    /// 5% utilisation (see [`crate::models::stalls`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_idle_since: Option<i64>,
 }
 
 /// How a job came to be in the table.
@@ -700,6 +704,18 @@ impl Job {
     pub fn stalled(&self) -> Option<i64> {
         self.stalled_since
             .filter(|_| self.status == JobStatus::Running)
+    }
+
+    /// Since when its GPUs have been idle, while it runs.
+    pub fn gpus_idle(&self) -> Option<i64> {
+        self.gpus_idle_since
+            .filter(|_| self.status == JobStatus::Running)
+    }
+
+    /// The GPUs its replicas ask for, all together.
+    pub fn gpus_held(&self) -> u32 {
+        let s = &self.spec;
+        s.num_ps * s.ps.gpu + s.num_trainers * s.trainer.gpu
     }
 
     /// Replicas that exited 0.

@@ -37,18 +37,21 @@ pub enum NotifyEvent {
     /// A running job wrote no log line, took no metric point and used no
     /// CPU for a while (see [`crate::models::stalls`]).
     Stalled,
+    /// A running job's GPUs stayed under 5% utilisation for a while.
+    IdleGpus,
     /// Sent on request from the notifications page, to check a channel.
     Test,
 }
 
 impl NotifyEvent {
     /// The events a subscription may ask for, in the form's order.
-    pub const SUBSCRIBABLE: [NotifyEvent; 5] = [
+    pub const SUBSCRIBABLE: [NotifyEvent; 6] = [
         Self::Failed,
         Self::Succeeded,
         Self::OverQuota,
         Self::Alert,
         Self::Stalled,
+        Self::IdleGpus,
     ];
 
     /// The stored and wire spelling.
@@ -59,6 +62,7 @@ impl NotifyEvent {
             Self::OverQuota => "over_quota",
             Self::Alert => "alert",
             Self::Stalled => "stalled",
+            Self::IdleGpus => "idle_gpus",
             Self::Test => "test",
         }
     }
@@ -71,6 +75,7 @@ impl NotifyEvent {
             Self::OverQuota,
             Self::Alert,
             Self::Stalled,
+            Self::IdleGpus,
             Self::Test,
         ]
         .into_iter()
@@ -85,6 +90,7 @@ impl NotifyEvent {
             Self::OverQuota => "waits for quota",
             Self::Alert => "raised an alert",
             Self::Stalled => "stalled",
+            Self::IdleGpus => "holds idle GPUs",
             Self::Test => "is followed (a test)",
         }
     }
@@ -207,6 +213,7 @@ impl NotifySubject {
                 NotifyEvent::Succeeded,
                 NotifyEvent::Alert,
                 NotifyEvent::Stalled,
+                NotifyEvent::IdleGpus,
             ],
             Self::Pipeline { .. } | Self::Experiment { .. } => &[
                 NotifyEvent::Failed,
@@ -611,6 +618,9 @@ pub struct SubscriptionForm {
     /// "on" when `stalled` is ticked.
     #[serde(default)]
     pub on_stalled: Option<String>,
+    /// "on" when `idle_gpus` is ticked.
+    #[serde(default)]
+    pub on_idle_gpus: Option<String>,
     /// `email`, `webhook` or `slack`.
     pub channel: String,
     /// The webhook's URL.
@@ -629,6 +639,7 @@ impl SubscriptionForm {
             (NotifyEvent::OverQuota, &self.on_over_quota),
             (NotifyEvent::Alert, &self.on_alert),
             (NotifyEvent::Stalled, &self.on_stalled),
+            (NotifyEvent::IdleGpus, &self.on_idle_gpus),
         ]
         .into_iter()
         .filter(|(_, v)| ticked(v))

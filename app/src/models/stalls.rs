@@ -1,7 +1,10 @@
 //! Stalled jobs: a running job that wrote no log line, took no metric point
 //! and used no CPU for a while is marked stalled (a badge in the table, a
 //! banner on its page, a `stalled` notification) until any of the three
-//! moves again. The watcher gathers the signals; the rule is here.
+//! moves again. Idle GPUs: a running job holding GPUs that stayed under
+//! [`IDLE_GPU_PERCENT`] for as long is marked too (`idle_gpus`), and the
+//! site admin sees such jobs across accounts. The watcher gathers the
+//! signals; the rules are here.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +17,10 @@ pub const IDLE_CPU_CORES: f64 = 0.02;
 /// The minutes a job may show no sign of life before it is stalled, unless
 /// the console says otherwise (`--stall-minutes`).
 pub const DEFAULT_STALL_MINUTES: u32 = 30;
+
+/// A GPU is idle below this utilisation, percent (what `nvidia-smi` and
+/// DCGM report).
+pub const IDLE_GPU_PERCENT: f64 = 5.0;
 
 /// What a running job last did, each in Unix ms (`None`: never).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -72,6 +79,72 @@ pub fn judge_stall(
         None if now - last >= after_ms => StallVerdict::Stall { since: last },
         None => StallVerdict::Same,
     }
+}
+
+/// The GPUs a running job held over the watcher's window.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GpuWindow {
+    /// How many GPUs it holds (0: the rule does not apply).
+    pub gpus: u32,
+    /// Whether it has run for the whole window.
+    pub held_long_enough: bool,
+    /// How many samples of its GPUs' utilisation the window has (none:
+    /// nothing can be said; a machine without `nvidia-smi` warns nobody).
+    pub samples: i64,
+    /// The highest utilisation any of them showed, percent.
+    pub peak: Option<f64>,
+}
+
+/// Judges a running job's GPUs, marked idle since `marked` (if they are),
+/// at `now`, the window being the watcher's `after`: idle when every
+/// sample of a window it ran all of stayed under [`IDLE_GPU_PERCENT`];
+/// busy again as soon as one did not.
+pub fn judge_idle_gpus(
+    w: &GpuWindow,
+    marked: Option<i64>,
+    now: i64,
+    after_ms: i64,
+) -> StallVerdict {
+    if w.gpus == 0 || w.samples == 0 {
+        return match marked {
+            Some(_) if w.gpus == 0 => StallVerdict::Resume,
+            _ => StallVerdict::Same,
+        };
+    }
+    let idle = w.held_long_enough && w.peak.is_none_or(|p| p < IDLE_GPU_PERCENT);
+    match (idle, marked) {
+        (true, None) => StallVerdict::Stall {
+            since: now - after_ms,
+        },
+        (false, Some(_)) if w.peak.is_some_and(|p| p >= IDLE_GPU_PERCENT) => StallVerdict::Resume,
+        _ => StallVerdict::Same,
+    }
+}
+
+/// What a job with idle GPUs is told, and shows.
+pub fn idle_gpus_message(gpus: u32, since: i64, now: i64) -> String {
+    let minutes = (now - since).max(0) / 60_000;
+    format!(
+        "{gpus} GPU{} held under {IDLE_GPU_PERCENT}% utilisation since {} ({minutes} min).",
+        if gpus == 1 { "" } else { "s" },
+        format_utc_seconds(since)
+    )
+}
+
+/// A job holding idle GPUs, as the site admin's list shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct IdleGpuJob {
+    /// Its account.
+    pub account: String,
+    /// Its name.
+    pub job: String,
+    /// Who submitted it.
+    pub submitted_by: String,
+    /// How many GPUs it holds.
+    pub gpus: u32,
+    /// Since when they have been idle, Unix ms.
+    pub since: i64,
 }
 
 /// What a stalled job's banner and notification say.
@@ -179,6 +252,68 @@ mod tests {
         assert_eq!(
             judge_stall(&Activity::default(), None, 100 * MIN, 30 * MIN),
             StallVerdict::Same
+        );
+    }
+
+    fn gpus(peak: Option<f64>) -> GpuWindow {
+        GpuWindow {
+            gpus: 2,
+            held_long_enough: true,
+            samples: 30,
+            peak,
+        }
+    }
+
+    #[test]
+    fn gpus_under_five_percent_for_the_whole_window_are_idle_and_one_busy_sample_clears_it() {
+        assert_eq!(
+            judge_idle_gpus(&gpus(Some(3.0)), None, 40 * MIN, 30 * MIN),
+            StallVerdict::Stall { since: 10 * MIN }
+        );
+        assert_eq!(
+            judge_idle_gpus(&gpus(Some(30.0)), None, 40 * MIN, 30 * MIN),
+            StallVerdict::Same
+        );
+        assert_eq!(
+            judge_idle_gpus(&gpus(Some(30.0)), Some(10 * MIN), 40 * MIN, 30 * MIN),
+            StallVerdict::Resume
+        );
+        assert_eq!(
+            judge_idle_gpus(&gpus(Some(3.0)), Some(10 * MIN), 40 * MIN, 30 * MIN),
+            StallVerdict::Same
+        );
+    }
+
+    #[test]
+    fn no_samples_a_short_run_or_no_gpus_warn_nobody() {
+        let none = GpuWindow {
+            samples: 0,
+            peak: None,
+            ..gpus(None)
+        };
+        assert_eq!(
+            judge_idle_gpus(&none, None, 40 * MIN, 30 * MIN),
+            StallVerdict::Same
+        );
+        let young = GpuWindow {
+            held_long_enough: false,
+            ..gpus(Some(1.0))
+        };
+        assert_eq!(
+            judge_idle_gpus(&young, None, 40 * MIN, 30 * MIN),
+            StallVerdict::Same
+        );
+        let cpu_only = GpuWindow {
+            gpus: 0,
+            ..gpus(Some(1.0))
+        };
+        assert_eq!(
+            judge_idle_gpus(&cpu_only, None, 40 * MIN, 30 * MIN),
+            StallVerdict::Same
+        );
+        assert_eq!(
+            idle_gpus_message(2, 0, 30 * MIN),
+            "2 GPUs held under 5% utilisation since 1970-01-01 00:00:00 UTC (30 min)."
         );
     }
 

@@ -1,6 +1,7 @@
 //! `/admin`: what a site admin looks after: every account with its owners,
-//! members and use against its quota (a link sets the quota), and a reset
-//! link for a user who cannot get back in.
+//! members and use against its quota (a link sets the quota), the jobs of
+//! any account holding idle GPUs, and a reset link for a user who cannot
+//! get back in.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -8,7 +9,7 @@ use leptos_router::hooks::use_query_map;
 
 use super::quota::Bar;
 use crate::api::accounts::AdminResetLink;
-use crate::api::usage::site_accounts;
+use crate::api::usage::{idle_gpu_jobs, site_accounts};
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::resource::resource;
 use crate::models::quantity::{format_cpu, format_memory};
@@ -49,6 +50,7 @@ fn account_row(a: AccountQuota) -> impl IntoView {
 #[component]
 pub fn AdminPage() -> impl IntoView {
     let accounts = resource(|| (), |_| site_accounts());
+    let idle = resource(|| (), |_| idle_gpu_jobs());
     let reset = ServerAction::<AdminResetLink>::new();
     let error = Signal::derive(last_error(reset));
     let query = use_query_map();
@@ -77,6 +79,7 @@ pub fn AdminPage() -> impl IntoView {
                             </thead>
                             <tbody>{rows.into_iter().map(account_row).collect_view()}</tbody>
                         </table>
+                        <IdleGpus idle />
                         <h2>"Send a password-reset link"</h2>
                         <p class="hint">
                             "For a user whose own request went to spam: the link works once, for 30 minutes."
@@ -97,6 +100,50 @@ pub fn AdminPage() -> impl IntoView {
                         </ActionForm>
                     }
                     .into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// The jobs of every account holding idle GPUs: what a site admin asks
+/// their owners about on a shared cluster.
+#[component]
+fn IdleGpus(
+    idle: crate::components::resource::Resource<
+        Result<Vec<crate::models::IdleGpuJob>, crate::error::AppError>,
+    >,
+) -> impl IntoView {
+    view! {
+        <h2>"Idle GPUs"</h2>
+        <p class="hint">
+            "Running jobs whose GPUs have stayed under 5% utilisation for the console's stall window; their owners were told (the "
+            <em>"idle_gpus"</em>
+            " notification)."
+        </p>
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                match idle.await {
+                    Err(err) => view! { <p class="banner error" role="alert">{err.to_string()}</p> }.into_any(),
+                    Ok(jobs) if jobs.is_empty() => view! { <p class="empty" data-testid="no-idle-gpus">"No job holds idle GPUs."</p> }.into_any(),
+                    Ok(jobs) => {
+                        view! {
+                            <table class="grid" data-testid="idle-gpus">
+                                <thead><tr><th>"Account"</th><th>"Job"</th><th>"Submitted by"</th><th>"GPUs"</th><th>"Idle since"</th></tr></thead>
+                                <tbody>
+                                    {jobs.into_iter().map(|j| view! {
+                                        <tr data-account=j.account.clone() data-job=j.job.clone()>
+                                            <td>{j.account.clone()}</td>
+                                            <td>{j.job.clone()}</td>
+                                            <td>{j.submitted_by.clone()}</td>
+                                            <td>{j.gpus}</td>
+                                            <td>{crate::models::time::format_utc_seconds(j.since)}</td>
+                                        </tr>
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
+                        }.into_any()
+                    }
                 }
             })}
         </Suspense>

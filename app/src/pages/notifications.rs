@@ -239,6 +239,7 @@ fn NewSubscription(kind: String, name: String) -> impl IntoView {
                         <label><input type="checkbox" name="form[on_over_quota]" /> " waits for quota (pipelines, experiments)"</label>
                         <label><input type="checkbox" name="form[on_alert]" /> " raises a metric alert (jobs; see " <a href="/alerts">"Alerts"</a> ")"</label>
                         <label><input type="checkbox" name="form[on_stalled]" /> " stalls (jobs: no log line, metric point or CPU use for a while)"</label>
+                        <label><input type="checkbox" name="form[on_idle_gpus]" /> " holds idle GPUs (jobs: under 5% for a while)"</label>
                     </fieldset>
                     <FieldError error field="events" />
                     <label for="notify-channel">"Tell me by"</label>

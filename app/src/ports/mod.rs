@@ -22,6 +22,7 @@ mod run_params;
 mod schedules;
 mod serving;
 mod templates;
+mod watchdog;
 mod workload;
 
 use std::sync::Arc;
@@ -46,6 +47,7 @@ pub use run_params::*;
 pub use schedules::*;
 pub use serving::*;
 pub use templates::*;
+pub use watchdog::*;
 pub use workload::*;
 
 /// Everything a server function can reach, provided as context on every request.
@@ -91,6 +93,8 @@ pub struct Services {
     pub notifications: Arc<dyn Notifications>,
     /// Metric alert rules and the alerts they raised.
     pub alerts: Arc<dyn Alerts>,
+    /// What the stall watcher found (jobs holding idle GPUs).
+    pub watchdog: Arc<dyn Watchdog>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

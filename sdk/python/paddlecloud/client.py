@@ -539,6 +539,13 @@ class Client(FilesMixin):
         marked stalled has ``stalled_since`` (ms) in :meth:`job`."""
         return self._json("POST", f"/jobs/{_quote(name)}/stack-dump")
 
+    def idle_gpu_jobs(self) -> List[Dict[str, Any]]:
+        """The running jobs of every account whose GPUs have stayed under 5%
+        utilisation for the console's stall window, longest idle first:
+        ``[{"account", "job", "submitted_by", "gpus", "since"}]`` (site
+        admins; others get a 403). A job's own mark is ``gpus_idle_since``."""
+        return self._json("GET", "/admin/idle-gpus")
+
     def delete_job(self, name: str) -> None:
         """Deletes the job, its files and logs."""
         self._json("DELETE", f"/jobs/{_quote(name)}")

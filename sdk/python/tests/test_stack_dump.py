@@ -57,6 +57,17 @@ class StackDumpTest(unittest.TestCase):
         self.assertEqual(refused.exception.status, 409)
         self.assertIn("no running replica", str(refused.exception))
 
+    def test_the_idle_gpu_list_is_the_site_admins_and_empty_without_gpus(self):
+        client = Client(server=base.SERVER, key=base.KEY, timeout=30)
+        # The tests' first user made the database, which makes them a site admin.
+        self.assertEqual(client.idle_gpu_jobs(), [])
+        done = subprocess.run(
+            [str(base._binary()), "cluster", "--idle-gpus", "--credentials", base.CREDENTIALS],
+            capture_output=True, text=True, cwd=REPO, timeout=60,
+        )
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.strip(), "no job holds idle GPUs")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -166,6 +166,7 @@ mod tests {
                 source: JobSource::Console,
                 ran_on: None,
                 stalled_since: None,
+                gpus_idle_since: None,
             },
             pods: vec![Pod {
                 name: "trainer-0".into(),

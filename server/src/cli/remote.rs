@@ -390,6 +390,10 @@ pub struct ClusterArgs {
     /// Print the JSON the API returns instead of text.
     #[arg(long)]
     pub json: bool,
+    /// List the running jobs of every account whose GPUs have been idle
+    /// (under 5% utilisation) instead: site admins.
+    #[arg(long)]
+    pub idle_gpus: bool,
     /// Which console.
     #[command(flatten)]
     pub remote: RemoteArgs,
@@ -397,6 +401,27 @@ pub struct ClusterArgs {
 
 /// Where jobs run: its room, what replicas hold, its GPUs and its queue.
 pub fn cluster(args: ClusterArgs) -> anyhow::Result<()> {
+    if args.idle_gpus {
+        let jobs = args.remote.client()?.idle_gpu_jobs()?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&jobs)?);
+        } else if jobs.is_empty() {
+            println!("no job holds idle GPUs");
+        } else {
+            for j in jobs {
+                println!(
+                    "{}/{}  {} GPU{}  idle since {}  ({})",
+                    j.account,
+                    j.job,
+                    j.gpus,
+                    if j.gpus == 1 { "" } else { "s" },
+                    app::models::time::format_utc_seconds(j.since),
+                    j.submitted_by
+                );
+            }
+        }
+        return Ok(());
+    }
     let c = args.remote.client()?.cluster()?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&c)?);

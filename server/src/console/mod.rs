@@ -139,6 +139,7 @@ impl Console {
             schedules: schedules.clone(),
             notifications: notifications.clone(),
             alerts: alerts.clone(),
+            watchdog: Arc::new(crate::stalls::SqlWatchdog::new(base.pool.clone())),
             secure_cookies: config.secure_cookies,
         };
         schedule_pipelines(&base, &pipelines, &services);

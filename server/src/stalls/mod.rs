@@ -4,13 +4,20 @@
 //! point, its newest resource sample with CPU in use), judges them with
 //! [`app::models::judge_stall`], and marks a job stalled (a line in its
 //! history, a `stalled` notice for subscribers) or clears the mark when the
-//! job moves again.
+//! job moves again. In the same pass it judges the GPUs a job holds:
+//! every utilisation sample of the window under 5% marks them idle (a
+//! line in its history, an `idle_gpus` notice, the site admin's list), one
+//! sample at 5% or more clears the mark.
 
 use std::time::Duration;
 
 use app::error::AppError;
-use app::models::{judge_stall, stall_message, Notice, NotifyEvent, NotifySubject, StallVerdict};
-use app::ports::Services;
+use app::models::{
+    idle_gpus_message, judge_idle_gpus, judge_stall, stall_message, GpuWindow, Notice, NotifyEvent,
+    NotifySubject, StallVerdict,
+};
+use app::models::{IdleGpuJob, Me};
+use app::ports::{Services, Watchdog};
 use async_trait::async_trait;
 
 use crate::controller::Controller;
@@ -20,6 +27,32 @@ use crate::time::now_ms;
 
 /// A pass runs at least this often: stalls are judged in minutes.
 pub const TICK: Duration = Duration::from_secs(30);
+
+/// The watcher's marks in the console's database.
+pub struct SqlWatchdog {
+    store: StallStore,
+}
+
+impl SqlWatchdog {
+    /// Marks in `pool`.
+    pub fn new(pool: crate::storage::db::Pool) -> Self {
+        Self {
+            store: StallStore::new(pool),
+        }
+    }
+}
+
+#[async_trait]
+impl Watchdog for SqlWatchdog {
+    async fn idle_gpu_jobs(&self, me: &Me) -> Result<Vec<IdleGpuJob>, AppError> {
+        if !me.site_admin {
+            return Err(AppError::forbidden(
+                "Only site admins see the jobs of every account.",
+            ));
+        }
+        self.store.idle_gpu_jobs().await
+    }
+}
 
 /// Marks jobs stalled after `after` without a sign of life.
 pub struct StallWatch {
@@ -47,7 +80,8 @@ impl StallWatch {
     /// One pass as if it were `now` (ms): the watcher's own passes use the
     /// clock; a test judges a job half an hour ahead.
     pub async fn pass_at(&self, services: &Services, now: i64) {
-        let jobs = match self.store.running().await {
+        let after_ms = i64::try_from(self.after.as_millis()).unwrap_or(i64::MAX);
+        let jobs = match self.store.running(now.saturating_sub(after_ms)).await {
             Ok(jobs) => jobs,
             Err(err) => {
                 tracing::warn!(error = %err, "reading the running jobs for stalls");
@@ -57,6 +91,9 @@ impl StallWatch {
         for job in jobs {
             if let Err(err) = self.check(services, job.clone(), now).await {
                 tracing::warn!(error = %err, account = %job.account.name, job = %job.name, "checking a job for a stall");
+            }
+            if let Err(err) = self.check_gpus(&job, now).await {
+                tracing::warn!(error = %err, account = %job.account.name, job = %job.name, "checking a job's GPUs");
             }
         }
     }
@@ -79,21 +116,7 @@ impl StallWatch {
                 let message = stall_message(since, now);
                 if self.store.mark(job.id, since, now, &message).await? {
                     tracing::info!(account = %job.account.name, job = %job.name, %message, "job stalled");
-                    let notice = Notice {
-                        account: job.account.name.clone(),
-                        subject: NotifySubject::Job {
-                            name: job.name.clone(),
-                        },
-                        event: NotifyEvent::Stalled,
-                        message,
-                        at: now,
-                    };
-                    self.notices
-                        .raise(
-                            job.account.id,
-                            &format!("stalled:{}:{since}", job.id),
-                            &notice,
-                        )
+                    self.tell(&job, NotifyEvent::Stalled, since, message, now)
                         .await?;
                 }
             }
@@ -102,6 +125,61 @@ impl StallWatch {
                 if self.store.clear(job.id, now, message).await? {
                     tracing::info!(account = %job.account.name, job = %job.name, "stalled job moves again");
                 }
+            }
+            StallVerdict::Same => {}
+        }
+        Ok(())
+    }
+}
+
+impl StallWatch {
+    /// Raises a notice of `event` about `job`, once per mark (`since`).
+    async fn tell(
+        &self,
+        job: &RunningJob,
+        event: NotifyEvent,
+        since: i64,
+        message: String,
+        now: i64,
+    ) -> Result<(), AppError> {
+        let notice = Notice {
+            account: job.account.name.clone(),
+            subject: NotifySubject::Job {
+                name: job.name.clone(),
+            },
+            event,
+            message,
+            at: now,
+        };
+        let key = format!("{}:{}:{since}", event.as_str(), job.id);
+        self.notices.raise(job.account.id, &key, &notice).await
+    }
+
+    async fn check_gpus(&self, job: &RunningJob, now: i64) -> Result<(), AppError> {
+        let after_ms = i64::try_from(self.after.as_millis()).unwrap_or(i64::MAX);
+        let window = GpuWindow {
+            gpus: job.gpus,
+            held_long_enough: job.started_at.is_some_and(|t| now - t >= after_ms),
+            samples: job.gpu_samples,
+            peak: job.gpu_peak,
+        };
+        match judge_idle_gpus(&window, job.gpus_idle_since, now, after_ms) {
+            StallVerdict::Stall { since } => {
+                let message = idle_gpus_message(job.gpus, since, now);
+                if self
+                    .store
+                    .mark_idle_gpus(job.id, since, now, &message)
+                    .await?
+                {
+                    tracing::info!(account = %job.account.name, job = %job.name, %message, "job holds idle GPUs");
+                    self.tell(job, NotifyEvent::IdleGpus, since, message, now)
+                        .await?;
+                }
+            }
+            StallVerdict::Resume => {
+                self.store
+                    .clear_idle_gpus(job.id, now, "Its GPUs are in use again.")
+                    .await?;
             }
             StallVerdict::Same => {}
         }

@@ -57,7 +57,7 @@ pub struct JobStore {
 
 const JOB_COLUMNS: &str = "id, account_id, name, spec, status, cluster, created_at, started_at, \
      finished_at, message, ps_total, ps_ready, ps_succeeded, ps_failed, tr_total, tr_ready, \
-     tr_succeeded, tr_failed, source, stalled_since, \
+     tr_succeeded, tr_failed, source, stalled_since, gpus_idle_since, \
      (SELECT r.host FROM local_runs r WHERE r.job_id = jobs.id) AS ran_on";
 
 fn count(row: &AnyRow, col: &str) -> Result<u32, sqlx::Error> {
@@ -96,6 +96,7 @@ fn job_from(row: &AnyRow) -> Result<StoredJob, sqlx::Error> {
             source: JobSource::parse(row.try_get::<&str, _>("source")?),
             ran_on: row.try_get("ran_on")?,
             stalled_since: row.try_get("stalled_since")?,
+            gpus_idle_since: row.try_get("gpus_idle_since")?,
         },
     })
 }

@@ -415,6 +415,7 @@ async fn the_openapi_document_describes_exactly_the_routes_that_answer() {
         "GET /api/v1/me",
         "GET /api/v1/me/accounts",
         "GET /api/v1/admin/accounts",
+        "GET /api/v1/admin/idle-gpus",
         "GET /api/v1/members",
         "POST /api/v1/invitations",
         "DELETE /api/v1/invitations/{id}",

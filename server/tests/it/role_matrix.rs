@@ -71,16 +71,7 @@ async fn team() -> (Team, SmtpServer) {
         .key;
     let (outsider, outsider_cookie) = key_and_cookie(&site, "other").await;
     let admin = site.admin_key().await;
-    let admin_cookie = {
-        let res = site
-            .fetch_post(
-                "/api/sign_in",
-                "account=site-admin&email=admin%40example.com&password=the+site+admin+password",
-                None,
-            )
-            .await;
-        crate::common::site::cookie_pair(&res)
-    };
+    let admin_cookie = site.admin_cookie().await;
 
     let made = call(
         &site,
@@ -428,6 +419,7 @@ const SERVER_FN_ADMINS: &[(&str, &str)] = &[
         "account=team&form[cpu]=&form[memory]=&form[gpu]=&form[max_jobs]=",
     ),
     ("site_accounts", ""),
+    ("idle_gpu_jobs", ""),
     ("admin_reset_link", "account=team&email=ann%40example.com"),
 ];
 /// Reads, and what a user does about themself (sessions, keys, password,

@@ -131,7 +131,13 @@ fn Stall(job: Job, now: i64) -> impl IntoView {
                 <button type="submit" class="small" data-testid="stack-dump">"Take a stack dump"</button>
             </form>
         };
-        match stalled {
+        let idle = job.gpus_idle().map(|since| view! {
+            <div class="banner warn" role="status" data-testid="job-gpus-idle">
+                <strong>"GPUs idle: "</strong>
+                {crate::models::idle_gpus_message(job.gpus_held(), since, now)}
+            </div>
+        });
+        let stall = match stalled {
             Some(since) => view! {
                 <div class="banner warn" role="status" data-testid="job-stalled">
                     <strong>"Stalled: "</strong>
@@ -141,7 +147,8 @@ fn Stall(job: Job, now: i64) -> impl IntoView {
             }
             .into_any(),
             None => view! { <div class="job-tools">{form}</div> }.into_any(),
-        }
+        };
+        view! { {idle} {stall} }
     })
 }
 
@@ -175,6 +182,9 @@ fn JobView(detail: JobDetail) -> impl IntoView {
                 <span class=format!("status {}", status.as_str()) data-testid="job-status">{status.label()}</span>
                 {job.stalled().map(|_| view! {
                     " " <span class="status stalled" data-testid="job-stalled-badge">"stalled"</span>
+                })}
+                {job.gpus_idle().map(|_| view! {
+                    " " <span class="status stalled" data-testid="job-gpus-idle-badge">"GPUs idle"</span>
                 })}
             </h1>
             <nav class="page-links job-actions" aria-label="Job actions">

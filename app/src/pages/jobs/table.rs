@@ -244,6 +244,20 @@ fn job_row(m: &mut Markup, job: &Job, now: i64, actions: &RowActions) {
             "stalled",
         );
     }
+    if let Some(since) = job.gpus_idle() {
+        m.element(
+            "span",
+            &[
+                ("class", "status stalled"),
+                ("data-testid", "gpus-idle"),
+                (
+                    "title",
+                    &crate::models::idle_gpus_message(job.gpus_held(), since, now),
+                ),
+            ],
+            "GPUs idle",
+        );
+    }
     // Why a job waits is what its user asks first: shown, not hidden in a tooltip.
     if status == JobStatus::Pending && !job.message.is_empty() {
         m.element(

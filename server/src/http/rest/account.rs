@@ -190,6 +190,26 @@ pub async fn admin_accounts(
     Ok(Json(state.services.quotas.accounts(&who.me).await?))
 }
 
+/// The running jobs of every account whose GPUs have stayed under 5%
+/// utilisation for the console's `--stall-minutes`, the longest idle
+/// first (site admins).
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/idle-gpus",
+    tag = "account",
+    responses(
+        (status = 200, description = "Jobs holding idle GPUs", body = [app::models::IdleGpuJob]),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 403, description = "The caller is not a site admin", body = ErrorBody),
+    )
+)]
+pub async fn admin_idle_gpus(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<Vec<app::models::IdleGpuJob>>, ApiError> {
+    Ok(Json(state.services.watchdog.idle_gpu_jobs(&who.me).await?))
+}
+
 /// One page of the audit log of the caller's account (owners), or of
 /// `account` (site admins): membership, role, quota, key and password
 /// events, newest first, 50 a page unless `limit` says; filtered by actor,

@@ -113,6 +113,7 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(account::resend_confirmation))
         .routes(routes!(account::admin_reset_link))
         .routes(routes!(account::admin_accounts))
+        .routes(routes!(account::admin_idle_gpus))
         .routes(routes!(account::audit))
         .routes(routes!(account::audit_csv))
         .routes(routes!(members::my_accounts))

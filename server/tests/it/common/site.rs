@@ -187,6 +187,18 @@ impl Site {
             .unwrap()
     }
 
+    /// A signed-in session of the tests' site admin, as a cookie pair.
+    pub async fn admin_cookie(&self) -> String {
+        let res = self
+            .fetch_post(
+                "/api/sign_in",
+                "account=site-admin&email=admin%40example.com&password=the+site+admin+password",
+                None,
+            )
+            .await;
+        cookie_pair(&res)
+    }
+
     pub async fn admin_key(&self) -> String {
         server::access_keys::SqlAccessKeys::new(self.db.pool.clone())
             .create_for(ADMIN_ACCOUNT, ADMIN_EMAIL, "tests")
