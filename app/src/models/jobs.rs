@@ -252,6 +252,11 @@ pub const RESERVED_ENV: &[&str] = &[
 ];
 
 impl JobSpec {
+    /// The GPUs its replicas ask for, all together.
+    pub fn gpus(&self) -> u32 {
+        self.num_ps * self.ps.gpu + self.num_trainers * self.trainer.gpu
+    }
+
     /// The pods it asks for, with their role and index: `ps-0..`, then
     /// `trainer-0..`. Every backend and the job's record name them so.
     pub fn pod_names(&self) -> Vec<(String, JobRole, u32)> {
@@ -714,8 +719,7 @@ impl Job {
 
     /// The GPUs its replicas ask for, all together.
     pub fn gpus_held(&self) -> u32 {
-        let s = &self.spec;
-        s.num_ps * s.ps.gpu + s.num_trainers * s.trainer.gpu
+        self.spec.gpus()
     }
 
     /// Replicas that exited 0.

@@ -106,10 +106,7 @@ pub fn judge_idle_gpus(
     after_ms: i64,
 ) -> StallVerdict {
     if w.gpus == 0 || w.samples == 0 {
-        return match marked {
-            Some(_) if w.gpus == 0 => StallVerdict::Resume,
-            _ => StallVerdict::Same,
-        };
+        return StallVerdict::Same;
     }
     let idle = w.held_long_enough && w.peak.is_none_or(|p| p < IDLE_GPU_PERCENT);
     match (idle, marked) {

@@ -84,7 +84,8 @@ pub trait Cluster: Send + Sync {
     /// A stack dump of every running replica's Python threads (py-spy),
     /// each also written into that replica's log so the log console shows
     /// it where it happened. A replica that is not running, or runs no
-    /// Python, has its reason instead.
+    /// Python, has its reason instead. (The use case refuses a job with no
+    /// running replica before it asks.)
     async fn stack_dump(&self, account: &Account, name: &str) -> Result<Vec<StackDump>, AppError>;
     /// Changes to any job, for live views.
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<JobEvent>;

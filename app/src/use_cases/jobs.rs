@@ -119,6 +119,16 @@ pub async fn stack_dump(
             format!("Job {name} ran outside the console's executors: it has no replica to dump."),
         ));
     }
+    let pods = services.cluster.pods(&me.account, name).await?;
+    if !pods
+        .iter()
+        .any(|p| p.phase == crate::models::PodPhase::Running)
+    {
+        return Err(AppError::conflict(
+            "job",
+            format!("Job {name} has no running replica to take a stack dump of."),
+        ));
+    }
     services.cluster.stack_dump(&me.account, name).await
 }
 

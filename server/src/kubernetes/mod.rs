@@ -350,6 +350,29 @@ impl Inner {
         Ok(())
     }
 
+    /// The replicas of job `name` in `account`, each with its live
+    /// pod's name while it runs: what reading their logs or running a
+    /// command in them needs.
+    async fn running_pods(
+        &self,
+        account: &Account,
+        name: &str,
+    ) -> Result<Vec<(Pod, Option<String>)>, AppError> {
+        let stored = self.store.get(account.id, name).await?;
+        let mut out = Vec::new();
+        for pod in self.store.pods(stored.id).await? {
+            let live = match pod.phase {
+                PodPhase::Running => self
+                    .live_pod(&account.namespace, stored.id, &pod.name)
+                    .await?
+                    .and_then(|p| p.metadata.name),
+                _ => None,
+            };
+            out.push((pod, live));
+        }
+        Ok(out)
+    }
+
     /// The live pod of a replica, if there is one.
     async fn live_pod(
         &self,
@@ -714,16 +737,9 @@ impl Cluster for KubeCluster {
 
     async fn last_log_at(&self, account: &Account, name: &str) -> Result<Option<i64>, AppError> {
         let inner = &self.inner;
-        let stored = inner.store.get(account.id, name).await?;
         let mut newest = None;
-        for pod in inner.store.pods(stored.id).await? {
-            if pod.phase != PodPhase::Running {
-                continue;
-            }
-            let live = inner
-                .live_pod(&account.namespace, stored.id, &pod.name)
-                .await?;
-            let Some(live) = live.and_then(|p| p.metadata.name) else {
+        for (_, live) in inner.running_pods(account, name).await? {
+            let Some(live) = live else {
                 continue;
             };
             // The end of its log, stamped by the kubelet as the pump stamps.
@@ -745,14 +761,7 @@ impl Cluster for KubeCluster {
 
     async fn stack_dump(&self, account: &Account, name: &str) -> Result<Vec<StackDump>, AppError> {
         let inner = &self.inner;
-        let stored = inner.store.get(account.id, name).await?;
-        let pods = inner.store.pods(stored.id).await?;
-        if !pods.iter().any(|p| p.phase == PodPhase::Running) {
-            return Err(AppError::conflict(
-                "job",
-                format!("Job {name} has no running replica to take a stack dump of."),
-            ));
-        }
+        let pods = inner.running_pods(account, name).await?;
         let venvs = inner.tools.get().ok_or_else(|| AppError::Unavailable {
             message: "This console does not build py-spy for stack dumps.".to_owned(),
         })?;
@@ -770,14 +779,7 @@ impl Cluster for KubeCluster {
             })?;
         let api = inner.api::<KubePod>(&account.namespace);
         let mut dumps = Vec::with_capacity(pods.len());
-        for pod in pods {
-            let live = match pod.phase {
-                PodPhase::Running => inner
-                    .live_pod(&account.namespace, stored.id, &pod.name)
-                    .await?
-                    .and_then(|p| p.metadata.name),
-                _ => None,
-            };
+        for (pod, live) in pods {
             let dump = match live {
                 Some(live) => {
                     stack_dump::dump_pod(&api, &live, &pod.name, CONTAINER, &binary).await

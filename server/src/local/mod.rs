@@ -488,12 +488,6 @@ impl Cluster for LocalCluster {
     async fn stack_dump(&self, account: &Account, name: &str) -> Result<Vec<StackDump>, AppError> {
         let stored = self.inner.store.get(account.id, name).await?;
         let pods = self.inner.store.pods(stored.id).await?;
-        if !pods.iter().any(|p| p.phase == PodPhase::Running) {
-            return Err(AppError::conflict(
-                "job",
-                format!("Job {name} has no running replica to take a stack dump of."),
-            ));
-        }
         let pids: HashMap<String, i64> = self
             .inner
             .store

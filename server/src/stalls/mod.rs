@@ -77,11 +77,19 @@ impl StallWatch {
         crate::controller::drive(self, services, wake, TICK, pulse).await;
     }
 
+    /// The window, ms.
+    fn after_ms(&self) -> i64 {
+        i64::try_from(self.after.as_millis()).unwrap_or(i64::MAX)
+    }
+
     /// One pass as if it were `now` (ms): the watcher's own passes use the
     /// clock; a test judges a job half an hour ahead.
     pub async fn pass_at(&self, services: &Services, now: i64) {
-        let after_ms = i64::try_from(self.after.as_millis()).unwrap_or(i64::MAX);
-        let jobs = match self.store.running(now.saturating_sub(after_ms)).await {
+        let jobs = match self
+            .store
+            .running(now.saturating_sub(self.after_ms()))
+            .await
+        {
             Ok(jobs) => jobs,
             Err(err) => {
                 tracing::warn!(error = %err, "reading the running jobs for stalls");
@@ -89,7 +97,7 @@ impl StallWatch {
             }
         };
         for job in jobs {
-            if let Err(err) = self.check(services, job.clone(), now).await {
+            if let Err(err) = self.check(services, &job, now).await {
                 tracing::warn!(error = %err, account = %job.account.name, job = %job.name, "checking a job for a stall");
             }
             if let Err(err) = self.check_gpus(&job, now).await {
@@ -98,9 +106,9 @@ impl StallWatch {
         }
     }
 
-    async fn check(&self, services: &Services, job: RunningJob, now: i64) -> Result<(), AppError> {
+    async fn check(&self, services: &Services, job: &RunningJob, now: i64) -> Result<(), AppError> {
         let mut activity = job.activity;
-        let after_ms = i64::try_from(self.after.as_millis()).unwrap_or(i64::MAX);
+        let after_ms = self.after_ms();
         // The log is read only where the rest says the job may be quiet:
         // most running jobs write metrics or use CPU, and reading a pod's
         // log on Kubernetes is a request to the API server.
@@ -116,7 +124,7 @@ impl StallWatch {
                 let message = stall_message(since, now);
                 if self.store.mark(job.id, since, now, &message).await? {
                     tracing::info!(account = %job.account.name, job = %job.name, %message, "job stalled");
-                    self.tell(&job, NotifyEvent::Stalled, since, message, now)
+                    self.tell(job, NotifyEvent::Stalled, since, message, now)
                         .await?;
                 }
             }
@@ -156,10 +164,10 @@ impl StallWatch {
     }
 
     async fn check_gpus(&self, job: &RunningJob, now: i64) -> Result<(), AppError> {
-        let after_ms = i64::try_from(self.after.as_millis()).unwrap_or(i64::MAX);
+        let after_ms = self.after_ms();
         let window = GpuWindow {
             gpus: job.gpus,
-            held_long_enough: job.started_at.is_some_and(|t| now - t >= after_ms),
+            held_long_enough: (job.activity.started_at).is_some_and(|t| now - t >= after_ms),
             samples: job.gpu_samples,
             peak: job.gpu_peak,
         };

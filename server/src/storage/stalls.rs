@@ -20,14 +20,10 @@ pub struct RunningJob {
     pub account: Account,
     /// Its name.
     pub name: String,
-    /// Where it runs (`local` or a cluster's name).
-    pub cluster: String,
     /// Its mark, if it is stalled.
     pub stalled_since: Option<i64>,
     /// What it last did (without its log: the backend reads that).
     pub activity: Activity,
-    /// When its first replica started (ms).
-    pub started_at: Option<i64>,
     /// The GPUs its replicas ask for.
     pub gpus: u32,
     /// Its idle-GPU mark.
@@ -42,7 +38,7 @@ pub struct RunningJob {
 fn gpus_of(row: &sqlx::any::AnyRow) -> Result<u32, sqlx::Error> {
     let spec: JobSpec = serde_json::from_str(row.try_get::<&str, _>("spec")?)
         .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-    Ok(spec.num_ps * spec.ps.gpu + spec.num_trainers * spec.trainer.gpu)
+    Ok(spec.gpus())
 }
 
 /// Stall marks in the console's database.
@@ -64,7 +60,7 @@ impl StallStore {
     pub async fn running(&self, window_from: i64) -> Result<Vec<RunningJob>, AppError> {
         let rows = sqlx::query(
             "SELECT j.id, j.account_id, a.name AS account, a.namespace, a.created_at AS account_created, \
-             j.name, j.cluster, j.started_at, j.stalled_since, j.gpus_idle_since, j.spec, \
+             j.name, j.started_at, j.stalled_since, j.gpus_idle_since, j.spec, \
              (SELECT MAX(s.updated_at) FROM metric_series s WHERE s.job_id = j.id) AS metric_at, \
              (SELECT MAX(r.t) FROM resource_samples r \
               WHERE r.job_id = j.id AND r.res = 0 AND r.cpu >= $1) AS cpu_t, \
@@ -93,9 +89,7 @@ impl StallStore {
                         created_at: row.try_get("account_created")?,
                     },
                     name: row.try_get("name")?,
-                    cluster: row.try_get("cluster")?,
                     stalled_since: row.try_get("stalled_since")?,
-                    started_at,
                     gpus,
                     gpus_idle_since: row.try_get("gpus_idle_since")?,
                     gpu_samples: row.try_get("gpu_samples")?,
