@@ -164,9 +164,10 @@ pub struct ServeArgs {
     #[arg(long, env = "PADDLECLOUD_LOCAL_GPUS", default_value = "auto")]
     pub local_gpus: GpuSetting,
     /// How local replicas are held to their memory and CPU: `auto` (a
-    /// cgroup v2 each where the console may create them, else `sampler`),
-    /// `cgroup` (v2, else v1: memory, CPU quota and pids), or `sampler`
-    /// (memory read every second, CPU not limited).
+    /// cgroup each where the console may create them: v2, else v1 with
+    /// memory, CPU quota and pids; else `sampler`), `cgroup` (the same, and
+    /// refuse to start without one), or `sampler` (memory read every
+    /// second, CPU not limited).
     #[arg(long, env = "PADDLECLOUD_LOCAL_LIMITS", default_value = "auto")]
     pub local_limits: LimitsChoice,
     /// An SMTP server for account mail (confirmation, password reset):

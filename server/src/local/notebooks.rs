@@ -16,8 +16,10 @@ use app::models::{Account, NotebookSpec, NotebookStatus};
 use async_trait::async_trait;
 use tokio::io::AsyncWriteExt;
 
+use super::limits::ReplicaLimit;
 use super::machine::gpu_env;
 use super::process::{command, exit_words, free_port, kill_recorded_group, log_lines, log_outputs};
+use super::scheduler::ReplicaAsk;
 use super::server_process::{watch_server, Ended, Watch};
 use super::venvs::{Prepared, Waited};
 use super::workload_host::WorkloadHost;
@@ -307,6 +309,8 @@ async fn supervise(server: &Supervisee<Server>, mut launch: Launch, reporter: &N
         Ok(ask) => ask,
         Err(err) => return report(NotebookStatus::Failed, err.to_string()).await,
     };
+    // What it is held to once it runs (its kernels too: they are its children).
+    let held = ask.replicas.first().copied();
     let ticket = machine.scheduler.enqueue(ask);
     let waiting = |why| async move {
         let why = format!("Waiting for room: {why}");
@@ -323,7 +327,7 @@ async fn supervise(server: &Supervisee<Server>, mut launch: Launch, reporter: &N
     // Said while it runs after a restart: what came back and what did not.
     let mut running_note = String::new();
     loop {
-        let (mut child, port) = match spawn(&launch, &log, &gpus).await {
+        let (mut child, port, limit) = match spawn(&launch, &log, &gpus, held).await {
             Ok(started) => started,
             Err(why) => break report(NotebookStatus::Failed, why).await,
         };
@@ -362,7 +366,7 @@ async fn supervise(server: &Supervisee<Server>, mut launch: Launch, reporter: &N
             } => {
                 let why = format!(
                     "JupyterLab failed to start with {}. {}",
-                    exit_words(status),
+                    ended_words(status, &limit),
                     log_tail(&log)
                 );
                 break report(NotebookStatus::Failed, why).await;
@@ -373,7 +377,7 @@ async fn supervise(server: &Supervisee<Server>, mut launch: Launch, reporter: &N
                 answered: true,
                 status,
             } => {
-                let code = exit_words(status);
+                let code = ended_words(status, &limit);
                 let Some(wait) = deaths.another() else {
                     let why = format!(
                         "JupyterLab exited with {code}, the {}th time within {} minutes: not started again. {}",
@@ -398,15 +402,27 @@ async fn supervise(server: &Supervisee<Server>, mut launch: Launch, reporter: &N
     drop(grant);
 }
 
-/// Starts `jupyter lab` on a free port with GPUs `gpus`, its output
-/// appended to `log`, and hands it the notebook's token down a pipe: in
-/// its argv or environment, every process of this user could read it
+/// How it ended: its exit, and that it was ended for its memory where it
+/// was ("signal 9 (SIGKILL); OOMKilled: exceeded its memory limit 2Gi").
+fn ended_words(status: Option<std::process::ExitStatus>, limit: &ReplicaLimit) -> String {
+    let code = exit_words(status);
+    match limit.exceeded() {
+        Some(why) => format!("{code}; {why}"),
+        None => code,
+    }
+}
+
+/// Starts `jupyter lab` on a free port with GPUs `gpus`, held to `held`
+/// (the CPU and memory it asked for, as a pod is), its output appended to
+/// `log`, and hands it the notebook's token down a pipe: in its argv or
+/// environment, every process of this user could read it
 /// (`/proc/<pid>/environ`), and with it open the server around the proxy.
 async fn spawn(
     launch: &Launch,
     log: &Path,
     gpus: &[u32],
-) -> Result<(tokio::process::Child, u16), String> {
+    held: Option<ReplicaAsk>,
+) -> Result<(tokio::process::Child, u16, ReplicaLimit), String> {
     let port = free_port()?;
     let (out, err) = log_outputs(log)?;
     let mut argv = vec![launch.python.clone()];
@@ -424,15 +440,27 @@ async fn spawn(
         .stdout(out)
         .stderr(err)
         .kill_on_drop(true);
+    let held = held.unwrap_or(ReplicaAsk {
+        cpu_millis: 0,
+        memory_bytes: u64::MAX,
+        gpus: 0,
+    });
+    let mut limit = launch
+        .host
+        .machine
+        .limits
+        .for_command(&format!("notebook-{}", launch.run.id), &held, &mut cmd)
+        .map_err(|e| format!("cannot set its limits: {e}"))?;
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", launch.python))?;
+    limit.watch(child.id().map_or(0, |pid| pid as i32));
     if let Some(mut stdin) = child.stdin.take() {
         let line = format!("{}\n", launch.run.jupyter_token);
         // A server that died at once closed the pipe: its exit says why.
         let _ = stdin.write_all(line.as_bytes()).await;
     }
-    Ok((child, port))
+    Ok((child, port, limit))
 }
 
 async fn report_on(

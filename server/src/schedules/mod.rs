@@ -194,7 +194,14 @@ impl ScheduleController {
                 .claim(stored.id, tick, now, TickOutcome::Started, "")
                 .await?
             {
-                self.start(services, stored, tick).await?;
+                if let Err(err) = self.start(services, stored, tick).await {
+                    // Claimed as started: say why nothing was, rather than
+                    // leave a started tick that names no run.
+                    let why = format!("Not started: {err}");
+                    self.finish(stored, tick, TickOutcome::Failed, None, &why)
+                        .await?;
+                    return Err(err);
+                }
             }
         }
         let newest = ticks.last().copied().unwrap_or(since);

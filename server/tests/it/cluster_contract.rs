@@ -375,7 +375,14 @@ async fn stopping_a_job_ends_every_process_it_started(h: Harness) {
     for pod in ["ps-0", "trainer-0", "trainer-1"] {
         common::printed_child(h.cluster.as_ref(), &h.ann, "long", pod).await;
     }
-    let children = common::node::processes_running(&["sleep", &seconds]);
+    // Printed after the fork; the grandchild runs `sleep` once it has
+    // exec'd, which a replica held to 100m of CPU may take a while to do.
+    let start = Instant::now();
+    let mut children = common::node::processes_running(&["sleep", &seconds]);
+    while children.len() < 3 && start.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        children = common::node::processes_running(&["sleep", &seconds]);
+    }
     assert_eq!(
         children.len(),
         3,
@@ -401,12 +408,16 @@ async fn stopping_a_job_ends_every_process_it_started(h: Harness) {
 }
 
 async fn a_replica_that_ignores_sigterm_is_killed_after_the_grace_period(h: Harness) {
-    let script = "trap '' TERM; echo stubborn; while true; do sleep 0.1; done";
+    let script = "trap '' TERM; echo \"child $$\"; while true; do sleep 0.1; done";
     h.cluster
         .submit(&h.ann_user, h.job("stubborn", 0, 1, script))
         .await
         .unwrap();
     wait_for(&h, &h.ann, "stubborn", JobStatus::Running).await;
+    // Running is when its process started, not when its shell has set the
+    // trap (a replica held to 100m of CPU may take a while): the line
+    // printed after it says so.
+    common::printed_child(h.cluster.as_ref(), &h.ann, "stubborn", "trainer-0").await;
     let started = Instant::now();
     let stopped = h.cluster.stop(&h.ann, "stubborn").await.unwrap();
     assert_eq!(stopped.status, JobStatus::Stopped);

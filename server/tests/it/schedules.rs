@@ -295,7 +295,10 @@ async fn ticks_missed_while_no_console_ran_are_caught_up_as_catch_up_says_and_ea
         .chain(&all)
         .filter(|r| r.outcome == TickOutcome::Started)
     {
-        let job = run.started.clone().unwrap();
+        let job = run
+            .started
+            .clone()
+            .unwrap_or_else(|| panic!("a started tick names its run: {run:?}"));
         assert!(
             job.starts_with("latest-") || job.starts_with("all-"),
             "{job}"

@@ -1,32 +1,32 @@
 //! Holding replicas to what they asked for, as Kubernetes holds a pod to
 //! its limits (the console sets limits equal to requests).
 //!
-//! Where the console may create cgroups (v2, the `memory` and `cpu`
-//! controllers available to its own cgroup), each replica gets one:
-//! `memory.max` (the kernel kills it at the limit, as a container is
-//! OOMKilled) and `cpu.max` (it gets no more CPU time than it asked for).
-//! On a v1 hierarchy (as on this project's machines) `--local-limits
-//! cgroup` gives each replica a cgroup in the memory, cpu and pids
-//! hierarchies (`auto` does not yet: see docs/local-executor.md).
-//! Elsewhere the executor reads each replica's memory every
-//! [`CHECK_EVERY`] and kills its process group past its limit; CPU is not
-//! limited then. The resources
+//! Where the console may create cgroups, each replica gets one
+//! ([`cgroup`]): on v2 `memory.max` (the kernel kills it at the limit, as a
+//! container is OOMKilled) and `cpu.max` (it gets no more CPU time than it
+//! asked for); on v1 (as on this project's machines) the same in the
+//! memory, cpu and pids hierarchies. Elsewhere (not root, no writable
+//! hierarchy) the executor reads each replica's memory every
+//! [`CHECK_EVERY`] and kills its process group past its limit
+//! ([`enforcer`]); CPU is not limited then. The resources page, the Quota
 //! page and `GET /api/v1/cluster` say which one is active.
 
-use std::collections::HashMap;
+mod cgroup;
+mod enforcer;
+
 use std::ffi::CString;
 use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use app::models::quantity::{format_memory, memory_quantity};
+use app::models::quantity::memory_quantity;
 use app::models::LimitEnforcement;
-use nix::sys::signal::Signal;
 
-use super::process::signal_group;
-use super::sampler::{processes, tree_memory};
 use super::scheduler::ReplicaAsk;
+use cgroup::ReplicaCgroup;
+pub use cgroup::{CgroupTree, PIDS_MAX};
+pub use enforcer::Enforcer;
+use enforcer::Exceeded;
 
 /// How often the sampler-enforced fallback reads replicas' memory.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
@@ -43,7 +43,8 @@ pub enum Limits {
 /// `--local-limits`: how to hold replicas to their limits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum LimitsChoice {
-    /// A cgroup each where this process may create them, else the sampler.
+    /// A cgroup each where this process may create them (v2, else v1),
+    /// else the sampler.
     #[default]
     Auto,
     /// A cgroup each; the console does not start without them.
@@ -66,20 +67,18 @@ impl std::str::FromStr for LimitsChoice {
 }
 
 impl Limits {
-    /// As `choice` says: cgroup v2 when this process may create cgroups
-    /// with the memory and cpu controllers, the sampler otherwise (starting
-    /// its loop).
+    /// As `choice` says: a cgroup each when this process may create them
+    /// (v2 with the memory and cpu controllers, else v1 with the memory and
+    /// cpu hierarchies), the sampler otherwise (starting its loop).
     pub fn detect(choice: LimitsChoice) -> io::Result<Self> {
         let tree = match choice {
             LimitsChoice::Sampler => Err("the sampler was asked for".to_owned()),
-            LimitsChoice::Auto => CgroupTree::of_this_process(),
-            // Asked for: v1 too, where the hierarchy is v1 (see `CgroupTree::v1`).
-            LimitsChoice::Cgroup => CgroupTree::of_this_process()
+            LimitsChoice::Auto | LimitsChoice::Cgroup => CgroupTree::of_this_process()
                 .or_else(|v2| CgroupTree::v1_of_this_process().map_err(|v1| format!("{v2}; {v1}"))),
         };
         match (tree, choice) {
             (Ok(tree), _) => {
-                tracing::info!(hierarchy = ?tree.hierarchy, "replica limits: a cgroup each");
+                tracing::info!(?tree, "replica limits: a cgroup each");
                 Ok(Self::Cgroup(Arc::new(tree)))
             }
             (Err(why), LimitsChoice::Cgroup) => Err(io::Error::other(format!(
@@ -100,12 +99,10 @@ impl Limits {
     /// What the API and pages say of it.
     pub fn enforcement(&self) -> LimitEnforcement {
         match self {
-            Self::Cgroup(tree) => match tree.hierarchy {
-                Hierarchy::V2 { .. } => LimitEnforcement::Cgroup,
-                Hierarchy::V1 { .. } => LimitEnforcement::CgroupV1 {
-                    pids_max: PIDS_MAX as u32,
-                },
+            Self::Cgroup(tree) if tree.is_v1() => LimitEnforcement::CgroupV1 {
+                pids_max: PIDS_MAX as u32,
             },
+            Self::Cgroup(_) => LimitEnforcement::Cgroup,
             Self::Sampler(e) => LimitEnforcement::Sampler {
                 every_ms: e.every.as_millis() as u32,
             },
@@ -268,283 +265,28 @@ impl Drop for ReplicaLimit {
     }
 }
 
-/// The processes one replica may have at once where v1's `pids`
-/// controller holds them (a fork bomb stops there, not at the machine's).
-pub const PIDS_MAX: u64 = 4096;
-
-/// One replica's cgroup: its folder in each hierarchy it joins.
-struct ReplicaCgroup {
-    dirs: Vec<PathBuf>,
-    /// The one with the memory controller's files.
-    memory: PathBuf,
-    v1: bool,
-}
-
-/// Where replicas' cgroups are made.
-#[derive(Debug)]
-enum Hierarchy {
-    /// cgroup v2: one folder with `memory.max` and `cpu.max`.
-    V2 { dir: PathBuf },
-    /// cgroup v1: a folder per controller (memory, cpu, and pids where
-    /// mounted).
-    V1 {
-        memory: PathBuf,
-        cpu: PathBuf,
-        pids: Option<PathBuf>,
-    },
-}
-
-/// The cgroups under which replicas get theirs.
-pub struct CgroupTree {
-    hierarchy: Hierarchy,
-}
-
-impl CgroupTree {
-    /// Prepares `<this process's cgroup>/paddlecloud-replicas` on the v2
-    /// hierarchy mounted at `/sys/fs/cgroup`, if this process is on a pure
-    /// v2 hierarchy with the memory and cpu controllers available.
-    fn of_this_process() -> Result<Self, String> {
-        let own = std::fs::read_to_string("/proc/self/cgroup").map_err(|e| e.to_string())?;
-        let mut lines = own.lines();
-        let path = match (lines.next(), lines.next()) {
-            (Some(line), None) => line.strip_prefix("0::").ok_or("not cgroup v2")?,
-            _ => return Err("a cgroup v1 or hybrid hierarchy".into()),
-        };
-        Self::prepare(Path::new("/sys/fs/cgroup"), path).map_err(|e| e.to_string())
-    }
-
-    /// The v1 hierarchies of this process under `/sys/fs/cgroup` (each
-    /// mounted at the name `/proc/self/cgroup` gives its controllers).
-    fn v1_of_this_process() -> Result<Self, String> {
-        let own = std::fs::read_to_string("/proc/self/cgroup").map_err(|e| e.to_string())?;
-        Self::v1(Path::new("/sys/fs/cgroup"), &own).map_err(|e| format!("cgroup v1: {e}"))
-    }
-
-    /// Under `mount`, this process's v1 cgroups as `own` (the text of
-    /// `/proc/self/cgroup`) lists them: `paddlecloud-replicas` made in the
-    /// memory, cpu and (if there) pids hierarchies.
-    pub fn v1(mount: &Path, own: &str) -> io::Result<Self> {
-        let place = |controller: &str| -> Option<PathBuf> {
-            own.lines().find_map(|line| {
-                let mut fields = line.splitn(3, ':');
-                let (_, names, path) = (fields.next()?, fields.next()?, fields.next()?);
-                names
-                    .split(',')
-                    .any(|n| n == controller)
-                    .then(|| mount.join(names).join(path.trim_start_matches('/')))
-            })
-        };
-        let made = |controller: &str| -> io::Result<Option<PathBuf>> {
-            let Some(dir) = place(controller) else {
-                return Ok(None);
-            };
-            let dir = dir.join("paddlecloud-replicas");
-            std::fs::create_dir_all(&dir)?;
-            Ok(Some(dir))
-        };
-        let needed = |controller: &str| -> io::Result<PathBuf> {
-            made(controller)?.ok_or_else(|| {
-                io::Error::other(format!("no {controller} hierarchy for this process"))
-            })
-        };
-        Ok(Self {
-            hierarchy: Hierarchy::V1 {
-                memory: needed("memory")?,
-                cpu: needed("cpu")?,
-                pids: made("pids")?,
-            },
-        })
-    }
-
-    /// Under `mount`, the cgroup `own` (this process's): moves this process
-    /// into a leaf of its own (a cgroup with processes cannot hand
-    /// controllers down), enables memory and cpu below it, and makes the
-    /// parent of replicas' cgroups.
-    pub fn prepare(mount: &Path, own: &str) -> io::Result<Self> {
-        let own = mount.join(own.trim_start_matches('/'));
-        let controllers = std::fs::read_to_string(own.join("cgroup.controllers"))?;
-        for needed in ["memory", "cpu"] {
-            if !controllers.split_whitespace().any(|c| c == needed) {
-                return Err(io::Error::other(format!(
-                    "the {needed} controller is not available to this process's cgroup"
-                )));
-            }
-        }
-        let console = own.join("paddlecloud-console");
-        std::fs::create_dir_all(&console)?;
-        std::fs::write(console.join("cgroup.procs"), std::process::id().to_string())?;
-        std::fs::write(own.join("cgroup.subtree_control"), "+memory +cpu")?;
-        let dir = own.join("paddlecloud-replicas");
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("cgroup.subtree_control"), "+memory +cpu")?;
-        Ok(Self {
-            hierarchy: Hierarchy::V2 { dir },
-        })
-    }
-
-    /// A fresh cgroup `key` with the replica's limits written.
-    fn replica(&self, key: &str, cpu_millis: u64, memory_bytes: u64) -> io::Result<ReplicaCgroup> {
-        let fresh = |parent: &Path| -> io::Result<PathBuf> {
-            let dir = parent.join(key);
-            // One left by a previous replica of that name: its processes are gone.
-            let _ = std::fs::remove_dir(&dir);
-            std::fs::create_dir_all(&dir)?;
-            Ok(dir)
-        };
-        // This much CPU time in every 100 ms period.
-        let quota = (cpu_millis * 100).max(1000);
-        match &self.hierarchy {
-            Hierarchy::V2 { dir } => {
-                let dir = fresh(dir)?;
-                std::fs::write(dir.join("memory.max"), memory_bytes.to_string())?;
-                // No swap: past the limit is past the limit, as in a container.
-                let _ = std::fs::write(dir.join("memory.swap.max"), "0");
-                std::fs::write(dir.join("cpu.max"), format!("{quota} 100000"))?;
-                Ok(ReplicaCgroup {
-                    dirs: vec![dir.clone()],
-                    memory: dir,
-                    v1: false,
-                })
-            }
-            Hierarchy::V1 { memory, cpu, pids } => {
-                let memory = fresh(memory)?;
-                std::fs::write(
-                    memory.join("memory.limit_in_bytes"),
-                    memory_bytes.to_string(),
-                )?;
-                // No swap: where swap is accounted, memsw at most the limit;
-                // and the cgroup's swappiness 0 (v1 then does not swap it).
-                let _ = std::fs::write(
-                    memory.join("memory.memsw.limit_in_bytes"),
-                    memory_bytes.to_string(),
-                );
-                let _ = std::fs::write(memory.join("memory.swappiness"), "0");
-                let cpu = fresh(cpu)?;
-                std::fs::write(cpu.join("cpu.cfs_period_us"), "100000")?;
-                std::fs::write(cpu.join("cpu.cfs_quota_us"), quota.to_string())?;
-                let mut dirs = vec![memory.clone(), cpu];
-                if let Some(pids) = pids {
-                    let pids = fresh(pids)?;
-                    std::fs::write(pids.join("pids.max"), PIDS_MAX.to_string())?;
-                    dirs.push(pids);
-                }
-                Ok(ReplicaCgroup {
-                    dirs,
-                    memory,
-                    v1: true,
-                })
-            }
-        }
-    }
-}
-
-/// The sampler-enforced fallback: one loop reads every watched replica's
-/// memory and kills those past their limits.
-pub struct Enforcer {
-    every: Duration,
-    watched: Mutex<Watched>,
-}
-
-/// Why a replica was ended for its memory, once it was.
-type Exceeded = Arc<Mutex<Option<String>>>;
-
-/// One watched replica: its process group, its limit (bytes), and where to
-/// say it was exceeded.
-#[derive(Clone)]
-struct WatchedReplica {
-    pgid: i32,
-    limit: u64,
-    exceeded: Exceeded,
-}
-
-#[derive(Default)]
-struct Watched {
-    next: u64,
-    replicas: HashMap<u64, WatchedReplica>,
-}
-
-impl Enforcer {
-    fn start(every: Duration) -> Arc<Self> {
-        let enforcer = Arc::new(Self {
-            every,
-            watched: Mutex::new(Watched::default()),
-        });
-        tokio::spawn(enforce(Arc::downgrade(&enforcer)));
-        enforcer
-    }
-
-    fn watch(&self, pgid: i32, limit: u64, exceeded: Exceeded) -> u64 {
-        let mut w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
-        let id = w.next;
-        w.next += 1;
-        w.replicas.insert(
-            id,
-            WatchedReplica {
-                pgid,
-                limit,
-                exceeded,
-            },
-        );
-        id
-    }
-
-    fn unwatch(&self, id: u64) {
-        let mut w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
-        w.replicas.remove(&id);
-    }
-}
-
-/// Every `every`, the memory of each watched replica's process tree (as the
-/// resource charts count it); a replica past its limit is killed, and why
-/// is kept for its pod's message.
-async fn enforce(enforcer: Weak<Enforcer>) {
-    let Some(every) = enforcer.upgrade().map(|e| e.every) else {
-        return;
-    };
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let Some(enforcer) = enforcer.upgrade() else {
-            return;
-        };
-        let replicas: Vec<WatchedReplica> = {
-            let w = enforcer.watched.lock().unwrap_or_else(|e| e.into_inner());
-            w.replicas.values().cloned().collect()
-        };
-        if replicas.is_empty() {
-            continue;
-        }
-        let over = tokio::task::spawn_blocking(move || {
-            let procs = processes();
-            replicas
-                .into_iter()
-                .filter_map(|r| {
-                    let used = tree_memory(r.pgid, &procs);
-                    (used > r.limit).then_some((r.pgid, r.limit, used, r.exceeded))
-                })
-                .collect::<Vec<_>>()
-        })
-        .await
-        .unwrap_or_default();
-        for (pgid, limit, used, exceeded) in over {
-            let why = format!(
-                "OOMKilled: exceeded its memory limit {} (used {})",
-                memory_quantity(limit),
-                format_memory(used)
-            );
-            tracing::warn!(pgid, %why, "ending a replica past its memory limit");
-            if let Ok(mut e) = exceeded.lock() {
-                e.get_or_insert(why);
-            }
-            signal_group(i64::from(pgid), Signal::SIGKILL);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::{Path, PathBuf};
+
+    /// The one console folder under `replicas` (`console-<pid>-<n>`).
+    fn console_folder(replicas: &Path) -> PathBuf {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(replicas)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with("console-")
+            })
+            .collect();
+        assert_eq!(found.len(), 1, "{found:?}");
+        found.pop().unwrap()
+    }
 
     /// A stand-in for the cgroup v2 file system, which this project's
     /// machines (a v1/hybrid hierarchy) lack: plain files where the kernel
@@ -578,7 +320,7 @@ mod tests {
         let limits = Limits::Cgroup(Arc::new(tree));
         assert_eq!(limits.enforcement(), LimitEnforcement::Cgroup);
         let replica = limits.replica("7-trainer-0", 1500, 2 << 30).unwrap();
-        let dir = own.join("paddlecloud-replicas/7-trainer-0");
+        let dir = console_folder(&own.join("paddlecloud-replicas")).join("7-trainer-0");
         assert_eq!(
             std::fs::read_to_string(dir.join("memory.max")).unwrap(),
             "2147483648"
@@ -617,9 +359,10 @@ mod tests {
         let tree = CgroupTree::prepare(fs.path(), "/system.slice/console.service").unwrap();
         let limits = Limits::Cgroup(Arc::new(tree));
         let replica = limits.replica("r", 1000, 1 << 30).unwrap();
-        let procs = fs
+        let replicas = fs
             .path()
-            .join("system.slice/console.service/paddlecloud-replicas/r/cgroup.procs");
+            .join("system.slice/console.service/paddlecloud-replicas");
+        let procs = console_folder(&replicas).join("r/cgroup.procs");
         std::fs::write(&procs, "").unwrap(); // the kernel's file is always there
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let status = runtime.block_on(async {
@@ -644,22 +387,28 @@ mod tests {
             LimitEnforcement::CgroupV1 { pids_max: 4096 }
         );
         let replica = limits.replica("9-trainer-0", 250, 1 << 30).unwrap();
-        let read = |path: &str| std::fs::read_to_string(fs.path().join(path)).unwrap();
-        let memory = "memory/box/paddlecloud-replicas/9-trainer-0";
-        assert_eq!(
-            read(&format!("{memory}/memory.limit_in_bytes")),
-            "1073741824"
-        );
-        let cpu = "cpu,cpuacct/paddlecloud-replicas/9-trainer-0";
-        assert_eq!(read(&format!("{cpu}/cpu.cfs_quota_us")), "25000");
-        assert_eq!(read(&format!("{cpu}/cpu.cfs_period_us")), "100000");
-        assert_eq!(
-            read("pids/paddlecloud-replicas/9-trainer-0/pids.max"),
-            "4096"
-        );
+        let folder = |hierarchy: &str| {
+            console_folder(&fs.path().join(hierarchy).join("paddlecloud-replicas"))
+                .join("9-trainer-0")
+        };
+        let read = |path: PathBuf| std::fs::read_to_string(path).unwrap();
+        let memory = folder("memory/box");
+        assert_eq!(read(memory.join("memory.limit_in_bytes")), "1073741824");
+        let cpu = folder("cpu,cpuacct");
+        assert_eq!(read(cpu.join("cpu.cfs_quota_us")), "25000");
+        assert_eq!(read(cpu.join("cpu.cfs_period_us")), "100000");
+        assert_eq!(read(folder("pids").join("pids.max")), "4096");
         assert_eq!(replica.exceeded(), None);
+        // A process that asked for nothing is not held at all.
+        let _unasked = limits.replica("serving-1", 0, u64::MAX).unwrap();
+        let unasked = |h: &str| folder(h).with_file_name("serving-1");
+        assert_eq!(read(unasked("cpu,cpuacct").join("cpu.cfs_quota_us")), "-1");
+        assert_eq!(
+            read(unasked("memory/box").join("memory.limit_in_bytes")),
+            "-1"
+        );
         std::fs::write(
-            fs.path().join(memory).join("memory.oom_control"),
+            memory.join("memory.oom_control"),
             "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n",
         )
         .unwrap();
@@ -671,6 +420,37 @@ mod tests {
         assert!(CgroupTree::v1(fs.path(), "2:cpu,cpuacct:/\n").is_err());
     }
 
+    #[test]
+    fn each_console_keeps_its_replicas_cgroups_apart_and_removes_what_a_gone_one_left() {
+        let fs = tempfile::tempdir().unwrap();
+        let replicas = fs.path().join("memory/paddlecloud-replicas");
+        // Left by a console whose process is gone (no pid is that large),
+        // and by one from before consoles had folders.
+        std::fs::create_dir_all(replicas.join("console-4194305-0/job-7-trainer-0")).unwrap();
+        std::fs::create_dir_all(replicas.join("job-3-trainer-0")).unwrap();
+        std::fs::create_dir_all(fs.path().join("cpu")).unwrap();
+        let own = "4:memory:/\n2:cpu:/\n";
+        let one = CgroupTree::v1(fs.path(), own).unwrap();
+        assert!(!replicas.join("console-4194305-0").exists());
+        assert!(!replicas.join("job-3-trainer-0").exists());
+        let two = CgroupTree::v1(fs.path(), own).unwrap();
+        let a = one.replica("job-7-trainer-0", 100, 1 << 20).unwrap();
+        let b = two.replica("job-7-trainer-0", 200, 2 << 20).unwrap();
+        assert_ne!(a.memory, b.memory);
+        let limit = |c: &ReplicaCgroup| {
+            std::fs::read_to_string(c.memory.join("memory.limit_in_bytes")).unwrap()
+        };
+        assert_eq!((limit(&a), limit(&b)), ("1048576".into(), "2097152".into()));
+        let ours = |dir: &Path| {
+            dir.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with(&format!("console-{}-", std::process::id()))
+        };
+        assert!(ours(a.memory.parent().unwrap()) && ours(b.memory.parent().unwrap()));
+    }
+
     /// The real thing, where this machine has it (cgroup v1, as root, as
     /// this project's machines): a replica past its memory is killed by
     /// the kernel, and one that spins gets no more CPU than it asked for.
@@ -679,18 +459,20 @@ mod tests {
         let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
         // SAFETY: geteuid has no preconditions.
         let root = unsafe { nix::libc::geteuid() } == 0;
-        let tree = match CgroupTree::v1(Path::new("/sys/fs/cgroup"), &own) {
-            Ok(tree) if root && own.lines().count() > 1 => tree,
-            _ => {
-                use std::io::Write;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "SKIPPED: no writable cgroup v1 hierarchy here (not root, or cgroup v2)"
-                );
-                return;
-            }
-        };
-        let limits = Limits::Cgroup(Arc::new(tree));
+        if !root || own.lines().count() < 2 {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED: no writable cgroup v1 hierarchy here (not root, or cgroup v2)"
+            );
+            return;
+        }
+        let limits = Limits::detect(LimitsChoice::Auto).unwrap();
+        // `auto` takes v1 where v2 is not there.
+        assert_eq!(
+            limits.enforcement(),
+            LimitEnforcement::CgroupV1 { pids_max: 4096 }
+        );
         let key = format!("test-{}", std::process::id());
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let run = |cpu_millis: u64, memory: u64, script: &str| {
