@@ -35,6 +35,7 @@ use crate::pages::{
     notifications::NotificationsPage,
     paddleboard::PaddleBoardPage,
     pipelines::{PipelinePage, PipelinesPage},
+    queue::QueuePage,
     quota::QuotaPageView,
     schedules::{SchedulePage, SchedulesPage},
     serving::traffic::ServingTrafficPage,
@@ -138,6 +139,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("alerts") view=|| view! { <AlertsPage /> } />
                     <Route path=path!("notifications") view=|| view! { <NotificationsPage /> } />
                     <Route path=path!("quota") view=|| view! { <QuotaPageView /> } />
+                    <Route path=path!("queue") view=|| view! { <QueuePage /> } />
                     <Route path=path!("account") view=|| view! { <AccountPage /> } />
                     <Route path=path!("account/audit") view=|| view! { <AuditLogPage /> } />
                     <Route path=path!("admin") view=|| view! { <AdminPage /> } />

@@ -3,6 +3,9 @@ import { test, expect, newAccount, signUp, Page } from "./fixtures";
 // The test server's executor has 2 simulated GPUs (`--local-gpus 2`, this
 // machine has none) and room to spare otherwise: only these tests ask for
 // GPUs, so they can fill the machine without holding up the other specs.
+// They run one after another (each fills the GPUs); the other project's
+// run of them may overlap, so none counts on being alone in the queue.
+test.describe.configure({ mode: "serial" });
 
 /** A one-trainer job asking for `gpu` GPUs, through the REST API. */
 async function submit(page: Page, name: string, gpu: number, script: string) {
@@ -71,4 +74,78 @@ test("a job larger than the machine is refused next to the field that asks too m
   expect(body.error.field).toBe("trainer.gpu");
   expect(body.error.message).toContain("3 GPUs");
   expect(body.error.message).toContain("2 GPUs");
+});
+
+async function status(page: Page, name: string) {
+  return (await (await page.request.get(`/api/v1/jobs/${name}`)).json()).status;
+}
+
+/** A one-trainer `sleep 120` of `gpu` GPUs at `priority`, through the REST API. */
+async function sleeper(page: Page, name: string, gpu: number, priority = "normal") {
+  const res = await page.request.post("/api/v1/jobs", {
+    data: {
+      name,
+      command: ["sleep", "120"],
+      num_trainers: 1,
+      trainer: { cpu: "250m", memory: "128Mi", gpu },
+      priority,
+    },
+  });
+  expect(res.status(), await res.text()).toBe(201);
+}
+
+test("the queue page lists waiting jobs in order, high priority first, with what each waits for and behind whom", async ({ page, open, hydrated }) => {
+  test.setTimeout(120_000);
+  await signUp(page, open, newAccount("queue"));
+  try {
+    await sleeper(page, "holder", 2);
+    await expect.poll(() => status(page, "holder"), { timeout: 60_000 }).toBe("running");
+    await sleeper(page, "steady", 1);
+
+    // The high one from the dialog: an owner may ask for it.
+    await open("/jobs?submit=1");
+    const dialog = page.getByRole("dialog", { name: "Submit a training job" });
+    await dialog.getByLabel("Name").fill("urgent");
+    await dialog.getByLabel("Command").fill("sleep 120");
+    await dialog.getByLabel("Count").first().fill("0");
+    await dialog.getByLabel("Count").nth(1).fill("1");
+    await dialog.getByLabel("CPU each").nth(1).fill("250m");
+    await dialog.getByLabel("Memory each").nth(1).fill("128Mi");
+    await dialog.getByLabel("GPU each").fill("1");
+    await dialog.getByLabel("Priority", { exact: true }).selectOption("high");
+    await dialog.getByRole("button", { name: "Submit" }).click();
+    await expect.poll(() => status(page, "urgent"), { timeout: 15_000 }).toBe("pending");
+    expect((await (await page.request.get("/api/v1/jobs/urgent")).json()).spec.priority).toBe("high");
+
+    await open("/quota");
+    await page.getByTestId("queue-link").click();
+    await expect(page).toHaveURL(/\/queue$/);
+    await expect(page.getByTestId("queue-rule")).toContainText("high priority first");
+    const urgent = page.getByTestId("waiting").locator('tr[data-name="urgent"]');
+    const steady = page.getByTestId("waiting").locator('tr[data-name="steady"]');
+    await expect(urgent.getByTestId("priority")).toHaveText("high");
+    await expect(urgent.getByTestId("reason")).toContainText(/^waiting for (1 GPU|its turn)/);
+    await expect(urgent.getByTestId("held-by")).toContainText("job holder");
+    const position = async (row: typeof urgent) => Number(await row.getAttribute("data-position"));
+    expect(await position(urgent)).toBeLessThan(await position(steady));
+    await expect(page.getByTestId("holding").locator('tr[data-name="holder"]')).toBeVisible();
+
+    // The holder stops: the high one starts, and the page follows.
+    expect((await page.request.post("/api/v1/jobs/holder/stop")).status()).toBe(200);
+    await expect.poll(() => status(page, "urgent"), { timeout: 60_000 }).toBe("running");
+    if (hydrated) {
+      await expect(urgent).toHaveCount(0, { timeout: 15_000 });
+    } else {
+      await expect(async () => {
+        await page.reload();
+        await expect(urgent).toHaveCount(0, { timeout: 500 });
+      }).toPass({ timeout: 15_000 });
+    }
+    await expect(page.getByTestId("holding").locator('tr[data-name="urgent"]')).toBeVisible();
+  } finally {
+    // The GPUs go back at once: the other tests here wait for them.
+    for (const name of ["holder", "urgent", "steady"]) {
+      await page.request.post(`/api/v1/jobs/${name}/stop`);
+    }
+  }
 });

@@ -238,7 +238,7 @@ test("every page renders in light and in dark, readable, with the theme's backgr
     "/paddleboard?job=curve", "/serving", "/serving?launch=1", "/serving/none",
     "/datasets", "/datasets?new=1", `/datasets/${owner}/faces`, `/datasets/${owner}/faces/settings`,
     "/models", `/models/${owner}/faces`, `/models/${owner}/faces/settings`,
-    "/notebooks", "/notebooks?new=1", "/quota", "/account", "/notifications", "/alerts",
+    "/notebooks", "/notebooks?new=1", "/quota", "/queue", "/account", "/notifications", "/alerts",
   ];
   const signedOut = ["/login", "/signup", "/forgot", "/reset?token=0", "/confirm?token=0", "/join?token=0", shared, "/no-such-page"];
   const admin = await browser.newContext({ baseURL, javaScriptEnabled });

@@ -50,6 +50,7 @@ fn main() -> anyhow::Result<()> {
         let setup = support::console(dir.path(), &url, 50_000_000).await?;
         for job in ["one-million", "hundred"] {
             let spec = app::models::JobSpec {
+                priority: Default::default(),
                 notebook: None,
                 template: None,
                 pipeline: None,

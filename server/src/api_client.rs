@@ -327,6 +327,11 @@ impl ApiClient {
         self.json(self.get(&self.url(&["cluster"])).call())
     }
 
+    /// The queue where the caller's jobs run, in order, explained.
+    pub fn queue(&self) -> Result<app::models::QueueView, ClientError> {
+        self.json(self.get(&self.url(&["queue"])).call())
+    }
+
     /// A job's pods.
     pub fn pods(&self, name: &str) -> Result<Vec<Pod>, ClientError> {
         self.json(self.get(&self.url(&["jobs", name, "pods"])).call())

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use app::error::AppError;
 use app::models::{
     Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, LogRequest, Me,
-    Pod, StackDump,
+    Pod, QueueView, StackDump,
 };
 use app::ports::{Cluster, JobEvent, LogStream};
 use async_trait::async_trait;
@@ -159,5 +159,9 @@ impl Cluster for Clusters {
 
     async fn capacity(&self) -> Result<ClusterCapacity, AppError> {
         self.default.capacity().await
+    }
+
+    async fn queue(&self, account: &Account) -> Result<QueueView, AppError> {
+        self.default.queue(account).await
     }
 }

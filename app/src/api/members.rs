@@ -61,6 +61,18 @@ pub async fn set_member_caps(user_id: i64, caps: QuotaForm) -> Result<(), AppErr
     redirect_back(&[], "/account")
 }
 
+/// An owner lets a member submit high-priority jobs (`high` = "on"), or
+/// stops them (no `high`: an unticked box sends nothing).
+#[server(prefix = "/api", endpoint = "set_member_priority")]
+pub async fn set_member_priority(user_id: i64, high: Option<String>) -> Result<(), AppError> {
+    let allowed = high.as_deref().is_some_and(|v| v == "on" || v == "true");
+    services()?
+        .members
+        .allow_high_priority(&principal()?, user_id, allowed)
+        .await?;
+    redirect_back(&[], "/account")
+}
+
 /// An owner removes a member; a member removes themself to leave.
 #[server(prefix = "/api", endpoint = "remove_member")]
 pub async fn remove_member(user_id: i64) -> Result<(), AppError> {

@@ -58,6 +58,14 @@ pub async fn quota_view(account: Option<String>) -> Result<QuotaPage, AppError> 
     })
 }
 
+/// The queue where the caller's jobs run: what waits, in order, for what,
+/// and behind whose work.
+#[server(prefix = "/api", endpoint = "job_queue")]
+pub async fn job_queue() -> Result<crate::models::QueueView, AppError> {
+    let who = principal()?;
+    services()?.cluster.queue(&who.me.account).await
+}
+
 /// Every account with its use against its quota (site admins).
 #[server(prefix = "/api", endpoint = "site_accounts")]
 pub async fn site_accounts() -> Result<Vec<AccountQuota>, AppError> {

@@ -49,6 +49,9 @@ pub struct JobForm {
     /// The environment it runs in (`name`, `owner/name`, `:version`), or empty.
     #[serde(default)]
     pub environment: String,
+    /// `low`, `normal` (or empty) or `high`.
+    #[serde(default)]
+    pub priority: String,
 }
 
 fn count(field: &str, raw: &str, what: &str) -> Result<u32, AppError> {
@@ -78,6 +81,7 @@ impl JobForm {
         let env = parse_env_lines(&self.env)?;
         let gpu = count("trainer.gpu", &self.trainer_gpu, "GPUs")?;
         Ok(JobSpec {
+            priority: super::priority::Priority::parse(&self.priority)?,
             notebook: None,
             template: None,
             pipeline: None,
@@ -136,6 +140,7 @@ impl JobForm {
             datasets: spec.datasets.join(", "),
             models: spec.models.join(", "),
             environment: spec.environment.clone().unwrap_or_default(),
+            priority: spec.priority.as_str().to_owned(),
         }
     }
 
@@ -157,6 +162,7 @@ impl JobForm {
             datasets: String::new(),
             models: String::new(),
             environment: String::new(),
+            priority: String::new(),
         }
     }
 }

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use super::names::{validate_job_name, MAX_JOB_NAME_LEN};
+use super::priority::Priority;
 use super::quantity::{parse_cpu_millis, parse_memory_bytes};
 use crate::error::AppError;
 
@@ -232,6 +233,11 @@ pub struct JobSpec {
     /// console, never from what a client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment_use: Option<crate::models::environments::EnvironmentUse>,
+    /// How urgent it is among the account's own waiting work (`low`,
+    /// `normal`, `high`); `high` is for owners and the members they allow.
+    /// Between accounts, fair share decides (see `models::queue`).
+    #[serde(default, skip_serializing_if = "Priority::is_normal")]
+    pub priority: Priority,
 }
 
 /// Env names the executor sets itself; a spec may not override them.
@@ -284,6 +290,7 @@ impl JobSpec {
             notebook_run: None,
             environment: None,
             environment_use: None,
+            priority: Priority::Normal,
             name: name.to_owned(),
             image: String::new(),
             command,
@@ -751,6 +758,7 @@ mod tests {
 
     pub(crate) fn spec() -> JobSpec {
         JobSpec {
+            priority: Default::default(),
             notebook: None,
             template: None,
             pipeline: None,

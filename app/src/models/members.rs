@@ -22,6 +22,17 @@ pub struct Member {
     /// where unset; `max_jobs` counts their jobs).
     #[serde(default)]
     pub caps: Quota,
+    /// Whether they may submit high-priority jobs (owners always may).
+    #[serde(default)]
+    pub high_priority: bool,
+}
+
+/// What an owner's "high priority" switch for a member sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct PriorityAllowance {
+    /// Whether the member may submit high-priority jobs.
+    pub high: bool,
 }
 
 /// How long an invitation's link works.

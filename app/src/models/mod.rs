@@ -34,7 +34,9 @@ pub mod notebooks;
 pub mod notifications;
 pub mod pipeline_form;
 pub mod pipelines;
+pub mod priority;
 pub mod quantity;
+pub mod queue;
 pub mod quota;
 pub mod resources;
 pub mod schedules;
@@ -81,6 +83,8 @@ pub use pipelines::{
     next_steps, NodeState, NodeStatus, NodeTemplate, PipelineNode, PipelineRun, PipelineSpec,
     PipelineSubmit, RunStatus, Step,
 };
+pub use priority::Priority;
+pub use queue::{AccountShare, Holding, QueueView, Waiting, WorkKind, WorkRef};
 pub use quota::*;
 pub use resources::*;
 pub use schedules::*;

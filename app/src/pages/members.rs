@@ -6,6 +6,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::members::{
     members, CancelInvitation, ChangeRole, InviteMember, RemoveMember, SetMemberCaps,
+    SetMemberPriority,
 };
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::resource::resource;
@@ -58,6 +59,31 @@ fn caps_form(action: ServerAction<SetMemberCaps>, user_id: i64, caps: &Quota) ->
     }
 }
 
+/// Whether a member may submit high-priority jobs, and (for an owner
+/// looking at a member who is not one) the button that changes it.
+fn priority_cell(
+    action: ServerAction<SetMemberPriority>,
+    m: &Member,
+    owner_looks: bool,
+) -> impl IntoView {
+    let (text, change) = match (m.role == Role::Owner, m.high_priority) {
+        (true, _) => ("yes (an owner)", None),
+        (false, true) => ("yes", Some(("Stop high priority", false))),
+        (false, false) => ("no", Some(("Allow high priority", true))),
+    };
+    let user_id = m.user_id;
+    let button = change.filter(|_| owner_looks).map(move |(label, allow)| {
+        view! {
+            <ActionForm action attr:class="inline" attr:data-testid="priority-form">
+                <input type="hidden" name="user_id" value=user_id />
+                {allow.then(|| view! { <input type="hidden" name="high" value="on" /> })}
+                <button type="submit" class="small">{label}</button>
+            </ActionForm>
+        }
+    });
+    view! { <span data-testid="member-high-priority">{text}</span> {button} }
+}
+
 /// Members, invitations, and what owners do with them.
 #[component]
 pub fn MembersSection(
@@ -69,11 +95,13 @@ pub fn MembersSection(
     let change = ServerAction::<ChangeRole>::new();
     let remove = ServerAction::<RemoveMember>::new();
     let caps = ServerAction::<SetMemberCaps>::new();
+    let priority = ServerAction::<SetMemberPriority>::new();
     let invite_error = Signal::derive(last_error(invite));
     let error = Signal::derive(move || {
         last_error(change)()
             .or_else(last_error(remove))
             .or_else(last_error(caps))
+            .or_else(last_error(priority))
             .or_else(last_error(cancel))
     });
     let list = resource(|| (), |_| members());
@@ -84,6 +112,7 @@ pub fn MembersSection(
         let myself = m.user_id == me.user_id;
         let email = m.email.clone();
         let caps_cell = owner.then(|| caps_form(caps, m.user_id, &m.caps));
+        let priority_cell = priority_cell(priority, &m, owner);
         let manage = (owner && !myself).then(move || {
             view! {
                 <ActionForm action=change attr:class="inline">
@@ -119,6 +148,7 @@ pub fn MembersSection(
                 <td data-testid="member-role">{m.role.as_str()}</td>
                 <td>{format_utc(m.created_at)}</td>
                 <td data-testid="member-caps">{caps_text(&m.caps)} {caps_cell}</td>
+                <td>{priority_cell}</td>
                 <td class="actions">{manage}{leave}</td>
             </tr>
         }
@@ -126,7 +156,7 @@ pub fn MembersSection(
     view! {
         <h2 id="members">"Members"</h2>
         <p class="hint">
-            "Owners manage members, roles and settings; members submit and stop jobs and use datasets and models; viewers see everything and change nothing. A member's caps bound what their own jobs and serving instances hold at once, inside the account's quota."
+            "Owners manage members, roles and settings; members submit and stop jobs and use datasets and models; viewers see everything and change nothing. A member's caps bound what their own jobs and serving instances hold at once, inside the account's quota; owners, and the members they allow, may submit high-priority jobs (taken before the account's other waiting work)."
         </p>
         <FormError error />
         <FieldError error field="member" />
@@ -181,6 +211,7 @@ pub fn MembersSection(
                                         <th>"Role"</th>
                                         <th>"Joined"</th>
                                         <th>"Caps"</th>
+                                        <th>"High priority"</th>
                                         <th></th>
                                     </tr>
                                 </thead>

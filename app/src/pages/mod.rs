@@ -22,6 +22,7 @@ pub mod notebooks;
 pub mod notifications;
 pub mod paddleboard;
 pub mod pipelines;
+pub mod queue;
 pub mod quota;
 pub mod schedules;
 pub mod serving;

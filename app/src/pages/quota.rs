@@ -103,15 +103,15 @@ fn MachineSection(c: ClusterCapacity) -> impl IntoView {
     });
     let queued = match c.queued {
         0 => "Nothing waits for room.".to_owned(),
-        1 => "1 job or replica waits for room (first come, first served).".to_owned(),
-        n => format!("{n} jobs or replicas wait for room (first come, first served)."),
+        1 => "1 job or replica waits for room.".to_owned(),
+        n => format!("{n} jobs or replicas wait for room."),
     };
     view! {
         <section class="machine" data-testid="machine">
             <h2>"Where jobs run: " {c.cluster.clone()}</h2>
             {room}
             {gpus}
-            <p class="hint" data-testid="queued">{queued}</p>
+            <p class="hint" data-testid="queued">{queued} " " <a href="/queue" data-testid="queue-link">"The queue, in order, and why each waits"</a></p>
             <p class="hint" data-testid="limits">{c.limits.describe()}</p>
             <p class="hint" data-testid="capacity-source">{c.source.clone()}</p>
         </section>

@@ -11,7 +11,7 @@ use futures_core::Stream;
 use crate::error::AppError;
 use crate::models::{
     Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, LogRequest, Me,
-    Pod, StackDump,
+    Pod, QueueView, StackDump,
 };
 
 /// A pod's log as it is read: chunks of whole lines.
@@ -91,4 +91,8 @@ pub trait Cluster: Send + Sync {
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<JobEvent>;
     /// What the cluster has room for, what its replicas hold and what waits.
     async fn capacity(&self) -> Result<ClusterCapacity, AppError>;
+    /// The queue as a member of `account` sees it: what waits, in order,
+    /// what it waits for and whose work holds that (names only of
+    /// `account`'s own).
+    async fn queue(&self, account: &Account) -> Result<QueueView, AppError>;
 }

@@ -44,6 +44,16 @@ pub trait Members: Send + Sync {
     /// An owner sets what a member may hold at once inside the account's
     /// quota (`Quota::default()`: only the account's quota applies).
     async fn set_caps(&self, who: &Principal, user_id: i64, caps: Quota) -> Result<(), AppError>;
+    /// An owner lets a member submit high-priority jobs, or stops them.
+    async fn allow_high_priority(
+        &self,
+        who: &Principal,
+        user_id: i64,
+        allowed: bool,
+    ) -> Result<(), AppError>;
+    /// Whether `me` may submit high-priority jobs in their account: an
+    /// owner, or a member an owner allowed.
+    async fn may_use_high_priority(&self, me: &Me) -> Result<bool, AppError>;
     /// An owner removes a member, or a member leaves (`user_id` is their
     /// own); the last owner stays. Their sessions and keys in the account end.
     async fn remove_member(&self, who: &Principal, user_id: i64) -> Result<(), AppError>;

@@ -2,7 +2,7 @@
 //! page shows.
 
 use crate::error::AppError;
-use crate::models::{Account, Job, JobDetail, JobSpec, Me, Workload};
+use crate::models::{Account, Job, JobDetail, JobSpec, Me, Priority, Workload};
 use crate::ports::{Principal, Services};
 
 use super::admission::{prepare, start_admitted};
@@ -37,6 +37,12 @@ pub(crate) async fn admit_and_submit(
 ) -> Result<Job, AppError> {
     let me = &who.me;
     spec.notebook = who.notebook_scope().map(str::to_owned);
+    if spec.priority == Priority::High && !services.members.may_use_high_priority(me).await? {
+        return Err(AppError::forbidden(
+            "High priority is for the account's owners and the members they allow \
+             (Account page, Members); submit it as normal or low, or ask an owner.",
+        ));
+    }
     let asked = prepare(services, me, &mut spec).await?;
     spec.models =
         super::model_versions::pin_job_models(&*services.assets, me, &spec.models).await?;

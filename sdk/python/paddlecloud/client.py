@@ -393,6 +393,7 @@ class Client(FilesMixin):
         datasets: Sequence[str] = (),
         environment: Optional[str] = None,
         models: Sequence[str] = (),
+        priority: str = "normal",
     ) -> Dict[str, Any]:
         """Submits a distributed job and returns it (status ``pending`` or later).
 
@@ -410,8 +411,13 @@ class Client(FilesMixin):
         what it resolved to. ``models`` names the model versions it reads
         (``name``, ``owner/name``, either with ``:version``; none: the newest
         finished one): the job records each as ``owner/name:version`` and
-        `paddlecloud.model_dir()` is where the first one is.
+        `paddlecloud.model_dir()` is where the first one is. ``priority``
+        (``"low"``, ``"normal"``, ``"high"``) orders it among the account's own
+        waiting work; ``"high"`` is for owners and the members they allow
+        (others get a `PaddleCloudError` with status 403). See `queue`.
         """
+        if priority not in ("low", "normal", "high"):
+            raise ValueError(f"priority must be low, normal or high, not {priority!r}")
         spec = {
             "name": name,
             "image": image or "",
@@ -436,6 +442,8 @@ class Client(FilesMixin):
         }
         if environment is not None:
             spec["environment"] = environment
+        if priority != "normal":
+            spec["priority"] = priority
         return self._json("POST", "/jobs", body=spec)
 
     def list_jobs_page(
@@ -538,6 +546,16 @@ class Client(FilesMixin):
         instead of ``text`` for a replica that could not be dumped. A job
         marked stalled has ``stalled_since`` (ms) in :meth:`job`."""
         return self._json("POST", f"/jobs/{_quote(name)}/stack-dump")
+
+    def queue(self) -> Dict[str, Any]:
+        """The queue where this account's jobs run: ``waiting`` in the order
+        it will be taken (each with ``position``, ``work`` — ``kind``,
+        ``account`` and, for this account's own, ``name`` —, ``priority``,
+        ``asks``, ``since``, ``reason`` and ``held_by``, the running work
+        holding what it lacks), ``running``, and each account's ``shares``
+        of the machine. ``ordered_here`` is false on Kubernetes, whose
+        scheduler orders its own queue."""
+        return self._json("GET", "/queue")
 
     def idle_gpu_jobs(self) -> List[Dict[str, Any]]:
         """The running jobs of every account whose GPUs have stayed under 5%

@@ -51,6 +51,7 @@ impl Members for SqlAccounts {
                     gpu: to_u64(m.caps.gpus),
                     max_jobs: to_u64(m.caps.jobs),
                 },
+                high_priority: m.high_priority || m.role == Role::Owner,
             })
             .collect();
         let invitations = if who.me.role == Role::Owner {
@@ -144,6 +145,36 @@ impl Members for SqlAccounts {
         .await?;
         settled(change, "have caps set")?;
         Ok(())
+    }
+
+    async fn allow_high_priority(
+        &self,
+        who: &Principal,
+        user_id: i64,
+        allowed: bool,
+    ) -> Result<(), AppError> {
+        who.me.role.require_owner("let members use high priority")?;
+        let change = store::set_high_priority(
+            &self.pool,
+            who.me.account.id,
+            user_id,
+            allowed,
+            Note {
+                actor: &who.me.email,
+                action: "member.high_priority_set",
+                detail: |member: &store::Member| {
+                    let may = if allowed { "may" } else { "may not" };
+                    format!("{}: {may} submit high-priority jobs", member.email)
+                },
+            },
+        )
+        .await?;
+        settled(change, "be allowed high priority")?;
+        Ok(())
+    }
+
+    async fn may_use_high_priority(&self, me: &Me) -> Result<bool, AppError> {
+        store::may_use_high_priority(&self.pool, me.account.id, me.user_id).await
     }
 
     async fn remove_member(&self, who: &Principal, user_id: i64) -> Result<(), AppError> {

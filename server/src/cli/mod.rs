@@ -84,6 +84,9 @@ pub enum Command {
     Delete(JobNameArgs),
     /// Where jobs run: its CPUs, memory and GPUs, what is held, what waits.
     Cluster(ClusterArgs),
+    /// What waits for room, in the order it will be taken, what each waits
+    /// for and whose running work holds it.
+    Queue(remote::QueueArgs),
     /// Who your credentials act as, in which account and role, and your
     /// other accounts (`--account NAME` acts in one of them).
     Whoami(remote::WhoamiArgs),
@@ -202,6 +205,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Dump(args) => blocking(move || remote::dump(args)).await,
         Command::Delete(args) => blocking(move || remote::delete(args)).await,
         Command::Cluster(args) => blocking(move || remote::cluster(args)).await,
+        Command::Queue(args) => blocking(move || remote::queue(args)).await,
         Command::Whoami(args) => blocking(move || remote::whoami(args)).await,
         Command::Upload(args) => blocking(move || files::upload(args)).await,
         Command::Download(args) => blocking(move || files::download(args)).await,

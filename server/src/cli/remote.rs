@@ -83,6 +83,10 @@ pub struct SubmitArgs {
     /// `:version` (e.g. `paddlecloud/paddle-cpu`).
     #[arg(long)]
     pub environment: Option<String>,
+    /// `low`, `normal` or `high` (owners, and members an owner allowed):
+    /// the order among the account's own waiting work.
+    #[arg(long, default_value = "normal", value_parser = parse_priority)]
+    pub priority: app::models::Priority,
     /// Wait until the job ends; exit non-zero unless it succeeded.
     #[arg(long)]
     pub wait: bool,
@@ -180,6 +184,7 @@ fn roles(job: &Job) -> String {
 pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
     let client = args.remote.client()?;
     let spec = JobSpec {
+        priority: args.priority,
         notebook: None,
         template: None,
         pipeline: None,
@@ -382,6 +387,68 @@ pub fn logs(args: LogsArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A priority as `--priority` names it.
+fn parse_priority(raw: &str) -> Result<app::models::Priority, String> {
+    app::models::Priority::parse(raw).map_err(|e| e.to_string())
+}
+
+/// `paddlecloud queue`.
+#[derive(Debug, Clone, Args)]
+pub struct QueueArgs {
+    /// Print the JSON the API returns instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Which console.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// What waits for room, in order, what each waits for and behind whom.
+pub fn queue(args: QueueArgs) -> anyhow::Result<()> {
+    let q = args.remote.client()?.queue()?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&q)?);
+        return Ok(());
+    }
+    print!("{}", render_queue(&q));
+    Ok(())
+}
+
+/// The queue as text: one line per waiting request, then the shares.
+pub fn render_queue(q: &app::models::QueueView) -> String {
+    let mut out = format!("{}: ", q.cluster);
+    if q.waiting.is_empty() {
+        out += "nothing waits for room\n";
+    } else {
+        out += &format!("{} waiting\n", q.waiting.len());
+    }
+    for w in &q.waiting {
+        let behind = if w.held_by.is_empty() {
+            String::new()
+        } else {
+            let who: Vec<String> = w.held_by.iter().map(|h| h.describe()).collect();
+            format!(" (held by {})", who.join(", "))
+        };
+        out += &format!(
+            "  {:>3}. {} [{}] {}{}\n",
+            w.position,
+            w.work.describe(),
+            w.priority.as_str(),
+            w.reason,
+            behind
+        );
+    }
+    if !q.shares.is_empty() {
+        let shares: Vec<String> = q
+            .shares
+            .iter()
+            .map(|s| format!("{} {:.0}%", s.account, s.share * 100.0))
+            .collect();
+        out += &format!("shares: {}\n", shares.join(", "));
+    }
+    out
 }
 
 /// `paddlecloud cluster`.

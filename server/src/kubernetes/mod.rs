@@ -32,7 +32,8 @@ use std::time::Duration;
 use app::error::AppError;
 use app::models::{
     Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, JobStatus,
-    LimitEnforcement, LogRequest, Me, Pod, PodPhase, StackDump,
+    LimitEnforcement, LogRequest, Me, Pod, PodPhase, QueueView, StackDump, Waiting, WorkKind,
+    WorkRef,
 };
 use app::ports::{Cluster, JobEvent, LogStream};
 use async_trait::async_trait;
@@ -832,6 +833,44 @@ impl Cluster for KubeCluster {
             queued,
             limits: LimitEnforcement::Cluster,
             source,
+        })
+    }
+
+    /// The account's own waiting jobs, oldest first, with why each waits
+    /// (the pods' scheduling reasons): the cluster's scheduler orders them,
+    /// so no position is promised.
+    async fn queue(&self, account: &Account) -> Result<QueueView, AppError> {
+        let query = JobQuery {
+            status: Some(JobStatus::Pending),
+            sort: app::models::JobSort::Oldest,
+            per_page: Some(100),
+            ..JobQuery::default()
+        };
+        let pending = self.inner.store.list(account.id, &query).await?.jobs;
+        let waiting = pending
+            .into_iter()
+            .enumerate()
+            .map(|(i, job)| Waiting {
+                position: i as u32 + 1,
+                work: WorkRef {
+                    kind: WorkKind::Job,
+                    account: account.name.clone(),
+                    name: Some(job.name.clone()),
+                },
+                priority: job.spec.priority,
+                asks: job.spec.totals().unwrap_or_default(),
+                since: job.created_at,
+                reason: job.message,
+                held_by: Vec::new(),
+            })
+            .collect();
+        Ok(QueueView {
+            cluster: self.inner.name.clone(),
+            ordered_here: false,
+            waiting,
+            running: Vec::new(),
+            capacity: None,
+            shares: Vec::new(),
         })
     }
 }

@@ -383,6 +383,7 @@ mod tests {
 
     fn spec() -> JobSpec {
         JobSpec {
+            priority: Default::default(),
             notebook: None,
             template: None,
             pipeline: None,

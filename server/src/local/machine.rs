@@ -9,7 +9,7 @@ use app::models::{ClusterCapacity, JobRole, JobSpec, NotebookSpec, ServingSpec};
 
 use super::capacity::{self, CapacitySettings};
 use super::limits::{Limits, LimitsChoice};
-use super::scheduler::{Ask, Asker, LocalScheduler, ReplicaAsk};
+use super::scheduler::{Ask, Asker, LocalScheduler, Owner, ReplicaAsk};
 
 /// The machine's room, queue and limits.
 pub struct Machine {
@@ -79,6 +79,11 @@ impl Machine {
         let ask = Ask {
             asker: Asker::Job,
             replicas,
+            owner: Owner {
+                name: spec.name.clone(),
+                priority: spec.priority,
+                ..Owner::default()
+            },
         };
         for (role, n, one) in [
             ("ps", spec.num_ps, ps),
@@ -87,6 +92,7 @@ impl Machine {
             let single = Ask {
                 asker: Asker::Job,
                 replicas: vec![ReplicaAsk::from(one)],
+                owner: Owner::default(),
             };
             if n == 0 {
                 continue;
@@ -148,6 +154,7 @@ impl Machine {
         let ask = Ask {
             asker,
             replicas: vec![ReplicaAsk::from(one)],
+            owner: Owner::default(),
         };
         match self.scheduler.never_fits(&ask) {
             None => Ok(ask),

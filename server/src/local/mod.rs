@@ -34,7 +34,7 @@ use std::time::Duration;
 use app::error::AppError;
 use app::models::{
     Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, LogRequest, Me,
-    Pod, PodPhase, StackDump,
+    Pod, PodPhase, QueueView, StackDump,
 };
 use app::ports::{Assets, Cluster, JobEvent, LogStream, Metrics};
 use async_trait::async_trait;
@@ -306,7 +306,7 @@ impl LocalCluster {
                 return Ok(Err("its submitter no longer exists".to_owned()));
             };
             let ask = match self.inner.machine.job_ask(&spec) {
-                Ok(ask) => ask,
+                Ok(ask) => ask.owned_by(&me.account.name, &spec.name),
                 Err(err) => return Ok(Err(err.to_string())),
             };
             match self.inputs(&me, &spec).await {
@@ -390,6 +390,7 @@ impl Cluster for LocalCluster {
     async fn submit(&self, by: &Me, spec: JobSpec) -> Result<Job, AppError> {
         spec.validate()?;
         let ask = self.inner.machine.job_ask(&spec)?;
+        let ask = ask.owned_by(&by.account.name, &spec.name);
         let inputs = self.inputs(by, &spec).await?;
         let (stored, token) = self.inner.store.insert(by, &spec, LOCAL).await?;
         let job = stored.job.clone();
@@ -531,5 +532,9 @@ impl Cluster for LocalCluster {
 
     async fn capacity(&self) -> Result<ClusterCapacity, AppError> {
         Ok(self.inner.machine.report(LOCAL))
+    }
+
+    async fn queue(&self, account: &Account) -> Result<QueueView, AppError> {
+        Ok(self.inner.machine.scheduler.view(LOCAL, &account.name))
     }
 }

@@ -306,7 +306,7 @@ async fn supervise(server: &Supervisee<Server>, mut launch: Launch, reporter: &N
     let report = |status, message: String| report_on(reporter, run, status, message);
     let machine = &launch.host.machine;
     let ask = match machine.notebook_ask(&run.spec) {
-        Ok(ask) => ask,
+        Ok(ask) => ask.owned_by(&run.account.name, &run.spec.name),
         Err(err) => return report(NotebookStatus::Failed, err.to_string()).await,
     };
     // What it is held to once it runs (its kernels too: they are its children).

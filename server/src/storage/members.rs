@@ -52,6 +52,8 @@ pub struct MemberRecord {
     pub created_at: i64,
     /// Their caps there.
     pub caps: Caps,
+    /// Whether they may submit high-priority jobs there.
+    pub high_priority: bool,
 }
 
 /// The account's members, in the order they joined.
@@ -65,10 +67,11 @@ pub async fn list(pool: &AnyPool, account_id: i64) -> Result<Vec<MemberRecord>, 
         Option<i64>,
         Option<i64>,
         Option<i64>,
+        i64,
     );
     let rows: Vec<MemberRow> = sqlx::query_as(
         "SELECT u.id, u.email, m.role, m.created_at, m.max_cpu_millis, m.max_memory_bytes, \
-         m.max_gpus, m.max_jobs FROM memberships m \
+         m.max_gpus, m.max_jobs, m.high_priority FROM memberships m \
          JOIN users u ON u.id = m.user_id WHERE m.account_id = $1 \
          ORDER BY m.created_at, u.id",
     )
@@ -79,7 +82,7 @@ pub async fn list(pool: &AnyPool, account_id: i64) -> Result<Vec<MemberRecord>, 
     Ok(rows
         .into_iter()
         .map(
-            |(user_id, email, role, created_at, cpu_millis, memory_bytes, gpus, jobs)| {
+            |(user_id, email, role, created_at, cpu_millis, memory_bytes, gpus, jobs, high)| {
                 MemberRecord {
                     user_id,
                     email,
@@ -91,6 +94,7 @@ pub async fn list(pool: &AnyPool, account_id: i64) -> Result<Vec<MemberRecord>, 
                         gpus,
                         jobs,
                     },
+                    high_priority: high != 0,
                 }
             },
         )
@@ -251,6 +255,50 @@ pub async fn set_caps<F: FnOnce(&Member) -> String>(
     .map_err(internal("set caps"))?;
     record_and_commit(tx, account_id, &member, note, "set caps").await?;
     Ok(Change::Done(member))
+}
+
+/// Sets whether the member `user_id` of `account_id` may submit
+/// high-priority jobs.
+pub async fn set_high_priority<F: FnOnce(&Member) -> String>(
+    pool: &AnyPool,
+    account_id: i64,
+    user_id: i64,
+    allowed: bool,
+    note: Note<'_, F>,
+) -> Result<Change, AppError> {
+    let what = "allow high priority";
+    let mut tx = pool.begin_write().await.map_err(internal(what))?;
+    lock_account(&mut tx, account_id).await?;
+    let Some(member) = member_row(&mut tx, account_id, user_id).await? else {
+        return Ok(Change::NotMember);
+    };
+    sqlx::query("UPDATE memberships SET high_priority = $1 WHERE account_id = $2 AND user_id = $3")
+        .bind(i64::from(allowed))
+        .bind(account_id)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(internal(what))?;
+    record_and_commit(tx, account_id, &member, note, what).await?;
+    Ok(Change::Done(member))
+}
+
+/// Whether the member `user_id` of `account_id` may submit high-priority
+/// jobs (an owner's setting; owners themselves always may).
+pub async fn may_use_high_priority(
+    pool: &AnyPool,
+    account_id: i64,
+    user_id: i64,
+) -> Result<bool, AppError> {
+    let row: Option<(String, i64)> = sqlx::query_as(
+        "SELECT role, high_priority FROM memberships WHERE account_id = $1 AND user_id = $2",
+    )
+    .bind(account_id)
+    .bind(user_id)
+    .fetch_optional(pool)
+    .await
+    .map_err(internal("read a member's priority"))?;
+    Ok(row.is_some_and(|(role, high)| role == Role::Owner.as_str() || high != 0))
 }
 
 /// Takes the member `user_id` out of `account_id`, unless they are its

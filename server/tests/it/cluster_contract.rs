@@ -81,6 +81,7 @@ impl Harness {
     /// A job running `script` in `sh -c` for every replica.
     fn job(&self, name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
         JobSpec {
+            priority: Default::default(),
             notebook: None,
             template: None,
             pipeline: None,

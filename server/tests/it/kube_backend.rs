@@ -65,6 +65,7 @@ fn spec_in(image: &str, name: &str, ps: u32, trainers: u32, script: &str) -> Job
         gpu: 0,
     };
     JobSpec {
+        priority: Default::default(),
         notebook: None,
         template: None,
         pipeline: None,

@@ -49,6 +49,7 @@ async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_instal
     let account = common::account(&db.pool, &ns, &ns).await;
     let me = common::user_in(&db.pool, &account).await;
     let spec = JobSpec {
+        priority: Default::default(),
         notebook: None,
         template: None,
         pipeline: None,

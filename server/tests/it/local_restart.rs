@@ -24,6 +24,7 @@ fn a_restart_marks_running_jobs_failed_and_kills_what_is_left_of_them() {
         let console = Console::build(common::site::config(&db)).await.unwrap();
         let cluster = console.services.cluster;
         let spec = JobSpec {
+            priority: Default::default(),
             notebook: None,
             template: None,
             pipeline: None,

@@ -66,6 +66,7 @@ mod notifications;
 mod openapi_constraints;
 mod pipelines;
 mod prometheus;
+mod queue;
 mod real_node;
 mod replicas;
 mod rest;

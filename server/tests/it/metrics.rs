@@ -23,6 +23,7 @@ async fn with_job(db: &TestDb, name: &str, job: &str) -> Account {
     let account = account(db, name).await;
     let me = common::user_in(&db.pool, &account).await;
     let spec = app::models::JobSpec {
+        priority: Default::default(),
         notebook: None,
         template: None,
         pipeline: None,
@@ -437,6 +438,7 @@ async fn scalars_from_tensorboard_and_visualdl_files_a_job_writes_reach_its_boar
         "/tests/fixtures/write_metric_logs.py"
     );
     let spec = app::models::JobSpec {
+        priority: Default::default(),
         notebook: None,
         template: None,
         pipeline: None,

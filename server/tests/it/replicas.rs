@@ -203,6 +203,7 @@ fn small() -> ReplicaResources {
 /// a minute.
 fn counting_job(name: &str, image: &str) -> JobSpec {
     JobSpec {
+        priority: Default::default(),
         notebook: None,
         template: None,
         pipeline: None,

@@ -219,6 +219,7 @@ fn body_for(method: &Method, template: &str) -> Option<Value> {
             Some(json!({"email": "dan@example.com", "role": "member"}))
         }
         ("PUT", "/api/v1/members/{user_id}/role") => Some(json!({"role": "viewer"})),
+        ("PUT", "/api/v1/members/{user_id}/priority") => Some(json!({"high": true})),
         ("PUT", "/api/v1/members/{user_id}/caps") => {
             Some(json!({"cpu": "1", "memory": "", "gpu": "", "max_jobs": ""}))
         }
@@ -412,6 +413,7 @@ const SERVER_FN_OWNERS: &[(&str, &str)] = &[
         "user_id=OWNER&caps[cpu]=1&caps[memory]=&caps[gpu]=&caps[max_jobs]=",
     ),
     ("account_audit", ""),
+    ("set_member_priority", "user_id=OWNER&high=on"),
 ];
 const SERVER_FN_ADMINS: &[(&str, &str)] = &[
     (
@@ -474,6 +476,7 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("new_experiment_form", "template=team%2Ft1"),
     ("resource_charts", "job=j1"),
     ("quota_view", ""),
+    ("job_queue", ""),
     ("quota_left", ""),
     ("cluster_room", ""),
     ("board_jobs", ""),

@@ -83,6 +83,16 @@ pub fn SubmitDialog() -> impl IntoView {
                     {field("environment", "Python environment (optional, e.g. paddlecloud/paddle-cpu)", |f| f.environment.clone())}
                     {field("command", "Command", |f| f.command.clone())}
                     {field("working_dir", "Working directory", |f| f.working_dir.clone())}
+                    <label for="job-priority" title="Among your team's own waiting jobs: high goes first (owners, and members they allow), low last">"Priority"</label>
+                    <select id="job-priority" name="form[priority]">
+                        {move || {
+                            let chosen = form.with_untracked(|f| crate::models::Priority::parse(&f.priority).unwrap_or_default());
+                            crate::models::Priority::ALL.into_iter().map(|p| view! {
+                                <option value=p.as_str() selected=p == chosen>{p.as_str()}</option>
+                            }).collect_view()
+                        }}
+                    </select>
+                    <FieldError error field="priority" />
                 </div>
                 <fieldset>
                     <legend>"Parameter servers"</legend>

@@ -2,7 +2,9 @@
 //! the account they act in. (Invitations are accepted in the browser: the
 //! link signs the invitee in.)
 
-use app::models::{InviteForm, MemberList, Membership, PendingInvitation, QuotaForm, RoleChange};
+use app::models::{
+    InviteForm, MemberList, Membership, PendingInvitation, PriorityAllowance, QuotaForm, RoleChange,
+};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::Json;
@@ -156,6 +158,38 @@ pub async fn set_caps(
     let JsonBody(form) = form?;
     let caps = form.to_quota()?;
     state.services.members.set_caps(&who, user_id, caps).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Lets a member submit high-priority jobs, or stops them (owners; owners
+/// themselves always may).
+#[utoipa::path(
+    put,
+    path = "/api/v1/members/{user_id}/priority",
+    tag = "account",
+    params(("user_id" = i64, Path, description = "The member's user id")),
+    request_body = PriorityAllowance,
+    responses(
+        (status = 204, description = "Set"),
+        (status = 400, description = "A body without `high`", body = ErrorBody),
+        (status = 401, description = "No or a wrong access key", body = ErrorBody),
+        (status = 403, description = "The caller is not an owner", body = ErrorBody),
+        (status = 404, description = "No such member", body = ErrorBody),
+    )
+)]
+pub async fn set_priority(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    user_id: Result<Path<i64>, PathRejection>,
+    body: Result<JsonBody<PriorityAllowance>, ApiError>,
+) -> Result<StatusCode, ApiError> {
+    let Path(user_id) = user_id?;
+    let JsonBody(body) = body?;
+    state
+        .services
+        .members
+        .allow_high_priority(&who, user_id, body.high)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

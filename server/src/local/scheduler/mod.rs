@@ -1,22 +1,31 @@
 //! The local executor's scheduler: what the machine can hold (CPU, memory,
 //! GPUs), who holds it, and who waits.
 //!
-//! The rule is first come, first served. A job asks for all its replicas at
-//! once (they start together or not at all: a parameter-server job that
-//! starts half its replicas deadlocks); a serving replica asks for itself.
-//! Requests are granted strictly in the order they were made: the first one
-//! that does not fit waits for room, and everything behind it waits too,
-//! however small. Nothing overtakes, so a large job is never starved by a
-//! stream of small ones; the price is that a small job may wait behind a
-//! large one while some room stands idle. GPUs are handed out by index,
-//! lowest free first, and never to two running replicas at once.
+//! A job asks for all its replicas at once (they start together or not at
+//! all: a parameter-server job that starts half its replicas deadlocks); a
+//! serving replica or a notebook asks for itself. Requests are taken in the
+//! order [`app::models::queue::fair_order`] gives: inside an account by
+//! priority, then age; between accounts, the one holding the smallest share
+//! of the machine first. The first in that order that does not fit waits
+//! for room, and everything behind it waits too, however small. Nothing
+//! overtakes, so a large job is never starved by a stream of small ones;
+//! the price is that a small job may wait behind a large one while some
+//! room stands idle. GPUs are handed out by index, lowest free first, and
+//! never to two running replicas at once.
 
-use std::collections::{BTreeSet, VecDeque};
+mod words;
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use app::models::quantity::{format_cpu, format_memory};
-use app::models::ResourceTotals;
+use app::models::quantity::format_memory;
+use app::models::queue::{dominant_share, fair_order, QueueKey};
+use app::models::{
+    AccountShare, Holding, Priority, QueueView, ResourceTotals, Waiting, WorkKind, WorkRef,
+};
 use tokio::sync::{oneshot, watch};
+
+use words::{ahead_text, cpus, gpus, lacking};
 
 use super::capacity::Capacity;
 
@@ -41,7 +50,8 @@ impl From<ResourceTotals> for ReplicaAsk {
     }
 }
 
-/// Who asks: queue messages count what is ahead by kind.
+/// Who asks: queue messages count what is ahead by kind (in the order of
+/// [`WorkKind`]'s).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Asker {
     /// A job (all its replicas).
@@ -52,6 +62,29 @@ pub enum Asker {
     Notebook,
 }
 
+impl Asker {
+    /// As the queue page names it.
+    pub fn kind(self) -> WorkKind {
+        match self {
+            Self::Job => WorkKind::Job,
+            Self::ServingReplica => WorkKind::ServingReplica,
+            Self::Notebook => WorkKind::Notebook,
+        }
+    }
+}
+
+/// Whose request it is: fair share counts by account, priority orders an
+/// account's own, and the queue page names it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Owner {
+    /// The account.
+    pub account: String,
+    /// The job, serving instance or notebook.
+    pub name: String,
+    /// Its priority in the account.
+    pub priority: Priority,
+}
+
 /// A request: replicas that start together.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ask {
@@ -59,9 +92,18 @@ pub struct Ask {
     pub asker: Asker,
     /// Each replica's needs, in the order its GPUs are handed back.
     pub replicas: Vec<ReplicaAsk>,
+    /// Whose it is (set by the workload before it joins the queue).
+    pub owner: Owner,
 }
 
 impl Ask {
+    /// The same request, as `account`'s `name` (its priority kept).
+    pub fn owned_by(mut self, account: &str, name: &str) -> Self {
+        self.owner.account = account.to_owned();
+        self.owner.name = name.to_owned();
+        self
+    }
+
     /// The replicas' needs together.
     pub fn totals(&self) -> ResourceTotals {
         self.replicas
@@ -98,13 +140,25 @@ struct State {
     /// GPU indices no running replica holds.
     free_gpus: BTreeSet<u32>,
     queue: VecDeque<Waiter>,
+    /// Granted requests, by id: what each holds and whose it is.
+    running: HashMap<u64, Running>,
 }
 
 struct Waiter {
     id: u64,
     ask: Ask,
+    /// When it joined, Unix milliseconds.
+    since: i64,
     granted: oneshot::Sender<Vec<Vec<u32>>>,
     reason: watch::Sender<String>,
+}
+
+/// A granted request, for fair share and the queue page.
+struct Running {
+    owner: Owner,
+    asker: Asker,
+    totals: ResourceTotals,
+    since: i64,
 }
 
 /// A request in the queue. Dropping it (a stop, a delete) leaves the queue;
@@ -122,6 +176,7 @@ pub struct Ticket {
 /// Room held by running replicas, given back when dropped.
 pub struct Grant {
     scheduler: Arc<LocalScheduler>,
+    id: u64,
     totals: ResourceTotals,
     /// Each replica's GPU indices, in the order of the ask.
     pub gpus: Vec<Vec<u32>>,
@@ -138,6 +193,7 @@ impl LocalScheduler {
                 held: ResourceTotals::default(),
                 free_gpus,
                 queue: VecDeque::new(),
+                running: HashMap::new(),
             }),
         })
     }
@@ -191,6 +247,7 @@ impl LocalScheduler {
         state.queue.push_back(Waiter {
             id,
             ask,
+            since: crate::time::now_ms(),
             granted: granted_tx,
             reason: reason_tx,
         });
@@ -214,14 +271,29 @@ impl LocalScheduler {
         (state.held, held, state.queue.len())
     }
 
-    /// Grants from the head of the queue while the head fits, then tells
-    /// every waiter why it waits.
+    /// The queue in the order it is taken (indices into it).
+    fn order(&self, state: &State) -> Vec<usize> {
+        let keys: Vec<QueueKey<'_>> = state
+            .queue
+            .iter()
+            .map(|w| QueueKey {
+                account: &w.ask.owner.account,
+                priority: w.ask.owner.priority,
+                seq: w.id,
+                asks: w.ask.totals(),
+            })
+            .collect();
+        fair_order(&keys, &held_by_account(state), self.capacity.totals())
+    }
+
+    /// Grants from the head of the queue (in [`Self::order`]) while the
+    /// head fits, then tells every waiter why it waits.
     fn dispatch(&self, state: &mut State) {
-        while let Some(head) = state.queue.front() {
-            if !lacking(&head.ask.totals(), &self.free(state)).is_empty() {
+        while let Some(&head) = self.order(state).first() {
+            if !lacking(&state.queue[head].ask.totals(), &self.free(state)).is_empty() {
                 break;
             }
-            let waiter = state.queue.pop_front().expect("a head");
+            let waiter = state.queue.remove(head).expect("a head");
             let totals = waiter.ask.totals();
             let mut gpus = Vec::with_capacity(waiter.ask.replicas.len());
             for replica in &waiter.ask.replicas {
@@ -237,14 +309,24 @@ impl LocalScheduler {
                 gpus.push(mine);
             }
             state.held = add(state.held, totals);
+            state.running.insert(
+                waiter.id,
+                Running {
+                    owner: waiter.ask.owner.clone(),
+                    asker: waiter.ask.asker,
+                    totals,
+                    since: crate::time::now_ms(),
+                },
+            );
             if let Err(gpus) = waiter.granted.send(gpus) {
                 // Its ticket went while it was being granted.
-                release(state, totals, &gpus);
+                release(state, waiter.id, totals, &gpus);
             }
         }
         let free = self.free(state);
         let mut ahead = [0usize; 3];
-        for waiter in &state.queue {
+        for i in self.order(state) {
+            let waiter = &state.queue[i];
             let lack = lacking(&waiter.ask.totals(), &free);
             let behind = (ahead != [0; 3]).then(|| ahead_text(ahead));
             let reason = match (lack.is_empty(), behind) {
@@ -273,6 +355,96 @@ impl LocalScheduler {
     }
 }
 
+impl LocalScheduler {
+    /// The queue as a member of `account` sees it: everything that waits,
+    /// in order, and everything that holds room, with names only for
+    /// `account`'s own work.
+    pub fn view(&self, cluster: &str, account: &str) -> QueueView {
+        let state = self.lock();
+        let work = |owner: &Owner, asker: Asker| WorkRef {
+            kind: asker.kind(),
+            account: owner.account.clone(),
+            name: (owner.account == account).then(|| owner.name.clone()),
+        };
+        let mut running: Vec<(&Running, Holding)> = state
+            .running
+            .values()
+            .map(|r| {
+                let holding = Holding {
+                    work: work(&r.owner, r.asker),
+                    priority: r.owner.priority,
+                    holds: r.totals,
+                    since: r.since,
+                };
+                (r, holding)
+            })
+            .collect();
+        running.sort_by_key(|(r, _)| r.since);
+        let free = self.free(&state);
+        let waiting = self
+            .order(&state)
+            .into_iter()
+            .enumerate()
+            .map(|(i, q)| {
+                let w = &state.queue[q];
+                let asks = w.ask.totals();
+                // Who holds what it lacks (nobody, if it only waits its turn).
+                let short = |need: u64, free: u64| need > free;
+                let (cpu, memory, gpu) = (
+                    short(asks.cpu_millis, free.cpu_millis),
+                    short(asks.memory_bytes, free.memory_bytes),
+                    short(asks.gpu, free.gpu),
+                );
+                let held_by = running
+                    .iter()
+                    .filter(|(r, _)| {
+                        (cpu && r.totals.cpu_millis > 0)
+                            || (memory && r.totals.memory_bytes > 0)
+                            || (gpu && r.totals.gpu > 0)
+                    })
+                    .map(|(_, h)| h.work.clone())
+                    .collect();
+                Waiting {
+                    position: i as u32 + 1,
+                    work: work(&w.ask.owner, w.ask.asker),
+                    priority: w.ask.owner.priority,
+                    asks,
+                    since: w.since,
+                    reason: w.reason.borrow().clone(),
+                    held_by,
+                }
+            })
+            .collect();
+        let capacity = self.capacity.totals();
+        let mut shares: Vec<AccountShare> = held_by_account(&state)
+            .into_iter()
+            .map(|(account, held)| AccountShare {
+                account: account.to_owned(),
+                share: dominant_share(held, capacity),
+            })
+            .collect();
+        shares.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.account.cmp(&b.account)));
+        QueueView {
+            cluster: cluster.to_owned(),
+            ordered_here: true,
+            waiting,
+            running: running.into_iter().map(|(_, h)| h).collect(),
+            capacity: Some(capacity),
+            shares,
+        }
+    }
+}
+
+/// What each account's granted requests hold.
+fn held_by_account(state: &State) -> HashMap<&str, ResourceTotals> {
+    let mut held: HashMap<&str, ResourceTotals> = HashMap::new();
+    for r in state.running.values() {
+        let h = held.entry(r.owner.account.as_str()).or_default();
+        *h = add(*h, r.totals);
+    }
+    held
+}
+
 impl Ticket {
     /// Waits for its turn and the room; the room is held until the [`Grant`]
     /// is dropped.
@@ -283,6 +455,7 @@ impl Ticket {
         self.taken = true;
         Grant {
             scheduler: self.scheduler.clone(),
+            id: self.id,
             totals: self.totals,
             gpus,
         }
@@ -340,7 +513,7 @@ impl Drop for Ticket {
         state.queue.retain(|w| w.id != self.id);
         // Granted, but never taken: give the room back.
         if let Ok(gpus) = self.granted.try_recv() {
-            release(&mut state, self.totals, &gpus);
+            release(&mut state, self.id, self.totals, &gpus);
         }
         scheduler.dispatch(&mut state);
     }
@@ -350,12 +523,13 @@ impl Drop for Grant {
     fn drop(&mut self) {
         let scheduler = self.scheduler.clone();
         let mut state = scheduler.lock();
-        release(&mut state, self.totals, &self.gpus);
+        release(&mut state, self.id, self.totals, &self.gpus);
         scheduler.dispatch(&mut state);
     }
 }
 
-fn release(state: &mut State, totals: ResourceTotals, gpus: &[Vec<u32>]) {
+fn release(state: &mut State, id: u64, totals: ResourceTotals, gpus: &[Vec<u32>]) {
+    state.running.remove(&id);
     state.held = ResourceTotals {
         cpu_millis: state.held.cpu_millis.saturating_sub(totals.cpu_millis),
         memory_bytes: state.held.memory_bytes.saturating_sub(totals.memory_bytes),
@@ -368,238 +542,5 @@ fn add(a: ResourceTotals, b: ResourceTotals) -> ResourceTotals {
     a.add_times(b, 1)
 }
 
-fn cpus(millis: u64) -> String {
-    if millis <= 1000 {
-        format!("{} CPU", format_cpu(millis))
-    } else {
-        format!("{} CPUs", format_cpu(millis))
-    }
-}
-
-fn gpus(n: u64) -> String {
-    if n == 1 {
-        "1 GPU".to_owned()
-    } else {
-        format!("{n} GPUs")
-    }
-}
-
-/// What `need` lacks of `free`, in words: `2 GPUs: 1 free`.
-fn lacking(need: &ResourceTotals, free: &ResourceTotals) -> Vec<String> {
-    let mut out = Vec::new();
-    if need.cpu_millis > free.cpu_millis {
-        out.push(format!(
-            "{}: {} free",
-            cpus(need.cpu_millis),
-            format_cpu(free.cpu_millis)
-        ));
-    }
-    if need.memory_bytes > free.memory_bytes {
-        out.push(format!(
-            "{} of memory: {} free",
-            format_memory(need.memory_bytes),
-            format_memory(free.memory_bytes)
-        ));
-    }
-    if need.gpu > free.gpu {
-        out.push(format!("{}: {} free", gpus(need.gpu), free.gpu));
-    }
-    out
-}
-
-/// `3 jobs ahead`, `1 job and 2 serving replicas ahead`: what waits ahead
-/// by kind (jobs, serving replicas, notebooks, as [`Asker`] numbers them).
-fn ahead_text(ahead: [usize; 3]) -> String {
-    const NOUNS: [(&str, &str); 3] = [
-        ("job", "jobs"),
-        ("serving replica", "serving replicas"),
-        ("notebook", "notebooks"),
-    ];
-    let parts: Vec<String> = ahead
-        .iter()
-        .zip(NOUNS)
-        .filter(|(n, _)| **n > 0)
-        .map(|(&n, (one, many))| {
-            if n == 1 {
-                format!("1 {one}")
-            } else {
-                format!("{n} {many}")
-            }
-        })
-        .collect();
-    let list = match parts.as_slice() {
-        [] => String::new(),
-        [one] => one.clone(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-    };
-    format!("{list} ahead")
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::local::capacity::Gpu;
-
-    fn machine(cpus: u64, gib: u64, gpus: u32) -> Arc<LocalScheduler> {
-        LocalScheduler::new(Capacity {
-            cpu_millis: cpus * 1000,
-            memory_bytes: gib << 30,
-            gpus: (0..gpus)
-                .map(|index| Gpu {
-                    index,
-                    name: "simulated".into(),
-                    memory_bytes: None,
-                    simulated: true,
-                })
-                .collect(),
-            source: String::new(),
-        })
-    }
-
-    fn job(replicas: &[(u64, u64, u32)]) -> Ask {
-        Ask {
-            asker: Asker::Job,
-            replicas: replicas
-                .iter()
-                .map(|&(cpus, gib, gpus)| ReplicaAsk {
-                    cpu_millis: cpus * 1000,
-                    memory_bytes: gib << 30,
-                    gpus,
-                })
-                .collect(),
-        }
-    }
-
-    fn now(ticket: Ticket) -> Option<Grant> {
-        let waker = futures_util::task::noop_waker();
-        let mut cx = std::task::Context::from_waker(&waker);
-        let mut fut = Box::pin(ticket.granted());
-        match fut.as_mut().poll(&mut cx) {
-            std::task::Poll::Ready(g) => Some(g),
-            std::task::Poll::Pending => None,
-        }
-    }
-
-    use std::future::Future;
-
-    #[test]
-    fn a_request_larger_than_the_machine_never_fits_and_says_by_how_much() {
-        let s = machine(2, 4, 1);
-        let too_many_gpus = s.never_fits(&job(&[(1, 1, 1), (1, 1, 1)])).unwrap();
-        assert_eq!(
-            (
-                too_many_gpus.resource,
-                too_many_gpus.asked.as_str(),
-                too_many_gpus.capacity.as_str()
-            ),
-            ("gpu", "2 GPUs", "1 GPU")
-        );
-        let cpu = s.never_fits(&job(&[(2, 1, 0), (1, 1, 0)])).unwrap();
-        assert_eq!(
-            (cpu.asked.as_str(), cpu.capacity.as_str()),
-            ("3 CPUs", "2 CPUs")
-        );
-        assert_eq!(s.never_fits(&job(&[(1, 5, 0)])).unwrap().resource, "memory");
-        assert_eq!(s.never_fits(&job(&[(1, 2, 0), (1, 2, 1)])), None);
-    }
-
-    #[test]
-    fn replicas_get_disjoint_gpus_and_give_them_back() {
-        let s = machine(8, 8, 4);
-        let a = now(s.enqueue(job(&[(1, 1, 2), (1, 1, 1)]))).unwrap();
-        assert_eq!(a.gpus, vec![vec![0, 1], vec![2]]);
-        let b = now(s.enqueue(job(&[(1, 1, 1), (1, 1, 0)]))).unwrap();
-        assert_eq!(b.gpus, vec![vec![3], vec![]]);
-        drop(a);
-        let c = now(s.enqueue(job(&[(1, 1, 3)]))).unwrap();
-        assert_eq!(c.gpus, vec![vec![0, 1, 2]]);
-        let (held, held_gpus, queued) = s.usage();
-        assert_eq!(held.gpu, 4);
-        assert_eq!(held_gpus.len(), 4);
-        assert_eq!(queued, 0);
-    }
-
-    #[test]
-    fn requests_start_in_order_and_a_small_one_never_overtakes() {
-        let s = machine(2, 8, 2);
-        let first = now(s.enqueue(job(&[(1, 1, 1)]))).unwrap();
-        let big = s.enqueue(job(&[(1, 1, 2)]));
-        assert_eq!(*big.reason.borrow(), "waiting for 2 GPUs: 1 free");
-        let small = s.enqueue(job(&[(1, 1, 0)]));
-        assert_eq!(
-            *small.reason.borrow(),
-            "waiting for its turn: 1 job ahead",
-            "one CPU is free, but the GPU job came first"
-        );
-        let serving = s.enqueue(Ask {
-            asker: Asker::ServingReplica,
-            replicas: vec![ReplicaAsk {
-                cpu_millis: 500,
-                memory_bytes: 1 << 30,
-                gpus: 1,
-            }],
-        });
-        assert_eq!(
-            *serving.reason.borrow(),
-            "waiting for its turn: 2 jobs ahead"
-        );
-        drop(first);
-        let big = now(big).expect("the head starts once the GPUs are back");
-        assert_eq!(big.gpus, vec![vec![0, 1]]);
-        let small = now(small).expect("then the next in line");
-        assert_eq!(
-            *serving.reason.borrow(),
-            "waiting for 500m CPU: 0 free and 1 GPU: 0 free"
-        );
-        drop((big, small));
-        assert!(now(serving).is_some());
-    }
-
-    #[test]
-    fn leaving_the_queue_lets_the_next_one_start() {
-        let s = machine(1, 8, 0);
-        let running = now(s.enqueue(job(&[(1, 1, 0)]))).unwrap();
-        let queued = s.enqueue(job(&[(1, 1, 0)]));
-        let next = s.enqueue(job(&[(1, 1, 0)]));
-        assert_eq!(
-            *next.reason.borrow(),
-            "waiting for 1 CPU: 0 free; 1 job ahead"
-        );
-        drop(queued); // a stop while queued
-        assert_eq!(*next.reason.borrow(), "waiting for 1 CPU: 0 free");
-        drop(running);
-        let next = now(next).expect("its turn");
-        assert_eq!(s.usage().0.cpu_millis, 1000);
-        drop(next);
-        assert_eq!(s.usage().0.cpu_millis, 0);
-    }
-
-    #[test]
-    fn a_grant_never_taken_gives_its_room_back() {
-        let s = machine(1, 8, 1);
-        let held = now(s.enqueue(job(&[(1, 1, 1)]))).unwrap();
-        let waiting = s.enqueue(job(&[(1, 1, 1)]));
-        drop(held);
-        // Granted now, but its owner goes before taking it.
-        drop(waiting);
-        assert_eq!(s.usage().0, ResourceTotals::default());
-        assert!(now(s.enqueue(job(&[(1, 1, 1)]))).is_some());
-    }
-
-    #[test]
-    fn memory_lacking_is_said_in_binary_units() {
-        let s = machine(4, 2, 0);
-        let _held = now(s.enqueue(job(&[(1, 1, 0)]))).unwrap();
-        let t = s.enqueue(job(&[(1, 2, 0)]));
-        assert_eq!(
-            *t.reason.borrow(),
-            "waiting for 2 GiB of memory: 1 GiB free"
-        );
-        assert_eq!(ahead_text([1, 2, 0]), "1 job and 2 serving replicas ahead");
-        assert_eq!(ahead_text([3, 0, 0]), "3 jobs ahead");
-        assert_eq!(
-            ahead_text([2, 1, 1]),
-            "2 jobs, 1 serving replica and 1 notebook ahead"
-        );
-    }
-}
+mod tests;

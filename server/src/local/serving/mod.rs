@@ -172,7 +172,10 @@ impl ServingBackend for LocalServing {
         let host = &self.inner.host;
         let mut launch = Launch {
             id: run.id,
-            ask: host.machine.serving_ask(&run.spec)?,
+            ask: host
+                .machine
+                .serving_ask(&run.spec)?
+                .owned_by(&run.account.name, &run.spec.name),
             machine: host.machine.clone(),
             argv,
             inherited_env: host.inherited_env.clone(),

@@ -1,0 +1,220 @@
+//! The queue explains itself: jobs of two accounts compete for a machine
+//! made small (`--local-cpus 2`), with priorities; the order they start in,
+//! and what the queue says while they wait, are what a user would check.
+
+use http::{Method, StatusCode};
+use serde_json::{json, Value};
+use server::console::Config;
+use server::local::capacity::{CapacitySettings, GpuSetting};
+
+use crate::common;
+use crate::common::rest::{call, key_and_cookie, wait_for};
+use crate::common::site::{site_from, Site};
+use crate::common::smtp::SmtpServer;
+use crate::members::join;
+
+/// A one-trainer job of `cpu` CPUs sleeping `secs`, at `priority`.
+fn job(name: &str, cpu: &str, secs: u32, priority: &str) -> Value {
+    json!({
+        "name": name,
+        "command": ["sleep", secs.to_string()],
+        "num_trainers": 1,
+        "trainer": {"cpu": cpu, "memory": "64Mi"},
+        "priority": priority,
+    })
+}
+
+async fn submit(site: &Site, key: &str, spec: Value) -> (StatusCode, Value) {
+    let got = call(site, Method::POST, "/api/v1/jobs", Some(key), Some(spec)).await;
+    let body = serde_json::from_str(&got.body).unwrap_or(Value::Null);
+    (got.status, body)
+}
+
+async fn queue(site: &Site, key: &str) -> Value {
+    let got = call(site, Method::GET, "/api/v1/queue", Some(key), None).await;
+    assert_eq!(got.status, StatusCode::OK, "{}", got.body);
+    got.json()
+}
+
+/// `(position, account, name or "")` of each waiting request.
+fn order(q: &Value) -> Vec<(u64, String, String)> {
+    q["waiting"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["position"].as_u64().unwrap(),
+                w["work"]["account"].as_str().unwrap().to_owned(),
+                w["work"]["name"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+async fn status(site: &Site, key: &str, name: &str) -> String {
+    call(
+        site,
+        Method::GET,
+        &format!("/api/v1/jobs/{name}"),
+        Some(key),
+        None,
+    )
+    .await
+    .json()["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_of_two_accounts_wait_in_fair_share_and_priority_order_and_the_queue_says_why() {
+    let db = common::sqlite().await;
+    let smtp = SmtpServer::start().await;
+    let cfg = Config {
+        mail: server::mail::MailChoice::Smtp(smtp.url.clone()),
+        public_url: Some("http://console.test".to_owned()),
+        local_capacity: CapacitySettings {
+            cpu_millis: Some(2000),
+            memory_bytes: Some(8 << 30),
+            gpus: GpuSetting::Count(0),
+        },
+        ..common::site::config(&db)
+    };
+    let site = site_from(db, cfg).await;
+    let (acme, acme_page) = key_and_cookie(&site, "acme").await;
+    let (beta, _) = key_and_cookie(&site, "beta").await;
+    join(&site, &smtp, &acme, "bob@example.com", "member").await;
+    let bob = server::access_keys::SqlAccessKeys::new(site.db.pool.clone())
+        .create_for("acme", "bob@example.com", "k")
+        .await
+        .unwrap()
+        .key;
+
+    // acme fills the machine.
+    let (s, body) = submit(&site, &acme, job("hog", "2", 600, "normal")).await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    wait_for(&site, &acme, "hog", "running").await;
+
+    // A member may not ask for high priority until an owner allows it.
+    let (s, body) = submit(&site, &bob, job("bobs", "1", 1, "high")).await;
+    assert_eq!(s, StatusCode::FORBIDDEN, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("High priority is for the account's owners"),
+        "{body}"
+    );
+    let (s, body) = submit(&site, &acme, job("typo", "1", 1, "urgent")).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["field"], "priority", "{body}");
+
+    // Waiting: acme's normal one, then beta's low one, then acme's high one
+    // (by bob, once allowed).
+    let (s, body) = submit(&site, &acme, job("first", "1", 600, "normal")).await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    let (s, body) = submit(&site, &beta, job("late", "1", 600, "low")).await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    let members = call(&site, Method::GET, "/api/v1/members", Some(&acme), None).await;
+    let bob_id = members.json()["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["email"] == "bob@example.com")
+        .map(|m| m["user_id"].as_i64().unwrap())
+        .unwrap();
+    let allowed = call(
+        &site,
+        Method::PUT,
+        &format!("/api/v1/members/{bob_id}/priority"),
+        Some(&acme),
+        Some(json!({"high": true})),
+    )
+    .await;
+    assert_eq!(allowed.status, StatusCode::NO_CONTENT, "{}", allowed.body);
+    let members = call(&site, Method::GET, "/api/v1/members", Some(&bob), None).await;
+    assert!(
+        members.body.contains("\"high_priority\":true"),
+        "{}",
+        members.body
+    );
+    let (s, body) = submit(&site, &bob, job("urgent", "1", 600, "high")).await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+
+    // beta holds nothing, acme the whole machine: beta's goes first
+    // whatever acme marks high; then acme's, high before normal.
+    let seen = queue(&site, &acme).await;
+    assert_eq!(
+        order(&seen),
+        vec![
+            (1, "beta".into(), "".into()),
+            (2, "acme".into(), "urgent".into()),
+            (3, "acme".into(), "first".into()),
+        ],
+        "{seen}"
+    );
+    let head = &seen["waiting"][0];
+    assert_eq!(head["reason"], "waiting for 1 CPU: 0 free", "{seen}");
+    assert_eq!(head["held_by"][0]["name"], "hog", "{seen}");
+    assert_eq!(head["priority"], "low");
+    assert_eq!(seen["shares"][0]["account"], "acme");
+    assert_eq!(seen["shares"][0]["share"], 1.0);
+    // beta sees its own by name and acme's without.
+    let theirs = queue(&site, &beta).await;
+    assert_eq!(
+        order(&theirs),
+        vec![
+            (1, "beta".into(), "late".into()),
+            (2, "acme".into(), "".into()),
+            (3, "acme".into(), "".into()),
+        ],
+        "{theirs}"
+    );
+    assert_eq!(theirs["waiting"][0]["held_by"][0]["name"], Value::Null);
+    // The page says the same, with the rule.
+    let page = site.page_ok(&acme_page, "/queue").await;
+    assert!(page.contains("data-testid=\"queue-rule\""), "{page}");
+    assert!(
+        page.contains("data-position=\"2\" data-name=\"urgent\""),
+        "{page}"
+    );
+
+    // The machine frees: beta's and acme's high one take it; the normal waits.
+    let stopped = call(
+        &site,
+        Method::POST,
+        "/api/v1/jobs/hog/stop",
+        Some(&acme),
+        None,
+    )
+    .await;
+    assert_eq!(stopped.status, StatusCode::OK, "{}", stopped.body);
+    wait_for(&site, &beta, "late", "running").await;
+    wait_for(&site, &acme, "urgent", "running").await;
+    assert_eq!(status(&site, &acme, "first").await, "pending");
+    let seen = queue(&site, &acme).await;
+    assert_eq!(
+        order(&seen),
+        vec![(1, "acme".into(), "first".into())],
+        "{seen}"
+    );
+    let mut holders: Vec<String> = seen["waiting"][0]["held_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap_or("beta's").to_owned())
+        .collect();
+    holders.sort();
+    assert_eq!(holders, vec!["beta's", "urgent"], "{seen}");
+    for (key, name) in [(&beta, "late"), (&acme, "urgent"), (&acme, "first")] {
+        call(
+            &site,
+            Method::POST,
+            &format!("/api/v1/jobs/{name}/stop"),
+            Some(key),
+            None,
+        )
+        .await;
+    }
+}
