@@ -14,6 +14,7 @@ pub mod metrics_api;
 pub mod notebooks;
 pub mod objects;
 pub mod pods;
+pub mod priority;
 pub mod prometheus;
 mod quota;
 pub mod sdk;
@@ -138,6 +139,8 @@ pub(crate) struct Inner {
     /// Where py-spy is built for stack dumps (the console's venvs), once
     /// the console hands them over ([`KubeCluster::build_tools_with`]).
     tools: std::sync::OnceLock<Arc<crate::local::venvs::Venvs>>,
+    /// Whether the priority classes exist (made at the first submit).
+    priority_classes: tokio::sync::OnceCell<bool>,
 }
 
 impl KubeCluster {
@@ -168,6 +171,7 @@ impl KubeCluster {
             room: Default::default(),
             support,
             tools: std::sync::OnceLock::new(),
+            priority_classes: tokio::sync::OnceCell::new(),
         });
         tokio::spawn(watch::pods(Arc::downgrade(&inner)));
         tokio::spawn(probe(Arc::downgrade(&inner)));
@@ -222,6 +226,25 @@ impl Inner {
 
     fn log_path(&self, account: &str, job: &str, pod: &str) -> PathBuf {
         logfile::log_path(&self.job_dir(account, job), pod)
+    }
+
+    /// Whether job pods may name their priority class: the classes are made
+    /// once; a console not allowed to make them (an older manifest without
+    /// `priorityclasses` in its role) runs pods without one and says so in
+    /// its log.
+    async fn priority_classes(&self) -> bool {
+        *self
+            .priority_classes
+            .get_or_init(|| async {
+                match priority::ensure(&self.client).await {
+                    Ok(()) => true,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot make the priority classes: job pods run without one, and priority does not order them");
+                        false
+                    }
+                }
+            })
+            .await
     }
 
     /// Creates the account's namespace, labelled as the console's, once.
@@ -299,6 +322,10 @@ impl Inner {
             console_url: self.console_url.as_deref(),
             grace_seconds: self.grace.as_secs().max(1) as i64,
             support: &self.support,
+            priority_class: self
+                .priority_classes()
+                .await
+                .then(|| priority::class_name(spec.priority)),
         };
         let jobs = self.api::<KubeJob>(ns);
         for replica in objects::replica_jobs(spec, &ctx, &parent)? {

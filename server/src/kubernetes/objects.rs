@@ -63,6 +63,9 @@ pub struct JobContext<'a> {
     pub grace_seconds: i64,
     /// What the console's init steps need (the inputs' cache, the index).
     pub support: &'a super::inputs::PodSupport,
+    /// The PriorityClass its pods run in (see [`super::priority`]), where
+    /// the classes exist.
+    pub priority_class: Option<String>,
 }
 
 /// The spec's extra rules on Kubernetes: an image to run, and names that fit
@@ -282,6 +285,9 @@ pub fn replica_jobs(
                 "containers": [container],
                 "volumes": [{ "name": "sdk", "configMap": { "name": spec.name, "items": sdk_items() } }],
             });
+            if let Some(class) = &ctx.priority_class {
+                pod["priorityClassName"] = json!(class);
+            }
             let token = json!({ "secretKeyRef": { "name": format!("{}-token", spec.name), "key": TOKEN_KEY } });
             super::inputs::apply(
                 &inputs,
@@ -427,6 +433,7 @@ mod tests {
             console_url: Some("http://console"),
             grace_seconds: 5,
             support: &Default::default(),
+            priority_class: Some("paddlecloud-high".into()),
         };
         let jobs = replica_jobs(&spec(), &ctx, &parent).unwrap();
         let names: Vec<_> = jobs
@@ -437,6 +444,10 @@ mod tests {
         let t1 = serde_json::to_value(&jobs[2]).unwrap();
         assert_eq!(t1["metadata"]["ownerReferences"][0]["uid"], "uid-1");
         assert_eq!(t1["spec"]["backoffLimit"], 0);
+        assert_eq!(
+            t1["spec"]["template"]["spec"]["priorityClassName"],
+            "paddlecloud-high"
+        );
         let pod = &t1["spec"]["template"]["spec"];
         assert_eq!(pod["hostname"], "trainer-1");
         assert_eq!(pod["subdomain"], "mnist");
@@ -502,6 +513,7 @@ mod tests {
             console_url: None,
             grace_seconds: 5,
             support: &Default::default(),
+            priority_class: None,
         };
         let pod_of = |s: &JobSpec| {
             let jobs = replica_jobs(s, &ctx, &parent_map).unwrap();
@@ -576,6 +588,7 @@ mod tests {
             console_url: None,
             grace_seconds: 5,
             support: &Default::default(),
+            priority_class: None,
         };
         let jobs = replica_jobs(&s, &ctx, &parent(&s, 7).unwrap()).unwrap();
         let pod = &serde_json::to_value(&jobs[1]).unwrap()["spec"]["template"]["spec"];

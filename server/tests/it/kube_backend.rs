@@ -489,6 +489,7 @@ async fn the_deployment_manifests_apply_and_grant_the_console_what_it_does_and_n
     let sa = "--as=system:serviceaccount:paddlecloud:paddlecloud";
     for (verb, what, ns) in [
         ("create", "namespaces", None),
+        ("create", "priorityclasses.scheduling.k8s.io", None),
         ("watch", "pods", None),
         ("list", "nodes", None),
         ("get", "pods --subresource=log", Some("pc-anyone")),
@@ -780,4 +781,57 @@ async fn a_gpu_trainer_runs_where_the_node_advertises_one_waits_where_none_is_fr
     wait_status(&s.cluster, &s.me.account, "waits", JobStatus::Running).await;
     s.cluster.stop(&s.me.account, "waits").await.unwrap();
     advertise_gpus(&s.client, &node.name, None).await;
+}
+
+/// Priority on the cluster (issue 44 item 5): a high-priority job's pods run
+/// in the class the console made, with its value, so the scheduler takes
+/// them before lower ones'; a job the node cannot hold is in the queue with
+/// the scheduler's reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_priority_is_its_pods_priority_class_and_the_queue_lists_what_cannot_be_placed_on_a_real_node(
+) {
+    use k8s_openapi::api::scheduling::v1::PriorityClass;
+    let Some(s) = on_the_node().await else { return };
+    let mut urgent = s.spec("urgent", 0, 1, "echo hi; sleep 30");
+    urgent.priority = app::models::Priority::High;
+    s.cluster.submit(&s.me, urgent).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(s.client.clone(), &s.me.account.namespace);
+    let pod = until_some("the urgent job's pod", || async {
+        pods.list(&ListParams::default().labels("paddlecloud.org/job=urgent"))
+            .await
+            .ok()
+            .and_then(|l| l.items.into_iter().next())
+    })
+    .await;
+    let spec = pod.spec.unwrap();
+    assert_eq!(
+        spec.priority_class_name.as_deref(),
+        Some("paddlecloud-high")
+    );
+    assert_eq!(spec.priority, Some(10_000));
+    let classes: Api<PriorityClass> = Api::all(s.client.clone());
+    let low = classes.get("paddlecloud-low").await.unwrap();
+    assert_eq!(
+        (low.value, low.preemption_policy.as_deref()),
+        (100, Some("Never"))
+    );
+
+    // Far more memory than the node has: it waits, and the queue says why.
+    let mut huge = s.spec("huge", 0, 1, "true");
+    huge.trainer.memory = "900Gi".into();
+    s.cluster.submit(&s.me, huge).await.unwrap();
+    let queue = until_some("the scheduler's reason", || async {
+        let q = s.cluster.queue(&s.me.account).await.ok()?;
+        let w = q
+            .waiting
+            .iter()
+            .find(|w| w.work.name.as_deref() == Some("huge"))?;
+        w.reason.contains("Insufficient memory").then(|| q.clone())
+    })
+    .await;
+    assert!(!queue.ordered_here);
+    assert_eq!(queue.waiting[0].work.account, s.me.account.name);
+    for name in ["urgent", "huge"] {
+        s.cluster.delete(&s.me.account, name).await.unwrap();
+    }
 }
