@@ -31,6 +31,7 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 fn spec(i: usize) -> JobSpec {
     JobSpec {
         priority: Default::default(),
+        max_runtime: None,
         notebook: None,
         template: None,
         pipeline: None,

@@ -51,6 +51,7 @@ fn main() -> anyhow::Result<()> {
         for job in ["one-million", "hundred"] {
             let spec = app::models::JobSpec {
                 priority: Default::default(),
+                max_runtime: None,
                 notebook: None,
                 template: None,
                 pipeline: None,

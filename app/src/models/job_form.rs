@@ -52,6 +52,9 @@ pub struct JobForm {
     /// `low`, `normal` (or empty) or `high`.
     #[serde(default)]
     pub priority: String,
+    /// A time limit (`90m`, `2h`), or empty for none.
+    #[serde(default)]
+    pub max_runtime: String,
 }
 
 fn count(field: &str, raw: &str, what: &str) -> Result<u32, AppError> {
@@ -82,6 +85,7 @@ impl JobForm {
         let gpu = count("trainer.gpu", &self.trainer_gpu, "GPUs")?;
         Ok(JobSpec {
             priority: super::priority::Priority::parse(&self.priority)?,
+            max_runtime: Some(self.max_runtime.trim().to_owned()).filter(|r| !r.is_empty()),
             notebook: None,
             template: None,
             pipeline: None,
@@ -141,6 +145,7 @@ impl JobForm {
             models: spec.models.join(", "),
             environment: spec.environment.clone().unwrap_or_default(),
             priority: spec.priority.as_str().to_owned(),
+            max_runtime: spec.max_runtime.clone().unwrap_or_default(),
         }
     }
 
@@ -163,6 +168,7 @@ impl JobForm {
             models: String::new(),
             environment: String::new(),
             priority: String::new(),
+            max_runtime: String::new(),
         }
     }
 }

@@ -238,6 +238,48 @@ pub struct JobSpec {
     /// Between accounts, fair share decides (see `models::queue`).
     #[serde(default, skip_serializing_if = "Priority::is_normal")]
     pub priority: Priority,
+    /// Its time limit once running, e.g. `90m`, `2h`, `1d` (`s`, `m`, `h`,
+    /// `d`): past it the job is stopped and fails, and until then the
+    /// queue counts on its room coming back by then (its estimated starts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(pattern = r"^[0-9]{1,7}[smhd]$"))]
+    pub max_runtime: Option<String>,
+}
+
+/// The longest time limit a job may have: thirty days.
+pub const MAX_RUNTIME_SECONDS: u64 = 30 * 24 * 3600;
+
+/// Seconds in a time limit as a spec writes it (`90m`, `2h`, `45s`, `1d`),
+/// or why not (the error names `field`).
+pub fn parse_runtime(field: &str, raw: &str) -> Result<u64, AppError> {
+    let raw = raw.trim();
+    let bad = || {
+        AppError::invalid(
+            field,
+            format!(
+                "“{raw}” is not a time limit: say a whole number and s, m, h or d, e.g. 90m or 2h."
+            ),
+        )
+    };
+    let (number, unit) = raw.split_at(raw.len().saturating_sub(1));
+    let unit = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(bad()),
+    };
+    if number.is_empty() || number.len() > 7 || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let seconds = number.parse::<u64>().map_err(|_| bad())? * unit;
+    if seconds == 0 || seconds > MAX_RUNTIME_SECONDS {
+        return Err(AppError::invalid(
+            field,
+            "A time limit is at least 1s and at most 30 days.",
+        ));
+    }
+    Ok(seconds)
 }
 
 /// Env names the executor sets itself; a spec may not override them.
@@ -258,6 +300,13 @@ pub const RESERVED_ENV: &[&str] = &[
 ];
 
 impl JobSpec {
+    /// Its time limit in seconds, if it has one (checked by `validate`).
+    pub fn max_runtime_seconds(&self) -> Option<u64> {
+        self.max_runtime
+            .as_deref()
+            .and_then(|r| parse_runtime("max_runtime", r).ok())
+    }
+
     /// The GPUs its replicas ask for, all together.
     pub fn gpus(&self) -> u32 {
         self.num_ps * self.ps.gpu + self.num_trainers * self.trainer.gpu
@@ -291,6 +340,7 @@ impl JobSpec {
             environment: None,
             environment_use: None,
             priority: Priority::Normal,
+            max_runtime: None,
             name: name.to_owned(),
             image: String::new(),
             command,
@@ -349,6 +399,9 @@ impl JobSpec {
                 "working_dir",
                 "The working directory must be a relative path inside the job's directory.",
             ));
+        }
+        if let Some(limit) = &self.max_runtime {
+            parse_runtime("max_runtime", limit)?;
         }
         validate_env(&self.env, |name| {
             RESERVED_ENV.contains(&name)
@@ -759,6 +812,7 @@ mod tests {
     pub(crate) fn spec() -> JobSpec {
         JobSpec {
             priority: Default::default(),
+            max_runtime: None,
             notebook: None,
             template: None,
             pipeline: None,

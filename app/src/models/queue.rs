@@ -77,6 +77,9 @@ pub struct Holding {
     pub holds: ResourceTotals,
     /// Since when, Unix milliseconds.
     pub since: i64,
+    /// When its time limit ends it, Unix milliseconds (none: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends_by: Option<i64>,
 }
 
 /// Work that waits for room.
@@ -97,6 +100,10 @@ pub struct Waiting {
     pub reason: String,
     /// The running work holding what it lacks (none: it waits for its turn).
     pub held_by: Vec<WorkRef>,
+    /// When it starts at the latest, Unix milliseconds, if everything it
+    /// waits behind has a time limit (see [`estimate_starts`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starts_by: Option<i64>,
 }
 
 /// The queue as one account's member sees it.
@@ -201,6 +208,71 @@ pub fn fair_order(
     order
 }
 
+/// Room that comes back: `totals` at `at` (Unix ms), or never known
+/// (`None`: work without a time limit).
+#[derive(Debug, Clone, Copy)]
+pub struct Release {
+    /// When, at the latest.
+    pub at: Option<i64>,
+    /// What.
+    pub totals: ResourceTotals,
+}
+
+/// When each of `waiting` (in the order it will be taken, each with what it
+/// asks and its time limit in ms) starts at the latest: the running work's
+/// room comes back by its time limit (`running`), and what starts before it
+/// holds its own until its own limit. Nothing overtakes, so the first that
+/// would wait on room with no known end, and everything behind it, get
+/// `None`. An upper bound: work that ends early brings the start forward.
+pub fn estimate_starts(
+    now: i64,
+    free: ResourceTotals,
+    running: &[Release],
+    waiting: &[(ResourceTotals, Option<i64>)],
+) -> Vec<Option<i64>> {
+    let fits = |need: &ResourceTotals, free: &ResourceTotals| {
+        need.cpu_millis <= free.cpu_millis
+            && need.memory_bytes <= free.memory_bytes
+            && need.gpu <= free.gpu
+    };
+    let take = |a: ResourceTotals, b: ResourceTotals| ResourceTotals {
+        cpu_millis: a.cpu_millis.saturating_sub(b.cpu_millis),
+        memory_bytes: a.memory_bytes.saturating_sub(b.memory_bytes),
+        gpu: a.gpu.saturating_sub(b.gpu),
+    };
+    // Releases still to come, soonest last (popped); unknown ends sort as
+    // never.
+    let mut releases: Vec<Release> = running.to_vec();
+    let key = |r: &Release| std::cmp::Reverse(r.at.unwrap_or(i64::MAX));
+    releases.sort_by_key(key);
+    let (mut t, mut free) = (now, free);
+    let mut out = Vec::with_capacity(waiting.len());
+    for (asks, limit) in waiting {
+        while !fits(asks, &free) {
+            match releases.pop() {
+                Some(Release {
+                    at: Some(at),
+                    totals,
+                }) => {
+                    t = t.max(at);
+                    free = free.add_times(totals, 1);
+                }
+                // Behind room with no known end: no estimate from here on.
+                _ => {
+                    out.resize(waiting.len(), None);
+                    return out;
+                }
+            }
+        }
+        out.push(Some(t));
+        free = take(free, *asks);
+        let at = limit.map(|ms| t.saturating_add(ms));
+        releases.push(Release { at, totals: *asks });
+        releases.sort_by_key(key);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,6 +326,54 @@ mod tests {
         // higher priority.
         let order = fair_order(&waiting, &HashMap::new(), ask(8));
         assert_eq!(order, vec![0, 2, 1, 3]);
+    }
+
+    #[test]
+    fn a_start_is_estimated_from_the_time_limits_of_what_it_waits_behind() {
+        let hour = 3_600_000;
+        let cpu = |n: u64| ResourceTotals {
+            cpu_millis: n * 1000,
+            ..Default::default()
+        };
+        // A 4-CPU machine, full: 2 CPUs end within an hour, 2 within three.
+        let running = [
+            Release {
+                at: Some(3 * hour),
+                totals: cpu(2),
+            },
+            Release {
+                at: Some(hour),
+                totals: cpu(2),
+            },
+        ];
+        // 2 CPUs for 30 minutes; then 3 CPUs; then 1 CPU with no limit;
+        // then 4 CPUs.
+        let waiting = [
+            (cpu(2), Some(hour / 2)),
+            (cpu(3), None),
+            (cpu(1), None),
+            (cpu(4), Some(hour)),
+        ];
+        let got = estimate_starts(0, cpu(0), &running, &waiting);
+        // The first when the one-hour one ends; the second needs 3: when
+        // the first ends (1.5 h) it has 2, at 3 h 4; the third fits beside
+        // it at once (nothing overtakes, so no earlier); the fourth needs
+        // the whole machine, held by work with no end.
+        assert_eq!(got, vec![Some(hour), Some(3 * hour), Some(3 * hour), None]);
+        // Running work without a limit: no estimate for what waits on it.
+        let unknown = [Release {
+            at: None,
+            totals: cpu(4),
+        }];
+        assert_eq!(
+            estimate_starts(0, cpu(0), &unknown, &waiting[..1]),
+            vec![None]
+        );
+        // Room free now: now.
+        assert_eq!(
+            estimate_starts(5, cpu(4), &[], &waiting[..1]),
+            vec![Some(5)]
+        );
     }
 
     #[test]

@@ -47,6 +47,10 @@ fn priority_badge(p: Priority) -> impl IntoView {
 }
 
 fn waiting_row(w: Waiting) -> impl IntoView {
+    let starts = match w.starts_by {
+        Some(at) => format_utc(at),
+        None => "unknown: it waits behind work with no time limit".to_owned(),
+    };
     let behind = if w.held_by.is_empty() {
         "its turn".to_owned()
     } else {
@@ -66,6 +70,7 @@ fn waiting_row(w: Waiting) -> impl IntoView {
             <td>{format_utc(w.since)}</td>
             <td data-testid="reason">{w.reason.clone()}</td>
             <td data-testid="held-by">{behind}</td>
+            <td data-testid="starts-by">{starts}</td>
         </tr>
     }
 }
@@ -78,6 +83,7 @@ fn holding_row(h: Holding) -> impl IntoView {
             <td>{priority_badge(h.priority)}</td>
             <td>{amounts(&h.holds)}</td>
             <td>{format_utc(h.since)}</td>
+            <td data-testid="ends-by">{h.ends_by.map(format_utc).unwrap_or_else(|| "no time limit".to_owned())}</td>
         </tr>
     }
 }
@@ -89,7 +95,9 @@ fn QueueBody(q: QueueView) -> impl IntoView {
         "Taken in this order: inside an account, high priority first, then normal, then low, \
          each oldest first; between accounts, the account holding the smallest share of the \
          machine goes next. The first that does not fit waits, and everything behind it waits \
-         too, so a large job is never starved by small ones."
+         too, so a large job is never starved by small ones. A start is estimated from the \
+         time limits of the work it waits behind (the latest it can be; earlier if that work \
+         ends sooner)."
     } else {
         "The cluster's scheduler decides the order; these are this account's waiting jobs, \
          oldest first, with the scheduler's reasons."
@@ -103,6 +111,7 @@ fn QueueBody(q: QueueView) -> impl IntoView {
                 <thead><tr>
                     <th>"#"</th><th>"What"</th><th>"Account"</th><th>"Priority"</th>
                     <th>"Asks for"</th><th>"Waiting since"</th><th>"Waits for"</th><th>"Behind"</th>
+                    <th title="At the latest: by the time limits of what it waits behind">"Starts by"</th>
                 </tr></thead>
                 <tbody>{q.waiting.into_iter().map(waiting_row).collect_view()}</tbody>
             </table>
@@ -113,7 +122,7 @@ fn QueueBody(q: QueueView) -> impl IntoView {
         view! {
             <h2>"Holding room now"</h2>
             <table class="grid" data-testid="holding">
-                <thead><tr><th>"What"</th><th>"Account"</th><th>"Priority"</th><th>"Holds"</th><th>"Since"</th></tr></thead>
+                <thead><tr><th>"What"</th><th>"Account"</th><th>"Priority"</th><th>"Holds"</th><th>"Since"</th><th>"Ends by"</th></tr></thead>
                 <tbody>{q.running.into_iter().map(holding_row).collect_view()}</tbody>
             </table>
         }

@@ -394,6 +394,7 @@ class Client(FilesMixin):
         environment: Optional[str] = None,
         models: Sequence[str] = (),
         priority: str = "normal",
+        max_runtime: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Submits a distributed job and returns it (status ``pending`` or later).
 
@@ -415,6 +416,9 @@ class Client(FilesMixin):
         (``"low"``, ``"normal"``, ``"high"``) orders it among the account's own
         waiting work; ``"high"`` is for owners and the members they allow
         (others get a `PaddleCloudError` with status 403). See `queue`.
+        ``max_runtime`` (``"90m"``, ``"2h"``; ``s``, ``m``, ``h``, ``d``) is its
+        time limit once running: past it the job is stopped and fails, and the
+        queue estimates starts from it.
         """
         if priority not in ("low", "normal", "high"):
             raise ValueError(f"priority must be low, normal or high, not {priority!r}")
@@ -444,6 +448,8 @@ class Client(FilesMixin):
             spec["environment"] = environment
         if priority != "normal":
             spec["priority"] = priority
+        if max_runtime is not None:
+            spec["max_runtime"] = max_runtime
         return self._json("POST", "/jobs", body=spec)
 
     def list_jobs_page(

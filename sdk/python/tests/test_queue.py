@@ -25,7 +25,9 @@ class QueueTest(unittest.TestCase):
     def test_a_job_waiting_behind_one_that_fills_the_machine_is_listed_with_its_priority_and_holder(self):
         client = Client(server=base.SERVER, key=base.KEY, timeout=60)
         total = client._json("GET", "/cluster")["total"]["cpu_millis"]
-        client.create_cloud_job("sdk-fill", 1, "64Mi", 0, f"{total}m", command=["sleep", "120"])
+        client.create_cloud_job("sdk-fill", 1, "64Mi", 0, f"{total}m", command=["sleep", "120"],
+                                max_runtime="10m")
+        self.assertEqual(client.get_job("sdk-fill")["spec"]["max_runtime"], "10m")
         deadline = time.monotonic() + 60
         while client.get_job("sdk-fill")["status"] != "running":
             self.assertLess(time.monotonic(), deadline)

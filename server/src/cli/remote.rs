@@ -87,6 +87,10 @@ pub struct SubmitArgs {
     /// the order among the account's own waiting work.
     #[arg(long, default_value = "normal", value_parser = parse_priority)]
     pub priority: app::models::Priority,
+    /// Its time limit once running, e.g. `90m`, `2h` (`s`, `m`, `h`, `d`):
+    /// past it the job is stopped and fails.
+    #[arg(long)]
+    pub max_runtime: Option<String>,
     /// Wait until the job ends; exit non-zero unless it succeeded.
     #[arg(long)]
     pub wait: bool,
@@ -185,6 +189,7 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
     let client = args.remote.client()?;
     let spec = JobSpec {
         priority: args.priority,
+        max_runtime: args.max_runtime,
         notebook: None,
         template: None,
         pipeline: None,
@@ -431,13 +436,18 @@ pub fn render_queue(q: &app::models::QueueView) -> String {
             let who: Vec<String> = w.held_by.iter().map(|h| h.describe()).collect();
             format!(" (held by {})", who.join(", "))
         };
+        let starts = w
+            .starts_by
+            .map(|at| format!("; starts by {}", app::models::time::format_utc(at)))
+            .unwrap_or_default();
         out += &format!(
-            "  {:>3}. {} [{}] {}{}\n",
+            "  {:>3}. {} [{}] {}{}{}\n",
             w.position,
             w.work.describe(),
             w.priority.as_str(),
             w.reason,
-            behind
+            behind,
+            starts
         );
     }
     if !q.shares.is_empty() {

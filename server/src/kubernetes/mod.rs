@@ -889,6 +889,7 @@ impl Cluster for KubeCluster {
                 since: job.created_at,
                 reason: job.message,
                 held_by: Vec::new(),
+                starts_by: None,
             })
             .collect();
         Ok(QueueView {

@@ -302,6 +302,19 @@ pub fn replica_jobs(
             let index = ctx.support.pip_index_url.as_deref();
             let extra = spec.extra_requirements();
             super::environment::apply(environment, extra, job_image(spec), index, &mut pod);
+            let mut job_spec = json!({
+                "backoffLimit": 0,
+                "completions": 1,
+                "parallelism": 1,
+                "template": {
+                    "metadata": { "labels": pod_labels },
+                    "spec": pod,
+                },
+            });
+            // Its time limit: the Job controller ends the pod past it.
+            if let Some(seconds) = spec.max_runtime_seconds() {
+                job_spec["activeDeadlineSeconds"] = json!(seconds);
+            }
             from_json(json!({
                 "apiVersion": "batch/v1",
                 "kind": "Job",
@@ -310,15 +323,7 @@ pub fn replica_jobs(
                     "labels": pod_labels,
                     "ownerReferences": owner(parent),
                 },
-                "spec": {
-                    "backoffLimit": 0,
-                    "completions": 1,
-                    "parallelism": 1,
-                    "template": {
-                        "metadata": { "labels": pod_labels },
-                        "spec": pod,
-                    },
-                },
+                "spec": job_spec,
             }))
         })
         .collect()
@@ -390,6 +395,7 @@ mod tests {
     fn spec() -> JobSpec {
         JobSpec {
             priority: Default::default(),
+            max_runtime: None,
             notebook: None,
             template: None,
             pipeline: None,
@@ -482,6 +488,29 @@ mod tests {
             env("PADDLECLOUD_JOB_TOKEN")["valueFrom"]["secretKeyRef"]["name"],
             "mnist-token"
         );
+    }
+
+    #[test]
+    fn a_time_limit_is_each_replica_jobs_active_deadline() {
+        let mut s = spec();
+        s.max_runtime = Some("90m".into());
+        let ctx = JobContext {
+            job_id: 7,
+            account: "vision",
+            console_url: None,
+            grace_seconds: 5,
+            support: &Default::default(),
+            priority_class: None,
+        };
+        let jobs = replica_jobs(&s, &ctx, &parent(&s, 7).unwrap()).unwrap();
+        for job in &jobs {
+            assert_eq!(
+                job.spec.as_ref().unwrap().active_deadline_seconds,
+                Some(5400)
+            );
+        }
+        let none = replica_jobs(&spec(), &ctx, &parent(&spec(), 7).unwrap()).unwrap();
+        assert_eq!(none[0].spec.as_ref().unwrap().active_deadline_seconds, None);
     }
 
     #[test]

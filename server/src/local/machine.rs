@@ -82,6 +82,9 @@ impl Machine {
             owner: Owner {
                 name: spec.name.clone(),
                 priority: spec.priority,
+                max_runtime_ms: spec
+                    .max_runtime_seconds()
+                    .map(|s| i64::try_from(s.saturating_mul(1000)).unwrap_or(i64::MAX)),
                 ..Owner::default()
             },
         };

@@ -431,9 +431,18 @@ async fn drive(
     // job's own status is written.
     let mut done_with_job: Vec<watch::Sender<bool>> = Vec::new();
 
+    // Past its time limit it is stopped, and fails saying so.
+    let limit = run.spec.max_runtime_seconds();
+    // (Without one the timer is never polled: the branch below is off.)
+    let time_limit = tokio::time::sleep(Duration::from_secs(limit.unwrap_or(3600)));
+    tokio::pin!(time_limit);
     // Watch replicas until the job's outcome is decided.
     while outcome.is_none() {
         tokio::select! {
+            _ = &mut time_limit, if limit.is_some() => {
+                let said = run.spec.max_runtime.clone().unwrap_or_default();
+                outcome = Some((JobStatus::Failed, format!("Ran past its time limit of {said}: stopped.")));
+            }
             Some(exit) = exits.next() => {
                 let Some(replica) = live.remove(&exit.pod) else { continue };
                 let exceeded = limits.remove(&exit.pod).and_then(|limit| limit.exceeded());
@@ -490,6 +499,7 @@ async fn drive(
         JobStatus::Succeeded => "Stopped after the trainers finished.",
         JobStatus::Stopped => "Stopped by a user.",
         _ if message == CONSOLE_STOPPED => "Stopped because the console stopped.",
+        _ if message.starts_with("Ran past its time limit") => "Stopped at the job's time limit.",
         _ => "Stopped because the job failed.",
     };
     for replica in live.values() {

@@ -82,6 +82,7 @@ impl Harness {
     fn job(&self, name: &str, ps: u32, trainers: u32, script: &str) -> JobSpec {
         JobSpec {
             priority: Default::default(),
+            max_runtime: None,
             notebook: None,
             template: None,
             pipeline: None,

@@ -66,6 +66,7 @@ fn spec_in(image: &str, name: &str, ps: u32, trainers: u32, script: &str) -> Job
     };
     JobSpec {
         priority: Default::default(),
+        max_runtime: None,
         notebook: None,
         template: None,
         pipeline: None,

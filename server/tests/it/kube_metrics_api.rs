@@ -50,6 +50,7 @@ async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_instal
     let me = common::user_in(&db.pool, &account).await;
     let spec = JobSpec {
         priority: Default::default(),
+        max_runtime: None,
         notebook: None,
         template: None,
         pipeline: None,

@@ -25,6 +25,7 @@ fn a_restart_marks_running_jobs_failed_and_kills_what_is_left_of_them() {
         let cluster = console.services.cluster;
         let spec = JobSpec {
             priority: Default::default(),
+            max_runtime: None,
             notebook: None,
             template: None,
             pipeline: None,

@@ -24,6 +24,7 @@ async fn with_job(db: &TestDb, name: &str, job: &str) -> Account {
     let me = common::user_in(&db.pool, &account).await;
     let spec = app::models::JobSpec {
         priority: Default::default(),
+        max_runtime: None,
         notebook: None,
         template: None,
         pipeline: None,
@@ -439,6 +440,7 @@ async fn scalars_from_tensorboard_and_visualdl_files_a_job_writes_reach_its_boar
     );
     let spec = app::models::JobSpec {
         priority: Default::default(),
+        max_runtime: None,
         notebook: None,
         template: None,
         pipeline: None,

@@ -218,3 +218,67 @@ async fn jobs_of_two_accounts_wait_in_fair_share_and_priority_order_and_the_queu
         .await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_past_its_time_limit_fails_saying_so_and_the_queue_estimates_starts_from_limits() {
+    let db = common::sqlite().await;
+    let cfg = Config {
+        local_capacity: CapacitySettings {
+            cpu_millis: Some(2000),
+            memory_bytes: Some(8 << 30),
+            gpus: GpuSetting::Count(0),
+        },
+        ..common::site::config(&db)
+    };
+    let site = site_from(db, cfg).await;
+    let (key, _) = key_and_cookie(&site, "timed").await;
+    let mut bad = job("bad", "1", 1, "normal");
+    bad["max_runtime"] = json!("90x");
+    let (s, body) = submit(&site, &key, bad).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["field"], "max_runtime", "{body}");
+
+    let mut bounded = job("bounded", "2", 600, "normal");
+    bounded["max_runtime"] = json!("4s");
+    let (s, body) = submit(&site, &key, bounded).await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    wait_for(&site, &key, "bounded", "running").await;
+    let (s, body) = submit(&site, &key, job("next", "1", 1, "normal")).await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    let (s, body) = submit(&site, &key, job("open-ended", "2", 600, "normal")).await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    let (s, body) = submit(&site, &key, job("after", "1", 1, "normal")).await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+
+    let now = server::time::now_ms();
+    let seen = queue(&site, &key).await;
+    let ends = seen["running"][0]["ends_by"]
+        .as_i64()
+        .expect("the limit's end");
+    assert!(ends > now && ends <= now + 4_000, "{seen}");
+    // `next` starts when `bounded` ends, at the latest. `open-ended` needs
+    // both CPUs, one of which `next` (no limit) then holds: no estimate for
+    // it, nor for `after` behind it.
+    let starts: Vec<Option<i64>> = seen["waiting"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["starts_by"].as_i64())
+        .collect();
+    assert_eq!(starts, vec![Some(ends), None, None], "{seen}");
+
+    let failed = wait_for(&site, &key, "bounded", "failed").await;
+    assert_eq!(
+        failed["message"], "Ran past its time limit of 4s: stopped.",
+        "{failed}"
+    );
+    wait_for(&site, &key, "next", "succeeded").await;
+    call(
+        &site,
+        Method::POST,
+        "/api/v1/jobs/open-ended/stop",
+        Some(&key),
+        None,
+    )
+    .await;
+}

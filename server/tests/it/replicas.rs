@@ -204,6 +204,7 @@ fn small() -> ReplicaResources {
 fn counting_job(name: &str, image: &str) -> JobSpec {
     JobSpec {
         priority: Default::default(),
+        max_runtime: None,
         notebook: None,
         template: None,
         pipeline: None,

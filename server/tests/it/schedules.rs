@@ -264,6 +264,22 @@ async fn ticks_missed_while_no_console_ran_are_caught_up_as_catch_up_says_and_ea
     let outcomes = |runs: &[app::models::ScheduleRun], o: TickOutcome| {
         runs.iter().filter(|r| r.outcome == o).count()
     };
+    // The console's own controller runs too (woken by the jobs these passes
+    // start) and may have claimed a tick whose run it is still starting:
+    // wait until every started tick names its run.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (latest, all) = (of("latest").await, of("all").await);
+        let naming = |runs: &[app::models::ScheduleRun]| {
+            runs.iter()
+                .all(|r| r.outcome != TickOutcome::Started || r.started.is_some())
+        };
+        if naming(&latest) && naming(&all) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{latest:?} {all:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let latest = of("latest").await;
     assert_eq!(latest.len(), 5, "{latest:?}");
     assert_eq!(

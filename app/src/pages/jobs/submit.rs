@@ -93,6 +93,7 @@ pub fn SubmitDialog() -> impl IntoView {
                         }}
                     </select>
                     <FieldError error field="priority" />
+                    {field("max_runtime", "Time limit (optional, e.g. 90m, 2h)", |f| f.max_runtime.clone())}
                 </div>
                 <fieldset>
                     <legend>"Parameter servers"</legend>

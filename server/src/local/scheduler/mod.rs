@@ -19,7 +19,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use app::models::quantity::format_memory;
-use app::models::queue::{dominant_share, fair_order, QueueKey};
+use app::models::queue::{dominant_share, estimate_starts, fair_order, QueueKey, Release};
 use app::models::{
     AccountShare, Holding, Priority, QueueView, ResourceTotals, Waiting, WorkKind, WorkRef,
 };
@@ -83,6 +83,8 @@ pub struct Owner {
     pub name: String,
     /// Its priority in the account.
     pub priority: Priority,
+    /// Its time limit once running, milliseconds (none: no limit).
+    pub max_runtime_ms: Option<i64>,
 }
 
 /// A request: replicas that start together.
@@ -375,14 +377,30 @@ impl LocalScheduler {
                     priority: r.owner.priority,
                     holds: r.totals,
                     since: r.since,
+                    ends_by: r.owner.max_runtime_ms.map(|ms| r.since.saturating_add(ms)),
                 };
                 (r, holding)
             })
             .collect();
         running.sort_by_key(|(r, _)| r.since);
         let free = self.free(&state);
-        let waiting = self
-            .order(&state)
+        let order = self.order(&state);
+        let releases: Vec<Release> = running
+            .iter()
+            .map(|(r, h)| Release {
+                at: h.ends_by,
+                totals: r.totals,
+            })
+            .collect();
+        let asks: Vec<(ResourceTotals, Option<i64>)> = order
+            .iter()
+            .map(|&q| {
+                let w = &state.queue[q];
+                (w.ask.totals(), w.ask.owner.max_runtime_ms)
+            })
+            .collect();
+        let starts = estimate_starts(crate::time::now_ms(), free, &releases, &asks);
+        let waiting = order
             .into_iter()
             .enumerate()
             .map(|(i, q)| {
@@ -412,6 +430,7 @@ impl LocalScheduler {
                     since: w.since,
                     reason: w.reason.borrow().clone(),
                     held_by,
+                    starts_by: starts.get(i).copied().flatten(),
                 }
             })
             .collect();
