@@ -392,6 +392,18 @@ mod tests {
     use crate::backend::notebooks::SDK_FILES;
     use app::models::{EnvVar, ReplicaResources};
 
+    /// The context the tests build replicas in: job 7 of account vision.
+    fn ctx<'a>(support: &'a super::super::inputs::PodSupport) -> JobContext<'a> {
+        JobContext {
+            job_id: 7,
+            account: "vision",
+            console_url: None,
+            grace_seconds: 5,
+            support,
+            priority_class: None,
+        }
+    }
+
     fn spec() -> JobSpec {
         JobSpec {
             priority: Default::default(),
@@ -494,14 +506,8 @@ mod tests {
     fn a_time_limit_is_each_replica_jobs_active_deadline() {
         let mut s = spec();
         s.max_runtime = Some("90m".into());
-        let ctx = JobContext {
-            job_id: 7,
-            account: "vision",
-            console_url: None,
-            grace_seconds: 5,
-            support: &Default::default(),
-            priority_class: None,
-        };
+        let support = Default::default();
+        let ctx = ctx(&support);
         let jobs = replica_jobs(&s, &ctx, &parent(&s, 7).unwrap()).unwrap();
         for job in &jobs {
             assert_eq!(
@@ -536,14 +542,8 @@ mod tests {
         let data = parent_map.data.clone().unwrap();
         assert!(data["sdk.client.py"].contains("class"));
         assert!(data.contains_key("spec.json"));
-        let ctx = JobContext {
-            job_id: 7,
-            account: "vision",
-            console_url: None,
-            grace_seconds: 5,
-            support: &Default::default(),
-            priority_class: None,
-        };
+        let support = Default::default();
+        let ctx = ctx(&support);
         let pod_of = |s: &JobSpec| {
             let jobs = replica_jobs(s, &ctx, &parent_map).unwrap();
             serde_json::to_value(&jobs[1]).unwrap()["spec"]["template"]["spec"].clone()
@@ -611,14 +611,8 @@ mod tests {
             image: "paddlepaddle/paddle:3.3.1".into(),
             requirements: vec!["visualdl==2.5.3".into(), "tomli-w>=1".into()],
         });
-        let ctx = JobContext {
-            job_id: 7,
-            account: "vision",
-            console_url: None,
-            grace_seconds: 5,
-            support: &Default::default(),
-            priority_class: None,
-        };
+        let support = Default::default();
+        let ctx = ctx(&support);
         let jobs = replica_jobs(&s, &ctx, &parent(&s, 7).unwrap()).unwrap();
         let pod = &serde_json::to_value(&jobs[1]).unwrap()["spec"]["template"]["spec"];
         let init = &pod["initContainers"][0];

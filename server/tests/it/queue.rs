@@ -67,21 +67,30 @@ async fn status(site: &Site, key: &str, name: &str) -> String {
         .to_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn jobs_of_two_accounts_wait_in_fair_share_and_priority_order_and_the_queue_says_why() {
-    let db = common::sqlite().await;
-    let smtp = SmtpServer::start().await;
+/// A console whose machine has 2 CPUs (and 8 GiB, no GPU), its config
+/// otherwise `config`'s.
+async fn two_cpus(db: common::TestDb, config: Config) -> Site {
     let cfg = Config {
-        mail: server::mail::MailChoice::Smtp(smtp.url.clone()),
-        public_url: Some("http://console.test".to_owned()),
         local_capacity: CapacitySettings {
             cpu_millis: Some(2000),
             memory_bytes: Some(8 << 30),
             gpus: GpuSetting::Count(0),
         },
+        ..config
+    };
+    site_from(db, cfg).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_of_two_accounts_wait_in_fair_share_and_priority_order_and_the_queue_says_why() {
+    let db = common::sqlite().await;
+    let smtp = SmtpServer::start().await;
+    let mailing = Config {
+        mail: server::mail::MailChoice::Smtp(smtp.url.clone()),
+        public_url: Some("http://console.test".to_owned()),
         ..common::site::config(&db)
     };
-    let site = site_from(db, cfg).await;
+    let site = two_cpus(db, mailing).await;
     let (acme, acme_page) = key_and_cookie(&site, "acme").await;
     let (beta, _) = key_and_cookie(&site, "beta").await;
     join(&site, &smtp, &acme, "bob@example.com", "member").await;
@@ -222,15 +231,8 @@ async fn jobs_of_two_accounts_wait_in_fair_share_and_priority_order_and_the_queu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_past_its_time_limit_fails_saying_so_and_the_queue_estimates_starts_from_limits() {
     let db = common::sqlite().await;
-    let cfg = Config {
-        local_capacity: CapacitySettings {
-            cpu_millis: Some(2000),
-            memory_bytes: Some(8 << 30),
-            gpus: GpuSetting::Count(0),
-        },
-        ..common::site::config(&db)
-    };
-    let site = site_from(db, cfg).await;
+    let config = common::site::config(&db);
+    let site = two_cpus(db, config).await;
     let (key, _) = key_and_cookie(&site, "timed").await;
     let mut bad = job("bad", "1", 1, "normal");
     bad["max_runtime"] = json!("90x");
