@@ -410,7 +410,7 @@ async fn stopping_a_job_ends_every_process_it_started(h: Harness) {
 }
 
 async fn a_replica_that_ignores_sigterm_is_killed_after_the_grace_period(h: Harness) {
-    let script = "trap '' TERM; echo \"child $$\"; while true; do sleep 0.1; done";
+    let script = "trap '' TERM; echo stubborn; while true; do sleep 0.1; done";
     h.cluster
         .submit(&h.ann_user, h.job("stubborn", 0, 1, script))
         .await
@@ -419,7 +419,24 @@ async fn a_replica_that_ignores_sigterm_is_killed_after_the_grace_period(h: Harn
     // Running is when its process started, not when its shell has set the
     // trap (a replica held to 100m of CPU may take a while): the line
     // printed after it says so.
-    common::printed_child(h.cluster.as_ref(), &h.ann, "stubborn", "trainer-0").await;
+    let start = Instant::now();
+    loop {
+        let request = LogRequest {
+            tail: None,
+            follow: false,
+            timestamps: false,
+        };
+        let log =
+            common::log_text(h.cluster.as_ref(), &h.ann, "stubborn", "trainer-0", request).await;
+        if log.lines().any(|l| l == "stubborn") {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no trap set: {log}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let started = Instant::now();
     let stopped = h.cluster.stop(&h.ann, "stubborn").await.unwrap();
     assert_eq!(stopped.status, JobStatus::Stopped);
