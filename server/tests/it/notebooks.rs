@@ -728,6 +728,29 @@ fn a_restarted_console_starts_its_running_notebooks_again_with_their_workspace()
         .trim()
         .parse()
         .unwrap();
+    // Held to what it asked for, as a pod is: where the console makes
+    // cgroups (as root on v1, as on this project's machines), its JupyterLab
+    // runs in one of its own with the notebook's memory as its limit.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { nix::libc::geteuid() } == 0 {
+        let own = std::fs::read_to_string(format!("/proc/{old_pid}/cgroup")).unwrap();
+        if let Some(path) = own
+            .lines()
+            .find_map(|l| l.split_once(":memory:").map(|(_, p)| p))
+        {
+            assert!(
+                path.contains("/paddlecloud-replicas/console-") && path.contains("/notebook-"),
+                "{own}"
+            );
+            let limit = std::fs::read_to_string(format!(
+                "/sys/fs/cgroup/memory{path}/memory.limit_in_bytes"
+            ))
+            .unwrap();
+            let asked = app::models::ReplicaResources::default().memory;
+            let asked = app::models::quantity::parse_memory_bytes("memory", &asked).unwrap();
+            assert_eq!(limit.trim(), asked.to_string(), "{path}");
+        }
+    }
     first.shutdown_background();
 
     // The console starts again on the same database and data directory.
