@@ -120,12 +120,7 @@ impl ClusterCapacity {
     /// What is free now: the total less what is held (`None` when either
     /// is unknown).
     pub fn free(&self) -> Option<ResourceTotals> {
-        let (total, used) = (self.total?, self.used?);
-        Some(ResourceTotals {
-            cpu_millis: total.cpu_millis.saturating_sub(used.cpu_millis),
-            memory_bytes: total.memory_bytes.saturating_sub(used.memory_bytes),
-            gpu: total.gpu.saturating_sub(used.gpu),
-        })
+        Some(self.total?.minus(self.used?))
     }
 
     /// Where `ask` (a workload's totals) stands against the room.
@@ -133,14 +128,9 @@ impl ClusterCapacity {
         let (Some(total), Some(free)) = (self.total, self.free()) else {
             return Room::Unknown;
         };
-        let within = |have: ResourceTotals| {
-            ask.cpu_millis <= have.cpu_millis
-                && ask.memory_bytes <= have.memory_bytes
-                && ask.gpu <= have.gpu
-        };
-        if !within(total) {
+        if !ask.fits_in(&total) {
             Room::Never { total }
-        } else if within(free) {
+        } else if ask.fits_in(&free) {
             Room::Fits { free }
         } else {
             Room::Waits { free }

@@ -101,6 +101,22 @@ pub struct ResourceTotals {
 }
 
 impl ResourceTotals {
+    /// Whether every amount of `self` is within `have`'s.
+    pub fn fits_in(&self, have: &ResourceTotals) -> bool {
+        self.cpu_millis <= have.cpu_millis
+            && self.memory_bytes <= have.memory_bytes
+            && self.gpu <= have.gpu
+    }
+
+    /// `self` less `other`, each amount at least 0.
+    pub fn minus(self, other: ResourceTotals) -> Self {
+        Self {
+            cpu_millis: self.cpu_millis.saturating_sub(other.cpu_millis),
+            memory_bytes: self.memory_bytes.saturating_sub(other.memory_bytes),
+            gpu: self.gpu.saturating_sub(other.gpu),
+        }
+    }
+
     /// `self` plus `n` times `r` (a role's replicas, or jobs' totals with
     /// `n = 1`), each amount at most `u64::MAX`: more than any quota or
     /// machine, so it is refused as such rather than wrapped round.

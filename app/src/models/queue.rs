@@ -230,16 +230,6 @@ pub fn estimate_starts(
     running: &[Release],
     waiting: &[(ResourceTotals, Option<i64>)],
 ) -> Vec<Option<i64>> {
-    let fits = |need: &ResourceTotals, free: &ResourceTotals| {
-        need.cpu_millis <= free.cpu_millis
-            && need.memory_bytes <= free.memory_bytes
-            && need.gpu <= free.gpu
-    };
-    let take = |a: ResourceTotals, b: ResourceTotals| ResourceTotals {
-        cpu_millis: a.cpu_millis.saturating_sub(b.cpu_millis),
-        memory_bytes: a.memory_bytes.saturating_sub(b.memory_bytes),
-        gpu: a.gpu.saturating_sub(b.gpu),
-    };
     // Releases still to come, soonest last (popped); unknown ends sort as
     // never.
     let mut releases: Vec<Release> = running.to_vec();
@@ -248,7 +238,7 @@ pub fn estimate_starts(
     let (mut t, mut free) = (now, free);
     let mut out = Vec::with_capacity(waiting.len());
     for (asks, limit) in waiting {
-        while !fits(asks, &free) {
+        while !asks.fits_in(&free) {
             match releases.pop() {
                 Some(Release {
                     at: Some(at),
@@ -265,7 +255,7 @@ pub fn estimate_starts(
             }
         }
         out.push(Some(t));
-        free = take(free, *asks);
+        free = free.minus(*asks);
         let at = limit.map(|ms| t.saturating_add(ms));
         releases.push(Release { at, totals: *asks });
         releases.sort_by_key(key);

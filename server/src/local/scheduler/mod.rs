@@ -292,7 +292,7 @@ impl LocalScheduler {
     /// head fits, then tells every waiter why it waits.
     fn dispatch(&self, state: &mut State) {
         while let Some(&head) = self.order(state).first() {
-            if !lacking(&state.queue[head].ask.totals(), &self.free(state)).is_empty() {
+            if !state.queue[head].ask.totals().fits_in(&self.free(state)) {
                 break;
             }
             let waiter = state.queue.remove(head).expect("a head");
@@ -549,11 +549,7 @@ impl Drop for Grant {
 
 fn release(state: &mut State, id: u64, totals: ResourceTotals, gpus: &[Vec<u32>]) {
     state.running.remove(&id);
-    state.held = ResourceTotals {
-        cpu_millis: state.held.cpu_millis.saturating_sub(totals.cpu_millis),
-        memory_bytes: state.held.memory_bytes.saturating_sub(totals.memory_bytes),
-        gpu: state.held.gpu.saturating_sub(totals.gpu),
-    };
+    state.held = state.held.minus(totals);
     state.free_gpus.extend(gpus.iter().flatten());
 }
 
