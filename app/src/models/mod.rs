@@ -37,6 +37,7 @@ pub mod pipelines;
 pub mod priority;
 pub mod quantity;
 pub mod queue;
+pub mod queue_view;
 pub mod quota;
 pub mod resources;
 pub mod schedules;
@@ -84,7 +85,7 @@ pub use pipelines::{
     PipelineSubmit, RunStatus, Step,
 };
 pub use priority::Priority;
-pub use queue::{AccountShare, Holding, QueueView, Waiting, WorkKind, WorkRef};
+pub use queue::{AccountShare, Holding, Preemptible, QueueView, Waiting, WorkKind, WorkRef};
 pub use quota::*;
 pub use resources::*;
 pub use schedules::*;

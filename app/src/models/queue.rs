@@ -80,6 +80,10 @@ pub struct Holding {
     /// When its time limit ends it, Unix milliseconds (none: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ends_by: Option<i64>,
+    /// Preempted: it is giving its room back to higher-priority work of its
+    /// account, and queues again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preempted: bool,
 }
 
 /// Work that waits for room.
@@ -113,8 +117,8 @@ pub struct QueueView {
     /// Where jobs run.
     pub cluster: String,
     /// Whether the console orders this queue (the local executor); on
-    /// Kubernetes the cluster's scheduler does, and only the account's own
-    /// waiting jobs are listed, without positions.
+    /// Kubernetes the cluster's scheduler does, and the order shown is its
+    /// default one (priority class, then age) for the console's jobs.
     pub ordered_here: bool,
     /// What waits, in the order it will be taken.
     pub waiting: Vec<Waiting>,
@@ -263,6 +267,61 @@ pub fn estimate_starts(
     out
 }
 
+/// Running work preemption may stop: a job of the waiting request's own
+/// account.
+#[derive(Debug, Clone, Copy)]
+pub struct Preemptible {
+    /// Its priority.
+    pub priority: Priority,
+    /// When it started, Unix ms.
+    pub since: i64,
+    /// What it holds.
+    pub holds: ResourceTotals,
+    /// Already told to give its room back (its room is on its way).
+    pub giving_back: bool,
+}
+
+/// Which of `running` (indices) to preempt so that a request of `priority`
+/// asking `need` fits, with `free` free now: jobs of lower priority, lowest
+/// first, then the most recently started (it loses the least work), as few
+/// as make room together with what is already on its way back. Empty when
+/// nothing need be stopped, and when even all of them would not make room:
+/// no work is stopped in vain. The rule both executors follow.
+pub fn preemption_victims(
+    need: ResourceTotals,
+    priority: Priority,
+    free: ResourceTotals,
+    running: &[Preemptible],
+) -> Vec<usize> {
+    let mut coming = running
+        .iter()
+        .filter(|r| r.giving_back)
+        .fold(free, |t, r| t.add_times(r.holds, 1));
+    let mut candidates: Vec<usize> = (0..running.len())
+        .filter(|&i| !running[i].giving_back && running[i].priority < priority)
+        .collect();
+    candidates.sort_by_key(|&i| {
+        (
+            running[i].priority,
+            std::cmp::Reverse(running[i].since),
+            std::cmp::Reverse(i),
+        )
+    });
+    let mut chosen = Vec::new();
+    for i in candidates {
+        if need.fits_in(&coming) {
+            break;
+        }
+        coming = coming.add_times(running[i].holds, 1);
+        chosen.push(i);
+    }
+    if need.fits_in(&coming) {
+        chosen
+    } else {
+        Vec::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,5 +441,52 @@ mod tests {
         // A machine without GPUs: GPUs do not count.
         let none = ResourceTotals { gpu: 0, ..capacity };
         assert_eq!(dominant_share(held, none), 0.125);
+    }
+
+    #[test]
+    fn preemption_stops_the_lowest_and_newest_first_only_what_makes_room_and_nothing_in_vain() {
+        let cpus = |n: u64| ResourceTotals {
+            cpu_millis: n * 1000,
+            ..Default::default()
+        };
+        let job = |priority, since, n| Preemptible {
+            priority,
+            since,
+            holds: cpus(n),
+            giving_back: false,
+        };
+        let running = [
+            job(Priority::Low, 1, 2),
+            job(Priority::Normal, 2, 2),
+            job(Priority::Low, 3, 2),
+            job(Priority::High, 4, 2),
+        ];
+        // One job's room is enough: the newest low one.
+        assert_eq!(
+            preemption_victims(cpus(2), Priority::High, cpus(0), &running),
+            [2]
+        );
+        // Both lows before the normal one.
+        assert_eq!(
+            preemption_victims(cpus(4), Priority::High, cpus(0), &running),
+            [2, 0]
+        );
+        assert_eq!(
+            preemption_victims(cpus(6), Priority::High, cpus(0), &running),
+            [2, 0, 1]
+        );
+        // Never a job of the same or higher priority: 8 CPUs cannot be made.
+        assert!(preemption_victims(cpus(8), Priority::High, cpus(0), &running).is_empty());
+        // A normal request only stops lows.
+        assert!(preemption_victims(cpus(6), Priority::Normal, cpus(0), &running).is_empty());
+        // What is free, or already on its way back, counts.
+        assert!(preemption_victims(cpus(2), Priority::High, cpus(2), &running).is_empty());
+        let mut giving = running;
+        giving[2].giving_back = true;
+        assert!(preemption_victims(cpus(2), Priority::High, cpus(0), &giving).is_empty());
+        assert_eq!(
+            preemption_victims(cpus(4), Priority::High, cpus(0), &giving),
+            [0]
+        );
     }
 }

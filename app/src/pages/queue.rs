@@ -80,7 +80,15 @@ fn holding_row(h: Holding) -> impl IntoView {
         <tr data-name=h.work.name.clone().unwrap_or_default() data-account=h.work.account.clone()>
             <td>{work_cell(&h.work)}</td>
             <td>{h.work.account.clone()}</td>
-            <td>{priority_badge(h.priority)}</td>
+            <td>
+                {priority_badge(h.priority)}
+                {h.preempted.then(|| view! {
+                    <span class="status stalled" data-testid="preempted"
+                        title="Giving its room back to higher-priority work of its account; it queues again">
+                        "preempted"
+                    </span>
+                })}
+            </td>
             <td>{amounts(&h.holds)}</td>
             <td>{format_utc(h.since)}</td>
             <td data-testid="ends-by">{h.ends_by.map(format_utc).unwrap_or_else(|| "no time limit".to_owned())}</td>
@@ -99,8 +107,11 @@ fn QueueBody(q: QueueView) -> impl IntoView {
          time limits of the work it waits behind (the latest it can be; earlier if that work \
          ends sooner)."
     } else {
-        "The cluster's scheduler decides the order; these are this account's waiting jobs, \
-         oldest first, with the scheduler's reasons."
+        "The cluster's scheduler decides: it takes pending pods by priority class, then age, \
+         and places each where it fits. This is that order for this console's jobs, with the \
+         scheduler's reasons; other workloads on the nodes count only as room taken. A start \
+         is estimated from the time limits of the console's running jobs (the latest it can \
+         be)."
     };
     let waiting = if q.waiting.is_empty() {
         view! { <p class="empty" data-testid="queue-empty">"Nothing waits for room."</p> }

@@ -450,6 +450,18 @@ pub fn render_queue(q: &app::models::QueueView) -> String {
             starts
         );
     }
+    let preempted: Vec<String> = q
+        .running
+        .iter()
+        .filter(|h| h.preempted)
+        .map(|h| h.work.describe())
+        .collect();
+    if !preempted.is_empty() {
+        out += &format!(
+            "preempted, giving their room back: {}\n",
+            preempted.join(", ")
+        );
+    }
     if !q.shares.is_empty() {
         let shares: Vec<String> = q
             .shares

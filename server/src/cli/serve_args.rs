@@ -35,6 +35,12 @@ pub struct ServeArgs {
     /// Seconds a stopped job's processes get between SIGTERM and SIGKILL.
     #[arg(long, env = "PADDLECLOUD_STOP_GRACE", default_value_t = 10)]
     pub stop_grace: u64,
+    /// Turns preemption on: a job that waits for room stops running jobs of
+    /// its account of lower priority (locally; on Kubernetes the scheduler
+    /// preempts lower-priority pods), which get this many seconds between
+    /// SIGTERM and SIGKILL and queue again. Off unless set.
+    #[arg(long, env = "PADDLECLOUD_PREEMPTION_GRACE")]
+    pub preemption_grace: Option<u64>,
     /// The console's URL as jobs reach it (given to them as `PADDLECLOUD_SERVER`
     /// for the SDK). Default: the listen address.
     #[arg(long, env = "PADDLECLOUD_PUBLIC_URL")]
@@ -318,6 +324,7 @@ impl ServeArgs {
             database_url: self.storage.database_url(),
             cluster: self.cluster_choice(),
             stop_grace: Duration::from_secs(self.stop_grace),
+            preemption_grace: self.preemption_grace.map(Duration::from_secs),
             public_url: Some(public_url),
             secure_cookies: self.secure_cookies,
             metrics_token: self.metrics_token.clone(),

@@ -69,6 +69,7 @@ impl Backends {
             JobStore::new(base.pool.clone()),
             &config.data_dir,
             base.grace,
+            config.preemption_grace,
             config.public_url.clone(),
             *pod_support,
         );

@@ -63,6 +63,10 @@ pub struct Config {
     pub cluster: ClusterChoice,
     /// What a stopped replica gets between SIGTERM and SIGKILL.
     pub stop_grace: Duration,
+    /// Preemption (opt-in): a job waiting for room stops running jobs of
+    /// lower priority, which get this between SIGTERM and SIGKILL and queue
+    /// again. `None`: nothing is preempted.
+    pub preemption_grace: Option<Duration>,
     /// The console's URL as jobs and pods reach it (`PADDLECLOUD_SERVER`);
     /// `None` when it listens on no socket (tests driving the router).
     pub public_url: Option<String>,
@@ -146,6 +150,7 @@ impl Config {
             database_url,
             cluster: ClusterChoice::Local,
             stop_grace: Duration::from_secs(10),
+            preemption_grace: None,
             public_url: None,
             secure_cookies: false,
             metrics_token: None,

@@ -333,7 +333,11 @@ impl Host {
     /// Detects the machine's room (unless the config sets it).
     fn detect(config: &Config) -> anyhow::Result<Self> {
         Ok(Self {
-            machine: Machine::detect(&config.local_capacity, config.local_limits)?,
+            machine: Machine::detect(
+                &config.local_capacity,
+                config.local_limits,
+                config.preemption_grace,
+            )?,
             venvs: Venvs::new(
                 config.environments_dir.clone(),
                 config.environment_python.clone(),

@@ -47,6 +47,13 @@ impl RoomCache {
                 return Ok(room);
             }
         }
+        self.read_now(client).await
+    }
+
+    /// A new reading, whatever the last: what a decision to stop work on
+    /// the strength of it needs (a reading seconds old may not count a pod
+    /// placed since).
+    pub(crate) async fn read_now(&self, client: &Client) -> Result<Room, AppError> {
         let nodes = Api::<Node>::all(client.clone())
             .list(&ListParams::default())
             .await

@@ -14,27 +14,29 @@ pub mod metrics_api;
 pub mod notebooks;
 pub mod objects;
 pub mod pods;
+mod preemption;
 pub mod priority;
 pub mod prometheus;
 mod quota;
 pub mod sdk;
 pub mod serving;
 mod stack_dump;
+mod time_limits;
 mod watch;
 pub mod workload_pod;
 
 pub use quota::QUOTA_NAME;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use app::error::AppError;
+use app::models::queue_view::{Holder, QueueFacts, Wanting};
 use app::models::{
     Account, ClusterCapacity, Job, JobHistoryEntry, JobPage, JobQuery, JobSpec, JobStatus,
-    LimitEnforcement, LogRequest, Me, Pod, PodPhase, QueueView, StackDump, Waiting, WorkKind,
-    WorkRef,
+    LimitEnforcement, LogRequest, Me, Pod, PodPhase, QueueView, StackDump, WorkKind,
 };
 use app::ports::{Cluster, JobEvent, LogStream};
 use async_trait::async_trait;
@@ -141,18 +143,29 @@ pub(crate) struct Inner {
     tools: std::sync::OnceLock<Arc<crate::local::venvs::Venvs>>,
     /// Whether the priority classes exist (made at the first submit).
     priority_classes: tokio::sync::OnceCell<bool>,
+    /// What a preempted job's pods get between SIGTERM and SIGKILL
+    /// (`None`: preemption is off); see [`preemption`].
+    preemption: Option<Duration>,
+    /// Jobs preemption stopped: their old pods, and why.
+    preempted: Mutex<HashMap<i64, preemption::PreemptedJob>>,
+    /// Held while preemption decides.
+    preempting: tokio::sync::Mutex<()>,
 }
 
 impl KubeCluster {
     /// The backend on `client`, named `name`, recording in `store`,
     /// collecting logs under `data_dir`; pods learn the console's address
-    /// from `console_url`. Starts the pod watch and the health probe.
+    /// from `console_url`; a waiting job preempts its account's running
+    /// jobs of lower priority with `preemption` as their grace (`None`:
+    /// never). Starts the pod watch and the health probe.
+    #[allow(clippy::too_many_arguments)] // each is one of the config's settings
     pub fn start(
         client: Client,
         name: String,
         store: JobStore,
         data_dir: &Path,
         grace: Duration,
+        preemption: Option<Duration>,
         console_url: Option<String>,
         support: inputs::PodSupport,
     ) -> Self {
@@ -172,6 +185,9 @@ impl KubeCluster {
             support,
             tools: std::sync::OnceLock::new(),
             priority_classes: tokio::sync::OnceCell::new(),
+            preemption,
+            preempted: Mutex::new(HashMap::new()),
+            preempting: tokio::sync::Mutex::new(()),
         });
         tokio::spawn(watch::pods(Arc::downgrade(&inner)));
         tokio::spawn(probe(Arc::downgrade(&inner)));
@@ -316,7 +332,24 @@ impl Inner {
             .create(&pp, &objects::service(spec, job_id, &parent)?)
             .await
             .map_err(|e| from_kube("create the job's service", e))?;
-        let ctx = JobContext {
+        let ctx = self.job_context(account, spec, job_id).await;
+        let jobs = self.api::<KubeJob>(ns);
+        for replica in objects::replica_jobs(spec, &ctx, &parent)? {
+            jobs.create(&pp, &replica)
+                .await
+                .map_err(|e| from_kube("create a replica", e))?;
+        }
+        Ok(())
+    }
+
+    /// What the job's replica Jobs are made with.
+    async fn job_context<'a>(
+        &'a self,
+        account: &'a Account,
+        spec: &JobSpec,
+        job_id: i64,
+    ) -> JobContext<'a> {
+        JobContext {
             job_id,
             account: &account.name,
             console_url: self.console_url.as_deref(),
@@ -326,14 +359,7 @@ impl Inner {
                 .priority_classes()
                 .await
                 .then(|| priority::class_name(spec.priority)),
-        };
-        let jobs = self.api::<KubeJob>(ns);
-        for replica in objects::replica_jobs(spec, &ctx, &parent)? {
-            jobs.create(&pp, &replica)
-                .await
-                .map_err(|e| from_kube("create a replica", e))?;
         }
-        Ok(())
     }
 
     /// Removes the replicas' workloads (their pods end with SIGTERM, then
@@ -557,6 +583,7 @@ impl Inner {
                     .await?;
             }
             self.store.set_status(job_id, status, message).await?;
+            self.forget_preempted(job_id);
             self.emit(account.id, &stored.job.name);
             if removed.is_ok() {
                 self.wait_pods_ended(&account.namespace, job_id).await;
@@ -598,6 +625,13 @@ async fn probe(inner: std::sync::Weak<Inner>) {
     loop {
         let Some(inner) = inner.upgrade() else { return };
         inner.check().await;
+        // Off the probe: ending a job waits for its pods.
+        let limits = inner.clone();
+        tokio::spawn(async move {
+            if let Err(err) = limits.end_past_limits().await {
+                tracing::warn!(error = %err, "ending jobs past their time limit");
+            }
+        });
         drop(inner);
         tokio::time::sleep(PROBE_EVERY).await;
     }
@@ -863,43 +897,82 @@ impl Cluster for KubeCluster {
         })
     }
 
-    /// The account's own waiting jobs, oldest first, with why each waits
-    /// (the pods' scheduling reasons): the cluster's scheduler orders them,
-    /// so no position is promised.
+    /// The console's jobs on the cluster as a member of `account` sees
+    /// them: the waiting ones in the order the scheduler takes pending pods
+    /// by default (priority class, then age), each with the scheduler's
+    /// reason and a start estimated from the running jobs' time limits; the
+    /// running ones with what they hold. Other workloads on the nodes count
+    /// only as room taken, for good.
     async fn queue(&self, account: &Account) -> Result<QueueView, AppError> {
-        let query = JobQuery {
-            status: Some(JobStatus::Pending),
-            sort: app::models::JobSort::Oldest,
-            per_page: Some(100),
-            ..JobQuery::default()
-        };
-        let pending = self.inner.store.list(account.id, &query).await?.jobs;
+        let inner = &self.inner;
+        let active = inner.store.active(&inner.name).await?;
+        let mut names: HashMap<i64, String> = HashMap::new();
+        for job in &active {
+            if let std::collections::hash_map::Entry::Vacant(e) = names.entry(job.account_id) {
+                e.insert(inner.store.account_of(job.account_id).await?.name);
+            }
+        }
+        let limit = |spec: &JobSpec| spec.max_runtime_seconds().map(|s| s as i64 * 1000);
+        let mut running = Vec::new();
+        for job in active.iter().filter(|j| j.job.status == JobStatus::Running) {
+            let since = match inner.run_started(job.id).await? {
+                Some(at) => at,
+                None => job.job.started_at.unwrap_or(job.job.created_at),
+            };
+            running.push(Holder {
+                kind: WorkKind::Job,
+                account: names[&job.account_id].clone(),
+                name: job.job.name.clone(),
+                priority: job.job.spec.priority,
+                holds: job.job.spec.totals().unwrap_or_default(),
+                since,
+                max_runtime_ms: limit(&job.job.spec),
+                preempted: false,
+            });
+        }
+        let mut pending: Vec<_> = active
+            .iter()
+            .filter(|j| j.job.status == JobStatus::Pending)
+            .collect();
+        pending.sort_by_key(|j| {
+            (
+                std::cmp::Reverse(j.job.spec.priority),
+                j.job.created_at,
+                j.id,
+            )
+        });
         let waiting = pending
             .into_iter()
-            .enumerate()
-            .map(|(i, job)| Waiting {
-                position: i as u32 + 1,
-                work: WorkRef {
-                    kind: WorkKind::Job,
-                    account: account.name.clone(),
-                    name: Some(job.name.clone()),
-                },
-                priority: job.spec.priority,
-                asks: job.spec.totals().unwrap_or_default(),
-                since: job.created_at,
-                reason: job.message,
-                held_by: Vec::new(),
-                starts_by: None,
+            .map(|job| Wanting {
+                kind: WorkKind::Job,
+                account: names[&job.account_id].clone(),
+                name: job.job.name.clone(),
+                priority: job.job.spec.priority,
+                asks: job.job.spec.totals().unwrap_or_default(),
+                since: job.job.created_at,
+                reason: job.job.message.clone(),
+                max_runtime_ms: limit(&job.job.spec),
             })
             .collect();
-        Ok(QueueView {
-            cluster: self.inner.name.clone(),
+        let room = inner.room.read(&inner.client).await.ok();
+        let facts = QueueFacts {
+            cluster: inner.name.clone(),
             ordered_here: false,
+            now: now_ms(),
+            capacity: room.map(|r| r.total).unwrap_or_default(),
+            free: room.map(|r| r.total.minus(r.used)).unwrap_or_default(),
+            running,
             waiting,
-            running: Vec::new(),
-            capacity: None,
-            shares: Vec::new(),
-        })
+        };
+        let mut view = facts.view_for(&account.name);
+        if room.is_none() {
+            // The nodes could not be read: no room to tell, nor estimates.
+            view.capacity = None;
+            for w in &mut view.waiting {
+                w.starts_by = None;
+            }
+        }
+        Ok(view)
     }
 }
 

@@ -302,7 +302,7 @@ pub fn replica_jobs(
             let index = ctx.support.pip_index_url.as_deref();
             let extra = spec.extra_requirements();
             super::environment::apply(environment, extra, job_image(spec), index, &mut pod);
-            let mut job_spec = json!({
+            let job_spec = json!({
                 "backoffLimit": 0,
                 "completions": 1,
                 "parallelism": 1,
@@ -311,10 +311,6 @@ pub fn replica_jobs(
                     "spec": pod,
                 },
             });
-            // Its time limit: the Job controller ends the pod past it.
-            if let Some(seconds) = spec.max_runtime_seconds() {
-                job_spec["activeDeadlineSeconds"] = json!(seconds);
-            }
             from_json(json!({
                 "apiVersion": "batch/v1",
                 "kind": "Job",
@@ -502,21 +498,18 @@ mod tests {
         );
     }
 
+    /// The console keeps time limits (`super::time_limits`): a Job's
+    /// deadline would count the time it waits for room.
     #[test]
-    fn a_time_limit_is_each_replica_jobs_active_deadline() {
+    fn a_time_limit_is_not_a_replica_jobs_active_deadline() {
         let mut s = spec();
         s.max_runtime = Some("90m".into());
         let support = Default::default();
         let ctx = ctx(&support);
         let jobs = replica_jobs(&s, &ctx, &parent(&s, 7).unwrap()).unwrap();
         for job in &jobs {
-            assert_eq!(
-                job.spec.as_ref().unwrap().active_deadline_seconds,
-                Some(5400)
-            );
+            assert_eq!(job.spec.as_ref().unwrap().active_deadline_seconds, None);
         }
-        let none = replica_jobs(&spec(), &ctx, &parent(&spec(), 7).unwrap()).unwrap();
-        assert_eq!(none[0].spec.as_ref().unwrap().active_deadline_seconds, None);
     }
 
     #[test]

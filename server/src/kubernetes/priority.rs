@@ -1,8 +1,9 @@
 //! A job's priority on Kubernetes: its pods carry one of three
 //! PriorityClasses the console makes once (`paddlecloud-low`, `-normal`,
 //! `-high`), so the scheduler takes a higher one's pending pods first.
-//! They never preempt (`preemptionPolicy: Never`): evicting running pods is
-//! opt-in, and not done yet. Values sit above the default 0 of pods without
+//! They never preempt (`preemptionPolicy: Never`): the cluster's preemption
+//! crosses namespaces; the console's own, opt-in, stays inside an account
+//! ([`super::preemption`]). Values sit above the default 0 of pods without
 //! a class and far below the system's own (`system-cluster-critical` is two
 //! billion).
 

@@ -216,7 +216,9 @@ async fn apply_to(
         return Ok(());
     }
     let account = inner.store.account_of(stored.account_id).await?;
-    if pod.metadata.namespace.as_deref() != Some(account.namespace.as_str()) {
+    if pod.metadata.namespace.as_deref() != Some(account.namespace.as_str())
+        || inner.is_preempted_pod(job_id, pod.metadata.uid.as_deref())
+    {
         return Ok(());
     }
     let update = update_of(pod);
@@ -271,12 +273,26 @@ async fn apply_to(
                 let reason = pods
                     .iter()
                     .find(|p| p.phase == PodPhase::Pending && !p.message.is_empty())
-                    .map(|p| format!("{}: {}", p.name, p.message));
+                    .map(|p| format!("{}: {}", p.name, p.message))
+                    .map(|r| match inner.preempted_why(job_id) {
+                        Some(why) => format!("{why}; queued again, {r}"),
+                        None => r,
+                    });
                 if let Some(reason) = reason.filter(|r| *r != stored.job.message) {
                     inner
                         .store
                         .set_status(job_id, JobStatus::Pending, &reason)
                         .await?;
+                    // It cannot be placed: preemption may make room.
+                    let unplaced = pod.status.as_ref().and_then(unschedulable).is_some();
+                    if inner.preemption.is_some() && unplaced {
+                        let (inner, account) = (inner.clone(), account.clone());
+                        tokio::spawn(async move {
+                            if let Err(err) = inner.preempt_for(&account, job_id).await {
+                                tracing::warn!(error = %err, job_id, "preempting for a job");
+                            }
+                        });
+                    }
                 }
             }
             inner.emit(account.id, &stored.job.name);

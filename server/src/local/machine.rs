@@ -21,12 +21,17 @@ pub struct Machine {
 
 impl Machine {
     /// Learns the machine as `settings` leave it to learn (`nvidia-smi` for
-    /// GPUs) and how limits can be held here (as `limits` says).
-    pub fn detect(settings: &CapacitySettings, limits: LimitsChoice) -> std::io::Result<Arc<Self>> {
+    /// GPUs) and how limits can be held here (as `limits` says); preempts
+    /// lower-priority jobs with `preemption` as their grace (`None`: never).
+    pub fn detect(
+        settings: &CapacitySettings,
+        limits: LimitsChoice,
+        preemption: Option<std::time::Duration>,
+    ) -> std::io::Result<Arc<Self>> {
         let capacity = capacity::detect(settings, "nvidia-smi");
         tracing::info!(capacity = %capacity.source, "the local executor's room");
         Ok(Arc::new(Self {
-            scheduler: LocalScheduler::new(capacity),
+            scheduler: LocalScheduler::preempting(capacity, preemption),
             limits: Limits::detect(limits)?,
         }))
     }

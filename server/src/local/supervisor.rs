@@ -1,7 +1,9 @@
 //! One task per job: waits in the machine's queue until all its replicas
 //! fit, starts them together (each with its own GPUs and limits), watches
 //! them exit, decides the job's outcome, and ends the rest when it is
-//! decided.
+//! decided. Preempted (the scheduler gives its room to higher-priority work
+//! of its account), it stops its replicas within the preemption grace and
+//! queues again in its old place; the next run starts over.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -18,7 +20,7 @@ use super::limits::ReplicaLimit;
 use super::machine::gpu_env;
 use super::process::{command, free_ports, signal_group};
 use super::recovery::pod_marker;
-use super::scheduler::{Ask, Grant};
+use super::scheduler::{Ask, Grant, Preempted};
 use super::venvs::Prepared;
 use super::Inner;
 use crate::storage::jobs::PodUpdate;
@@ -91,11 +93,23 @@ pub async fn supervise(
     let name = run.spec.name.clone();
     let mut stop = stop;
     let ran = match prepare_environment(&inner, &run, &mut stop).await {
-        Ok(Prepared::Ready(venv)) => match wait_turn(&inner, &run, &mut stop).await {
-            Ok(Some(grant)) => drive(&inner, &run, stop, grant, venv.as_deref()).await,
-            Ok(None) => stopped_in_queue(&inner, &run).await,
-            Err(err) => Err(err),
-        },
+        Ok(Prepared::Ready(venv)) => {
+            let mut again: Option<(u64, Preempted)> = None;
+            loop {
+                match wait_turn(&inner, &run, &mut stop, again.as_ref()).await {
+                    Ok(Some(grant)) => {
+                        let seq = grant.seq;
+                        match drive(&inner, &run, stop.clone(), grant, venv.as_deref()).await {
+                            Ok(Ended::Preempted(why)) => again = Some((seq, why)),
+                            Ok(Ended::Decided) => break Ok(()),
+                            Err(err) => break Err(err),
+                        }
+                    }
+                    Ok(None) => break stopped_in_queue(&inner, &run).await,
+                    Err(err) => break Err(err),
+                }
+            }
+        }
         Ok(Prepared::Stopped) => stopped_in_queue(&inner, &run).await,
         Ok(Prepared::Failed(why)) => {
             end_unstarted(&inner, &run, PodPhase::Failed, JobStatus::Failed, &why).await
@@ -123,18 +137,38 @@ pub async fn supervise(
 }
 
 /// Waits in the machine's queue, keeping the job's message on why (the job
-/// table shows it); `None` if the job is stopped before its turn.
+/// table shows it); `None` if the job is stopped before its turn. After a
+/// preemption (`again`: its place and why) it queues in its old place, its
+/// message saying it was preempted.
 async fn wait_turn(
     inner: &Arc<Inner>,
     run: &SupervisedJob,
     stop: &mut watch::Receiver<bool>,
+    again: Option<&(u64, Preempted)>,
 ) -> anyhow::Result<Option<Grant>> {
-    let ticket = inner.machine.scheduler.enqueue(run.ask.clone());
+    let scheduler = &inner.machine.scheduler;
+    let (ticket, preempted) = match again {
+        Some((seq, why)) => (scheduler.requeue(run.ask.clone(), *seq), Some(why.words())),
+        None => (scheduler.enqueue(run.ask.clone()), None),
+    };
+    let preempted = preempted.as_deref();
     ticket
         .wait_turn(stop, |why| async move {
-            set_job(inner, run, JobStatus::Pending, &why).await
+            let said = match preempted {
+                Some(p) => format!("{p}; queued again, {why}"),
+                None => why,
+            };
+            set_job(inner, run, JobStatus::Pending, &said).await
         })
         .await
+}
+
+/// How a run of the job's replicas ended.
+enum Ended {
+    /// The job's outcome is decided and written.
+    Decided,
+    /// Its replicas were stopped to give the room back; it queues again.
+    Preempted(Preempted),
 }
 
 /// Builds the job's environment (at most once for every job that lists
@@ -294,9 +328,9 @@ async fn drive(
     inner: &Arc<Inner>,
     run: &SupervisedJob,
     mut stop: watch::Receiver<bool>,
-    grant: Grant,
+    mut grant: Grant,
     venv: Option<&Path>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Ended> {
     let pods = run.spec.pod_names();
     let ports = free_ports(pods.len())?;
     let endpoints = |role: JobRole| {
@@ -436,9 +470,17 @@ async fn drive(
     // (Without one the timer is never polled: the branch below is off.)
     let time_limit = tokio::time::sleep(Duration::from_secs(limit.unwrap_or(3600)));
     tokio::pin!(time_limit);
+    // Preempted: why, once the scheduler says so.
+    let mut preempted: Option<Preempted> = None;
     // Watch replicas until the job's outcome is decided.
     while outcome.is_none() {
         tokio::select! {
+            Ok(()) = grant.preempted.changed() => {
+                if let Some(why) = grant.preempted.borrow_and_update().clone() {
+                    outcome = Some((JobStatus::Pending, format!("{}; stopping its replicas to queue again.", why.words())));
+                    preempted = Some(why);
+                }
+            }
             _ = &mut time_limit, if limit.is_some() => {
                 let said = run.spec.max_runtime.clone().unwrap_or_default();
                 outcome = Some((JobStatus::Failed, format!("Ran past its time limit of {said}: stopped.")));
@@ -496,6 +538,9 @@ async fn drive(
     // End whatever still runs: parameter servers after success, everything
     // after a failure or a stop.
     let why = match status {
+        JobStatus::Pending => {
+            "Stopped to give its room to higher-priority work; it runs again when there is room."
+        }
         JobStatus::Succeeded => "Stopped after the trainers finished.",
         JobStatus::Stopped => "Stopped by a user.",
         _ if message == CONSOLE_STOPPED => "Stopped because the console stopped.",
@@ -505,7 +550,11 @@ async fn drive(
     for replica in live.values() {
         signal_group(replica.pgid, Signal::SIGTERM);
     }
-    let deadline = tokio::time::sleep(inner.grace);
+    let grace = match (&preempted, inner.machine.scheduler.preemption_grace()) {
+        (Some(_), Some(grace)) => grace,
+        _ => inner.grace,
+    };
+    let deadline = tokio::time::sleep(grace);
     tokio::pin!(deadline);
     while !live.is_empty() {
         tokio::select! {
@@ -538,7 +587,7 @@ async fn drive(
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?
     {
-        if pod.phase == PodPhase::Pending {
+        if pod.phase == PodPhase::Pending && preempted.is_none() {
             set_pod(
                 inner,
                 run,
@@ -565,9 +614,27 @@ async fn drive(
             logs.remove(&(run.job_id, pod.clone()));
         }
     }
+    if let Some(why) = preempted {
+        // Back to waiting, each replica saying why; the room goes back
+        // when the grant drops.
+        let said = format!("{}; waits to run again.", why.words());
+        for (pod, _, _) in &pods {
+            inner
+                .store
+                .requeue_pod(run.job_id, pod, &said)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+        set_job(inner, run, JobStatus::Pending, &said).await?;
+        for log_done in done_with_job {
+            let _ = log_done.send(true);
+        }
+        drop(grant);
+        return Ok(Ended::Preempted(why));
+    }
     let written = set_job(inner, run, status, &message).await;
     for log_done in done_with_job {
         let _ = log_done.send(true);
     }
-    written
+    written.map(|()| Ended::Decided)
 }

@@ -525,21 +525,39 @@ impl JobStore {
         .execute(&mut *tx)
         .await
         .map_err(internal("update pod"))?;
+        refresh_role_counts(&mut *tx, job_id).await?;
+        tx.commit().await.map_err(internal("commit pod update"))
+    }
+
+    /// Takes a replica back to waiting, as it was before it ran: preempted
+    /// (its room given to higher-priority work), it runs again when there
+    /// is room. Its last run stays in the job's history.
+    pub async fn requeue_pod(&self, job_id: i64, pod: &str, message: &str) -> Result<(), AppError> {
+        let mut tx = self
+            .pool
+            .begin_write()
+            .await
+            .map_err(internal("begin pod requeue"))?;
+        let change = PodMove {
+            pod,
+            phase: Some(PodPhase::Pending.as_str()),
+            message: Some(message),
+            exit_code: None,
+        };
+        pod_moves(&mut *tx, job_id, now_ms(), change).await?;
         sqlx::query(
-            "UPDATE jobs SET \
-             ps_ready = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'pserver' AND p.phase = 'running'), \
-             ps_succeeded = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'pserver' AND p.phase = 'succeeded'), \
-             ps_failed = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'pserver' AND p.phase = 'failed'), \
-             tr_ready = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'trainer' AND p.phase = 'running'), \
-             tr_succeeded = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'trainer' AND p.phase = 'succeeded'), \
-             tr_failed = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'trainer' AND p.phase = 'failed') \
-             WHERE id = $1",
+            "UPDATE pods SET phase = $1, pid = NULL, exit_code = NULL, started_at = NULL, \
+             finished_at = NULL, gpus = '', message = $2 WHERE job_id = $3 AND name = $4",
         )
+        .bind(PodPhase::Pending.as_str())
+        .bind(message)
         .bind(job_id)
+        .bind(pod)
         .execute(&mut *tx)
         .await
-        .map_err(internal("refresh role counts"))?;
-        tx.commit().await.map_err(internal("commit pod update"))
+        .map_err(internal("requeue pod"))?;
+        refresh_role_counts(&mut *tx, job_id).await?;
+        tx.commit().await.map_err(internal("commit pod requeue"))
     }
 
     /// Moves a job to `status`; the first move to Running records the start,
@@ -690,4 +708,26 @@ impl JobStore {
             .collect::<Result<Vec<_>, _>>()
             .map_err(internal("decode jobs"))
     }
+}
+
+/// Recounts a job's replicas by role and phase (the job table's counts).
+async fn refresh_role_counts<'e, E>(db: E, job_id: i64) -> Result<(), AppError>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Any>,
+{
+    sqlx::query(
+            "UPDATE jobs SET \
+             ps_ready = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'pserver' AND p.phase = 'running'), \
+             ps_succeeded = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'pserver' AND p.phase = 'succeeded'), \
+             ps_failed = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'pserver' AND p.phase = 'failed'), \
+             tr_ready = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'trainer' AND p.phase = 'running'), \
+             tr_succeeded = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'trainer' AND p.phase = 'succeeded'), \
+             tr_failed = (SELECT COUNT(*) FROM pods p WHERE p.job_id = jobs.id AND p.role = 'trainer' AND p.phase = 'failed') \
+             WHERE id = $1",
+        )
+        .bind(job_id)
+        .execute(db)
+        .await
+        .map_err(internal("refresh role counts"))?;
+    Ok(())
 }

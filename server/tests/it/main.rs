@@ -36,6 +36,7 @@ mod kube_backend;
 mod kube_inputs;
 mod kube_metric_files;
 mod kube_metrics_api;
+mod kube_preemption;
 mod kube_serving;
 mod kube_stalls;
 mod leases;

@@ -241,7 +241,7 @@ async fn a_job_past_its_time_limit_fails_saying_so_and_the_queue_estimates_start
     assert_eq!(body["error"]["field"], "max_runtime", "{body}");
 
     let mut bounded = job("bounded", "2", 600, "normal");
-    bounded["max_runtime"] = json!("4s");
+    bounded["max_runtime"] = json!("10s");
     let (s, body) = submit(&site, &key, bounded).await;
     assert_eq!(s, StatusCode::CREATED, "{body}");
     wait_for(&site, &key, "bounded", "running").await;
@@ -257,7 +257,7 @@ async fn a_job_past_its_time_limit_fails_saying_so_and_the_queue_estimates_start
     let ends = seen["running"][0]["ends_by"]
         .as_i64()
         .expect("the limit's end");
-    assert!(ends > now && ends <= now + 4_000, "{seen}");
+    assert!(ends > now && ends <= now + 10_000, "{seen}");
     // `next` starts when `bounded` ends, at the latest. `open-ended` needs
     // both CPUs, one of which `next` (no limit) then holds: no estimate for
     // it, nor for `after` behind it.
@@ -269,9 +269,15 @@ async fn a_job_past_its_time_limit_fails_saying_so_and_the_queue_estimates_start
         .collect();
     assert_eq!(starts, vec![Some(ends), None, None], "{seen}");
 
+    // (Longer than `wait_for` waits: the limit is 10 s from its start.)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    while status(&site, &key, "bounded").await != "failed" {
+        assert!(std::time::Instant::now() < deadline, "bounded never failed");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let failed = wait_for(&site, &key, "bounded", "failed").await;
     assert_eq!(
-        failed["message"], "Ran past its time limit of 4s: stopped.",
+        failed["message"], "Ran past its time limit of 10s: stopped.",
         "{failed}"
     );
     wait_for(&site, &key, "next", "succeeded").await;
@@ -283,4 +289,126 @@ async fn a_job_past_its_time_limit_fails_saying_so_and_the_queue_estimates_start
         None,
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_preemption_on_a_high_job_stops_its_accounts_low_job_which_queues_again_and_resumes() {
+    let db = common::sqlite().await;
+    let config = Config {
+        preemption_grace: Some(std::time::Duration::from_secs(10)),
+        ..common::site::config(&db)
+    };
+    let site = two_cpus(db, config).await;
+    let (key, cookie) = key_and_cookie(&site, "preempt").await;
+    // A low job that takes the machine, says when it starts, and takes its
+    // time to stop on SIGTERM (a checkpoint, say).
+    let mut sweep = job("sweep", "2", 600, "low");
+    sweep["command"] = json!([
+        "sh",
+        "-c",
+        "echo run started; trap 'echo saving a checkpoint; sleep 5; exit 0' TERM; \
+         while true; do sleep 0.2; done"
+    ]);
+    let (s, body) = submit(&site, &key, sweep).await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    wait_for(&site, &key, "sweep", "running").await;
+    let url = "/api/v1/jobs/sweep/pods/trainer-0/log";
+    let log = || async { call(&site, Method::GET, url, Some(&key), None).await.body };
+    for _ in 0..200 {
+        if log().await.contains("run started") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+
+    let (s, body) = submit(&site, &key, job("urgent", "2", 1, "high")).await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    // While it saves, the queue shows it giving its room back.
+    let mut marked = false;
+    for _ in 0..100 {
+        let q = queue(&site, &key).await;
+        let sweep = q["running"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["work"]["name"] == "sweep")
+            .cloned();
+        if sweep.as_ref().is_some_and(|h| h["preempted"] == true) {
+            assert_eq!(order(&q), vec![(1, "preempt".into(), "urgent".into())]);
+            assert_eq!(
+                q["waiting"][0]["reason"], "waiting for 2 CPUs: 0 free; preempting job sweep",
+                "{q}"
+            );
+            // The page marks it too.
+            let page = site.page_ok(&cookie, "/queue").await;
+            assert!(page.contains("data-testid=\"preempted\""), "{page}");
+            marked = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    }
+    assert!(marked, "the low job was never marked preempted");
+    // It stops cleanly, waits again saying why, and the high one runs.
+    wait_for(&site, &key, "urgent", "running").await;
+    let waiting = wait_for(&site, &key, "sweep", "pending").await;
+    let said = waiting["message"].as_str().unwrap();
+    assert!(
+        said.starts_with("Preempted by job urgent (high priority)"),
+        "{waiting}"
+    );
+    assert!(log().await.contains("saving a checkpoint"));
+    // Once the high one is done, the low one runs again from the start.
+    wait_for(&site, &key, "urgent", "succeeded").await;
+    wait_for(&site, &key, "sweep", "running").await;
+    for _ in 0..200 {
+        if log().await.matches("run started").count() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        log().await.matches("run started").count(),
+        2,
+        "{}",
+        log().await
+    );
+    let pods = call(&site, Method::GET, "/api/v1/jobs/sweep", Some(&key), None)
+        .await
+        .json();
+    assert_eq!(pods["status"], "running", "{pods}");
+    // Its history keeps the preempted run: stopped, then waiting again.
+    let detail = call(
+        &site,
+        Method::GET,
+        "/api/v1/jobs/sweep/detail",
+        Some(&key),
+        None,
+    )
+    .await
+    .json();
+    let said: Vec<&str> = detail["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|h| h["message"].as_str())
+        .collect();
+    assert!(
+        said.iter()
+            .any(|m| m.starts_with("Stopped to give its room")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|m| m.starts_with("Preempted by job urgent")),
+        "{said:?}"
+    );
+    call(
+        &site,
+        Method::POST,
+        "/api/v1/jobs/sweep/stop",
+        Some(&key),
+        None,
+    )
+    .await;
+    wait_for(&site, &key, "sweep", "stopped").await;
 }

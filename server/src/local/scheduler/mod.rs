@@ -12,6 +12,14 @@
 //! the price is that a small job may wait behind a large one while some
 //! room stands idle. GPUs are handed out by index, lowest free first, and
 //! never to two running replicas at once.
+//!
+//! With preemption on (`--preemption-grace`), a head of the queue that
+//! does not fit takes room from its own account's running jobs of lower
+//! priority (lowest first, then the most recently started), and only when
+//! stopping them makes room: each is told through its [`Grant`], stops
+//! within the grace period, and queues again. Priority is an account's own
+//! ordering (each owner decides who may use `high`), so preemption never
+//! crosses accounts; between accounts, fair share decides.
 
 mod words;
 
@@ -19,10 +27,9 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use app::models::quantity::format_memory;
-use app::models::queue::{dominant_share, estimate_starts, fair_order, QueueKey, Release};
-use app::models::{
-    AccountShare, Holding, Priority, QueueView, ResourceTotals, Waiting, WorkKind, WorkRef,
-};
+use app::models::queue::{fair_order, preemption_victims, QueueKey};
+use app::models::queue_view::{Holder, QueueFacts, Wanting};
+use app::models::{Preemptible, Priority, QueueView, ResourceTotals, WorkKind};
 use tokio::sync::{oneshot, watch};
 
 use words::{ahead_text, cpus, gpus, lacking};
@@ -129,9 +136,39 @@ pub struct NeverFits {
     pub capacity: String,
 }
 
+/// Why a running job must give its room back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preempted {
+    /// What takes its room (of the same account).
+    pub by: String,
+    /// What it is.
+    pub kind: WorkKind,
+    /// Its priority.
+    pub priority: Priority,
+}
+
+impl Preempted {
+    /// As the job's status and its replicas say it.
+    pub fn words(&self) -> String {
+        format!(
+            "Preempted by {} {} ({} priority)",
+            self.kind.noun(),
+            self.by,
+            self.priority.as_str()
+        )
+    }
+}
+
+/// What a granted request gets: each replica's GPUs, and the channel that
+/// tells it to give the room back.
+type Granted = (Vec<Vec<u32>>, watch::Receiver<Option<Preempted>>);
+
 /// The machine's room and its queue.
 pub struct LocalScheduler {
     capacity: Capacity,
+    /// What a preempted job gets between SIGTERM and SIGKILL (`None`:
+    /// nothing is preempted).
+    preemption: Option<std::time::Duration>,
     state: Mutex<State>,
 }
 
@@ -151,7 +188,10 @@ struct Waiter {
     ask: Ask,
     /// When it joined, Unix milliseconds.
     since: i64,
-    granted: oneshot::Sender<Vec<Vec<u32>>>,
+    /// Its place among its account's requests of the same priority: its
+    /// id, or the first ticket's for a job queued again after preemption.
+    seq: u64,
+    granted: oneshot::Sender<Granted>,
     reason: watch::Sender<String>,
 }
 
@@ -161,6 +201,8 @@ struct Running {
     asker: Asker,
     totals: ResourceTotals,
     since: i64,
+    /// Tells its holder to give the room back; `Some` once sent.
+    preempt: watch::Sender<Option<Preempted>>,
 }
 
 /// A request in the queue. Dropping it (a stop, a delete) leaves the queue;
@@ -168,8 +210,9 @@ struct Running {
 pub struct Ticket {
     scheduler: Arc<LocalScheduler>,
     id: u64,
+    seq: u64,
     totals: ResourceTotals,
-    granted: oneshot::Receiver<Vec<Vec<u32>>>,
+    granted: oneshot::Receiver<Granted>,
     /// Why it waits, as the job table shows it; updated as the queue moves.
     pub reason: watch::Receiver<String>,
     taken: bool,
@@ -182,14 +225,25 @@ pub struct Grant {
     totals: ResourceTotals,
     /// Each replica's GPU indices, in the order of the ask.
     pub gpus: Vec<Vec<u32>>,
+    /// Its place in the order, to queue again with after preemption.
+    pub seq: u64,
+    /// Says when the room must be given back (preemption).
+    pub preempted: watch::Receiver<Option<Preempted>>,
 }
 
 impl LocalScheduler {
-    /// A scheduler for a machine of `capacity`.
+    /// A scheduler for a machine of `capacity` that preempts nothing.
     pub fn new(capacity: Capacity) -> Arc<Self> {
+        Self::preempting(capacity, None)
+    }
+
+    /// A scheduler for a machine of `capacity` that preempts lower-priority
+    /// jobs with `grace` between SIGTERM and SIGKILL (`None`: never).
+    pub fn preempting(capacity: Capacity, grace: Option<std::time::Duration>) -> Arc<Self> {
         let free_gpus = capacity.gpus.iter().map(|g| g.index).collect();
         Arc::new(Self {
             capacity,
+            preemption: grace,
             state: Mutex::new(State {
                 next_id: 0,
                 held: ResourceTotals::default(),
@@ -203,6 +257,12 @@ impl LocalScheduler {
     /// The machine's room.
     pub fn capacity(&self) -> &Capacity {
         &self.capacity
+    }
+
+    /// What a preempted job gets between SIGTERM and SIGKILL (`None`:
+    /// preemption is off).
+    pub fn preemption_grace(&self) -> Option<std::time::Duration> {
+        self.preemption
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -240,14 +300,26 @@ impl LocalScheduler {
     /// Joins the queue (at its end). The caller checked [`Self::never_fits`]:
     /// a request that can never fit would wait forever.
     pub fn enqueue(self: &Arc<Self>, ask: Ask) -> Ticket {
+        self.enqueue_at(ask, None)
+    }
+
+    /// Joins the queue again after preemption, keeping the place `seq` the
+    /// job had among its account's requests of its priority.
+    pub fn requeue(self: &Arc<Self>, ask: Ask, seq: u64) -> Ticket {
+        self.enqueue_at(ask, Some(seq))
+    }
+
+    fn enqueue_at(self: &Arc<Self>, ask: Ask, seq: Option<u64>) -> Ticket {
         let (granted_tx, granted) = oneshot::channel();
         let (reason_tx, reason) = watch::channel(String::new());
         let totals = ask.totals();
         let mut state = self.lock();
         let id = state.next_id;
         state.next_id += 1;
+        let seq = seq.unwrap_or(id);
         state.queue.push_back(Waiter {
             id,
+            seq,
             ask,
             since: crate::time::now_ms(),
             granted: granted_tx,
@@ -258,6 +330,7 @@ impl LocalScheduler {
         Ticket {
             scheduler: self.clone(),
             id,
+            seq,
             totals,
             granted,
             reason,
@@ -281,7 +354,7 @@ impl LocalScheduler {
             .map(|w| QueueKey {
                 account: &w.ask.owner.account,
                 priority: w.ask.owner.priority,
-                seq: w.id,
+                seq: w.seq,
                 asks: w.ask.totals(),
             })
             .collect();
@@ -293,6 +366,9 @@ impl LocalScheduler {
     fn dispatch(&self, state: &mut State) {
         while let Some(&head) = self.order(state).first() {
             if !state.queue[head].ask.totals().fits_in(&self.free(state)) {
+                if self.preemption.is_some() {
+                    self.preempt_for(state, head);
+                }
                 break;
             }
             let waiter = state.queue.remove(head).expect("a head");
@@ -311,6 +387,7 @@ impl LocalScheduler {
                 gpus.push(mine);
             }
             state.held = add(state.held, totals);
+            let (preempt, preempted) = watch::channel(None);
             state.running.insert(
                 waiter.id,
                 Running {
@@ -318,9 +395,10 @@ impl LocalScheduler {
                     asker: waiter.ask.asker,
                     totals,
                     since: crate::time::now_ms(),
+                    preempt,
                 },
             );
-            if let Err(gpus) = waiter.granted.send(gpus) {
+            if let Err((gpus, _)) = waiter.granted.send((gpus, preempted)) {
                 // Its ticket went while it was being granted.
                 release(state, waiter.id, totals, &gpus);
             }
@@ -330,7 +408,13 @@ impl LocalScheduler {
         for i in self.order(state) {
             let waiter = &state.queue[i];
             let lack = lacking(&waiter.ask.totals(), &free);
-            let behind = (ahead != [0; 3]).then(|| ahead_text(ahead));
+            let mut behind = (ahead != [0; 3]).then(|| ahead_text(ahead));
+            if behind.is_none() {
+                let giving = giving_back(state, &waiter.ask.owner.account);
+                if !giving.is_empty() {
+                    behind = Some(format!("preempting {}", giving.join(", ")));
+                }
+            }
             let reason = match (lack.is_empty(), behind) {
                 (false, None) => format!("waiting for {}", lack.join(" and ")),
                 (false, Some(b)) => format!("waiting for {}; {b}", lack.join(" and ")),
@@ -343,6 +427,41 @@ impl LocalScheduler {
                 changed
             });
             ahead[waiter.ask.asker as usize] += 1;
+        }
+    }
+
+    /// Preempts what makes room for the queue's head (`head`, an index
+    /// into it) if anything can: its account's running jobs of lower
+    /// priority, lowest first, then the most recently started, as few as
+    /// make room with what is free and what others already give back. If
+    /// even all of them would not, none is stopped in vain.
+    fn preempt_for(&self, state: &State, head: usize) {
+        let waiter = &state.queue[head];
+        let theirs: Vec<&Running> = state
+            .running
+            .values()
+            .filter(|r| r.asker == Asker::Job && r.owner.account == waiter.ask.owner.account)
+            .collect();
+        let running: Vec<Preemptible> = theirs
+            .iter()
+            .map(|r| Preemptible {
+                priority: r.owner.priority,
+                since: r.since,
+                holds: r.totals,
+                giving_back: r.preempt.borrow().is_some(),
+            })
+            .collect();
+        let need = waiter.ask.totals();
+        let victims =
+            preemption_victims(need, waiter.ask.owner.priority, self.free(state), &running);
+        let why = Preempted {
+            by: waiter.ask.owner.name.clone(),
+            kind: waiter.ask.asker.kind(),
+            priority: waiter.ask.owner.priority,
+        };
+        for r in victims.into_iter().map(|i| theirs[i]) {
+            tracing::info!(job = %r.owner.name, account = %r.owner.account, by = %why.by, "preempting");
+            r.preempt.send_replace(Some(why.clone()));
         }
     }
 
@@ -363,95 +482,60 @@ impl LocalScheduler {
     /// `account`'s own work.
     pub fn view(&self, cluster: &str, account: &str) -> QueueView {
         let state = self.lock();
-        let work = |owner: &Owner, asker: Asker| WorkRef {
-            kind: asker.kind(),
-            account: owner.account.clone(),
-            name: (owner.account == account).then(|| owner.name.clone()),
-        };
-        let mut running: Vec<(&Running, Holding)> = state
+        let running = state
             .running
             .values()
-            .map(|r| {
-                let holding = Holding {
-                    work: work(&r.owner, r.asker),
-                    priority: r.owner.priority,
-                    holds: r.totals,
-                    since: r.since,
-                    ends_by: r.owner.max_runtime_ms.map(|ms| r.since.saturating_add(ms)),
-                };
-                (r, holding)
+            .map(|r| Holder {
+                kind: r.asker.kind(),
+                account: r.owner.account.clone(),
+                name: r.owner.name.clone(),
+                priority: r.owner.priority,
+                holds: r.totals,
+                since: r.since,
+                max_runtime_ms: r.owner.max_runtime_ms,
+                preempted: r.preempt.borrow().is_some(),
             })
             .collect();
-        running.sort_by_key(|(r, _)| r.since);
-        let free = self.free(&state);
-        let order = self.order(&state);
-        let releases: Vec<Release> = running
-            .iter()
-            .map(|(r, h)| Release {
-                at: h.ends_by,
-                totals: r.totals,
-            })
-            .collect();
-        let asks: Vec<(ResourceTotals, Option<i64>)> = order
-            .iter()
-            .map(|&q| {
-                let w = &state.queue[q];
-                (w.ask.totals(), w.ask.owner.max_runtime_ms)
-            })
-            .collect();
-        let starts = estimate_starts(crate::time::now_ms(), free, &releases, &asks);
-        let waiting = order
+        let waiting = self
+            .order(&state)
             .into_iter()
-            .enumerate()
-            .map(|(i, q)| {
+            .map(|q| {
                 let w = &state.queue[q];
-                let asks = w.ask.totals();
-                // Who holds what it lacks (nobody, if it only waits its turn).
-                let short = |need: u64, free: u64| need > free;
-                let (cpu, memory, gpu) = (
-                    short(asks.cpu_millis, free.cpu_millis),
-                    short(asks.memory_bytes, free.memory_bytes),
-                    short(asks.gpu, free.gpu),
-                );
-                let held_by = running
-                    .iter()
-                    .filter(|(r, _)| {
-                        (cpu && r.totals.cpu_millis > 0)
-                            || (memory && r.totals.memory_bytes > 0)
-                            || (gpu && r.totals.gpu > 0)
-                    })
-                    .map(|(_, h)| h.work.clone())
-                    .collect();
-                Waiting {
-                    position: i as u32 + 1,
-                    work: work(&w.ask.owner, w.ask.asker),
+                Wanting {
+                    kind: w.ask.asker.kind(),
+                    account: w.ask.owner.account.clone(),
+                    name: w.ask.owner.name.clone(),
                     priority: w.ask.owner.priority,
-                    asks,
+                    asks: w.ask.totals(),
                     since: w.since,
                     reason: w.reason.borrow().clone(),
-                    held_by,
-                    starts_by: starts.get(i).copied().flatten(),
+                    max_runtime_ms: w.ask.owner.max_runtime_ms,
                 }
             })
             .collect();
-        let capacity = self.capacity.totals();
-        let mut shares: Vec<AccountShare> = held_by_account(&state)
-            .into_iter()
-            .map(|(account, held)| AccountShare {
-                account: account.to_owned(),
-                share: dominant_share(held, capacity),
-            })
-            .collect();
-        shares.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.account.cmp(&b.account)));
-        QueueView {
+        QueueFacts {
             cluster: cluster.to_owned(),
             ordered_here: true,
+            now: crate::time::now_ms(),
+            capacity: self.capacity.totals(),
+            free: self.free(&state),
+            running,
             waiting,
-            running: running.into_iter().map(|(_, h)| h).collect(),
-            capacity: Some(capacity),
-            shares,
         }
+        .view_for(account)
     }
+}
+
+/// `account`'s running work that is giving its room back, in words.
+fn giving_back(state: &State, account: &str) -> Vec<String> {
+    let mut names: Vec<String> = state
+        .running
+        .values()
+        .filter(|r| r.owner.account == account && r.preempt.borrow().is_some())
+        .map(|r| format!("{} {}", r.asker.kind().noun(), r.owner.name))
+        .collect();
+    names.sort();
+    names
 }
 
 /// What each account's granted requests hold.
@@ -468,7 +552,7 @@ impl Ticket {
     /// Waits for its turn and the room; the room is held until the [`Grant`]
     /// is dropped.
     pub async fn granted(mut self) -> Grant {
-        let gpus = (&mut self.granted)
+        let (gpus, preempted) = (&mut self.granted)
             .await
             .expect("a waiter leaves the queue only with its ticket");
         self.taken = true;
@@ -477,6 +561,8 @@ impl Ticket {
             id: self.id,
             totals: self.totals,
             gpus,
+            seq: self.seq,
+            preempted,
         }
     }
 }
@@ -531,7 +617,7 @@ impl Drop for Ticket {
         let mut state = scheduler.lock();
         state.queue.retain(|w| w.id != self.id);
         // Granted, but never taken: give the room back.
-        if let Ok(gpus) = self.granted.try_recv() {
+        if let Ok((gpus, _)) = self.granted.try_recv() {
             release(&mut state, self.id, self.totals, &gpus);
         }
         scheduler.dispatch(&mut state);

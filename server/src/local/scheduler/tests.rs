@@ -217,3 +217,101 @@ fn an_accounts_high_priority_job_goes_before_its_earlier_ones_but_not_before_ano
     drop((b, high));
     assert!(now(a_normal).is_some());
 }
+
+/// `machine`, preempting with a grace of one second.
+fn preempting(cpus: u64) -> Arc<LocalScheduler> {
+    let capacity = machine(cpus, 16, 0).capacity().clone();
+    LocalScheduler::preempting(capacity, Some(std::time::Duration::from_secs(1)))
+}
+
+/// Whether `ticket` is granted by now, keeping it in the queue if not.
+fn poll(ticket: &mut std::pin::Pin<Box<dyn Future<Output = Grant>>>) -> Option<Grant> {
+    let waker = futures_util::task::noop_waker();
+    let mut cx = std::task::Context::from_waker(&waker);
+    match ticket.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(g) => Some(g),
+        std::task::Poll::Pending => None,
+    }
+}
+
+fn told(grant: &Grant) -> Option<String> {
+    grant.preempted.borrow().as_ref().map(Preempted::words)
+}
+
+#[test]
+fn a_waiting_high_job_preempts_its_accounts_most_recent_low_job_and_no_more_than_it_needs() {
+    let s = preempting(4);
+    let older = now(s.enqueue(of("a", "older", Priority::Low, &[(2, 2, 0)]))).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let newer = now(s.enqueue(of("a", "newer", Priority::Low, &[(2, 2, 0)]))).unwrap();
+    let mut urgent: std::pin::Pin<Box<dyn Future<Output = Grant>>> = Box::pin(
+        s.enqueue(of("a", "urgent", Priority::High, &[(2, 2, 0)]))
+            .granted(),
+    );
+    assert!(
+        poll(&mut urgent).is_none(),
+        "it waits for the room to come back"
+    );
+    assert_eq!(told(&older), None, "one job's room is enough");
+    assert_eq!(
+        told(&newer).as_deref(),
+        Some("Preempted by job urgent (high priority)")
+    );
+    let view = s.view("local", "a");
+    assert_eq!(
+        view.waiting[0].reason,
+        "waiting for 2 CPUs: 0 free; preempting job newer"
+    );
+    let marked: Vec<_> = view
+        .running
+        .iter()
+        .map(|h| (h.work.name.clone().unwrap(), h.preempted))
+        .collect();
+    assert!(marked.contains(&("newer".into(), true)), "{marked:?}");
+    assert!(marked.contains(&("older".into(), false)), "{marked:?}");
+    // Its replicas stopped, the preempted job gives the room back and queues
+    // again in its old place, before a low job of its account that came later.
+    let seq = newer.seq;
+    drop(newer);
+    let high = poll(&mut urgent).expect("the high job starts in the room given back");
+    let later = s.enqueue(of("a", "later", Priority::Low, &[(2, 2, 0)]));
+    let again = s.requeue(of("a", "newer", Priority::Low, &[(2, 2, 0)]), seq);
+    let order: Vec<_> = s
+        .view("local", "a")
+        .waiting
+        .iter()
+        .map(|w| w.work.name.clone().unwrap())
+        .collect();
+    assert_eq!(order, ["newer", "later"]);
+    assert_eq!(
+        told(&older),
+        None,
+        "a job of the same priority is never preempted"
+    );
+    drop(high);
+    assert!(now(again).is_some());
+    drop(later);
+}
+
+#[test]
+fn preemption_never_crosses_accounts_never_stops_work_in_vain_and_is_off_unless_asked() {
+    let s = preempting(4);
+    let theirs = now(s.enqueue(of("b", "theirs", Priority::Low, &[(2, 2, 0)]))).unwrap();
+    let ours = now(s.enqueue(of("a", "ours", Priority::Low, &[(2, 2, 0)]))).unwrap();
+    // Stopping a's own low job would free 2 CPUs of the 4 it asks for.
+    let big = s.enqueue(of("a", "big", Priority::High, &[(4, 2, 0)]));
+    assert_eq!(told(&ours), None, "stopping it would not make room");
+    assert_eq!(
+        told(&theirs),
+        None,
+        "another account's work is never preempted"
+    );
+    drop(big);
+    // Without preemption a high job waits like any other.
+    let off = machine(2, 16, 0);
+    let low = now(off.enqueue(of("a", "low", Priority::Low, &[(2, 2, 0)]))).unwrap();
+    let high = off.enqueue(of("a", "high", Priority::High, &[(2, 2, 0)]));
+    assert_eq!(told(&low), None);
+    assert_eq!(*high.reason.borrow(), "waiting for 2 CPUs: 0 free");
+    drop((theirs, ours, low, high));
+}

@@ -20,6 +20,7 @@ pub fn kube_cluster(
         server::storage::jobs::JobStore::new(db.pool.clone()),
         db.dir(),
         Duration::from_secs(1),
+        None,
         console_url,
         Default::default(),
     )
