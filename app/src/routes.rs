@@ -53,6 +53,7 @@ use crate::pages::{
 /// region's refresh, a bare one (no scripts: the page that asked has them).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     let whole = crate::components::live::requested_regions().is_none();
+    crate::components::security::set_page_policy();
     if !whole {
         // What `HydrationScripts` does in islands mode: the page's resources
         // are not serialized for a browser that hydrates none of them.

@@ -13,6 +13,7 @@ pub mod page_error;
 pub mod param_field;
 pub mod quota_line;
 pub mod resource;
+pub mod security;
 pub mod share_link;
 pub mod sse;
 pub mod theme;

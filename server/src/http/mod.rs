@@ -146,6 +146,16 @@ pub fn router(state: AppState) -> Router {
     };
 
     let telemetry = state.telemetry.clone();
+    // On every response (pages also get their Content Security Policy, see
+    // `app::components::security`): no referrer beyond this origin (shared
+    // links carry their token in the path), no guessing of content types,
+    // framed only by this origin. A route that sets its own keeps it.
+    let same_origin = |name, value| {
+        tower_http::set_header::SetResponseHeaderLayer::if_not_present(
+            name,
+            http::HeaderValue::from_static(value),
+        )
+    };
     Router::new()
         .route("/healthz", get(healthz))
         .merge(console)
@@ -164,6 +174,9 @@ pub fn router(state: AppState) -> Router {
                         .and(not_a_download),
                 ),
         )
+        .layer(same_origin(http::header::REFERRER_POLICY, "same-origin"))
+        .layer(same_origin(http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .layer(same_origin(http::header::X_FRAME_OPTIONS, "SAMEORIGIN"))
         .layer(axum::middleware::from_fn_with_state(
             telemetry,
             self::telemetry::count_request,

@@ -73,6 +73,7 @@ mod replicas;
 mod rest;
 mod role_matrix;
 mod schedules;
+mod security_headers;
 mod serving;
 mod serving_release;
 mod stalled_jobs;
