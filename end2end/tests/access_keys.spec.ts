@@ -14,6 +14,9 @@ test("a user creates an access key, gets credentials.json that works, and revoke
   await expect(page.getByText("No access keys yet.")).toBeVisible();
 
   await page.getByLabel("Key name").fill("laptop");
+  // Read only, for 30 days.
+  await page.getByLabel("May", { exact: true }).selectOption("read");
+  await page.getByLabel("Expires", { exact: true }).selectOption("30");
   let credentialsText: string;
   if (hydrated) {
     // Shown once in the page, with a download link.
@@ -48,12 +51,21 @@ test("a user creates an access key, gets credentials.json that works, and revoke
   });
   expect(me.status()).toBe(200);
   expect((await me.json()).account.name).toBe(who.account);
+  // Read only: a submit is refused, saying so.
+  const submit = await request.post("/api/v1/jobs", {
+    headers: { Authorization: `Bearer ${credentials.key}` },
+    data: { name: "x", command: ["true"], num_trainers: 1 },
+  });
+  expect(submit.status()).toBe(403);
+  expect((await submit.json()).error.message).toContain("scope is “read” (read only)");
 
   // Listed by name and prefix; after the API call, with a "last used" time.
   await open("/account");
   const row = page.getByTestId("access-keys").getByRole("row", { name: /laptop/ });
   await expect(row).toContainText(credentials.key.slice(0, 12));
-  await expect(row).not.toContainText("never");
+  await expect(row.getByTestId("key-last-used")).not.toHaveText("never");
+  await expect(row.getByTestId("key-scope")).toHaveText("read only");
+  await expect(row.getByTestId("key-expires")).toContainText("UTC");
   await expect(page.locator("body")).not.toContainText(credentials.key);
 
   await row.getByRole("button", { name: "Revoke" }).click();

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use app::error::AppError;
 use app::models::{
-    validate_key_name, AccessKeyInfo, Me, NewAccessKey, ACCESS_KEY_PREFIX, SHOWN_PREFIX_LEN,
+    validate_key_name, AccessKeyInfo, KeyTerms, Me, NewAccessKey, ACCESS_KEY_PREFIX,
+    SHOWN_PREFIX_LEN,
 };
 use app::ports::{AccessKeys, Credential, Principal};
 use async_trait::async_trait;
@@ -44,11 +45,12 @@ impl SqlAccessKeys {
         account: &str,
         email: &str,
         name: &str,
+        terms: KeyTerms,
     ) -> Result<NewAccessKey, AppError> {
         let me = users::find(self.table.pool(), account, email)
             .await?
             .ok_or_else(|| AppError::not_found(format!("User {email} in account {account}")))?;
-        self.create_key(&me, name).await
+        self.create_key(&me, name, terms).await
     }
 }
 
@@ -118,15 +120,32 @@ impl SqlAccessKeys {
 
 #[async_trait]
 impl AccessKeys for SqlAccessKeys {
-    async fn create_key(&self, me: &Me, name: &str) -> Result<NewAccessKey, AppError> {
+    async fn create_key(
+        &self,
+        me: &Me,
+        name: &str,
+        terms: KeyTerms,
+    ) -> Result<NewAccessKey, AppError> {
         let name = validate_key_name(name)?;
+        let terms = terms.validated()?;
         let key = format!("{ACCESS_KEY_PREFIX}{}", random_token());
-        let prefix = key[..SHOWN_PREFIX_LEN].to_owned();
         let created_at = now_ms();
-        let id = self
-            .table
-            .insert(&token_hash(&key), &prefix, &name, me, created_at)
-            .await?;
+        let mut info = AccessKeyInfo {
+            id: 0,
+            name,
+            prefix: key[..SHOWN_PREFIX_LEN].to_owned(),
+            created_at,
+            last_used_at: None,
+            scope: terms.scope,
+            expires_at: terms.expires_at(created_at),
+            expired: false,
+        };
+        info.id = self.table.insert(&token_hash(&key), me, &info).await?;
+        let (id, name, prefix) = (info.id, &info.name, &info.prefix);
+        let expires = match info.expires_at {
+            Some(at) => format!(", expires {}", app::models::time::format_utc(at)),
+            None => String::new(),
+        };
         tracing::info!(account = %me.account.name, user = %me.email, key_id = id, "access key created");
         audit::record(
             self.table.pool(),
@@ -134,24 +153,23 @@ impl AccessKeys for SqlAccessKeys {
                 account_id: me.account.id,
                 actor: &me.email,
                 action: "key.created",
-                detail: &format!("access key “{name}” ({prefix}…)"),
+                detail: &format!(
+                    "access key “{name}” ({prefix}…), scope {}{expires}",
+                    info.scope.as_str()
+                ),
             },
         )
         .await?;
-        Ok(NewAccessKey {
-            key,
-            info: AccessKeyInfo {
-                id,
-                name,
-                prefix,
-                created_at,
-                last_used_at: None,
-            },
-        })
+        Ok(NewAccessKey { key, info })
     }
 
     async fn keys(&self, who: &Principal) -> Result<Vec<AccessKeyInfo>, AppError> {
-        self.table.of(&who.me).await
+        let now = now_ms();
+        let mut keys = self.table.of(&who.me).await?;
+        for key in &mut keys {
+            key.expired = key.is_expired_at(now);
+        }
+        Ok(keys)
     }
 
     async fn revoke_key(&self, who: &Principal, id: i64) -> Result<(), AppError> {
@@ -188,6 +206,10 @@ impl AccessKeys for SqlAccessKeys {
         }
         let Some(KeyHolder {
             key_id,
+            name,
+            prefix,
+            scope,
+            expires_at,
             last_used_at: last_used,
             me,
         }) = self.table.key(&token_hash(key)).await?
@@ -195,10 +217,19 @@ impl AccessKeys for SqlAccessKeys {
             return Ok(None);
         };
         let now = now_ms();
+        if let Some(at) = expires_at.filter(|at| now >= *at) {
+            return Err(AppError::forbidden(format!(
+                "This access key (“{name}”, {prefix}…) expired on {}. Create a new one on \
+                 the Account page.",
+                app::models::time::format_utc(at)
+            )));
+        }
         if last_used.is_none_or(|t| now - t > TOUCH_EVERY_MS) {
             self.table.touch(key_id, now).await?;
         }
-        Ok(Some(Principal::new(me, Credential::AccessKey(key_id))))
+        Ok(Some(
+            Principal::new(me, Credential::AccessKey(key_id)).scoped(scope),
+        ))
     }
 }
 

@@ -14,7 +14,7 @@ use crate::components::live::{beside_regions, Region};
 use crate::components::resource::resource;
 use crate::error::AppError;
 use crate::models::time::format_utc;
-use crate::models::{CREDENTIALS_FILE, MAX_KEY_NAME_LEN};
+use crate::models::{KeyScope, CREDENTIALS_FILE, MAX_KEY_NAME_LEN};
 
 /// Query parameter the no-JavaScript create route reports a refused name in.
 pub const KEY_ERROR_PARAM: &str = "key_error";
@@ -38,7 +38,8 @@ pub fn AccessKeys() -> impl IntoView {
             <code>"Authorization: Bearer <key>"</code>
             "). Creating a key downloads " <code>{CREDENTIALS_FILE}</code>
             ": save it as " <code>"~/.config/paddlecloud/credentials.json"</code>
-            ". The key is shown only once; revoke it here if it leaks."
+            ". The key is shown only once; revoke it here if it leaks. Give a script the \
+             narrowest scope that does its work, and a key an end date."
         </p>
         <CreateKey refused />
         <FormError error=revoke_error />
@@ -61,8 +62,10 @@ pub fn AccessKeys() -> impl IntoView {
                                     <tr>
                                         <th>"Name"</th>
                                         <th>"Key"</th>
+                                        <th>"May"</th>
                                         <th>"Created"</th>
                                         <th>"Last used"</th>
+                                        <th>"Expires"</th>
                                         <th></th>
                                     </tr>
                                 </thead>
@@ -70,15 +73,25 @@ pub fn AccessKeys() -> impl IntoView {
                                     {rows
                                         .into_iter()
                                         .map(|k| {
+                                            let expired = k.expired;
+                                            let expires = match k.expires_at {
+                                                Some(at) => format_utc(at),
+                                                None => "never".to_owned(),
+                                            };
                                             view! {
-                                                <tr>
+                                                <tr data-scope=k.scope.as_str()>
                                                     <td>{k.name}</td>
                                                     <td>
                                                         <code>{format!("{}…", k.prefix)}</code>
                                                     </td>
+                                                    <td data-testid="key-scope">{k.scope.label()}</td>
                                                     <td>{format_utc(k.created_at)}</td>
-                                                    <td>
+                                                    <td data-testid="key-last-used">
                                                         {k.last_used_at.map_or_else(|| "never".to_owned(), format_utc)}
+                                                    </td>
+                                                    <td data-testid="key-expires">
+                                                        {expires}
+                                                        {expired.then(|| view! { " " <span class="status failed">"expired"</span> })}
                                                     </td>
                                                     <td>
                                                         <ActionForm action=revoke>
@@ -123,10 +136,14 @@ fn CreateKey(
         })
     });
     let name = RwSignal::new(String::new());
+    let scope = RwSignal::new(KeyScope::Full.as_str().to_owned());
+    let days = RwSignal::new(String::new());
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         create.dispatch(CreateAccessKey {
             name: name.get_untracked(),
+            scope: scope.get_untracked(),
+            expires_in_days: days.get_untracked(),
         });
     };
     #[cfg(feature = "hydrate")]
@@ -146,10 +163,26 @@ fn CreateKey(
                 prop:value=move || name.get()
                 on:input=move |ev| name.set(event_target_value(&ev))
             />
+            <label for="key-scope">"May"</label>
+            <select id="key-scope" name="scope" on:change=move |ev| scope.set(event_target_value(&ev))>
+                {KeyScope::ALL.into_iter().map(|s| view! {
+                    <option value=s.as_str() selected=s == KeyScope::Full>{s.label()}</option>
+                }).collect_view()}
+            </select>
+            <label for="key-expires">"Expires"</label>
+            <select id="key-expires" name="expires_in_days" on:change=move |ev| days.set(event_target_value(&ev))>
+                <option value="" selected=true>"never"</option>
+                <option value="7">"in 7 days"</option>
+                <option value="30">"in 30 days"</option>
+                <option value="90">"in 90 days"</option>
+                <option value="365">"in a year"</option>
+            </select>
             <button type="submit" disabled=move || create.pending().get()>
                 "Create key"
             </button>
             <FieldError error field="name" />
+            <FieldError error field="scope" />
+            <FieldError error field="expires_in_days" />
         </form>
         {move || {
             create

@@ -20,6 +20,9 @@ pub struct Principal {
     /// it: a browser session's does, since every page's account switcher
     /// lists them (a query of their own was a tenth of a page's cost).
     pub memberships: Option<Vec<Membership>>,
+    /// What the credential may do: an access key's scope (every other
+    /// credential is [`KeyScope::Full`] here, and narrowed by its own rule).
+    pub scope: crate::models::KeyScope,
 }
 
 /// How a request proved who it is.
@@ -80,7 +83,14 @@ impl Principal {
             me,
             credential,
             memberships: None,
+            scope: crate::models::KeyScope::Full,
         }
+    }
+
+    /// The same, narrowed to `scope` (an access key's).
+    pub fn scoped(mut self, scope: crate::models::KeyScope) -> Self {
+        self.scope = scope;
+        self
     }
 
     /// Refuses a viewer anything that changes the account. A job's or a

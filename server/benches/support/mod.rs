@@ -158,7 +158,7 @@ pub async fn console(
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let key = server::access_keys::SqlAccessKeys::new(console.pool.clone())
-        .create_for(&name, "bench@example.com", "bench")
+        .create_for(&name, "bench@example.com", "bench", Default::default())
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .key;

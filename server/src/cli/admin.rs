@@ -73,6 +73,14 @@ pub struct CreateKeyArgs {
     /// What to call the key (shown on the Account page).
     #[arg(long, default_value = "created by paddlecloud admin")]
     pub name: String,
+    /// What the key may do: `full` (everything the user may), `read`,
+    /// `metrics` (read and write metrics) or `submit` (read, submit and
+    /// stop jobs).
+    #[arg(long, default_value = "full", value_parser = ["full", "read", "metrics", "submit"])]
+    pub scope: String,
+    /// Days until the key expires (default: never).
+    #[arg(long)]
+    pub expires_in_days: Option<u32>,
     /// Write a credentials file (mode 0600) here instead of printing the key;
     /// needs `--server`.
     #[arg(long, requires = "server")]
@@ -96,8 +104,12 @@ pub(super) async fn run(command: AdminCommand) -> anyhow::Result<()> {
 
 async fn create_key(args: CreateKeyArgs) -> anyhow::Result<()> {
     let pool = db::connect(&args.storage.database_url()).await?;
+    let terms = app::models::KeyTerms {
+        scope: app::models::KeyScope::parse(&args.scope).map_err(|err| anyhow::anyhow!("{err}"))?,
+        expires_in_days: args.expires_in_days,
+    };
     let created = SqlAccessKeys::new(pool)
-        .create_for(&args.account, &args.user, &args.name)
+        .create_for(&args.account, &args.user, &args.name, terms)
         .await
         .map_err(|err| anyhow::anyhow!("{err}"))?;
     let (Some(path), Some(server)) = (args.credentials_out, args.server) else {

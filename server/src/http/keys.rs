@@ -23,6 +23,12 @@ pub struct KeyForm {
     /// What the user calls the key.
     #[serde(default)]
     name: String,
+    /// What it may do (empty: everything).
+    #[serde(default)]
+    scope: String,
+    /// Days until it expires (empty: never).
+    #[serde(default)]
+    expires_in_days: String,
 }
 
 /// Creates a key and answers with `credentials.json`; a refused name goes
@@ -36,8 +42,22 @@ pub async fn create(
     let Some(Caller(who)) = caller else {
         return Redirect::to("/login?next=%2Faccount").into_response();
     };
-    let name = form.map(|Form(f)| f.name).unwrap_or_default();
-    match state.services.access_keys.create_key(&who.me, &name).await {
+    let form = form.map(|Form(f)| f).unwrap_or(KeyForm {
+        name: String::new(),
+        scope: String::new(),
+        expires_in_days: String::new(),
+    });
+    let created = match app::api::access_keys::key_terms(&form.scope, &form.expires_in_days) {
+        Ok(terms) => {
+            state
+                .services
+                .access_keys
+                .create_key(&who.me, &form.name, terms)
+                .await
+        }
+        Err(err) => Err(err),
+    };
+    match created {
         Ok(created) => {
             let credentials = Credentials::new(site_url(&parts), &who.me, created.key);
             let disposition = format!("attachment; filename=\"{CREDENTIALS_FILE}\"");

@@ -83,6 +83,20 @@ pub async fn resolve_session(
                         );
                     }
                 }
+                let scope = principal.scope;
+                if !scope.allows(parts.method.as_str(), parts.uri.path()) {
+                    return refuse(
+                        parts.uri.path(),
+                        AppError::forbidden(format!(
+                            "This access key's scope is “{}” ({}): it may not {} {}. \
+                             Create a key with a wider scope on the Account page.",
+                            scope.as_str(),
+                            scope.label(),
+                            parts.method,
+                            parts.uri.path()
+                        )),
+                    );
+                }
                 parts.extensions.insert(principal);
                 next.run(Request::from_parts(parts, body)).await
             }

@@ -4,7 +4,7 @@
 //! SHA-256 hash ([`super::tokens::token_hash`]); no key is stored.
 
 use app::error::AppError;
-use app::models::{AccessKeyInfo, Me};
+use app::models::{AccessKeyInfo, KeyScope, Me};
 
 use super::db::Pool;
 use super::internal;
@@ -15,6 +15,14 @@ use super::users::{me_from, user_columns, UserRow};
 pub struct KeyHolder {
     /// The key's id.
     pub key_id: i64,
+    /// What it is called.
+    pub name: String,
+    /// Its first characters.
+    pub prefix: String,
+    /// What it may do.
+    pub scope: KeyScope,
+    /// When it stops working, if ever.
+    pub expires_at: Option<i64>,
     /// When it was last used, if ever.
     pub last_used_at: Option<i64>,
     /// Its user, in the key's account.
@@ -117,24 +125,19 @@ impl AccessKeyTable {
     }
 
     /// Stores a new key's hash; its id.
-    pub async fn insert(
-        &self,
-        hash: &str,
-        prefix: &str,
-        name: &str,
-        me: &Me,
-        created_at: i64,
-    ) -> Result<i64, AppError> {
+    pub async fn insert(&self, hash: &str, me: &Me, key: &AccessKeyInfo) -> Result<i64, AppError> {
         sqlx::query_scalar(
-            "INSERT INTO access_keys (token_hash, prefix, name, user_id, account_id, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            "INSERT INTO access_keys (token_hash, prefix, name, user_id, account_id, created_at, \
+             scope, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
         )
         .bind(hash)
-        .bind(prefix)
-        .bind(name)
+        .bind(&key.prefix)
+        .bind(&key.name)
         .bind(me.user_id)
         .bind(me.account.id)
-        .bind(created_at)
+        .bind(key.created_at)
+        .bind(key.scope.as_str())
+        .bind(key.expires_at)
         .fetch_one(&self.pool)
         .await
         .map_err(internal("insert access key"))
@@ -142,8 +145,9 @@ impl AccessKeyTable {
 
     /// `me`'s keys in their account, newest first.
     pub async fn of(&self, me: &Me) -> Result<Vec<AccessKeyInfo>, AppError> {
-        let rows: Vec<(i64, String, String, i64, Option<i64>)> = sqlx::query_as(
-            "SELECT id, name, prefix, created_at, last_used_at FROM access_keys \
+        type Row = (i64, String, String, i64, Option<i64>, String, Option<i64>);
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT id, name, prefix, created_at, last_used_at, scope, expires_at FROM access_keys \
              WHERE user_id = $1 AND account_id = $2 ORDER BY created_at DESC, id DESC",
         )
         .bind(me.user_id)
@@ -154,12 +158,16 @@ impl AccessKeyTable {
         Ok(rows
             .into_iter()
             .map(
-                |(id, name, prefix, created_at, last_used_at)| AccessKeyInfo {
+                |(id, name, prefix, created_at, last_used_at, scope, expires_at)| AccessKeyInfo {
                     id,
                     name,
                     prefix,
                     created_at,
                     last_used_at,
+                    // A word this console does not know reads as the narrowest.
+                    scope: KeyScope::parse(&scope).unwrap_or(KeyScope::Read),
+                    expires_at,
+                    expired: false,
                 },
             )
             .collect())
@@ -186,12 +194,18 @@ impl AccessKeyTable {
         #[derive(sqlx::FromRow)]
         struct KeyRow {
             key_id: i64,
+            key_name: String,
+            key_prefix: String,
+            key_scope: String,
+            key_expires_at: Option<i64>,
             last_used_at: Option<i64>,
             #[sqlx(flatten)]
             user: UserRow,
         }
         let row: Option<KeyRow> = sqlx::query_as(concat!(
-            "SELECT k.id AS key_id, k.last_used_at AS last_used_at, ",
+            "SELECT k.id AS key_id, k.name AS key_name, k.prefix AS key_prefix, \
+             k.scope AS key_scope, k.expires_at AS key_expires_at, \
+             k.last_used_at AS last_used_at, ",
             user_columns!(),
             " FROM access_keys k JOIN users u ON u.id = k.user_id \
                  JOIN memberships m ON m.user_id = u.id AND m.account_id = k.account_id \
@@ -203,6 +217,10 @@ impl AccessKeyTable {
         .map_err(internal("look up access key"))?;
         Ok(row.map(|r| KeyHolder {
             key_id: r.key_id,
+            name: r.key_name,
+            prefix: r.key_prefix,
+            scope: KeyScope::parse(&r.key_scope).unwrap_or(KeyScope::Read),
+            expires_at: r.key_expires_at,
             last_used_at: r.last_used_at,
             me: me_from(r.user),
         }))

@@ -431,6 +431,38 @@ fn mistakes_get_clear_messages_and_a_failing_exit_status() {
     let err = failed(&run(&["jobs"], &forged_path, None));
     assert!(err.contains("The access key was refused"), "{err}");
 
+    // A read-only key (`admin create-key --scope read`) lists, and a submit
+    // with it says what the key may do.
+    let read_only = dir.path().join("read-only.json");
+    ok(&run(
+        &[
+            "admin",
+            "create-key",
+            "--account",
+            "vision",
+            "--user",
+            "ann@example.com",
+            "--scope",
+            "read",
+            "--expires-in-days",
+            "30",
+            "--server",
+            &console.url,
+            "--credentials-out",
+            read_only.to_str().unwrap(),
+            "--data-dir",
+            dir.path().to_str().unwrap(),
+        ],
+        &read_only,
+        None,
+    ));
+    ok(&run(&["jobs"], &read_only, None));
+    let err = failed(&run(&["submit", "x", "--", "true"], &read_only, None));
+    assert!(
+        err.contains("This access key's scope is “read” (read only): it may not POST /api/v1/jobs"),
+        "{err}"
+    );
+
     let err = failed(&run(&["jobs"], &dir.path().join("missing.json"), None));
     assert!(err.contains("No credentials file at"), "{err}");
 

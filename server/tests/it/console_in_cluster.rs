@@ -116,7 +116,7 @@ async fn the_console_deployed_from_its_manifest_runs_jobs_through_its_service_an
         .await
         .unwrap();
     let key = server::access_keys::SqlAccessKeys::new(db.pool.clone())
-        .create_for(&account, "ann@example.com", "tests")
+        .create_for(&account, "ann@example.com", "tests", Default::default())
         .await
         .unwrap()
         .key;

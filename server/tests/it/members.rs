@@ -286,7 +286,7 @@ async fn a_user_of_two_accounts_switches_between_them_and_keys_stay_put(db: Test
     let (alpha_owner, _) = key_and_cookie(&site, "alpha").await;
     let bob_beta = sign_up_as(&site, "beta", BOB, BOB_PASSWORD).await;
     let bob_key_beta = SqlAccessKeys::new(site.db.pool.clone())
-        .create_for("beta", BOB, "bob's laptop")
+        .create_for("beta", BOB, "bob's laptop", Default::default())
         .await
         .unwrap()
         .key;
@@ -372,7 +372,7 @@ async fn the_last_owner_stays_and_a_removed_member_keeps_nothing(db: TestDb) {
     let (ann_key, ann_cookie) = key_and_cookie(&site, "team").await;
     let bob_cookie = join(&site, &smtp, &ann_key, BOB, "member").await;
     let bob_key = SqlAccessKeys::new(site.db.pool.clone())
-        .create_for("team", BOB, "bob's laptop")
+        .create_for("team", BOB, "bob's laptop", Default::default())
         .await
         .unwrap()
         .key;
@@ -490,7 +490,7 @@ async fn two_owners_stepping_down_at_once_leave_one_owner(db: TestDb) {
     let (ann_key, _) = key_and_cookie(&site, "team").await;
     join(&site, &smtp, &ann_key, BOB, "owner").await;
     let bob_key = SqlAccessKeys::new(site.db.pool.clone())
-        .create_for("team", BOB, "laptop")
+        .create_for("team", BOB, "laptop", Default::default())
         .await
         .unwrap()
         .key;
@@ -616,7 +616,7 @@ async fn an_owner_caps_what_a_member_holds_inside_the_accounts_quota(db: TestDb)
     let (ann, _) = key_and_cookie(&site, "team").await;
     join(&site, &smtp, &ann, BOB, "member").await;
     let bob = SqlAccessKeys::new(site.db.pool.clone())
-        .create_for("team", BOB, "laptop")
+        .create_for("team", BOB, "laptop", Default::default())
         .await
         .unwrap()
         .key;

@@ -213,7 +213,7 @@ async fn a_protected_alias_is_moved_only_by_the_accounts_owners() {
     three_versions(&site, &owner).await;
     let member_cookie = join(&site, &smtp, &owner, "bob@example.com", "member").await;
     let member = server::access_keys::SqlAccessKeys::new(site.db.pool.clone())
-        .create_for("aliased", "bob@example.com", "tests")
+        .create_for("aliased", "bob@example.com", "tests", Default::default())
         .await
         .unwrap()
         .key;

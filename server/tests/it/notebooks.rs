@@ -468,7 +468,7 @@ async fn only_its_owner_reaches_a_notebook_and_everyone_else_gets_404() {
 pub(crate) async fn member_of(site: &Site, account: &app::models::Account) -> String {
     let member = common::user_with_role(&site.db.pool, account, app::models::Role::Member).await;
     server::access_keys::SqlAccessKeys::new(site.db.pool.clone())
-        .create_for(&account.name, &member.email, "tests")
+        .create_for(&account.name, &member.email, "tests", Default::default())
         .await
         .unwrap()
         .key

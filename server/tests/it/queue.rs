@@ -95,7 +95,7 @@ async fn jobs_of_two_accounts_wait_in_fair_share_and_priority_order_and_the_queu
     let (beta, _) = key_and_cookie(&site, "beta").await;
     join(&site, &smtp, &acme, "bob@example.com", "member").await;
     let bob = server::access_keys::SqlAccessKeys::new(site.db.pool.clone())
-        .create_for("acme", "bob@example.com", "k")
+        .create_for("acme", "bob@example.com", "k", Default::default())
         .await
         .unwrap()
         .key;

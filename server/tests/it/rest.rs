@@ -177,7 +177,7 @@ async fn every_route_refuses_callers_without_a_valid_key() {
     let revoked = {
         let keys = SqlAccessKeys::new(site.db.pool.clone());
         let made = keys
-            .create_for("vision", "ann@example.com", "old")
+            .create_for("vision", "ann@example.com", "old", Default::default())
             .await
             .unwrap();
         sqlx::query("DELETE FROM access_keys WHERE id = $1")

@@ -60,12 +60,12 @@ async fn team() -> (Team, SmtpServer) {
     let viewer_cookie = join(&site, &smtp, &owner, "carol@example.com", "viewer").await;
     let keys = SqlAccessKeys::new(site.db.pool.clone());
     let member = keys
-        .create_for("team", "bob@example.com", "k")
+        .create_for("team", "bob@example.com", "k", Default::default())
         .await
         .unwrap()
         .key;
     let viewer = keys
-        .create_for("team", "carol@example.com", "k")
+        .create_for("team", "carol@example.com", "k", Default::default())
         .await
         .unwrap()
         .key;

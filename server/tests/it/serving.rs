@@ -711,7 +711,7 @@ async fn scaling_an_instance_past_the_members_cap_is_refused_as_launching_it_is(
     let ann = key_for(&site, "team").await;
     crate::members::join(&site, &smtp, &ann, "bob@example.com", "member").await;
     let bob = server::access_keys::SqlAccessKeys::new(site.db.pool.clone())
-        .create_for("team", "bob@example.com", "laptop")
+        .create_for("team", "bob@example.com", "laptop", Default::default())
         .await
         .unwrap()
         .key;

@@ -291,7 +291,7 @@ async fn only_a_site_admin_sets_a_quota_and_other_accounts_stay_invisible() {
         .await
         .unwrap();
     let member_key = server::access_keys::SqlAccessKeys::new(site.db.pool.clone())
-        .create_for("team-a", &member.email, "member")
+        .create_for("team-a", &member.email, "member", Default::default())
         .await
         .unwrap()
         .key;

@@ -26,7 +26,7 @@ async fn a_dataset_round_trips_through_rest_on_s3() {
     // missing file), and a zip download fails instead of ending as a
     // smaller archive that looks whole.
     let ann = SqlAccessKeys::new(site.db.pool.clone())
-        .create_for("jobs-ann", "ann@example.com", "late")
+        .create_for("jobs-ann", "ann@example.com", "late", Default::default())
         .await
         .unwrap()
         .key;

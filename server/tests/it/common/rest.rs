@@ -19,7 +19,7 @@ pub async fn key_for(site: &Site, account: &str) -> String {
 pub async fn key_and_cookie(site: &Site, account: &str) -> (String, String) {
     let cookie = site.sign_up(account).await;
     let key = SqlAccessKeys::new(site.db.pool.clone())
-        .create_for(account, "ann@example.com", "tests")
+        .create_for(account, "ann@example.com", "tests", Default::default())
         .await
         .unwrap()
         .key;

@@ -201,7 +201,7 @@ impl Site {
 
     pub async fn admin_key(&self) -> String {
         server::access_keys::SqlAccessKeys::new(self.db.pool.clone())
-            .create_for(ADMIN_ACCOUNT, ADMIN_EMAIL, "tests")
+            .create_for(ADMIN_ACCOUNT, ADMIN_EMAIL, "tests", Default::default())
             .await
             .unwrap()
             .key
