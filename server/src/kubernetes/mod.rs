@@ -55,6 +55,9 @@ use objects::{selector, JobContext, CONSOLE, CONTAINER, JOB_ID, MANAGED_BY, REPL
 
 /// How often the API server is asked whether it is there.
 const PROBE_EVERY: Duration = Duration::from_secs(3);
+/// Every how many probes preemption is tried again for jobs the scheduler
+/// could not place (every 15 s): running work may have changed since.
+const PREEMPT_AGAIN_EVERY: u64 = 5;
 /// How many of a running pod's last log lines are read for its newest
 /// sign of life (past a stack dump written there).
 const LIFE_LINES: i64 = 512;
@@ -150,6 +153,9 @@ pub(crate) struct Inner {
     preempted: Mutex<HashMap<i64, preemption::PreemptedJob>>,
     /// Held while preemption decides.
     preempting: tokio::sync::Mutex<()>,
+    /// Waiting jobs whose pods the scheduler could not place, to try
+    /// preemption for again as running work changes.
+    unplaced: Mutex<HashSet<i64>>,
 }
 
 impl KubeCluster {
@@ -188,6 +194,7 @@ impl KubeCluster {
             preemption,
             preempted: Mutex::new(HashMap::new()),
             preempting: tokio::sync::Mutex::new(()),
+            unplaced: Mutex::new(HashSet::new()),
         });
         tokio::spawn(watch::pods(Arc::downgrade(&inner)));
         tokio::spawn(probe(Arc::downgrade(&inner)));
@@ -622,9 +629,15 @@ impl Inner {
 
 /// Keeps [`Inner::health`] current while the backend lives.
 async fn probe(inner: std::sync::Weak<Inner>) {
+    let mut probes: u64 = 0;
     loop {
         let Some(inner) = inner.upgrade() else { return };
         inner.check().await;
+        probes += 1;
+        if inner.preemption.is_some() && probes.is_multiple_of(PREEMPT_AGAIN_EVERY) {
+            let again = inner.clone();
+            tokio::spawn(async move { again.preempt_again().await });
+        }
         // Off the probe: ending a job waits for its pods.
         let limits = inner.clone();
         tokio::spawn(async move {

@@ -25,6 +25,7 @@ use kube::api::{DeleteParams, ListParams, PostParams, PropagationPolicy};
 
 use super::errors::from_kube;
 use super::objects::{self, replica_job_name, selector, CONSOLE, JOB_ID, MANAGED_BY};
+use super::pods::unschedulable;
 use super::{wait_gone, Inner};
 
 /// How long a preempted job's replica Jobs may take to go before they are
@@ -58,6 +59,41 @@ impl Inner {
         preempted.get(&job_id).map(|job| job.why.clone())
     }
 
+    /// Notes that job `job_id` waits with a pod the scheduler could not
+    /// place, for [`Self::preempt_again`].
+    pub(super) fn note_unplaced(&self, job_id: i64) {
+        self.unplaced.lock().expect("unplaced lock").insert(job_id);
+    }
+
+    /// Tries preemption again for each job noted as unplaced that still
+    /// waits: a decision that found nothing to stop (everything of lower
+    /// priority already gone, or the room fragmented) may find it now.
+    pub(super) async fn preempt_again(self: &Arc<Self>) {
+        let noted: Vec<i64> = self
+            .unplaced
+            .lock()
+            .expect("unplaced lock")
+            .iter()
+            .copied()
+            .collect();
+        for job_id in noted {
+            let waiting = match self.store.by_id(job_id).await {
+                Ok(stored) if stored.job.status == JobStatus::Pending => stored,
+                _ => {
+                    self.unplaced.lock().expect("unplaced lock").remove(&job_id);
+                    continue;
+                }
+            };
+            let tried = match self.store.account_of(waiting.account_id).await {
+                Ok(account) => self.preempt_for(&account, job_id).await,
+                Err(err) => Err(err),
+            };
+            if let Err(err) = tried {
+                tracing::warn!(error = %err, job_id, "preempting for a job");
+            }
+        }
+    }
+
     /// Forgets what preemption recorded of a job that has ended.
     pub(super) fn forget_preempted(&self, job_id: i64) {
         self.preempted
@@ -81,6 +117,22 @@ impl Inner {
         let _one = self.preempting.lock().await;
         let waiting = self.store.by_id(job_id).await?;
         if waiting.job.status != JobStatus::Pending || waiting.job.cluster != self.name {
+            return Ok(());
+        }
+        // Only while one of its pods is still not placed: a placed pod
+        // holds its room already, and counting it as wanted would stop
+        // work in vain.
+        let labels = selector(&[(MANAGED_BY, CONSOLE), (JOB_ID, &job_id.to_string())]);
+        let unplaced = self
+            .api::<KubePod>(&account.namespace)
+            .list(&ListParams::default().labels(&labels))
+            .await
+            .map_err(|e| from_kube("list the waiting job's pods", e))?
+            .items
+            .iter()
+            .any(|p| p.status.as_ref().and_then(unschedulable).is_some());
+        if !unplaced {
+            self.unplaced.lock().expect("unplaced lock").remove(&job_id);
             return Ok(());
         }
         let need = waiting.job.spec.totals()?;

@@ -286,6 +286,7 @@ async fn apply_to(
                     // It cannot be placed: preemption may make room.
                     let unplaced = pod.status.as_ref().and_then(unschedulable).is_some();
                     if inner.preemption.is_some() && unplaced {
+                        inner.note_unplaced(job_id);
                         let (inner, account) = (inner.clone(), account.clone());
                         tokio::spawn(async move {
                             if let Err(err) = inner.preempt_for(&account, job_id).await {
