@@ -26,10 +26,12 @@ def tearDownModule():
 def _key(*extra):
     """A key for the SDK's account made with `paddlecloud admin create-key`."""
     data = os.path.join(base._tmp, "data")
+    env = dict(os.environ)
+    env.pop("DATABASE_URL", None)  # the server's own database, in its data directory
     out = subprocess.run(
         [str(base._binary()), "admin", "create-key", "--account", base.ACCOUNT, "--user",
          base.EMAIL, "--data-dir", data, *extra],
-        capture_output=True, text=True, timeout=60, check=True,
+        capture_output=True, text=True, timeout=60, check=True, cwd=base.REPO, env=env,
     ).stdout
     return out.strip().splitlines()[-1].strip()
 
