@@ -253,7 +253,15 @@ async fn a_job_past_its_time_limit_fails_saying_so_and_the_queue_estimates_start
     assert_eq!(s, StatusCode::CREATED, "{body}");
 
     let now = server::time::now_ms();
-    let seen = queue(&site, &key).await;
+    // A submitted job joins the machine's queue once its supervisor has
+    // started: wait until all three are in it.
+    let mut seen = queue(&site, &key).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while seen["waiting"].as_array().map_or(0, Vec::len) < 3 {
+        assert!(std::time::Instant::now() < deadline, "{seen}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        seen = queue(&site, &key).await;
+    }
     let ends = seen["running"][0]["ends_by"]
         .as_i64()
         .expect("the limit's end");
