@@ -267,6 +267,29 @@ pub fn estimate_starts(
     out
 }
 
+/// Why a running job must give its room back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preempted {
+    /// What takes its room (of the same account).
+    pub by: String,
+    /// What it is.
+    pub kind: WorkKind,
+    /// Its priority.
+    pub priority: Priority,
+}
+
+impl Preempted {
+    /// As the job's status and its replicas say it.
+    pub fn words(&self) -> String {
+        format!(
+            "Preempted by {} {} ({} priority)",
+            self.kind.noun(),
+            self.by,
+            self.priority.as_str()
+        )
+    }
+}
+
 /// Running work preemption may stop: a job of the waiting request's own
 /// account.
 #[derive(Debug, Clone, Copy)]

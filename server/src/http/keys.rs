@@ -18,7 +18,7 @@ use super::caller::Caller;
 use super::AppState;
 
 /// The form's one field.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 pub struct KeyForm {
     /// What the user calls the key.
     #[serde(default)]
@@ -42,11 +42,7 @@ pub async fn create(
     let Some(Caller(who)) = caller else {
         return Redirect::to("/login?next=%2Faccount").into_response();
     };
-    let form = form.map(|Form(f)| f).unwrap_or(KeyForm {
-        name: String::new(),
-        scope: String::new(),
-        expires_in_days: String::new(),
-    });
+    let form = form.map(|Form(f)| f).unwrap_or_default();
     let created = match app::api::access_keys::key_terms(&form.scope, &form.expires_in_days) {
         Ok(terms) => {
             state

@@ -370,8 +370,14 @@ impl Inner {
     }
 
     /// Removes the replicas' workloads (their pods end with SIGTERM, then
-    /// SIGKILL after the grace period); the parent and the record stay.
-    async fn remove_workloads(&self, namespace: &str, job_id: i64) -> Result<(), AppError> {
+    /// SIGKILL after `grace`, or their own grace period if `None`); the
+    /// parent and the record stay.
+    async fn remove_workloads(
+        &self,
+        namespace: &str,
+        job_id: i64,
+        grace: Option<Duration>,
+    ) -> Result<(), AppError> {
         let id = job_id.to_string();
         let lp = ListParams::default().labels(&selector(&[(MANAGED_BY, CONSOLE), (JOB_ID, &id)]));
         let dp = DeleteParams {
@@ -385,7 +391,11 @@ impl Inner {
         // The pods too, at once: the garbage collector would get to them,
         // but a stop should not wait for it.
         let api = self.api::<KubePod>(namespace);
-        api.delete_collection(&DeleteParams::default(), &lp)
+        let within = DeleteParams {
+            grace_period_seconds: grace.map(|g| u32::try_from(g.as_secs()).unwrap_or(u32::MAX)),
+            ..DeleteParams::default()
+        };
+        api.delete_collection(&within, &lp)
             .await
             .map_err(|e| from_kube("stop the job's pods", e))?;
         // A pod that never started a container has no process to give a
@@ -566,7 +576,9 @@ impl Inner {
                     .await;
                 }
             }
-            let removed = self.remove_workloads(&account.namespace, job_id).await;
+            let removed = self
+                .remove_workloads(&account.namespace, job_id, None)
+                .await;
             for pod in pods
                 .iter()
                 .filter(|p| matches!(p.phase, PodPhase::Pending | PodPhase::Running))

@@ -17,11 +17,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use app::error::AppError;
-use app::models::queue::{preemption_victims, Preemptible};
-use app::models::{Account, JobQuery, JobStatus, PodPhase};
+use app::models::queue::{preemption_victims, Preempted, Preemptible};
+use app::models::{Account, JobQuery, JobStatus, PodPhase, WorkKind};
 use k8s_openapi::api::batch::v1::Job as KubeJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod as KubePod};
-use kube::api::{DeleteParams, ListParams, PostParams, PropagationPolicy};
+use kube::api::{ListParams, PostParams};
 
 use super::errors::from_kube;
 use super::objects::{self, replica_job_name, selector, CONSOLE, JOB_ID, MANAGED_BY};
@@ -162,11 +162,12 @@ impl Inner {
             .collect();
         let priority = waiting.job.spec.priority;
         let victims = preemption_victims(need, priority, free, &preemptible);
-        let why = format!(
-            "Preempted by job {} ({} priority)",
-            waiting.job.name,
-            priority.as_str()
-        );
+        let why = Preempted {
+            by: waiting.job.name.clone(),
+            kind: WorkKind::Job,
+            priority,
+        }
+        .words();
         for victim in victims.into_iter().map(|i| &running[i]) {
             tracing::info!(job = %victim.name, account = %account.name, by = %waiting.job.name, "preempting");
             self.requeue(account, &victim.name, &why, grace).await?;
@@ -210,26 +211,11 @@ impl Inner {
                     .await;
             }
         }
-        let jobs = self.api::<KubeJob>(ns);
-        let background = DeleteParams {
-            propagation_policy: Some(PropagationPolicy::Background),
-            ..DeleteParams::default()
-        };
-        jobs.delete_collection(&background, &lp)
-            .await
-            .map_err(|e| from_kube("stop the preempted job's replicas", e))?;
-        let within_grace = DeleteParams {
-            grace_period_seconds: Some(u32::try_from(grace.as_secs()).unwrap_or(u32::MAX)),
-            ..DeleteParams::default()
-        };
-        pods.delete_collection(&within_grace, &lp)
-            .await
-            .map_err(|e| from_kube("stop the preempted job's pods", e))?;
-        for pod in self.store.pods(id).await? {
-            self.store.requeue_pod(id, &pod.name, &said).await?;
-        }
+        self.remove_workloads(ns, id, Some(grace)).await?;
+        self.store.requeue_pods(id, &said).await?;
         self.store.set_status(id, JobStatus::Pending, &said).await?;
         self.emit(account.id, name);
+        let jobs = self.api::<KubeJob>(ns);
         for (replica, _, _) in spec.pod_names() {
             let job = replica_job_name(&spec.name, &replica);
             wait_gone(&jobs, &job, "a preempted replica's Job to go", GONE_WITHIN).await?;

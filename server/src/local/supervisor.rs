@@ -20,7 +20,9 @@ use super::limits::ReplicaLimit;
 use super::machine::gpu_env;
 use super::process::{command, free_ports, signal_group};
 use super::recovery::pod_marker;
-use super::scheduler::{Ask, Grant, Preempted};
+use app::models::queue::Preempted;
+
+use super::scheduler::{Ask, Grant};
 use super::venvs::Prepared;
 use super::Inner;
 use crate::storage::jobs::PodUpdate;
@@ -618,13 +620,11 @@ async fn drive(
         // Back to waiting, each replica saying why; the room goes back
         // when the grant drops.
         let said = format!("{}; waits to run again.", why.words());
-        for (pod, _, _) in &pods {
-            inner
-                .store
-                .requeue_pod(run.job_id, pod, &said)
-                .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-        }
+        inner
+            .store
+            .requeue_pods(run.job_id, &said)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         set_job(inner, run, JobStatus::Pending, &said).await?;
         for log_done in done_with_job {
             let _ = log_done.send(true);

@@ -529,35 +529,43 @@ impl JobStore {
         tx.commit().await.map_err(internal("commit pod update"))
     }
 
-    /// Takes a replica back to waiting, as it was before it ran: preempted
-    /// (its room given to higher-priority work), it runs again when there
-    /// is room. Its last run stays in the job's history.
-    pub async fn requeue_pod(&self, job_id: i64, pod: &str, message: &str) -> Result<(), AppError> {
+    /// Takes a job's replicas back to waiting, as they were before they
+    /// ran, each saying `message`: preempted (their room given to
+    /// higher-priority work), the job runs again when there is room. Their
+    /// last run stays in the job's history.
+    pub async fn requeue_pods(&self, job_id: i64, message: &str) -> Result<(), AppError> {
         let mut tx = self
             .pool
             .begin_write()
             .await
-            .map_err(internal("begin pod requeue"))?;
-        let change = PodMove {
-            pod,
-            phase: Some(PodPhase::Pending.as_str()),
-            message: Some(message),
-            exit_code: None,
-        };
-        pod_moves(&mut *tx, job_id, now_ms(), change).await?;
+            .map_err(internal("begin pods requeue"))?;
+        let names: Vec<String> = sqlx::query_scalar("SELECT name FROM pods WHERE job_id = $1")
+            .bind(job_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(internal("list pods to requeue"))?;
+        let at = now_ms();
+        for pod in &names {
+            let change = PodMove {
+                pod,
+                phase: Some(PodPhase::Pending.as_str()),
+                message: Some(message),
+                exit_code: None,
+            };
+            pod_moves(&mut *tx, job_id, at, change).await?;
+        }
         sqlx::query(
             "UPDATE pods SET phase = $1, pid = NULL, exit_code = NULL, started_at = NULL, \
-             finished_at = NULL, gpus = '', message = $2 WHERE job_id = $3 AND name = $4",
+             finished_at = NULL, gpus = '', message = $2 WHERE job_id = $3",
         )
         .bind(PodPhase::Pending.as_str())
         .bind(message)
         .bind(job_id)
-        .bind(pod)
         .execute(&mut *tx)
         .await
-        .map_err(internal("requeue pod"))?;
+        .map_err(internal("requeue pods"))?;
         refresh_role_counts(&mut *tx, job_id).await?;
-        tx.commit().await.map_err(internal("commit pod requeue"))
+        tx.commit().await.map_err(internal("commit pods requeue"))
     }
 
     /// Moves a job to `status`; the first move to Running records the start,

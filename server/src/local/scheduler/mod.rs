@@ -27,7 +27,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use app::models::quantity::format_memory;
-use app::models::queue::{fair_order, preemption_victims, QueueKey};
+use app::models::queue::{fair_order, preemption_victims, Preempted, QueueKey};
 use app::models::queue_view::{Holder, QueueFacts, Wanting};
 use app::models::{Preemptible, Priority, QueueView, ResourceTotals, WorkKind};
 use tokio::sync::{oneshot, watch};
@@ -134,29 +134,6 @@ pub struct NeverFits {
     pub asked: String,
     /// What the machine offers, in words.
     pub capacity: String,
-}
-
-/// Why a running job must give its room back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Preempted {
-    /// What takes its room (of the same account).
-    pub by: String,
-    /// What it is.
-    pub kind: WorkKind,
-    /// Its priority.
-    pub priority: Priority,
-}
-
-impl Preempted {
-    /// As the job's status and its replicas say it.
-    pub fn words(&self) -> String {
-        format!(
-            "Preempted by {} {} ({} priority)",
-            self.kind.noun(),
-            self.by,
-            self.priority.as_str()
-        )
-    }
 }
 
 /// What a granted request gets: each replica's GPUs, and the channel that
