@@ -189,13 +189,26 @@ def job_name(prefix: str) -> str:
 
 # Prints who it is; trainers exit 0, the parameter server waits to be stopped
 # (one that exits before the trainers fail the job).
+# Like a parameter-server job: the server listens on its port, and a trainer
+# reaches it before it ends, so a job cannot succeed (and its server be stopped)
+# before the server has started and said who it is.
 ROLE_SCRIPT = (
-    "import os, sys, time\n"
+    "import os, socket, time\n"
     "role = os.environ['TRAINING_ROLE']\n"
+    "if role == 'PSERVER':\n"
+    "    server = socket.create_server(('127.0.0.1', int(os.environ['PADDLE_PORT'])))\n"
     "print('role', role, 'trainer id', os.environ.get('PADDLE_TRAINER_ID'), "
     "'greeting', os.environ.get('GREETING'), flush=True)\n"
     "if role == 'PSERVER':\n"
     "    time.sleep(60)\n"
+    "for ps in filter(None, os.environ['PADDLE_PSERVERS_IP_PORT_LIST'].split(',')):\n"
+    "    host, port = ps.rsplit(':', 1)\n"
+    "    for _ in range(600):\n"
+    "        try:\n"
+    "            socket.create_connection((host, int(port)), timeout=1).close()\n"
+    "            break\n"
+    "        except OSError:\n"
+    "            time.sleep(0.1)\n"
 )
 
 
