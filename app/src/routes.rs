@@ -38,6 +38,7 @@ use crate::pages::{
     queue::QueuePage,
     quota::QuotaPageView,
     schedules::{SchedulePage, SchedulesPage},
+    secrets::SecretsPage,
     serving::traffic::ServingTrafficPage,
     serving::ServingPage,
     template_save::SaveAsTemplatePage,
@@ -138,6 +139,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("environments/:name") view=|| view! { <EnvironmentPage /> } />
                     <Route path=path!("templates/:name") view=|| view! { <TemplateRunPage /> } />
                     <Route path=path!("alerts") view=|| view! { <AlertsPage /> } />
+                    <Route path=path!("secrets") view=|| view! { <SecretsPage /> } />
                     <Route path=path!("notifications") view=|| view! { <NotificationsPage /> } />
                     <Route path=path!("quota") view=|| view! { <QuotaPageView /> } />
                     <Route path=path!("queue") view=|| view! { <QueuePage /> } />

@@ -32,6 +32,7 @@ fn spec(i: usize) -> JobSpec {
     JobSpec {
         priority: Default::default(),
         max_runtime: None,
+        secrets: vec![],
         notebook: None,
         template: None,
         pipeline: None,

@@ -52,6 +52,7 @@ fn main() -> anyhow::Result<()> {
             let spec = app::models::JobSpec {
                 priority: Default::default(),
                 max_runtime: None,
+                secrets: vec![],
                 notebook: None,
                 template: None,
                 pipeline: None,

@@ -28,6 +28,7 @@ pub mod quota;
 pub mod resources;
 pub mod run_params;
 pub mod schedules;
+pub mod secrets;
 pub mod serving;
 pub mod stalls;
 pub mod storage;

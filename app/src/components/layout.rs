@@ -174,6 +174,7 @@ fn top_nav(me: Me, accounts: Vec<Membership>) -> impl IntoView {
                     {account_switcher(&me.account.name, accounts)}
                     <a href="/account">"Account settings"</a>
                     <a href="/notifications">"Notifications"</a>
+                    <a href="/secrets">"Secrets"</a>
                     {me.site_admin.then(|| view! { <a href="/admin">"Site administration"</a> })}
                     <form action=SignOut::url() method="post">
                         <button type="submit" class="link">

@@ -55,6 +55,10 @@ pub struct JobForm {
     /// A time limit (`90m`, `2h`), or empty for none.
     #[serde(default)]
     pub max_runtime: String,
+    /// The account's secrets it uses: `VARIABLE=secret` or
+    /// `file:name=secret` lines.
+    #[serde(default)]
+    pub secrets: String,
 }
 
 fn count(field: &str, raw: &str, what: &str) -> Result<u32, AppError> {
@@ -86,6 +90,7 @@ impl JobForm {
         Ok(JobSpec {
             priority: super::priority::Priority::parse(&self.priority)?,
             max_runtime: Some(self.max_runtime.trim().to_owned()).filter(|r| !r.is_empty()),
+            secrets: super::secrets::parse_secret_uses(&self.secrets)?,
             notebook: None,
             template: None,
             pipeline: None,
@@ -146,6 +151,7 @@ impl JobForm {
             environment: spec.environment.clone().unwrap_or_default(),
             priority: spec.priority.as_str().to_owned(),
             max_runtime: spec.max_runtime.clone().unwrap_or_default(),
+            secrets: super::secrets::secret_uses_text(&spec.secrets),
         }
     }
 
@@ -169,6 +175,7 @@ impl JobForm {
             environment: String::new(),
             priority: String::new(),
             max_runtime: String::new(),
+            secrets: String::new(),
         }
     }
 }

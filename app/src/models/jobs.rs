@@ -260,6 +260,12 @@ pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ssr", schema(pattern = r"^[0-9]{1,7}[smhd]$"))]
     pub max_runtime: Option<String>,
+    /// The account's secrets its replicas get, by name: each as an
+    /// environment variable or a file (see `models::secrets`). The spec
+    /// holds names only; values are read when a replica starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "ssr", schema(max_items = 20))]
+    pub secrets: Vec<crate::models::secrets::SecretUse>,
 }
 
 /// The longest time limit a job may have: thirty days.
@@ -357,6 +363,7 @@ impl JobSpec {
             environment_use: None,
             priority: Priority::Normal,
             max_runtime: None,
+            secrets: vec![],
             name: name.to_owned(),
             image: String::new(),
             command,
@@ -423,6 +430,13 @@ impl JobSpec {
             RESERVED_ENV.contains(&name)
                 || name.starts_with("PADDLE_DATASET_DIR_")
                 || name.starts_with("PADDLE_MODEL_DIR_")
+        })?;
+        crate::models::secrets::validate_secret_uses(&self.secrets, |name| {
+            RESERVED_ENV.contains(&name)
+                || self.env.iter().any(|e| e.name == name)
+                || name.starts_with("PADDLE_DATASET_DIR_")
+                || name.starts_with("PADDLE_MODEL_DIR_")
+                || name.starts_with("PADDLECLOUD_")
         })?;
         if self.datasets.len() > 20 {
             return Err(AppError::invalid(
@@ -829,6 +843,7 @@ mod tests {
         JobSpec {
             priority: Default::default(),
             max_runtime: None,
+            secrets: vec![],
             notebook: None,
             template: None,
             pipeline: None,

@@ -41,6 +41,7 @@ pub mod queue_view;
 pub mod quota;
 pub mod resources;
 pub mod schedules;
+pub mod secrets;
 pub mod serving;
 pub mod serving_form;
 pub mod serving_tracks;
@@ -89,6 +90,7 @@ pub use queue::{AccountShare, Holding, Preemptible, QueueView, Waiting, WorkKind
 pub use quota::*;
 pub use resources::*;
 pub use schedules::*;
+pub use secrets::*;
 pub use serving::*;
 pub use serving_form::*;
 pub use serving_tracks::*;

@@ -20,6 +20,7 @@ mod pipelines;
 mod resources;
 mod run_params;
 mod schedules;
+mod secrets;
 mod serving;
 mod templates;
 mod watchdog;
@@ -45,6 +46,7 @@ pub use pipelines::*;
 pub use resources::*;
 pub use run_params::*;
 pub use schedules::*;
+pub use secrets::*;
 pub use serving::*;
 pub use templates::*;
 pub use watchdog::*;
@@ -95,6 +97,8 @@ pub struct Services {
     pub alerts: Arc<dyn Alerts>,
     /// What the stall watcher found (jobs holding idle GPUs).
     pub watchdog: Arc<dyn Watchdog>,
+    /// The account's secrets (names and dates; values only reach workloads).
+    pub secrets: Arc<dyn Secrets>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
 }

@@ -148,18 +148,7 @@ async fn grant(args: GrantArgs) -> anyhow::Result<()> {
 
 /// Writes a file only its owner can read: it holds a secret.
 fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(text.as_bytes())
+    crate::secrets::seal::write_private(path, text.as_bytes())
 }
 
 async fn create_account(args: CreateAccountArgs) -> anyhow::Result<()> {

@@ -70,6 +70,11 @@ pub struct SubmitArgs {
     /// Extra environment for every replica, `NAME=VALUE` (repeatable).
     #[arg(long = "env", value_name = "NAME=VALUE")]
     pub env: Vec<String>,
+    /// One of the account's secrets for every replica: `VARIABLE=secret`
+    /// for a variable, `file:name=secret` for a file in
+    /// `$PADDLECLOUD_SECRETS_DIR` (repeatable). Its value never leaves the console.
+    #[arg(long = "secret", value_name = "VARIABLE=SECRET")]
+    pub secrets: Vec<String>,
     /// A dataset the job reads, `name` or `owner/name` (repeatable); the
     /// first is at `$PADDLE_DATASET_DIR`, each at `$PADDLE_DATASET_DIR_<NAME>`.
     #[arg(long = "dataset", value_name = "DATASET")]
@@ -190,6 +195,8 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
     let spec = JobSpec {
         priority: args.priority,
         max_runtime: args.max_runtime,
+        secrets: app::models::parse_secret_uses(&args.secrets.join("\n"))
+            .map_err(|e| anyhow::anyhow!("--secret: {e}"))?,
         notebook: None,
         template: None,
         pipeline: None,

@@ -218,6 +218,12 @@ pub struct ServeArgs {
     /// `authorization.credentials`); without one, only site admins read it.
     #[arg(long, env = "PADDLECLOUD_METRICS_TOKEN", hide_env_values = true)]
     pub metrics_token: Option<String>,
+    /// The file with the key account secrets are sealed with (32 bytes in
+    /// base64; made when missing). Default: `<data-dir>/secrets.key`.
+    /// Replicas sharing a database need the same key; keep a copy, since
+    /// without it no secret opens.
+    #[arg(long, env = "PADDLECLOUD_SECRETS_KEY_FILE")]
+    pub secrets_key_file: Option<std::path::PathBuf>,
     /// Storage settings.
     #[command(flatten)]
     pub storage: StorageArgs,
@@ -328,6 +334,10 @@ impl ServeArgs {
             public_url: Some(public_url),
             secure_cookies: self.secure_cookies,
             metrics_token: self.metrics_token.clone(),
+            secrets_key_file: self
+                .secrets_key_file
+                .clone()
+                .unwrap_or_else(|| data_dir.join("secrets.key")),
             metrics_cache_points: self.metrics_cache_points,
             max_upload_bytes: self.max_upload_bytes,
             sample_secs: self.sample_secs,

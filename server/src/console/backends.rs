@@ -72,6 +72,7 @@ impl Backends {
             config.preemption_grace,
             config.public_url.clone(),
             *pod_support,
+            stores.secrets.clone(),
         );
         kube.build_tools_with(host.venvs.clone());
         tracing::info!(cluster = %kube.name(), "jobs run on Kubernetes");

@@ -131,6 +131,10 @@ pub struct Config {
     /// How long a running job may write no log line, take no metric point
     /// and use no CPU before it is marked stalled; `None`: never.
     pub stall_after: Option<Duration>,
+    /// The file holding the key secrets are sealed with (32 bytes,
+    /// base64); made when missing. By default `<data_dir>/secrets.key`;
+    /// replicas sharing a database must share it.
+    pub secrets_key_file: PathBuf,
 }
 
 impl Config {
@@ -140,7 +144,9 @@ impl Config {
     pub fn embedded(site: LeptosOptions, data_dir: PathBuf, database_url: String) -> Self {
         let data_dir_outbox = data_dir.join("outbox");
         let environments_dir = data_dir.join("environments");
+        let secrets_key_file = data_dir.join("secrets.key");
         Self {
+            secrets_key_file,
             storage: Storage::Setting {
                 url: data_dir.join("objects").display().to_string(),
                 aws_env: Vec::new(),

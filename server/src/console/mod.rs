@@ -45,6 +45,8 @@ use crate::pipelines::SqlPipelines;
 use crate::quota::SqlQuotas;
 use crate::resources::SqlResourceCharts;
 use crate::run_params::SqlRunParams;
+use crate::secrets::seal::Sealer;
+use crate::secrets::SqlSecrets;
 use crate::serving::ServingService;
 use crate::storage::changes::{ChangeFeed, Kind};
 use crate::storage::db;
@@ -140,6 +142,7 @@ impl Console {
             notifications: notifications.clone(),
             alerts: alerts.clone(),
             watchdog: Arc::new(crate::stalls::SqlWatchdog::new(base.pool.clone())),
+            secrets: stores.secrets.clone(),
             secure_cookies: config.secure_cookies,
         };
         schedule_pipelines(&base, &pipelines, &services);
@@ -270,6 +273,8 @@ struct Stores {
     assets: Arc<SqlAssets>,
     /// The object store (notebook versions keep their files there too).
     objects: Objects,
+    /// The account's secrets, sealed; workloads' launches read them.
+    secrets: Arc<SqlSecrets>,
 }
 
 impl Stores {
@@ -300,11 +305,13 @@ impl Stores {
             objects.clone(),
             config.data_dir.join("dataset-cache"),
         ));
+        let sealer = Sealer::from_file(&config.secrets_key_file)?;
         Ok(Self {
             samples,
             metrics,
             assets,
             objects,
+            secrets: SqlSecrets::new(base.pool.clone(), sealer),
         })
     }
 }
@@ -379,6 +386,7 @@ async fn start_local_executor(
         console_url: config.public_url.clone(),
         metrics: stores.metrics.clone(),
         assets: stores.assets.clone(),
+        secrets: stores.secrets.clone(),
         samples: stores.samples.clone(),
         sample_every: base.sample_every,
         inherited_env: base.inherited_env.clone(),

@@ -19,6 +19,7 @@ pub mod priority;
 pub mod prometheus;
 mod quota;
 pub mod sdk;
+pub mod secrets;
 pub mod serving;
 mod stack_dump;
 mod time_limits;
@@ -156,6 +157,10 @@ pub(crate) struct Inner {
     /// Waiting jobs whose pods the scheduler could not place, to try
     /// preemption for again as running work changes.
     unplaced: Mutex<HashSet<i64>>,
+    /// The account's secrets jobs use.
+    pub(crate) secrets: Arc<crate::secrets::SqlSecrets>,
+    /// The secret values each job's logs must not show, by job id.
+    masks: Mutex<HashMap<i64, logfile::Masks>>,
 }
 
 impl KubeCluster {
@@ -174,6 +179,7 @@ impl KubeCluster {
         preemption: Option<Duration>,
         console_url: Option<String>,
         support: inputs::PodSupport,
+        secrets: Arc<crate::secrets::SqlSecrets>,
     ) -> Self {
         let (events, _) = broadcast::channel(1024);
         let inner = Arc::new(Inner {
@@ -195,6 +201,8 @@ impl KubeCluster {
             preempted: Mutex::new(HashMap::new()),
             preempting: tokio::sync::Mutex::new(()),
             unplaced: Mutex::new(HashSet::new()),
+            secrets,
+            masks: Mutex::new(HashMap::new()),
         });
         tokio::spawn(watch::pods(Arc::downgrade(&inner)));
         tokio::spawn(probe(Arc::downgrade(&inner)));
@@ -309,6 +317,7 @@ impl Inner {
         spec: &JobSpec,
         job_id: i64,
         token: &str,
+        revealed: &crate::secrets::Revealed,
     ) -> Result<(), AppError> {
         let ns = &account.namespace;
         let parent = objects::parent(spec, job_id)?;
@@ -335,6 +344,12 @@ impl Inner {
             .create(&pp, &objects::token_secret(spec, job_id, &parent, token)?)
             .await
             .map_err(|e| from_kube("create the job's token", e))?;
+        if let Some(secret) = objects::job_secrets(spec, job_id, &parent, revealed)? {
+            self.api::<Secret>(ns)
+                .create(&pp, &secret)
+                .await
+                .map_err(|e| from_kube("create the job's secrets", e))?;
+        }
         self.api::<Service>(ns)
             .create(&pp, &objects::service(spec, job_id, &parent)?)
             .await
@@ -464,8 +479,32 @@ impl Inner {
         Ok(pods.pop())
     }
 
+    /// What the logs of job `job_id` (of `account_id`) must not show: the
+    /// values of the secrets it uses, as given at its submit or, after a
+    /// restart of the console, as they are now.
+    async fn masks_for(&self, account_id: i64, job_id: i64) -> logfile::Masks {
+        if let Some(masks) = self.masks.lock().expect("masks lock").get(&job_id) {
+            return masks.clone();
+        }
+        let Ok(stored) = self.store.by_id(job_id).await else {
+            return logfile::Masks::default();
+        };
+        let masks = match self.store.account_of(account_id).await {
+            Ok(account) if !stored.job.spec.secrets.is_empty() => {
+                logfile::Masks::of(&self.secrets.masks(&account, &stored.job.spec.secrets).await)
+            }
+            _ => logfile::Masks::default(),
+        };
+        self.masks
+            .lock()
+            .expect("masks lock")
+            .insert(job_id, masks.clone());
+        masks
+    }
+
     /// Copies a pod's whole log (with timestamps) into its file, so it is
     /// served after the pod is gone. A pod that never started has none.
+    /// Secret values in it are written as `***`.
     async fn collect_log(
         &self,
         account: &str,
@@ -497,7 +536,16 @@ impl Inner {
                 }
                 _ => text,
             },
-            Ok(text) => text,
+            Ok(text) => {
+                let account_id = self.store.by_id(job_id).await.map(|s| s.account_id);
+                match account_id {
+                    Ok(account_id) => {
+                        let masks = self.masks_for(account_id, job_id).await;
+                        String::from_utf8_lossy(&masks.apply(text.into_bytes())).into_owned()
+                    }
+                    Err(_) => text,
+                }
+            }
             // A pod that never ran has no log to read.
             Err(kube::Error::Api(s)) if s.code == 400 || s.code == 404 => return,
             Err(err) => {
@@ -677,9 +725,18 @@ impl Cluster for KubeCluster {
         objects::validate_for_kubernetes(&spec)?;
         let inner = &self.inner;
         inner.ensure_namespace(&by.account).await?;
+        let what = format!("job {}", spec.name);
+        let revealed = (inner.secrets)
+            .reveal(&by.account, &spec.secrets, &by.email, &what)
+            .await?;
         let (stored, token) = inner.store.insert(by, &spec, &inner.name).await?;
+        inner
+            .masks
+            .lock()
+            .expect("masks lock")
+            .insert(stored.id, logfile::Masks::of(&revealed.masks()));
         if let Err(err) = inner
-            .create_objects(&by.account, &spec, stored.id, &token)
+            .create_objects(&by.account, &spec, stored.id, &token, &revealed)
             .await
         {
             // Nothing half-made stays: the parent owns whatever was created.
@@ -814,10 +871,11 @@ impl Cluster for KubeCluster {
             .log_stream(&name, &lp)
             .await
             .map_err(|e| from_kube("read the pod's log", e))?;
-        // Whole lines, as the port promises.
-        let lines = reader.lines().map_ok(|mut line| {
+        // Whole lines, as the port promises, with secret values as `***`.
+        let masks = inner.masks_for(account.id, stored.id).await;
+        let lines = reader.lines().map_ok(move |mut line| {
             line.push('\n');
-            bytes::Bytes::from(line)
+            bytes::Bytes::from(masks.apply(line.into_bytes()))
         });
         Ok(Box::pin(lines))
     }

@@ -158,6 +158,20 @@ pub fn token_secret(
     }))
 }
 
+/// The Secret of the account's secrets the job uses (see
+/// [`super::secrets`]), if it uses any.
+pub fn job_secrets(
+    spec: &JobSpec,
+    job_id: i64,
+    parent: &ConfigMap,
+    revealed: &crate::secrets::Revealed,
+) -> Result<Option<Secret>, AppError> {
+    if revealed.is_empty() {
+        return Ok(None);
+    }
+    super::secrets::secret(&spec.name, &labels(spec, job_id), &owner(parent), revealed).map(Some)
+}
+
 /// The headless Service that names every replica in DNS.
 pub fn service(spec: &JobSpec, job_id: i64, parent: &ConfigMap) -> Result<Service, AppError> {
     from_json(json!({
@@ -288,6 +302,7 @@ pub fn replica_jobs(
             if let Some(class) = &ctx.priority_class {
                 pod["priorityClassName"] = json!(class);
             }
+            super::secrets::apply(&spec.name, &spec.secrets, &mut pod);
             let token = json!({ "secretKeyRef": { "name": format!("{}-token", spec.name), "key": TOKEN_KEY } });
             super::inputs::apply(
                 &inputs,
@@ -404,6 +419,7 @@ mod tests {
         JobSpec {
             priority: Default::default(),
             max_runtime: None,
+            secrets: vec![],
             notebook: None,
             template: None,
             pipeline: None,

@@ -19,6 +19,7 @@ mod recovery;
 pub mod sampler;
 mod sampling;
 pub mod scheduler;
+pub mod secret_files;
 pub mod server_process;
 pub mod serving;
 pub mod stack_dump;
@@ -86,6 +87,8 @@ pub struct LocalParts {
     pub machine: Arc<Machine>,
     /// The virtualenvs of environments jobs run in.
     pub venvs: Arc<Venvs>,
+    /// The account's secrets jobs use.
+    pub secrets: Arc<crate::secrets::SqlSecrets>,
 }
 
 struct Inner {
@@ -111,6 +114,10 @@ struct Inner {
     machine: Arc<Machine>,
     /// The virtualenvs of environments jobs run in.
     venvs: Arc<Venvs>,
+    /// The account's secrets jobs use.
+    secrets: Arc<crate::secrets::SqlSecrets>,
+    /// Where replicas' secret files are (`<data_dir>/secret-files`).
+    secret_files: PathBuf,
     /// Set once the console stops ([`LocalCluster::shut_down`]): no job
     /// starts any more, and a supervisor told to stop ends its job as the
     /// console's stop, not a user's.
@@ -168,6 +175,8 @@ impl LocalCluster {
                 console_url: parts.console_url,
                 metrics: parts.metrics,
                 assets: parts.assets,
+                secrets: parts.secrets,
+                secret_files: parts.data_dir.join("secret-files"),
                 sampler: (parts.samples, parts.sample_every),
                 inherited_env: parts.inherited_env,
                 machine: parts.machine,
@@ -175,6 +184,7 @@ impl LocalCluster {
                 stopping: Default::default(),
             }),
         };
+        secret_files::SecretFiles::clear_all(&cluster.inner.secret_files);
         for queued in recovery::recover(&cluster.inner.store).await? {
             cluster.requeue(queued).await?;
         }
@@ -205,7 +215,13 @@ impl LocalCluster {
                 })?;
             folders.push((input, dir));
         }
-        Ok(supervisor::Inputs(folders))
+        let what = format!("job {}", spec.name);
+        let secrets = self
+            .inner
+            .secrets
+            .reveal(&by.account, &spec.secrets, &by.email, &what)
+            .await?;
+        Ok(supervisor::Inputs { folders, secrets })
     }
 
     fn job_dir(&self, account: &Account, job: &str) -> PathBuf {

@@ -55,10 +55,16 @@ pub struct SupervisedJob {
     pub ask: Ask,
 }
 
-/// What a job reads (datasets, then model versions), each with its local
-/// folder, given to every replica in the input's variables.
+/// What a job reads: datasets, then model versions, each with its local
+/// folder, given to every replica in the input's variables; and the
+/// account's secrets it uses, with their values.
 #[derive(Default)]
-pub struct Inputs(pub Vec<(app::models::Input, PathBuf)>);
+pub struct Inputs {
+    /// Each dataset or model version, and its folder.
+    pub folders: Vec<(app::models::Input, PathBuf)>,
+    /// Its secrets' variables and files.
+    pub secrets: crate::secrets::Revealed,
+}
 
 /// A replica whose process was started.
 struct Live {
@@ -279,7 +285,7 @@ fn env_for(
     if let Some(url) = &run.console_url {
         env.push(("PADDLECLOUD_SERVER".to_owned(), url.clone()));
     }
-    for (input, dir) in &run.inputs.0 {
+    for (input, dir) in &run.inputs.folders {
         for variable in input.variables() {
             env.push((variable, dir.display().to_string()));
         }
@@ -348,6 +354,13 @@ async fn drive(
     let cwd = run.dir.join(&run.spec.working_dir);
     tokio::fs::create_dir_all(&cwd).await?;
     let argv = run.spec.argv();
+    // Written for this run and removed when it ends (dropped with `drive`).
+    let secret_files = super::secret_files::SecretFiles::write(
+        &inner.secret_files,
+        &format!("job-{}", run.job_id),
+        &run.inputs.secrets.files,
+    )?;
+    let masks = logfile::Masks::of(&run.inputs.secrets.masks());
 
     let mut live: HashMap<String, Live> = HashMap::new();
     let mut limits: HashMap<String, ReplicaLimit> = HashMap::new();
@@ -360,6 +373,8 @@ async fn drive(
         .zip(run.ask.replicas.iter().zip(&grant.gpus))
     {
         let mut env = env_for(run, pod, *role, *index, *port, &ps_list, &trainer_list);
+        env.extend(run.inputs.secrets.env.iter().cloned());
+        env.extend(secret_files.env());
         env.extend(gpu_env(gpus));
         if let Some(venv) = venv {
             env.extend(super::venvs::venv_env(venv, &inner.inherited_env));
@@ -381,7 +396,7 @@ async fn drive(
                 else {
                     anyhow::bail!("a replica's output pipes were not set up");
                 };
-                let pump = logfile::spawn_pump(path, stdout, stderr);
+                let pump = logfile::spawn_masked_pump(path, stdout, stderr, masks.clone());
                 let (log_tx, log_rx) = watch::channel(false);
                 inner
                     .log_done

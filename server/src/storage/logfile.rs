@@ -80,18 +80,83 @@ pub fn spawn_pump(
     stdout: tokio::process::ChildStdout,
     stderr: tokio::process::ChildStderr,
 ) -> tokio::task::JoinHandle<io::Result<()>> {
-    tokio::spawn(pump(path, stdout, stderr))
+    spawn_masked_pump(path, stdout, stderr, Masks::default())
+}
+
+/// [`spawn_pump`] for a replica given secrets: each of their values is
+/// written as `***`, so the log (on disk, and as every reader gets it)
+/// never holds one.
+pub fn spawn_masked_pump(
+    path: PathBuf,
+    stdout: tokio::process::ChildStdout,
+    stderr: tokio::process::ChildStderr,
+    masks: Masks,
+) -> tokio::task::JoinHandle<io::Result<()>> {
+    tokio::spawn(pump(path, stdout, stderr, masks))
+}
+
+/// The byte strings a log must not hold (secret values, and each line of
+/// one that has several); shorter than 4 bytes, a value is not masked (see
+/// [`app::models::mask_secrets`]).
+#[derive(Clone, Default)]
+pub struct Masks(Arc<[Vec<u8>]>);
+
+impl Masks {
+    /// The masks of `values`.
+    pub fn of(values: &[String]) -> Self {
+        let mut pieces: Vec<Vec<u8>> = Vec::new();
+        for value in values {
+            let whole = std::iter::once(value.as_str()).chain(value.lines().map(str::trim));
+            pieces.extend(
+                whole
+                    .filter(|p| p.len() >= 4)
+                    .map(|p| p.as_bytes().to_vec()),
+            );
+        }
+        // The longest first, so a value is masked whole before its lines.
+        pieces.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        pieces.dedup();
+        Self(pieces.into())
+    }
+
+    /// `record` with every mask replaced by `***`.
+    pub fn apply(&self, mut record: Vec<u8>) -> Vec<u8> {
+        for mask in self.0.iter() {
+            if let Some(first) = find(&record, mask, 0) {
+                let mut out = Vec::with_capacity(record.len());
+                let mut from = 0;
+                let mut at = Some(first);
+                while let Some(i) = at {
+                    out.extend_from_slice(&record[from..i]);
+                    out.extend_from_slice(b"***");
+                    from = i + mask.len();
+                    at = find(&record, mask, from);
+                }
+                out.extend_from_slice(&record[from..]);
+                record = out;
+            }
+        }
+        record
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8], from: usize) -> Option<usize> {
+    haystack
+        .get(from..)?
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|i| i + from)
 }
 
 /// The body of [`spawn_pump`], generic so tests can feed it any reader.
-async fn pump<A, B>(path: PathBuf, a: A, b: B) -> io::Result<()>
+async fn pump<A, B>(path: PathBuf, a: A, b: B, masks: Masks) -> io::Result<()>
 where
     A: AsyncRead + Unpin,
     B: AsyncRead + Unpin,
 {
     let (tx, rx) = mpsc::channel(PUMP_QUEUE);
     let (written, read_a, read_b) = tokio::join!(
-        write_records(&path, rx),
+        write_records(&path, rx, &masks),
         read_lines(a, tx.clone()),
         read_lines(b, tx)
     );
@@ -101,7 +166,11 @@ where
 /// Appends stamped records to the file. Flushes whenever the queue runs dry,
 /// so a follower sees a line as soon as it is printed, while a burst of
 /// output is still written in large batches.
-async fn write_records(path: &Path, mut rx: mpsc::Receiver<Vec<u8>>) -> io::Result<()> {
+async fn write_records(
+    path: &Path,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    masks: &Masks,
+) -> io::Result<()> {
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         tokio::fs::create_dir_all(dir).await?;
     }
@@ -112,9 +181,9 @@ async fn write_records(path: &Path, mut rx: mpsc::Receiver<Vec<u8>>) -> io::Resu
         .await?;
     let mut out = BufWriter::with_capacity(256 * 1024, file);
     while let Some(record) = rx.recv().await {
-        out.write_all(&record).await?;
+        out.write_all(&masks.apply(record)).await?;
         while let Ok(record) = rx.try_recv() {
-            out.write_all(&record).await?;
+            out.write_all(&masks.apply(record)).await?;
         }
         out.flush().await?;
     }
@@ -690,7 +759,7 @@ mod tests {
         let long = vec![b'a'; 2 * MAX_LINE + 10];
         let mut stdout = long.clone();
         stdout.extend_from_slice(b"\nafter\n");
-        pump(path.clone(), &stdout[..], &b""[..])
+        pump(path.clone(), &stdout[..], &b""[..], Masks::default())
             .await
             .expect("pump");
         let log = std::fs::read(&path).expect("read");
@@ -701,12 +770,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_secret_value_is_written_as_stars_and_nothing_else_changes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("pod.log");
+        let masks = Masks::of(&["hunter2-xyz".to_owned(), "ab".to_owned()]);
+        let stdout = b"token hunter2-xyz and hunter2-xyz\nab cd\n\xff raw\n";
+        pump(path.clone(), &stdout[..], &b""[..], masks)
+            .await
+            .expect("pump");
+        let lines = texts(&std::fs::read(&path).expect("read"));
+        assert_eq!(lines[0], b"token *** and ***");
+        assert_eq!(lines[1], b"ab cd");
+        assert_eq!(lines[2], b"\xff raw");
+    }
+
+    #[tokio::test]
     async fn a_line_of_exactly_a_mebibyte_stays_one_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("pod.log");
         let mut stdout = vec![b'a'; MAX_LINE];
         stdout.extend_from_slice(b"\nnext\n");
-        pump(path.clone(), &stdout[..], &b""[..])
+        pump(path.clone(), &stdout[..], &b""[..], Masks::default())
             .await
             .expect("pump");
         let lengths: Vec<usize> = texts(&std::fs::read(&path).expect("read"))

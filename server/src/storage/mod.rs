@@ -45,6 +45,7 @@ pub mod quota;
 pub mod run_params;
 pub mod samples;
 pub mod schedules;
+pub mod secrets;
 pub mod serving;
 pub mod serving_versions;
 pub mod sessions;

@@ -45,7 +45,7 @@ type Layers = &'static [(&'static str, &'static [&'static str])];
 /// Each top-level module of `server/src` and its layer, bottom first.
 const SERVER_LAYERS: Layers = &[
     ("storage", &["time", "storage"]),
-    ("backend traits", &["backend", "metric_files"]),
+    ("backend traits", &["backend", "metric_files", "secrets"]),
     ("backends", &["local", "kubernetes", "mail"]),
     (
         "services",

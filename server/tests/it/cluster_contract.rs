@@ -83,6 +83,7 @@ impl Harness {
         JobSpec {
             priority: Default::default(),
             max_runtime: None,
+            secrets: vec![],
             notebook: None,
             template: None,
             pipeline: None,

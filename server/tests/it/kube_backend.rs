@@ -67,6 +67,7 @@ fn spec_in(image: &str, name: &str, ps: u32, trainers: u32, script: &str) -> Job
     JobSpec {
         priority: Default::default(),
         max_runtime: None,
+        secrets: vec![],
         notebook: None,
         template: None,
         pipeline: None,

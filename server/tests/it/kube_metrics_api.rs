@@ -51,6 +51,7 @@ async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_instal
     let spec = JobSpec {
         priority: Default::default(),
         max_runtime: None,
+        secrets: vec![],
         notebook: None,
         template: None,
         pipeline: None,

@@ -26,6 +26,7 @@ fn a_restart_marks_running_jobs_failed_and_kills_what_is_left_of_them() {
         let spec = JobSpec {
             priority: Default::default(),
             max_runtime: None,
+            secrets: vec![],
             notebook: None,
             template: None,
             pipeline: None,

@@ -73,6 +73,7 @@ mod replicas;
 mod rest;
 mod role_matrix;
 mod schedules;
+mod secrets;
 mod security_headers;
 mod serving;
 mod serving_release;

@@ -25,6 +25,7 @@ async fn with_job(db: &TestDb, name: &str, job: &str) -> Account {
     let spec = app::models::JobSpec {
         priority: Default::default(),
         max_runtime: None,
+        secrets: vec![],
         notebook: None,
         template: None,
         pipeline: None,
@@ -441,6 +442,7 @@ async fn scalars_from_tensorboard_and_visualdl_files_a_job_writes_reach_its_boar
     let spec = app::models::JobSpec {
         priority: Default::default(),
         max_runtime: None,
+        secrets: vec![],
         notebook: None,
         template: None,
         pipeline: None,

@@ -205,6 +205,7 @@ fn counting_job(name: &str, image: &str) -> JobSpec {
     JobSpec {
         priority: Default::default(),
         max_runtime: None,
+        secrets: vec![],
         notebook: None,
         template: None,
         pipeline: None,

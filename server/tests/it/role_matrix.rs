@@ -287,11 +287,17 @@ fn owner_only(method: &Method, template: &str) -> bool {
     template.starts_with("/api/v1/invitations")
         || (template.starts_with("/api/v1/members/") && method != Method::GET)
         || template.starts_with("/api/v1/audit")
+        || (template.starts_with("/api/v1/secrets/") && method != Method::GET)
 }
 
 /// Whether the route is about the team's own things (so another account's
 /// owner must not reach them).
 fn teams(template: &str) -> bool {
+    // A secret's name is one in the caller's own account: another account's
+    // owner sets or deletes their own, never the team's.
+    if template.starts_with("/api/v1/secrets/") {
+        return false;
+    }
     template.contains("{name}")
         || template.contains("{owner}")
         || template.contains("{user_id}")
@@ -414,6 +420,8 @@ const SERVER_FN_OWNERS: &[(&str, &str)] = &[
     ),
     ("account_audit", ""),
     ("set_member_priority", "user_id=OWNER&high=on"),
+    ("set_secret", "form[name]=s9&form[value]=hunter2"),
+    ("delete_secret", "name=nope"),
 ];
 const SERVER_FN_ADMINS: &[(&str, &str)] = &[
     (
@@ -451,6 +459,7 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("list_schedules", ""),
     ("read_notifications", "query[status]=delivered"),
     ("read_alerts", ""),
+    ("read_secrets", ""),
     (
         "subscribe",
         "form[kind]=account&form[channel]=email&form[on_failed]=on",

@@ -280,6 +280,14 @@ fn Facts(job: Job, ran: Option<String>) -> impl IntoView {
             .collect();
         view! { <dt>"Environment variables"</dt><dd><code>{lines.join(" ")}</code></dd> }
     });
+    let secrets = (!spec.secrets.is_empty()).then(|| {
+        let lines: Vec<String> = spec
+            .secrets
+            .iter()
+            .map(|u| format!("{} → {}", u.secret, u.target()))
+            .collect();
+        view! { <dt>"Secrets"</dt><dd data-testid="job-secrets"><a href="/secrets">{lines.join(" · ")}</a></dd> }
+    });
     let environment = spec.environment.clone().map(|e| {
         let (path, version) = e.rsplit_once(':').unwrap_or((e.as_str(), ""));
         let (owner, name) = path.split_once('/').unwrap_or(("", path));
@@ -316,6 +324,7 @@ fn Facts(job: Job, ran: Option<String>) -> impl IntoView {
             {(!spec.working_dir.is_empty()).then(|| view! { <dt>"Working directory"</dt><dd><code>{spec.working_dir.clone()}</code></dd> })}
             {environment}
             {env}
+            {secrets}
             <dt>"Replicas"</dt><dd data-testid="job-replicas-asked">{asked.join(" · ")}</dd>
         </dl>
     }

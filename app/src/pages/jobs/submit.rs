@@ -124,6 +124,14 @@ pub fn SubmitDialog() -> impl IntoView {
                     rows="3"
                 >{form.with_untracked(|f| f.env.clone())}</textarea>
                 <FieldError error field="env" />
+                <label for="job-secrets">"Secrets (VARIABLE=secret or file:name=secret per line; see "<a href="/secrets">"Secrets"</a>")"</label>
+                <textarea
+                    id="job-secrets"
+                    name="form[secrets]"
+                    rows="2"
+                    placeholder="AWS_SECRET_ACCESS_KEY=s3-key"
+                >{form.with_untracked(|f| f.secrets.clone())}</textarea>
+                <FieldError error field="secrets" />
                 {field("datasets", "Datasets it reads (comma-separated; the first is at $PADDLE_DATASET_DIR)", |f| f.datasets.clone())}
                 {field("models", "Model versions it reads (e.g. resnet, vision/base:3; the first is at $PADDLE_MODEL_DIR)", |f| f.models.clone())}
                 <Transition fallback=|| ()>

@@ -28,6 +28,7 @@ mod notifications;
 mod operations;
 mod pipelines;
 mod schedules;
+mod secrets;
 mod serving;
 mod templates;
 mod usage;
@@ -75,6 +76,7 @@ use crate::http::caller::Caller;
          (name = "environments", description = "Environment profiles: an image and pip requirements, saved in immutable versions, built locally from PyPI"),
          (name = "pipelines", description = "Pipeline runs: a graph of jobs submitted, watched, stopped and retried as one"),
          (name = "schedules", description = "Templates, pipelines and notebook files run on a cron schedule in a timezone"),
+         (name = "secrets", description = "The account's secrets: set by owners, used by name in job, template, notebook and serving specs as variables or files; values are never returned"),
          (name = "alerts", description = "Metric alerts: rules on PaddleBoard tags (NaN or infinite, a threshold, a silence) and the alerts they raised"),
          (name = "notifications", description = "Who is told of what: subscriptions by email or signed webhook, and the log of deliveries"),
          (name = "experiments", description = "Experiments: a search over a template's parameters for an objective (grid, random, TPE; early stopping), its trials ordinary jobs"),
@@ -194,6 +196,8 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(notifications::delete))
         .routes(routes!(notifications::test))
         .routes(routes!(notifications::deliveries))
+        .routes(routes!(secrets::list))
+        .routes(routes!(secrets::set, secrets::delete))
         .routes(routes!(alerts::list, alerts::create))
         .routes(routes!(alerts::delete))
         .routes(routes!(alerts::alerts))

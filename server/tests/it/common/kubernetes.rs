@@ -23,6 +23,10 @@ pub fn kube_cluster(
         None,
         console_url,
         Default::default(),
+        server::secrets::SqlSecrets::new(
+            db.pool.clone(),
+            server::secrets::seal::Sealer::from_bytes(&[1; 32]),
+        ),
     )
 }
 

@@ -122,6 +122,10 @@ pub async fn local_cluster(db: &TestDb) -> server::local::LocalCluster {
             objects,
             db.dir().join("dataset-cache"),
         )),
+        secrets: server::secrets::SqlSecrets::new(
+            pool.clone(),
+            server::secrets::seal::Sealer::from_bytes(&[1; 32]),
+        ),
         samples: Arc::new(server::storage::samples::ResourceStore::new(pool.clone())),
         sample_every: std::time::Duration::from_secs(1),
         inherited_env: server::cli::inherited_env().into(),
