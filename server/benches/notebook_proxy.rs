@@ -146,6 +146,7 @@ fn main() -> anyhow::Result<()> {
             image: String::new(),
             environment: None,
             environment_use: None,
+            secrets: vec![],
         };
         notebooks
             .create(&me, spec)

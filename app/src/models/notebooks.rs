@@ -42,6 +42,12 @@ pub struct NotebookSpec {
     /// console, never from what a client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment_use: Option<crate::models::environments::EnvironmentUse>,
+    /// The account's secrets its kernels and terminals get, by name, as
+    /// variables or files (see `models::secrets`); values are read when its
+    /// server starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "ssr", schema(max_items = 20))]
+    pub secrets: Vec<crate::models::secrets::SecretUse>,
 }
 
 impl NotebookSpec {
@@ -67,7 +73,14 @@ impl NotebookSpec {
                 ));
             }
         }
-        Ok(())
+        crate::models::secrets::validate_secret_uses(&self.secrets, |name| {
+            name.starts_with("PADDLECLOUD_")
+                || name.starts_with("PADDLE_DATASET_DIR")
+                || matches!(
+                    name,
+                    "HOME" | "PYTHONPATH" | "JUPYTER_RUNTIME_DIR" | "SHELL"
+                )
+        })
     }
 
     /// What it asks for, in numbers.
@@ -225,6 +238,10 @@ pub struct NotebookForm {
     /// The environment it runs in (`name`, `owner/name`, `:version`), or empty.
     #[serde(default)]
     pub environment: String,
+    /// The account's secrets it uses: `VARIABLE=secret` or
+    /// `file:name=secret` lines.
+    #[serde(default)]
+    pub secrets: String,
 }
 
 impl NotebookForm {
@@ -238,6 +255,7 @@ impl NotebookForm {
             idle_minutes: String::new(),
             image: String::new(),
             environment: String::new(),
+            secrets: String::new(),
         }
     }
 
@@ -269,6 +287,7 @@ impl NotebookForm {
             image: self.image.trim().to_owned(),
             environment: crate::models::named_environment(&self.environment),
             environment_use: None,
+            secrets: crate::models::secrets::parse_secret_uses(&self.secrets)?,
         };
         spec.validate()?;
         Ok(spec)

@@ -83,6 +83,9 @@ pub struct NotebookRun {
     /// The datasets its server fetches, where servers do not see this
     /// machine's folders ([`NotebookBackend::sees_local_files`]).
     pub inputs: Vec<app::models::Input>,
+    /// The account's secrets it uses, with their values: variables for its
+    /// kernels, files in a folder only they read.
+    pub secrets: crate::secrets::Revealed,
 }
 
 /// What a notebook backend reports of a notebook's server.

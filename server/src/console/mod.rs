@@ -474,6 +474,7 @@ async fn recover_notebooks(
         base.pool.clone(),
         backends.notebooks.clone(),
         stores.assets.clone(),
+        stores.secrets.clone(),
         config.public_url.clone(),
         config.notebook_idle_minutes,
         stores.objects.clone(),

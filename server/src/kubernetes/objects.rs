@@ -302,7 +302,8 @@ pub fn replica_jobs(
             if let Some(class) = &ctx.priority_class {
                 pod["priorityClassName"] = json!(class);
             }
-            super::secrets::apply(&spec.name, &spec.secrets, &mut pod);
+            let secrets = super::secrets::secret_name(&spec.name);
+            super::secrets::apply(&secrets, &spec.secrets, &mut pod);
             let token = json!({ "secretKeyRef": { "name": format!("{}-token", spec.name), "key": TOKEN_KEY } });
             super::inputs::apply(
                 &inputs,

@@ -24,14 +24,9 @@ fn file_key(file: &str) -> String {
     format!("file.{file}")
 }
 
-/// The Secret holding `revealed`'s values for the workload `workload`,
-/// with these labels and owners.
-pub fn secret(
-    workload: &str,
-    labels: &Value,
-    owners: &Value,
-    revealed: &Revealed,
-) -> Result<Secret, AppError> {
+/// `revealed`'s values as a Secret's `data`, each under the key
+/// [`apply`] refers to.
+pub fn data(revealed: &Revealed) -> serde_json::Map<String, Value> {
     let b64 = base64::engine::general_purpose::STANDARD;
     let mut data = serde_json::Map::new();
     for (variable, value) in &revealed.env {
@@ -40,6 +35,18 @@ pub fn secret(
     for (file, bytes) in &revealed.files {
         data.insert(file_key(file), json!(b64.encode(bytes)));
     }
+    data
+}
+
+/// The Secret holding `revealed`'s values for the workload `workload`
+/// ([`secret_name`]), with these labels and owners.
+pub fn secret(
+    workload: &str,
+    labels: &Value,
+    owners: &Value,
+    revealed: &Revealed,
+) -> Result<Secret, AppError> {
+    let data = data(revealed);
     serde_json::from_value(json!({
         "apiVersion": "v1",
         "kind": "Secret",
@@ -58,14 +65,14 @@ pub fn secret(
 }
 
 /// Gives every container of `pod` (a pod spec) the secrets `uses` names,
-/// from the workload's Secret: variables by `secretKeyRef`, files in a
-/// read-only volume at [`POD_SECRETS_DIR`], named by
-/// [`SECRETS_DIR_VARIABLE`].
-pub fn apply(workload: &str, uses: &[SecretUse], pod: &mut Value) {
+/// from the Secret `secret` (holding [`data`]): variables by
+/// `secretKeyRef`, files in a read-only volume at [`POD_SECRETS_DIR`],
+/// named by [`SECRETS_DIR_VARIABLE`].
+pub fn apply(secret: &str, uses: &[SecretUse], pod: &mut Value) {
     if uses.is_empty() {
         return;
     }
-    let name = secret_name(workload);
+    let name = secret;
     let mut env: Vec<Value> = Vec::new();
     let mut items: Vec<Value> = Vec::new();
     for u in uses {
@@ -122,7 +129,7 @@ mod tests {
     #[test]
     fn pods_refer_to_the_workloads_secret_and_hold_no_value() {
         let mut pod = json!({ "containers": [{ "name": "paddle", "env": [] }] });
-        apply("fit", &uses(), &mut pod);
+        apply(&secret_name("fit"), &uses(), &mut pod);
         let text = pod.to_string();
         assert!(
             text.contains(r#""secretKeyRef":{"key":"env.AWS_KEY","name":"fit-secrets"}"#),

@@ -122,6 +122,8 @@ struct Launch {
     env: Vec<(String, String)>,
     dir: PathBuf,
     probe: LabClient,
+    /// The account's secrets it uses as files, removed when it stops.
+    _secret_files: super::secret_files::SecretFiles,
 }
 
 #[async_trait]
@@ -162,7 +164,12 @@ impl NotebookBackend for LocalNotebooks {
             .await
             .map_err(io("writing a notebook's JupyterLab settings"))?;
         let host = &self.inner.host;
+        let secret_files = host
+            .secret_files(&format!("notebook-{}", run.id), &run.secrets.files)
+            .map_err(io("writing a notebook's secret files"))?;
         let mut env = run.env.clone();
+        env.extend(run.secrets.env.iter().cloned());
+        env.extend(secret_files.env());
         env.extend(
             [
                 // The token comes down the server's stdin (see `spawn`).
@@ -189,6 +196,7 @@ impl NotebookBackend for LocalNotebooks {
             env,
             dir,
             probe: self.inner.probe.clone(),
+            _secret_files: secret_files,
         };
         let id = launch.run.id;
         self.inner

@@ -85,6 +85,18 @@ impl WorkloadHost {
         }
     }
 
+    /// Writes the secret files of workload `key` (e.g. `notebook-7`) where
+    /// the local executor keeps them (`<data_dir>/secret-files`, cleared
+    /// when the console starts); they go when the result is dropped.
+    pub fn secret_files(
+        &self,
+        key: &str,
+        files: &[(String, Vec<u8>)],
+    ) -> std::io::Result<super::secret_files::SecretFiles> {
+        let data_dir = self.root.parent().unwrap_or(&self.root);
+        super::secret_files::SecretFiles::write(&data_dir.join("secret-files"), key, files)
+    }
+
     /// The Python to run the kind's default server with: the given one at
     /// once, or the console's build, waited for unless `stop` turns true
     /// first (`told` hears how far the build is, as [`Venvs::wait`] says).

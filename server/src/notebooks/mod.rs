@@ -48,6 +48,8 @@ pub struct NotebookService {
     objects: Objects,
     /// What shows a version as a page.
     renderer: Renderer,
+    /// The account's secrets its servers get.
+    secrets: Arc<crate::secrets::SqlSecrets>,
 }
 
 /// Where the proxy sends a request for a notebook, and what it sends along.
@@ -70,10 +72,12 @@ impl NotebookService {
     /// `console_url`; `default_idle` minutes apply to notebooks that set no
     /// idle timeout. Versions of their files go to `objects`, shown as
     /// pages by `renderer`.
+    #[allow(clippy::too_many_arguments)] // the ports and settings it uses, each once
     pub fn new(
         pool: crate::storage::db::Pool,
         backend: Arc<dyn NotebookBackend>,
         assets: Arc<dyn Assets>,
+        secrets: Arc<crate::secrets::SqlSecrets>,
         console_url: Option<String>,
         default_idle: Option<u32>,
         objects: Objects,
@@ -88,6 +92,7 @@ impl NotebookService {
             console_url,
             objects,
             renderer,
+            secrets,
         }
     }
 
@@ -165,17 +170,34 @@ impl NotebookService {
         } else {
             inputs = self.dataset_inputs(&me).await;
         }
-        let run = NotebookRun {
-            id: stored.id,
-            account: stored.account.clone(),
-            spec: stored.notebook.spec.clone(),
-            jupyter_token,
-            base_url: base_path(&stored.account.name, name),
-            env,
-            inputs,
-        };
         self.reporter().announce(stored.account.id, name);
-        if let Err(err) = self.backend.start(run, self.reporter()).await {
+        let what = format!("notebook {name}");
+        let started = match self
+            .secrets
+            .reveal(
+                &stored.account,
+                &stored.notebook.spec.secrets,
+                &me.email,
+                &what,
+            )
+            .await
+        {
+            Ok(secrets) => {
+                let run = NotebookRun {
+                    id: stored.id,
+                    account: stored.account.clone(),
+                    spec: stored.notebook.spec.clone(),
+                    jupyter_token,
+                    base_url: base_path(&stored.account.name, name),
+                    env,
+                    inputs,
+                    secrets,
+                };
+                self.backend.start(run, self.reporter()).await
+            }
+            Err(err) => Err(err),
+        };
+        if let Err(err) = started {
             let why = match &err {
                 AppError::Internal => {
                     "The server could not be started; see the console's log.".to_owned()
@@ -210,6 +232,7 @@ impl NotebookService {
                 base_url: base_path(&stored.account.name, name),
                 env: Vec::new(),
                 inputs: Vec::new(),
+                secrets: Default::default(),
             };
             match self.backend.adopt(run, self.reporter()).await {
                 Ok(true) => {

@@ -19,17 +19,17 @@ use crate::real_node::wait_for;
 /// A console on `--cluster kube` on the real node, with `preemption` as
 /// its `--preemption-grace`, and a new account's owner, once the node is
 /// free.
-struct NodeSite {
-    node: common::node::RealNode,
-    client: kube::Client,
-    site: common::site::Site,
-    key: String,
-    namespace: String,
+pub(crate) struct NodeSite {
+    pub(crate) node: common::node::RealNode,
+    pub(crate) client: kube::Client,
+    pub(crate) site: common::site::Site,
+    pub(crate) key: String,
+    pub(crate) namespace: String,
 }
 
 impl NodeSite {
     /// `None` off the real node (the test is skipped).
-    async fn start(prefix: &str, preemption: Option<Duration>) -> Option<Self> {
+    pub(crate) async fn start(prefix: &str, preemption: Option<Duration>) -> Option<Self> {
         let (node, client) = common::node::client().await?;
         let (site, _url) =
             common::site::on_socket_at(&node.ip, |config, _, _| server::console::Config {

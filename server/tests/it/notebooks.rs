@@ -239,7 +239,23 @@ async fn a_notebook_opens_through_the_console_and_its_kernel_submits_jobs_with_i
         )
         .await;
     assert!(put.status().is_success(), "{}", put.status());
-    let nb = running_notebook(&site, &key, "scratch", json!({})).await;
+    // Two of the account's secrets, for its kernels: a variable and a file.
+    for (name, value) in [("nb-token", "tok-123456"), ("nb-cred", "cred-abcdef")] {
+        let set = call(
+            &site,
+            Method::PUT,
+            &format!("/api/v1/secrets/{name}"),
+            Some(&key),
+            Some(json!({ "value": value })),
+        )
+        .await;
+        assert_eq!(set.status, StatusCode::OK, "{}", set.body);
+    }
+    let secrets = json!({"secrets": [
+        {"secret": "nb-token", "env": "NB_TOKEN"},
+        {"secret": "nb-cred", "file": "cred.txt"},
+    ]});
+    let nb = running_notebook(&site, &key, "scratch", secrets).await;
     let running_since = Instant::now();
     assert_eq!(nb["owner"], "ann@example.com");
     let lab = "/notebooks/nbteam/scratch/";
@@ -273,9 +289,13 @@ async fn a_notebook_opens_through_the_console_and_its_kernel_submits_jobs_with_i
          print('JOB', job['name'])\n\
          print('KEY', os.environ['PADDLECLOUD_KEY'])\n\
          print('DATA', open(os.path.join(os.environ['PADDLE_DATASET_DIR_TRAIN'], 'a.txt')).read())\n\
+         print('TOKEN', os.environ['NB_TOKEN'][::-1])\n\
+         print('CRED', open(os.path.join(os.environ['PADDLECLOUD_SECRETS_DIR'], 'cred.txt')).read()[::-1])\n\
          open('keep.txt', 'w').write('kept')\n",
     )
     .await;
+    assert_eq!(printed_value(&printed, "TOKEN"), "654321-kot");
+    assert_eq!(printed_value(&printed, "CRED"), "fedcba-derc");
     assert_eq!(printed_value(&printed, "JOB"), "from-nb");
     assert_eq!(printed_value(&printed, "DATA"), "hello");
     let nb_key = printed_value(&printed, "KEY").to_owned();
@@ -716,6 +736,7 @@ fn a_restarted_console_starts_its_running_notebooks_again_with_their_workspace()
             image: String::new(),
             environment: None,
             environment_use: None,
+            secrets: vec![],
         };
         use app::ports::Notebooks;
         console.notebooks().create(&me, spec).await.unwrap();

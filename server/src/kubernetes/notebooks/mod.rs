@@ -164,7 +164,7 @@ impl KubeNotebooks {
 async fn put<K>(
     api: &Api<K>,
     object: &K,
-    patch: Option<serde_json::Value>,
+    patch: Option<Patch<serde_json::Value>>,
     what: &str,
 ) -> Result<bool, AppError>
 where
@@ -175,7 +175,7 @@ where
         Err(e) if is_conflict(&e) => {
             if let Some(patch) = patch {
                 let name = object.meta().name.clone().unwrap_or_default();
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                api.patch(&name, &PatchParams::default(), &patch)
                     .await
                     .map_err(|e| from_kube(what, e))?;
             }
@@ -230,9 +230,16 @@ impl NotebookBackend for KubeNotebooks {
             &self.python,
             (&self.inner.support, self.inner.console_url.as_deref()),
         )?;
-        // A start issues a new token and key: the Secret holds the new ones
-        // before the pod that reads them is made.
-        let secret_patch = json!({ "stringData": secret.string_data });
+        // A start issues a new token and key, and reads the account's
+        // secrets again: the Secret holds the new ones (and no more of the
+        // old: its data is replaced) before the pod that reads them is made.
+        let secret_patch = Patch::Json(
+            serde_json::from_value(json!([
+                { "op": "add", "path": "/data", "value": secret.data },
+                { "op": "add", "path": "/stringData", "value": secret.string_data },
+            ]))
+            .map_err(|_| AppError::Internal)?,
+        );
         put(
             &self.inner.api::<Secret>(ns),
             &secret,
@@ -240,7 +247,7 @@ impl NotebookBackend for KubeNotebooks {
             "store a notebook's token",
         )
         .await?;
-        let sdk_patch = json!({ "data": sdk.data });
+        let sdk_patch = Patch::Merge(json!({ "data": sdk.data }));
         put(
             &self.inner.api::<ConfigMap>(ns),
             &sdk,
@@ -264,7 +271,7 @@ impl NotebookBackend for KubeNotebooks {
         )
         .await?;
         let set = stateful_set.spec.as_ref().map(|s| &s.template);
-        let set_patch = json!({ "spec": { "replicas": 1, "template": set } });
+        let set_patch = Patch::Merge(json!({ "spec": { "replicas": 1, "template": set } }));
         put(
             &self.inner.api::<StatefulSet>(ns),
             &stateful_set,

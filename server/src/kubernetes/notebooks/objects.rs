@@ -133,6 +133,8 @@ pub fn notebook_objects(
             { "name": "sdk", "configMap": { "name": object_name(name) } },
         ],
     });
+    // The account's secrets, from the notebook's own Secret.
+    crate::kubernetes::secrets::apply(&secret_name, &spec.secrets, &mut pod);
     let (cache, console_url) = fetching;
     let credential = from_secret(KEY_KEY);
     let resources = workload_pod::requests_and_limits(&amounts);
@@ -183,6 +185,7 @@ pub fn notebook_objects(
         "metadata": { "name": secret_name, "labels": labels },
         "type": "Opaque",
         "stringData": { TOKEN_KEY: run.jupyter_token, KEY_KEY: key },
+        "data": crate::kubernetes::secrets::data(&run.secrets),
     }))?;
     let files: serde_json::Map<String, serde_json::Value> = SDK_FILES
         .iter()
@@ -231,10 +234,12 @@ mod tests {
                 image: image.into(),
                 environment: None,
                 environment_use: None,
+                secrets: vec![],
             },
             jupyter_token: "jt-secret".into(),
             base_url: "/notebooks/acme/scratch/".into(),
             inputs: vec![],
+            secrets: Default::default(),
             env: vec![
                 ("PADDLECLOUD_KEY".into(), "pcn_secret".into()),
                 ("PADDLECLOUD_SERVER".into(), "http://console:3000".into()),
@@ -279,6 +284,34 @@ mod tests {
         assert_eq!(
             env_of(&c, "PADDLECLOUD_SERVER")["value"],
             "http://console:3000"
+        );
+    }
+
+    #[test]
+    fn the_accounts_secrets_reach_the_server_from_its_secret_never_from_its_spec() {
+        let mut run = run("", 0);
+        run.spec.secrets =
+            app::models::parse_secret_uses("NB_TOKEN=tok\nfile:c.json=cred").unwrap();
+        run.secrets = crate::secrets::Revealed {
+            env: vec![("NB_TOKEN".into(), "tok-value-1".into())],
+            files: vec![("c.json".into(), b"cred-value-2".to_vec())],
+        };
+        let objects =
+            notebook_objects(&run, &pods(), "python3", (&Default::default(), None)).unwrap();
+        let spec_text = serde_json::to_string(&objects.stateful_set).unwrap();
+        assert!(!spec_text.contains("tok-value-1"), "{spec_text}");
+        assert!(!spec_text.contains("cred-value-2"), "{spec_text}");
+        let secret = objects.secret.data.clone().unwrap();
+        assert_eq!(secret["env.NB_TOKEN"].0, b"tok-value-1");
+        assert_eq!(secret["file.c.json"].0, b"cred-value-2");
+        let c = container(&objects);
+        assert_eq!(
+            env_of(&c, "NB_TOKEN")["valueFrom"]["secretKeyRef"],
+            serde_json::json!({"name": "scratch-notebook", "key": "env.NB_TOKEN"})
+        );
+        assert_eq!(
+            env_of(&c, "PADDLECLOUD_SECRETS_DIR")["value"],
+            app::models::POD_SECRETS_DIR
         );
     }
 
