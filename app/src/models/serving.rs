@@ -88,6 +88,11 @@ pub struct ServingSpec {
     /// A version getting a copy of a share of the calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shadow: Option<Shadow>,
+    /// The account's secrets its replicas (every track's) get, by name, as
+    /// variables or files (see `models::secrets`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "ssr", schema(max_items = 20))]
+    pub secrets: Vec<crate::models::secrets::SecretUse>,
 }
 
 /// What a canary's and a shadow's Kubernetes objects add to the instance's
@@ -147,6 +152,12 @@ impl ServingSpec {
         }
         super::jobs::validate_env(&self.env, |name| {
             SERVING_ENV.contains(&name) || RESERVED_ENV.contains(&name)
+        })?;
+        crate::models::secrets::validate_secret_uses(&self.secrets, |name| {
+            SERVING_ENV.contains(&name)
+                || RESERVED_ENV.contains(&name)
+                || name.starts_with("PADDLECLOUD_")
+                || self.env.iter().any(|e| e.name == name)
         })?;
         check_replicas("replicas", self.replicas)?;
         if let Some(a) = self.autoscale {
@@ -590,6 +601,7 @@ mod tests {
             environment_use: None,
             canary: None,
             shadow: None,
+            secrets: vec![],
         }
     }
 

@@ -57,6 +57,10 @@ pub struct ServingForm {
     /// CPU target, percent.
     #[serde(default)]
     pub cpu_percent: String,
+    /// The account's secrets it uses: `VARIABLE=secret` or
+    /// `file:name=secret` lines.
+    #[serde(default)]
+    pub secrets: String,
 }
 
 fn number(field: &str, raw: &str, what: &str) -> Result<u32, AppError> {
@@ -115,6 +119,7 @@ impl ServingForm {
             environment_use: None,
             canary: None,
             shadow: None,
+            secrets: super::secrets::parse_secret_uses(&self.secrets)?,
         };
         spec.validate()?;
         Ok(spec)

@@ -44,6 +44,9 @@ pub struct ServingRun {
     pub token: Option<String>,
     /// Its canary and shadow, when it has them (the spec says their share).
     pub side: Vec<SideTrack>,
+    /// The account's secrets its replicas use, with their values (empty
+    /// for a change of size, which starts no replica of a new kind).
+    pub secrets: crate::secrets::Revealed,
 }
 
 /// A canary's or a shadow's replicas, as a backend runs them.

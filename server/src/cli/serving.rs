@@ -93,6 +93,10 @@ pub struct LaunchArgs {
     /// A `.tar.gz` inside the version to serve.
     #[arg(long, default_value = "")]
     pub file: String,
+    /// One of the account's secrets for every replica: `VARIABLE=secret`
+    /// or `file:name=secret` (repeatable).
+    #[arg(long = "secret", value_name = "VARIABLE=SECRET")]
+    pub secrets: Vec<String>,
     /// A Python serving script (`load(model_dir)`, `predict(state, inputs)`).
     #[arg(long)]
     pub script: Option<std::path::PathBuf>,
@@ -239,6 +243,8 @@ pub fn run(command: ServingCommand) -> anyhow::Result<()> {
                 environment_use: None,
                 canary: None,
                 shadow: None,
+                secrets: app::models::parse_secret_uses(&args.secrets.join("\n"))
+                    .map_err(|e| anyhow::anyhow!("--secret: {e}"))?,
             };
             let mut instance = client.launch_serving(&spec)?;
             println!(

@@ -435,6 +435,7 @@ async fn recover_serving(
         base.pool.clone(),
         backends.serving.clone(),
         stores.assets.clone(),
+        stores.secrets.clone(),
         keep,
     );
     serving

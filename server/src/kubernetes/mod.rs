@@ -209,6 +209,11 @@ impl KubeCluster {
         Self { inner }
     }
 
+    /// The account's secrets its workloads read (the vault it was started with).
+    pub fn secrets(&self) -> Arc<crate::secrets::SqlSecrets> {
+        self.inner.secrets.clone()
+    }
+
     /// Builds the tools it copies into pods (py-spy, for stack dumps) with
     /// `venvs`, the console's builds from PyPI.
     pub fn build_tools_with(&self, venvs: Arc<crate::local::venvs::Venvs>) {

@@ -46,6 +46,8 @@ pub struct ServingService {
     counters: Arc<release::Counters>,
     /// The main version each instance was last asked to roll to.
     following: Arc<std::sync::Mutex<std::collections::HashMap<i64, u32>>>,
+    /// The account's secrets its replicas get.
+    secrets: Arc<crate::secrets::SqlSecrets>,
 }
 
 impl ServingService {
@@ -54,6 +56,7 @@ impl ServingService {
         pool: crate::storage::db::Pool,
         backend: Arc<dyn ServingBackend>,
         assets: Arc<dyn Assets>,
+        secrets: Arc<crate::secrets::SqlSecrets>,
         keep: std::time::Duration,
     ) -> Self {
         let store = ServingStore::new(pool);
@@ -68,6 +71,7 @@ impl ServingService {
             events,
             counters: Arc::default(),
             following: Arc::default(),
+            secrets,
         }
     }
 
@@ -312,6 +316,7 @@ impl Serving for ServingService {
                 model,
                 token: None,
                 side: Vec::new(),
+                secrets: Default::default(),
             })
             .await?;
         tracing::info!(account = %account.name, serving = %name, ?scale, "serving scaled");

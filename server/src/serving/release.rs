@@ -108,6 +108,11 @@ impl ServingService {
                 replicas: s.replicas,
             });
         }
+        let what = format!("serving {}", stored.instance.name);
+        let secrets = self
+            .secrets
+            .reveal(&stored.account, &spec.secrets, &me.email, &what)
+            .await?;
         Ok(ServingRun {
             id: stored.id,
             account: stored.account.clone(),
@@ -115,6 +120,7 @@ impl ServingService {
             model: files(main).await?,
             token,
             side,
+            secrets,
         })
     }
 

@@ -63,6 +63,7 @@ fn serving_on(
         db.pool.clone(),
         Arc::new(KubeServing::new(&cluster, None)),
         assets,
+        cluster.secrets(),
         Duration::from_secs(86_400),
     )
 }
@@ -175,6 +176,7 @@ fn spec(image: &str, name: &str, command: &str, replicas: u32) -> ServingSpec {
         environment_use: None,
         canary: None,
         shadow: None,
+        secrets: vec![],
     }
 }
 

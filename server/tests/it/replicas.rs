@@ -445,6 +445,7 @@ async fn two_replicas_on_one_database_show_and_steer_the_same_work_and_one_dying
         environment_use: None,
         canary: None,
         shadow: None,
+        secrets: vec![],
     };
     let (status, body) = api
         .post(

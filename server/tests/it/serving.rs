@@ -583,6 +583,7 @@ async fn traffic_buckets_add_up_and_are_pruned(db: common::TestDb) {
         environment_use: None,
         canary: None,
         shadow: None,
+        secrets: vec![],
     };
     let id = store
         .insert(account_id, "ann@example.com", "acme/m", 1, &spec, "local")
@@ -886,4 +887,83 @@ async fn a_local_replica_waits_its_turn_for_room_and_one_larger_than_the_machine
         .await
         .json();
     assert_eq!(after["used"]["cpu_millis"], 0, "{after}");
+}
+
+/// A replica of the test's own that answers every call with its secret
+/// variable and file, reversed (proof they arrived, without echoing them).
+const SECRET_SERVER: &str = r#"import http.server as h, json, os
+class H(h.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers()
+    def do_POST(self):
+        d = os.environ['PADDLECLOUD_SECRETS_DIR']
+        f = open(os.path.join(d, 'c.txt')).read()
+        b = json.dumps({'env': os.environ['S_TOKEN'][::-1], 'file': f[::-1], 'dir': d}).encode()
+        self.send_response(200); self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(b))); self.end_headers(); self.wfile.write(b)
+h.HTTPServer(('127.0.0.1', int(os.environ['PORT'])), H).serve_forever()
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_instances_replicas_get_the_accounts_secrets_until_it_stops() {
+    let site = common::site::site().await;
+    let key = key_for(&site, "vault").await;
+    model_version(
+        &site,
+        &key,
+        "vault",
+        "m",
+        &[("inference.json", b"{}".to_vec())],
+    )
+    .await;
+    for (name, value) in [("s-token", "token-12345"), ("s-cred", "cred-67890")] {
+        let path = format!("/api/v1/secrets/{name}");
+        let set = call(
+            &site,
+            Method::PUT,
+            &path,
+            Some(&key),
+            Some(json!({ "value": value })),
+        )
+        .await;
+        assert_eq!(set.status, StatusCode::OK, "{}", set.body);
+    }
+    let spec = json!({
+        "name": "keeper", "model": "m", "replicas": 1,
+        "resources": {"cpu": "100m", "memory": "128Mi"},
+        "command": ["python3", "-c", SECRET_SERVER],
+        "secrets": [{"secret": "s-token", "env": "S_TOKEN"}, {"secret": "s-cred", "file": "c.txt"}],
+    });
+    let launched = launch(&site, &key, spec).await;
+    assert_eq!(launched.status, StatusCode::CREATED, "{}", launched.body);
+    assert!(!launched.body.contains("token-12345"), "{}", launched.body);
+    wait_until(&site, &key, "keeper", 60, |v| v["ready"] == 1).await;
+    let answer = predict(&site, &key, "vault", "keeper", json!({})).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let got = answer.json();
+    assert_eq!(got["env"], "54321-nekot");
+    assert_eq!(got["file"], "09876-derc");
+    let dir = got["dir"].as_str().unwrap().to_owned();
+    assert!(std::path::Path::new(&dir).exists());
+    let audit = call(&site, Method::GET, "/api/v1/audit", Some(&key), None)
+        .await
+        .body;
+    assert!(
+        audit.contains("serving keeper: s-token as S_TOKEN, s-cred as file c.txt"),
+        "{audit}"
+    );
+    call(
+        &site,
+        Method::POST,
+        "/api/v1/serving/keeper/stop",
+        Some(&key),
+        None,
+    )
+    .await;
+    wait_until(&site, &key, "keeper", 30, |v| v["status"] == "stopped").await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::path::Path::new(&dir).exists() {
+        assert!(Instant::now() < deadline, "{dir} outlived the instance");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -106,6 +106,33 @@ async fn put_secret(
     Ok(())
 }
 
+/// Writes the instance's Secret of the account's secrets its replicas use
+/// (made, or its data replaced: values are read again at each start and
+/// release), owned by `owner`, the main Deployment.
+async fn put_secrets(
+    api: &Api<Secret>,
+    run: &ServingRun,
+    owner: &serde_json::Value,
+) -> Result<(), AppError> {
+    if run.spec.secrets.is_empty() {
+        return Ok(());
+    }
+    let labels =
+        json!({ MANAGED_BY: CONSOLE, SERVING: run.spec.name, SERVING_ID: run.id.to_string() });
+    let secret =
+        crate::kubernetes::secrets::secret(&run.spec.name, &labels, &json!([]), &run.secrets)?;
+    let name = secret.metadata.name.clone().unwrap_or_default();
+    let replace = json!([{ "op": "add", "path": "/data", "value": secret.data }]);
+    if !create(api, secret, owner).await? {
+        let patch: Patch<serde_json::Value> =
+            Patch::Json(serde_json::from_value(replace).map_err(|_| AppError::Internal)?);
+        api.patch(&name, &PatchParams::default(), &patch)
+            .await
+            .map_err(|e| from_kube("replace a serving instance's secrets", e))?;
+    }
+    Ok(())
+}
+
 impl KubeServing {
     fn settings(&self) -> PodSettings<'_> {
         PodSettings {
@@ -214,6 +241,7 @@ impl ServingBackend for KubeServing {
         if let Some(secret) = secret {
             put_secret(&self.inner.api::<Secret>(ns), secret, &owner).await?;
         }
+        put_secrets(&self.inner.api::<Secret>(ns), &run, &owner).await?;
         if let Some(hpa) = hpa {
             create(&self.inner.api::<HorizontalPodAutoscaler>(ns), hpa, &owner).await?;
         }
@@ -236,6 +264,7 @@ impl ServingBackend for KubeServing {
             .get(&run.spec.name)
             .await
             .map_err(|e| from_kube("read a serving Deployment", e))?;
+        put_secrets(&self.inner.api::<Secret>(ns), &run, &owned_by(&current)).await?;
         // The new version's pod template: the Deployment rolls it in one
         // replica at a time (see the strategy in its objects).
         let objects = serving_objects(&run, &self.settings())?;

@@ -208,6 +208,9 @@ fn build(
         "containers": [container],
         "volumes": volumes,
     });
+    // The account's secrets, from the instance's Secret of them.
+    let secrets = crate::kubernetes::secrets::secret_name(&spec.name);
+    crate::kubernetes::secrets::apply(&secrets, &spec.secrets, &mut pod);
     if fetch {
         let token = json!({ "secretKeyRef": { "name": config_name, "key": "token" } });
         let resources = workload_pod::requests_and_limits(&amounts);
@@ -353,6 +356,7 @@ mod tests {
                 environment_use: None,
                 canary: None,
                 shadow: None,
+                secrets: vec![],
             },
             model: ModelFiles {
                 model: "acme/tiny".into(),
@@ -361,6 +365,7 @@ mod tests {
             },
             token: token.map(str::to_owned),
             side: vec![],
+            secrets: Default::default(),
         }
     }
 
@@ -378,6 +383,40 @@ mod tests {
 
     fn pod_spec(objects: &ServingObjects) -> Value {
         serde_json::to_value(&objects.deployment).unwrap()["spec"]["template"]["spec"].clone()
+    }
+
+    #[test]
+    fn every_tracks_replicas_read_the_accounts_secrets_from_the_instances_secret() {
+        let fetching = settings(None);
+        let mut r = run(None, "");
+        r.spec.secrets = app::models::parse_secret_uses("S_TOKEN=tok\nfile:c.txt=cred").unwrap();
+        r.secrets = crate::secrets::Revealed {
+            env: vec![("S_TOKEN".into(), "tok-value-1".into())],
+            files: vec![("c.txt".into(), b"cred-value-2".to_vec())],
+        };
+        let main = serving_objects(&r, &fetching).unwrap();
+        let side = SideTrack {
+            track: Track::Canary,
+            model: r.model.clone(),
+            replicas: 1,
+        };
+        let (canary, _) = side_objects(&r, &side, &fetching).unwrap();
+        for deployment in [&main.deployment, &canary] {
+            let text = serde_json::to_string(deployment).unwrap();
+            assert!(
+                !text.contains("tok-value-1") && !text.contains("cred-value-2"),
+                "{text}"
+            );
+            let pod = serde_json::to_value(deployment).unwrap()["spec"]["template"]["spec"].clone();
+            assert_eq!(
+                env_of(&pod["containers"][0], "S_TOKEN")["valueFrom"]["secretKeyRef"]["name"],
+                "tiny-api-secrets"
+            );
+            assert_eq!(
+                pod["volumes"].as_array().unwrap().last().unwrap()["secret"]["secretName"],
+                "tiny-api-secrets"
+            );
+        }
     }
 
     #[test]

@@ -170,6 +170,11 @@ impl ServingBackend for LocalServing {
             run.spec.command.clone()
         };
         let host = &self.inner.host;
+        let secret_files = host
+            .secret_files(&format!("serving-{}", run.id), &run.secrets.files)
+            .map_err(io("writing a serving instance's secret files"))?;
+        env.extend(run.secrets.env.iter().cloned());
+        env.extend(secret_files.env());
         let mut launch = Launch {
             id: run.id,
             ask: host
@@ -199,6 +204,8 @@ impl ServingBackend for LocalServing {
         };
         let inner = self.inner.clone();
         self.inner.instances.spawn(run.id, instance, move |instance| async move {
+            // Its secret files stay while it runs.
+            let _secret_files = secret_files;
             let mut stop = instance.stop_signal();
             let environment = run.spec.environment_use.as_ref();
             let report = |status, message: String| {
