@@ -21,6 +21,7 @@ mod notifications;
 mod pipelines;
 mod remote;
 mod schedules;
+mod secrets;
 mod serve;
 mod serve_args;
 mod serving;
@@ -144,6 +145,13 @@ pub enum Command {
         #[command(subcommand)]
         command: alerts::AlertCommand,
     },
+    /// The account's secrets: `set NAME` (value from stdin or
+    /// `--from-file`), `list`, `delete`.
+    Secret {
+        /// The task.
+        #[command(subcommand)]
+        command: secrets::SecretCommand,
+    },
     /// Notifications: `add`, `list`, `test`, `remove`, `log`.
     Notify {
         /// The task.
@@ -217,6 +225,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Pipeline { command } => blocking(move || pipelines::run_pipeline(command)).await,
         Command::Schedule { command } => blocking(move || schedules::run_schedule(command)).await,
         Command::Alert { command } => blocking(move || alerts::run_alert(command)).await,
+        Command::Secret { command } => blocking(move || secrets::run_secret(command)).await,
         Command::Notify { command } => blocking(move || notifications::run_notify(command)).await,
         Command::Experiment { command } => {
             blocking(move || experiments::run_experiment(command)).await

@@ -1418,3 +1418,74 @@ fn a_user_starts_an_experiment_from_a_yaml_file_waits_for_it_and_reads_its_best_
     let stopped = failed(&run(&["experiment", "stop", "dip-search"], &creds, None));
     assert!(stopped.contains("has ended already"), "{stopped}");
 }
+
+#[test]
+fn an_owner_sets_a_secret_from_standard_input_and_a_job_submitted_with_it_gets_its_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let console = Console::start(dir.path());
+    let creds = set_up(dir.path(), &console.url);
+    // From standard input (the newline `echo` adds is not part of it), and
+    // from a file of bytes that are not text.
+    let set = ok(&run(
+        &[
+            "secret",
+            "set",
+            "hf-token",
+            "--description",
+            "Hub read token",
+        ],
+        &creds,
+        Some("hf-secret-value-42\n"),
+    ));
+    assert_eq!(
+        set,
+        "set hf-token (18 bytes); its value is not shown again\n"
+    );
+    let blob = dir.path().join("key.bin");
+    std::fs::write(&blob, [0u8, 255, 1, 2]).unwrap();
+    let from_file = [
+        "secret",
+        "set",
+        "blob",
+        "--from-file",
+        blob.to_str().unwrap(),
+    ];
+    assert!(ok(&run(&from_file, &creds, None)).starts_with("set blob (4 bytes)"));
+    let listed = ok(&run(&["secret", "list"], &creds, None));
+    assert!(
+        listed.contains("hf-token  18 bytes") && listed.contains("Hub read token"),
+        "{listed}"
+    );
+    assert!(!listed.contains("hf-secret-value-42"), "{listed}");
+    let err = failed(&run(&["secret", "set", "Bad_Name"], &creds, Some("x")));
+    assert!(err.contains("not a secret name"), "{err}");
+
+    ok(&run(
+        &[
+            "submit", "reads-it", "--trainers", "1", "--trainer-cpu", "100m",
+            "--trainer-memory", "64Mi", "--secret", "HF_TOKEN=hf-token",
+            "--secret", "file:key.bin=blob", "--", "sh", "-c",
+            "echo \"len ${#HF_TOKEN}\"; echo \"as is $HF_TOKEN\"; wc -c < \"$PADDLECLOUD_SECRETS_DIR/key.bin\"",
+        ],
+        &creds,
+        None,
+    ));
+    wait_status(&creds, "reads-it", "succeeded");
+    let log = ok(&run(&["logs", "reads-it"], &creds, None));
+    assert!(log.contains("len 18"), "{log}");
+    assert!(log.contains("as is ***"), "{log}");
+    assert!(log.lines().any(|l| l.trim() == "4"), "{log}");
+    let err = failed(&run(
+        &["submit", "bad", "--secret", "nope", "--", "true"],
+        &creds,
+        None,
+    ));
+    assert!(
+        err.contains("--secret") && err.contains("does not say where"),
+        "{err}"
+    );
+    assert_eq!(
+        ok(&run(&["secret", "delete", "blob"], &creds, None)),
+        "deleted blob\n"
+    );
+}
