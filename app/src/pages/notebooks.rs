@@ -274,7 +274,7 @@ fn NewNotebookDialog() -> impl IntoView {
                     {field("environment", "Python environment (optional; its kernel runs in it)", "text", form.environment.clone())}
                 </div>
                 <FieldError error field="environment" />
-                <label for="notebook-secrets">"Secrets (VARIABLE=secret or file:name=secret per line; see "<a href="/secrets">"Secrets"</a>")"</label>
+                <label for="notebook-secrets">"Secrets (one per line: VARIABLE=secret, or file:FILE=secret; see "<a href="/secrets">"Secrets"</a>")"</label>
                 <textarea id="notebook-secrets" name="form[secrets]" rows="2" placeholder="AWS_SECRET_ACCESS_KEY=s3-key">{form.secrets.clone()}</textarea>
                 <FieldError error field="secrets" />
                 <Transition fallback=|| ()>

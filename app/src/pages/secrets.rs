@@ -110,7 +110,7 @@ fn SetSecretForm() -> impl IntoView {
                 <FormError error />
                 <div class="form-grid">
                     <label for="secret-name">"Name"</label>
-                    <input id="secret-name" name="form[name]" required placeholder="s3-key" pattern="[a-z]([a-z0-9-]*[a-z0-9])?" />
+                    <input id="secret-name" name="form[name]" required placeholder="s3-key" pattern="[a-z](-*[a-z0-9])*" />
                     <FieldError error field="name" />
                     <label for="secret-value">"Value"</label>
                     <textarea id="secret-value" name="form[value]" rows="3" required spellcheck="false" autocomplete="off" maxlength=MAX_SECRET_BYTES.to_string()></textarea>

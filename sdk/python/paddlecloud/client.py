@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import datetime as _dt
 import http.client
 import io
@@ -134,6 +135,44 @@ def _env(env: Any) -> List[Dict[str, str]]:
         else:
             name, value = pair
         out.append({"name": str(name), "value": str(value)})
+    return out
+
+
+def _secret_uses(secrets: Any) -> List[Dict[str, str]]:
+    """The account's secrets a workload uses: ``"S3_KEY=s3-key"`` (a variable),
+    ``"file:gcp.json=gcp"`` (a file in ``$PADDLECLOUD_SECRETS_DIR``) or a dict
+    ``{"secret", "env"}`` / ``{"secret", "file"}`` → a list of such dicts. A
+    string alone may hold several lines, as the console's Secrets field does."""
+    if secrets is None:
+        return []
+    if isinstance(secrets, str):
+        secrets = secrets.splitlines()
+    elif isinstance(secrets, (bytes, Mapping)) or not isinstance(secrets, Iterable):
+        raise TypeError(
+            f"secrets must be a list of 'VARIABLE=secret', 'file:name=secret' or dicts, "
+            f"not {type(secrets).__name__}"
+        )
+    out = []
+    for item in secrets:
+        if isinstance(item, Mapping):
+            out.append({str(k): str(v) for k, v in item.items() if v is not None})
+            continue
+        if not isinstance(item, str):
+            raise TypeError(f"secrets items must be strings or dicts, not {type(item).__name__}")
+        line = item.strip()
+        if not line:
+            continue
+        target, eq, secret = line.rpartition("=")
+        if not eq or not target.strip():
+            raise ValueError(
+                f"{item!r} does not say where the secret goes: write VARIABLE=secret "
+                "or file:name=secret"
+            )
+        target, secret = target.strip(), secret.strip()
+        if target.startswith("file:"):
+            out.append({"secret": secret, "file": target[len("file:"):].strip()})
+        else:
+            out.append({"secret": secret, "env": target})
     return out
 
 
@@ -390,6 +429,7 @@ class Client(FilesMixin):
         image: str = "",
         working_dir: str = "",
         env: Any = None,
+        secrets: Any = None,
         datasets: Sequence[str] = (),
         environment: Optional[str] = None,
         models: Sequence[str] = (),
@@ -403,7 +443,12 @@ class Client(FilesMixin):
         int) and ``gpu_per_trainer`` GPUs; ``num_ps`` parameter servers each get
         ``cpu_per_ps`` and ``mem_per_ps``. ``command`` is the program (a list, or a
         string split like a shell would), ``args`` more arguments, ``env`` a dict of
-        extra environment variables for every replica. ``datasets`` names the
+        extra environment variables for every replica. ``secrets`` names the
+        account's secrets every replica gets (see `set_secret`): ``"S3_KEY=s3-key"``
+        as a variable, ``"file:gcp.json=gcp"`` as a file in the folder
+        ``$PADDLECLOUD_SECRETS_DIR`` names, or dicts ``{"secret", "env"}`` /
+        ``{"secret", "file"}``; the spec holds only their names, and the job's
+        logs show their values as ``***``. ``datasets`` names the
         datasets it reads (``name`` or ``owner/name``): in the job,
         `paddlecloud.dataset_dir()` is where the first one is. ``environment`` is
         the environment it runs in (``name``, ``owner/name``, either with
@@ -444,6 +489,9 @@ class Client(FilesMixin):
             "datasets": [datasets] if isinstance(datasets, str) else list(datasets),
             "models": [models] if isinstance(models, str) else list(models),
         }
+        uses = _secret_uses(secrets)
+        if uses:
+            spec["secrets"] = uses
         if environment is not None:
             spec["environment"] = environment
         if priority != "normal":
@@ -832,11 +880,14 @@ class Client(FilesMixin):
         idle_minutes: Optional[int] = None,
         environment: Optional[str] = None,
         image: str = "",
+        secrets: Any = None,
     ) -> Dict[str, Any]:
         """Creates a notebook (a private JupyterLab, opened at
         ``/notebooks/<account>/<name>/lab``) and starts it: it is pending
         until its server answers. ``environment`` names the environment its
-        kernel runs in; ``idle_minutes`` stops it after that long unused."""
+        kernel runs in; ``idle_minutes`` stops it after that long unused;
+        ``secrets`` names the account's secrets its kernels and terminals get,
+        as `create_cloud_job` takes them (read each time its server starts)."""
         spec: Dict[str, Any] = {
             "name": name,
             "resources": {"cpu": cpu, "memory": memory, "gpu": gpu},
@@ -846,6 +897,9 @@ class Client(FilesMixin):
             spec["idle_minutes"] = idle_minutes
         if environment is not None:
             spec["environment"] = environment
+        uses = _secret_uses(secrets)
+        if uses:
+            spec["secrets"] = uses
         return self._json("POST", "/notebooks", body=spec)
 
     def get_notebook(self, name: str) -> Dict[str, Any]:
@@ -1127,6 +1181,51 @@ class Client(FilesMixin):
         ``tag``, ``step``, ``value``, ``message``, ``raised_at`` and
         ``resolved_at`` (absent while open)."""
         return self._json("GET", "/alerts", query=[("job", job)])
+
+    # ------------------------------------------------------------------- secrets
+
+    def secrets(self) -> List[Dict[str, Any]]:
+        """The account's secrets by name: ``[{"name", "description", "size",
+        "created_at", "updated_at", "updated_by", "last_used_at"}]`` (times in
+        Unix ms; ``last_used_at`` is ``None`` until a workload uses it). Never a
+        value."""
+        return self._json("GET", "/secrets")
+
+    def set_secret(
+        self,
+        name: str,
+        value: Optional[Union[str, bytes]] = None,
+        *,
+        value_bytes: Optional[bytes] = None,
+        description: str = "",
+    ) -> Dict[str, Any]:
+        """Sets secret ``name`` (lower-case letters, digits and ``-``, e.g.
+        ``s3-key``) to ``value`` (text), or to ``value_bytes`` (a file's bytes,
+        sent in base64; ``bytes`` given as ``value`` are sent so too), at most
+        64 KiB; a name that exists gets the new value and the old one is gone.
+        ``description`` says what it is for (one line, at most 200 characters).
+        Owners only (others get a `PaddleCloudError` with status 403). Returns
+        what `secrets` lists for it; the value is never returned. A bad field
+        raises naming it (``name``, ``value``, ``description``)."""
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            if value_bytes is not None:
+                raise ValueError("give value or value_bytes, not both")
+            value, value_bytes = None, bytes(value)
+        if (value is None) == (value_bytes is None):
+            raise ValueError("give exactly one of value and value_bytes")
+        body: Dict[str, Any] = {"description": description or ""}
+        if value_bytes is not None:
+            body["value_base64"] = base64.b64encode(bytes(value_bytes)).decode("ascii")
+        else:
+            if not isinstance(value, str):
+                raise TypeError(f"value must be str or bytes, not {type(value).__name__}")
+            body["value"] = value
+        return self._json("PUT", f"/secrets/{_quote(name)}", body=body)
+
+    def delete_secret(self, name: str) -> None:
+        """Deletes secret ``name`` (owners only). Running workloads keep what
+        they were given; a new one that names it is refused."""
+        self._json("DELETE", f"/secrets/{_quote(name)}")
 
     # ------------------------------------------------------------- notifications
 

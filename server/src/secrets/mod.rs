@@ -196,8 +196,7 @@ impl Secrets for SqlSecrets {
         let (name, value, description) = form.validated()?;
         let account = &who.me.account;
         let sealed = self.sealer.seal(account.id, &name, &value);
-        let existed = self
-            .table
+        self.table
             .put(NewValue {
                 account_id: account.id,
                 name: &name,
@@ -209,20 +208,6 @@ impl Secrets for SqlSecrets {
                 at: now_ms(),
             })
             .await?;
-        audit::record(
-            self.table.pool(),
-            audit::Entry {
-                account_id: account.id,
-                actor: &who.me.email,
-                action: if existed {
-                    "secret.changed"
-                } else {
-                    "secret.created"
-                },
-                detail: &format!("secret “{name}” ({} bytes)", value.len()),
-            },
-        )
-        .await?;
         tracing::info!(account = %account.name, user = %who.me.email, secret = %name, "secret set");
         self.table
             .info(account.id, &name)
@@ -234,19 +219,9 @@ impl Secrets for SqlSecrets {
         who.me.role.require_owner("delete secrets")?;
         let name = validate_secret_name(name)?;
         let account = &who.me.account;
-        if !self.table.delete(account.id, &name).await? {
+        if !self.table.delete(account.id, &name, &who.me.email).await? {
             return Err(AppError::not_found(format!("Secret {name}")));
         }
-        audit::record(
-            self.table.pool(),
-            audit::Entry {
-                account_id: account.id,
-                actor: &who.me.email,
-                action: "secret.deleted",
-                detail: &format!("secret “{name}”"),
-            },
-        )
-        .await?;
         Ok(())
     }
 }

@@ -29,9 +29,19 @@ impl Sealer {
         if !path.exists() {
             let mut key = [0u8; 32];
             getrandom::fill(&mut key).context("the operating system's random source failed")?;
-            write_private(path, format!("{}\n", B64.encode(key)).as_bytes())
-                .with_context(|| format!("writing a new secrets key to {}", path.display()))?;
-            tracing::info!(path = %path.display(), "made a new key for secrets");
+            // Made only if absent: replicas starting together on one empty
+            // folder all read the one that won, never each their own.
+            match create_private(path, format!("{}\n", B64.encode(key)).as_bytes()) {
+                Ok(()) => {
+                    tracing::info!(path = %path.display(), "made a new key for secrets")
+                }
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(err) => {
+                    return Err(err).with_context(|| {
+                        format!("writing a new secrets key to {}", path.display())
+                    })
+                }
+            }
         }
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading the secrets key {}", path.display()))?;
@@ -117,7 +127,19 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .truncate(true)
         .mode(0o600)
         .open(path)?;
-    file.write_all(bytes)
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+/// [`write_private`] for a file that must not exist yet (`AlreadyExists`
+/// otherwise); it appears whole: written aside, then linked in place.
+fn create_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let unique = getrandom::u64().map_err(std::io::Error::other)?;
+    let aside = path.with_extension(format!("new-{unique:016x}"));
+    write_private(&aside, bytes)?;
+    let linked = std::fs::hard_link(&aside, path);
+    let _ = std::fs::remove_file(&aside);
+    linked
 }
 
 #[cfg(test)]
@@ -152,6 +174,19 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+        // A second console on the same folder reads the same key, never
+        // making its own.
+        let racers: Vec<_> = (0..8)
+            .map(|i| {
+                let path = dir.path().join("race.key");
+                std::thread::spawn(move || {
+                    (i, Sealer::from_file(&path).unwrap().key_id().to_owned())
+                })
+            })
+            .collect();
+        let ids: std::collections::BTreeSet<String> =
+            racers.into_iter().map(|t| t.join().unwrap().1).collect();
+        assert_eq!(ids.len(), 1, "{ids:?}");
         std::fs::write(&path, "short").unwrap();
         let err = Sealer::from_file(&path).err().unwrap().to_string();
         assert!(err.contains("32 bytes in base64"), "{err}");

@@ -4,8 +4,8 @@
 use app::error::AppError;
 use app::models::SecretInfo;
 
-use super::db::Pool;
-use super::internal;
+use super::db::{Pool, WriteTx};
+use super::{audit, internal};
 
 /// A secret's row as the vault opens it.
 #[derive(sqlx::FromRow)]
@@ -108,9 +108,21 @@ impl SecretTable {
         Ok(row.map(Into::into))
     }
 
-    /// Sets a value, new or replacing; whether the secret existed before.
-    pub async fn put(&self, v: NewValue<'_>) -> Result<bool, AppError> {
-        let existed = self.info(v.account_id, v.name).await?.is_some();
+    /// Sets a value, new or replacing, with its line in the audit log
+    /// (`secret.created` or `secret.changed`) in the same transaction.
+    pub async fn put(&self, v: NewValue<'_>) -> Result<(), AppError> {
+        let mut tx = self
+            .pool
+            .begin_write()
+            .await
+            .map_err(internal("begin setting a secret"))?;
+        let existed: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM secrets WHERE account_id = $1 AND name = $2")
+                .bind(v.account_id)
+                .bind(v.name)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(internal("read a secret"))?;
         sqlx::query(
             "INSERT INTO secrets (account_id, name, description, key_id, sealed, size, \
              created_at, updated_at, updated_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8) \
@@ -126,21 +138,57 @@ impl SecretTable {
         .bind(v.size as i64)
         .bind(v.at)
         .bind(v.by)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(internal("write a secret"))?;
-        Ok(existed)
+        audit::record(
+            &mut *tx,
+            audit::Entry {
+                account_id: v.account_id,
+                actor: v.by,
+                action: if existed.is_some() {
+                    "secret.changed"
+                } else {
+                    "secret.created"
+                },
+                detail: &format!("secret “{}” ({} bytes)", v.name, v.size),
+            },
+        )
+        .await?;
+        tx.commit().await.map_err(internal("commit a secret"))
     }
 
-    /// Deletes a secret; whether there was one.
-    pub async fn delete(&self, account_id: i64, name: &str) -> Result<bool, AppError> {
+    /// Deletes a secret, with its line in the audit log in the same
+    /// transaction; whether there was one.
+    pub async fn delete(&self, account_id: i64, name: &str, by: &str) -> Result<bool, AppError> {
+        let mut tx = self
+            .pool
+            .begin_write()
+            .await
+            .map_err(internal("begin deleting a secret"))?;
         let done = sqlx::query("DELETE FROM secrets WHERE account_id = $1 AND name = $2")
             .bind(account_id)
             .bind(name)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(internal("delete a secret"))?;
-        Ok(done.rows_affected() > 0)
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        audit::record(
+            &mut *tx,
+            audit::Entry {
+                account_id,
+                actor: by,
+                action: "secret.deleted",
+                detail: &format!("secret “{name}”"),
+            },
+        )
+        .await?;
+        tx.commit()
+            .await
+            .map_err(internal("commit deleting a secret"))?;
+        Ok(true)
     }
 
     /// The sealed values of `names` that exist.

@@ -124,7 +124,7 @@ pub fn SubmitDialog() -> impl IntoView {
                     rows="3"
                 >{form.with_untracked(|f| f.env.clone())}</textarea>
                 <FieldError error field="env" />
-                <label for="job-secrets">"Secrets (VARIABLE=secret or file:name=secret per line; see "<a href="/secrets">"Secrets"</a>")"</label>
+                <label for="job-secrets">"Secrets (one per line: VARIABLE=secret, or file:FILE=secret; see "<a href="/secrets">"Secrets"</a>")"</label>
                 <textarea
                     id="job-secrets"
                     name="form[secrets]"

@@ -98,7 +98,7 @@ pub fn LaunchDialog() -> impl IntoView {
                         rows="2"
                     >{form.with_untracked(|f| f.env.clone())}</textarea>
                     <FieldError error field="env" />
-                    <label for="serving-secrets">"Secrets (VARIABLE=secret or file:name=secret per line; see "<a href="/secrets">"Secrets"</a>")"</label>
+                    <label for="serving-secrets">"Secrets (one per line: VARIABLE=secret, or file:FILE=secret; see "<a href="/secrets">"Secrets"</a>")"</label>
                     <textarea id="serving-secrets" name="form[secrets]" rows="2">{form.with_untracked(|f| f.secrets.clone())}</textarea>
                     <FieldError error field="secrets" />
                 </details>
