@@ -2,7 +2,7 @@
 # Installs what building and testing the console needs, skipping what is
 # already there. Tools live under ~/.cache/paddlecloud so a fresh clone reuses them.
 #   scripts/setup.sh build   wasm target, wasm-bindgen (= Cargo.lock's version), wasm-opt 132, python3-venv
-#   scripts/setup.sh test    the above + Debian chromium and PostgreSQL + end2end npm packages
+#   scripts/setup.sh test    the above + Debian chromium and PostgreSQL + end2end and scripts/oidc-provider npm packages
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/env.sh
@@ -56,6 +56,12 @@ test_tools() {
   if [ ! -d end2end/node_modules/@playwright/test ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
     say "installing end2end npm packages"
     (cd end2end && npm ci --silent --no-audit --no-fund)
+  fi
+  # oidc-provider: a real OpenID Connect provider the sign-in tests start
+  # (scripts/oidc-provider/provider.mjs, checked by its check.py).
+  if [ ! -d scripts/oidc-provider/node_modules/oidc-provider ] || [ scripts/oidc-provider/package-lock.json -nt scripts/oidc-provider/node_modules/.package-lock.json ]; then
+    say "installing scripts/oidc-provider npm packages"
+    (cd scripts/oidc-provider && npm ci --silent --no-audit --no-fund)
   fi
   # The real Python writers and clients the tests drive (tensorboardX,
   # VisualDL, mlflow-skinny, paddlepaddle, jupyterlab).

@@ -26,9 +26,16 @@ pub(crate) fn user_agent() -> Result<String, AppError> {
         .collect())
 }
 
+/// How people may sign in here: passwords, single sign-on.
+#[server(prefix = "/api", endpoint = "sign_in_options")]
+pub async fn sign_in_options() -> Result<crate::models::sign_in::SignInOptions, AppError> {
+    Ok(services()?.sign_in)
+}
+
 /// Creates an account owned by the caller and signs them in.
 #[server(prefix = "/api", endpoint = "sign_up")]
 pub async fn sign_up(account: String, email: String, password: String) -> Result<(), AppError> {
+    services()?.sign_in.require_password()?;
     let accounts = services()?.accounts;
     let me = accounts
         .create_account(SignUpForm {
@@ -57,6 +64,7 @@ pub async fn sign_in(
     password: String,
     next: Option<String>,
 ) -> Result<(), AppError> {
+    services()?.sign_in.require_password()?;
     let accounts = services()?.accounts;
     let me = accounts
         .authenticate(SignInForm {

@@ -45,6 +45,7 @@ pub mod secrets;
 pub mod serving;
 pub mod serving_form;
 pub mod serving_tracks;
+pub mod sign_in;
 pub mod stalls;
 pub mod template_form;
 pub mod templates;

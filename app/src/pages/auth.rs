@@ -28,29 +28,48 @@ pub fn LoginPage() -> impl IntoView {
             None
         }
     };
+    let options =
+        crate::components::resource::resource(|| (), |_| crate::api::accounts::sign_in_options());
     view! {
         <Title text="Sign in" />
         <main class="auth">
             <h1>"Sign in to PaddleCloud"</h1>
             {move || notice().map(|text| view! { <p class="banner" role="status" data-testid="notice">{text}</p> })}
-            <ActionForm action>
-                <FormError error />
-                <label for="account">"Account"</label>
-                <input id="account" name="account" autocomplete="organization" required />
-                <label for="email">"Email"</label>
-                <input id="email" name="email" type="email" autocomplete="username" required />
-                <label for="password">"Password"</label>
-                <PasswordInput autocomplete="current-password" />
-                <input type="hidden" name="next" value=next />
-                <button type="submit" class="primary">
-                    "Sign in"
-                </button>
-            </ActionForm>
-            <p class="switch">
-                <a href="/forgot">"Forgot password?"</a>
-                " · New here? "
-                <a href="/signup">"Create an account"</a>
-            </p>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let options = options.await.unwrap_or_default();
+                    let sso = options.single_sign_on.clone().map(|name| {
+                        let href = format!("/auth/oidc/login?next={}", crate::models::url::encode(&next()));
+                        view! {
+                            <p class="single-sign-on">
+                                <a class="button primary" href=href data-testid="single-sign-on">{format!("Sign in with {name}")}</a>
+                            </p>
+                        }
+                    });
+                    let password = options.password.then(|| view! {
+                        {(options.single_sign_on.is_some()).then(|| view! { <p class="hint">"Or with your PaddleCloud password:"</p> })}
+                        <ActionForm action>
+                            <FormError error />
+                            <label for="account">"Account"</label>
+                            <input id="account" name="account" autocomplete="organization" required />
+                            <label for="email">"Email"</label>
+                            <input id="email" name="email" type="email" autocomplete="username" required />
+                            <label for="password">"Password"</label>
+                            <PasswordInput autocomplete="current-password" />
+                            <input type="hidden" name="next" value=next />
+                            <button type="submit" class="primary">
+                                "Sign in"
+                            </button>
+                        </ActionForm>
+                        <p class="switch">
+                            <a href="/forgot">"Forgot password?"</a>
+                            " · New here? "
+                            <a href="/signup">"Create an account"</a>
+                        </p>
+                    });
+                    view! { {sso} {password} }
+                })}
+            </Transition>
         </main>
     }
 }

@@ -168,6 +168,16 @@ pub trait Accounts: Send + Sync {
     async fn authenticate(&self, form: SignInForm) -> Result<Me, AppError>;
     /// Starts a session for `me`, remembering the client's User-Agent.
     async fn create_session(&self, me: &Me, user_agent: &str) -> Result<NewSession, AppError>;
+    /// Signs in someone an identity provider vouches for (`who`): their
+    /// user, found by the provider's id of them or by address, or made on
+    /// their first sign-in (with no password), now a member of each of
+    /// `memberships`' accounts (made if missing) with its role. The result
+    /// is them in the first of those accounts.
+    async fn sign_in_external(
+        &self,
+        who: &crate::models::sign_in::ExternalIdentity,
+        memberships: &crate::models::sign_in::Memberships,
+    ) -> Result<Me, AppError>;
     /// The principal behind a session token, if the session exists and has not expired.
     async fn resolve_session(&self, token: &str) -> Result<Option<Principal>, AppError>;
     /// Ends the session holding `token` (sign out).

@@ -101,4 +101,6 @@ pub struct Services {
     pub secrets: Arc<dyn Secrets>,
     /// Mark cookies `Secure` even without `X-Forwarded-Proto: https`.
     pub secure_cookies: bool,
+    /// How people may sign in (passwords, single sign-on).
+    pub sign_in: crate::models::sign_in::SignInOptions,
 }

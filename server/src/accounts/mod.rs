@@ -8,6 +8,7 @@
 mod email;
 mod invitations;
 mod members;
+pub mod oidc;
 mod passwords;
 
 use std::sync::{Arc, OnceLock};
@@ -273,6 +274,18 @@ impl Accounts for SqlAccounts {
 
     fn confirmation_required(&self) -> bool {
         self.mail.require_confirmation
+    }
+
+    async fn sign_in_external(
+        &self,
+        who: &app::models::sign_in::ExternalIdentity,
+        memberships: &app::models::sign_in::Memberships,
+    ) -> Result<Me, AppError> {
+        let (user_id, account_id) =
+            crate::storage::identities::sign_in(&self.pool, who, memberships).await?;
+        crate::storage::users::member(&self.pool, user_id, account_id)
+            .await?
+            .ok_or(AppError::Internal)
     }
 
     async fn authenticate(&self, form: SignInForm) -> Result<Me, AppError> {

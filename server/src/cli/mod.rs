@@ -25,6 +25,7 @@ mod secrets;
 mod serve;
 mod serve_args;
 mod serving;
+mod sign_in_args;
 mod spec_file;
 mod spool;
 mod startup_pages;

@@ -224,6 +224,9 @@ pub struct ServeArgs {
     /// without it no secret opens.
     #[arg(long, env = "PADDLECLOUD_SECRETS_KEY_FILE")]
     pub secrets_key_file: Option<std::path::PathBuf>,
+    /// How people sign in.
+    #[command(flatten)]
+    pub sign_in: super::sign_in_args::SignInArgs,
     /// Storage settings.
     #[command(flatten)]
     pub storage: StorageArgs,
@@ -338,6 +341,8 @@ impl ServeArgs {
                 .secrets_key_file
                 .clone()
                 .unwrap_or_else(|| data_dir.join("secrets.key")),
+            password_sign_in: self.sign_in.password_sign_in == super::sign_in_args::Switch::On,
+            oidc: self.sign_in.oidc()?,
             metrics_cache_points: self.metrics_cache_points,
             max_upload_bytes: self.max_upload_bytes,
             sample_secs: self.sample_secs,

@@ -135,6 +135,11 @@ pub struct Config {
     /// base64); made when missing. By default `<data_dir>/secrets.key`;
     /// replicas sharing a database must share it.
     pub secrets_key_file: PathBuf,
+    /// Whether people sign in (and sign up) with a password; with single
+    /// sign-on set up, it may be switched off.
+    pub password_sign_in: bool,
+    /// Single sign-on through an OpenID Connect provider (`--oidc-*`).
+    pub oidc: Option<crate::accounts::oidc::OidcSettings>,
 }
 
 impl Config {
@@ -147,6 +152,8 @@ impl Config {
         let secrets_key_file = data_dir.join("secrets.key");
         Self {
             secrets_key_file,
+            password_sign_in: true,
+            oidc: None,
             storage: Storage::Setting {
                 url: data_dir.join("objects").display().to_string(),
                 aws_env: Vec::new(),

@@ -144,6 +144,10 @@ impl Console {
             watchdog: Arc::new(crate::stalls::SqlWatchdog::new(base.pool.clone())),
             secrets: stores.secrets.clone(),
             secure_cookies: config.secure_cookies,
+            sign_in: app::models::sign_in::SignInOptions {
+                password: config.password_sign_in,
+                single_sign_on: config.oidc.as_ref().map(|o| o.label.clone()),
+            },
         };
         schedule_pipelines(&base, &pipelines, &services);
         control_experiments(&base, &experiments, &services);
@@ -152,6 +156,7 @@ impl Console {
         start_alerts(&base, &alerts, &services);
         start_stall_watch(&base, &config, &services);
         let changes = relay_changes(&base, &config, &services, pipelines, experiments)?;
+        let oidc = single_sign_on(&config)?;
         let state = AppState {
             leptos: config.site,
             services: services.clone(),
@@ -160,6 +165,7 @@ impl Console {
             notebooks,
             changes,
             telemetry: base.telemetry.clone(),
+            oidc,
         };
         Ok(Self {
             pool: base.pool,
@@ -395,6 +401,19 @@ async fn start_local_executor(
     })
     .await
     .map_err(|err| anyhow::anyhow!("starting the local executor: {err}"))
+}
+
+/// Single sign-on through the OpenID Connect provider `--oidc-issuer`
+/// names, if one does; its sign-ins are sealed with the secrets' key.
+fn single_sign_on(config: &Config) -> anyhow::Result<Option<Arc<crate::accounts::oidc::Oidc>>> {
+    let Some(settings) = config.oidc.clone() else {
+        return Ok(None);
+    };
+    let sealer = Arc::new(Sealer::from_file(&config.secrets_key_file)?);
+    tracing::info!(issuer = %settings.issuer, "single sign-on through OpenID Connect");
+    Ok(Some(Arc::new(crate::accounts::oidc::Oidc::new(
+        settings, sealer,
+    )?)))
 }
 
 /// `--prometheus-url`'s server, if one is given.

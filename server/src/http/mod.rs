@@ -8,6 +8,7 @@ mod events;
 mod keys;
 mod lab;
 mod mlflow;
+mod oidc;
 mod rest;
 mod serve;
 mod session;
@@ -47,6 +48,8 @@ pub struct AppState {
     pub changes: crate::storage::changes::ChangeFeed,
     /// The console's own metrics: counted here, served at `/metrics`.
     pub telemetry: Arc<crate::telemetry::Telemetry>,
+    /// Single sign-on through an OpenID Connect provider, when set up.
+    pub oidc: Option<Arc<crate::accounts::oidc::Oidc>>,
 }
 
 /// The server's version, as `/healthz` reports it.
@@ -81,6 +84,8 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/events/log", get(events::log))
         .route("/account/keys", axum::routing::post(keys::create))
+        .route("/auth/oidc/login", get(oidc::login))
+        .route("/auth/oidc/callback", get(oidc::callback))
         .route(
             app::models::theme::ROUTE,
             axum::routing::post(theme::choose),

@@ -25,6 +25,7 @@ pub mod catalog;
 pub mod changes;
 pub mod db;
 pub mod experiments;
+pub mod identities;
 pub mod invitations;
 pub mod job_history;
 pub mod jobs;

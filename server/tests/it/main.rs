@@ -65,6 +65,7 @@ mod notebook_templates;
 mod notebook_versions;
 mod notebooks;
 mod notifications;
+mod oidc;
 mod openapi_constraints;
 mod pipelines;
 mod prometheus;

@@ -498,6 +498,7 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("access_keys", ""),
     ("sign_up", ""),
     ("sign_in", ""),
+    ("sign_in_options", ""),
     ("sign_out", ""),
     ("revoke_session", ""),
     ("change_password", ""),
