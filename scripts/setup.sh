@@ -2,7 +2,7 @@
 # Installs what building and testing the console needs, skipping what is
 # already there. Tools live under ~/.cache/paddlecloud so a fresh clone reuses them.
 #   scripts/setup.sh build   wasm target, wasm-bindgen (= Cargo.lock's version), wasm-opt 132, python3-venv
-#   scripts/setup.sh test    the above + Debian chromium and PostgreSQL + end2end and scripts/oidc-provider npm packages
+#   scripts/setup.sh test    the above + Debian chromium, PostgreSQL and slapd + end2end and scripts/oidc-provider npm packages
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/env.sh
@@ -53,6 +53,13 @@ test_tools() {
   build_tools
   # prometheus: a real server for the Kubernetes resource charts tests.
   apt_install chromium postgresql python3 python3-venv prometheus
+  # slapd: a throw-away LDAP directory the sign-in tests start
+  # (scripts/ldap-test-server.sh). Preseeded so that its install makes no
+  # directory of its own and starts no system slapd.
+  if ! dpkg -s slapd >/dev/null 2>&1; then
+    echo "slapd slapd/no_configuration boolean true" | as_root debconf-set-selections
+  fi
+  apt_install slapd ldap-utils
   if [ ! -d end2end/node_modules/@playwright/test ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
     say "installing end2end npm packages"
     (cd end2end && npm ci --silent --no-audit --no-fund)

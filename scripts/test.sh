@@ -28,7 +28,7 @@ rust_tests() {
   # happens to point at. The watchdog ends a test that hangs, naming it (and
   # what it waits on).
   env -u KUBECONFIG PADDLECLOUD_REQUIRE_POSTGRES=1 PADDLECLOUD_REQUIRE_PYTHON_WRITERS=1 PADDLECLOUD_REQUIRE_PROMETHEUS=1 \
-    PADDLECLOUD_REQUIRE_JUPYTER=1 PADDLECLOUD_REQUIRE_OIDC=1 scripts/with-postgres.sh \
+    PADDLECLOUD_REQUIRE_JUPYTER=1 PADDLECLOUD_REQUIRE_OIDC=1 PADDLECLOUD_REQUIRE_LDAP=1 scripts/with-postgres.sh \
     scripts/test-watchdog.py -- scripts/rust-tests.sh run --skip on_a_real_node
 }
 

@@ -79,6 +79,33 @@ pub async fn sign_in(
     Ok(())
 }
 
+/// Signs in with a username and password of the LDAP directory, as a
+/// member of the accounts its groups map to, and returns to `next`.
+#[server(prefix = "/api", endpoint = "sign_in_directory")]
+pub async fn sign_in_directory(
+    username: String,
+    password: String,
+    next: Option<String>,
+) -> Result<(), AppError> {
+    let services = services()?;
+    let Some(directory) = services.directory.clone() else {
+        return Err(AppError::not_found("The directory sign-in"));
+    };
+    let who = directory.authenticate(&username, &password).await?;
+    let memberships = directory.mapping().memberships(&who)?;
+    let me = services
+        .accounts
+        .sign_in_external(&who, &memberships)
+        .await?;
+    let session = services
+        .accounts
+        .create_session(&me, &user_agent()?)
+        .await?;
+    set_session_cookie(&session.token, session.max_age_secs)?;
+    leptos_axum::redirect(safe_next(next.as_deref()));
+    Ok(())
+}
+
 /// Ends this browser's session.
 #[server(prefix = "/api", endpoint = "sign_out")]
 pub async fn sign_out() -> Result<(), AppError> {

@@ -36,6 +36,9 @@ pub struct SignInOptions {
     pub password: bool,
     /// The OpenID Connect provider's name on its button, when one is set up.
     pub single_sign_on: Option<String>,
+    /// The LDAP directory's name on its form, when one is set up.
+    #[serde(default)]
+    pub directory: Option<String>,
 }
 
 impl Default for SignInOptions {
@@ -43,6 +46,7 @@ impl Default for SignInOptions {
         Self {
             password: true,
             single_sign_on: None,
+            directory: None,
         }
     }
 }

@@ -5,7 +5,9 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::accounts::{ConfirmEmail, RequestPasswordReset, ResetPassword, SignIn, SignUp};
+use crate::api::accounts::{
+    ConfirmEmail, RequestPasswordReset, ResetPassword, SignIn, SignInDirectory, SignUp,
+};
 use crate::components::form::{last_error, FieldError, FormError, PasswordInput};
 use crate::models::{MIN_PASSWORD_LEN, RESET_LINK_MINUTES};
 
@@ -14,6 +16,8 @@ use crate::models::{MIN_PASSWORD_LEN, RESET_LINK_MINUTES};
 pub fn LoginPage() -> impl IntoView {
     let action = ServerAction::<SignIn>::new();
     let error = Signal::derive(last_error(action));
+    let directory_action = ServerAction::<SignInDirectory>::new();
+    let directory_error = Signal::derive(last_error(directory_action));
     let query = use_query_map();
     let next = move || query.read().get("next").unwrap_or_default();
     // Where the user came from: a finished reset, or a sign-up waiting for
@@ -67,7 +71,21 @@ pub fn LoginPage() -> impl IntoView {
                             <a href="/signup">"Create an account"</a>
                         </p>
                     });
-                    view! { {sso} {password} }
+                    let directory = options.directory.clone().map(|name| view! {
+                        <section class="directory-sign-in" aria-labelledby="directory-title">
+                            <h2 id="directory-title">{format!("Sign in with {name}")}</h2>
+                            <ActionForm action=directory_action attr:data-testid="directory-form">
+                                <FormError error=directory_error />
+                                <label for="directory-username">"Username"</label>
+                                <input id="directory-username" name="username" autocomplete="username" required />
+                                <label for="directory-password">"Directory password"</label>
+                                <input id="directory-password" name="password" type="password" autocomplete="current-password" required />
+                                <input type="hidden" name="next" value=next />
+                                <button type="submit" class="primary">{format!("Sign in with {name}")}</button>
+                            </ActionForm>
+                        </section>
+                    });
+                    view! { {sso} {directory} {password} }
                 })}
             </Transition>
         </main>

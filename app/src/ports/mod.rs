@@ -7,6 +7,7 @@ mod accounts;
 mod alerts;
 mod assets;
 mod cluster;
+mod directory;
 mod environments;
 mod experiments;
 mod local_runs;
@@ -33,6 +34,7 @@ pub use accounts::*;
 pub use alerts::*;
 pub use assets::*;
 pub use cluster::*;
+pub use directory::*;
 pub use environments::*;
 pub use experiments::*;
 pub use local_runs::*;
@@ -103,4 +105,6 @@ pub struct Services {
     pub secure_cookies: bool,
     /// How people may sign in (passwords, single sign-on).
     pub sign_in: crate::models::sign_in::SignInOptions,
+    /// The LDAP directory people sign in against, when one is set up.
+    pub directory: Option<Arc<dyn Directory>>,
 }

@@ -7,6 +7,7 @@
 
 mod email;
 mod invitations;
+pub mod ldap;
 mod members;
 pub mod oidc;
 mod passwords;

@@ -343,6 +343,7 @@ impl ServeArgs {
                 .unwrap_or_else(|| data_dir.join("secrets.key")),
             password_sign_in: self.sign_in.password_sign_in == super::sign_in_args::Switch::On,
             oidc: self.sign_in.oidc()?,
+            ldap: self.sign_in.ldap()?,
             metrics_cache_points: self.metrics_cache_points,
             max_upload_bytes: self.max_upload_bytes,
             sample_secs: self.sample_secs,

@@ -140,6 +140,8 @@ pub struct Config {
     pub password_sign_in: bool,
     /// Single sign-on through an OpenID Connect provider (`--oidc-*`).
     pub oidc: Option<crate::accounts::oidc::OidcSettings>,
+    /// Sign-in against an LDAP directory (`--ldap-*`).
+    pub ldap: Option<crate::accounts::ldap::LdapSettings>,
 }
 
 impl Config {
@@ -154,6 +156,7 @@ impl Config {
             secrets_key_file,
             password_sign_in: true,
             oidc: None,
+            ldap: None,
             storage: Storage::Setting {
                 url: data_dir.join("objects").display().to_string(),
                 aws_env: Vec::new(),

@@ -147,7 +147,12 @@ impl Console {
             sign_in: app::models::sign_in::SignInOptions {
                 password: config.password_sign_in,
                 single_sign_on: config.oidc.as_ref().map(|o| o.label.clone()),
+                directory: config.ldap.as_ref().map(|l| l.label.clone()),
             },
+            directory: config.ldap.clone().map(|settings| {
+                Arc::new(crate::accounts::ldap::Ldap::new(settings))
+                    as Arc<dyn app::ports::Directory>
+            }),
         };
         schedule_pipelines(&base, &pipelines, &services);
         control_experiments(&base, &experiments, &services);

@@ -40,6 +40,7 @@ mod kube_preemption;
 mod kube_secrets;
 mod kube_serving;
 mod kube_stalls;
+mod ldap;
 mod leases;
 mod lineage;
 mod local_restart;

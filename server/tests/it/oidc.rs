@@ -239,19 +239,6 @@ async fn console_and_provider(password_sign_in: bool) -> Option<(Site, String, P
     Some((site, url, provider))
 }
 
-async fn me(site: &Site, cookie: &str) -> serde_json::Value {
-    let res = site
-        .send(
-            http::Request::get("/api/v1/me")
-                .header("cookie", cookie)
-                .body(axum::body::Body::empty())
-                .unwrap(),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::OK);
-    serde_json::from_str(&text(res).await).unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn people_sign_in_through_the_identity_provider_as_its_groups_map_them() {
     let Some((site, url, _provider)) = console_and_provider(true).await else {
@@ -277,7 +264,7 @@ async fn people_sign_in_through_the_identity_provider_as_its_groups_map_them() {
         !alice.cookies.contains_key("pc_oidc"),
         "the sign-in's cookie is spent"
     );
-    let who = me(&site, &session).await;
+    let who = crate::common::rest::me_of_session(&site, &session).await;
     assert_eq!(who["email"], "alice@example.org", "{who}");
     assert_eq!(who["account"]["name"], "vision", "{who}");
     assert_eq!(who["role"], "owner", "{who}");
@@ -287,7 +274,11 @@ async fn people_sign_in_through_the_identity_provider_as_its_groups_map_them() {
     // Bob is in ml-team only: a member; his user is made once.
     let mut bob = Browser::new();
     assert_eq!(bob.sign_in(&url, "bob").await.status, StatusCode::SEE_OTHER);
-    let bob_me = me(&site, &format!("pc_session={}", bob.cookies["pc_session"])).await;
+    let bob_me = crate::common::rest::me_of_session(
+        &site,
+        &format!("pc_session={}", bob.cookies["pc_session"]),
+    )
+    .await;
     assert_eq!(
         (bob_me["role"].as_str(), bob_me["account"]["name"].as_str()),
         (Some("member"), Some("vision"))
@@ -297,7 +288,7 @@ async fn people_sign_in_through_the_identity_provider_as_its_groups_map_them() {
         again.sign_in(&url, "bob").await.status,
         StatusCode::SEE_OTHER
     );
-    let again_me = me(
+    let again_me = crate::common::rest::me_of_session(
         &site,
         &format!("pc_session={}", again.cookies["pc_session"]),
     )

@@ -499,6 +499,7 @@ const SERVER_FN_OTHERS: &[(&str, &str)] = &[
     ("sign_up", ""),
     ("sign_in", ""),
     ("sign_in_options", ""),
+    ("sign_in_directory", ""),
     ("sign_out", ""),
     ("revoke_session", ""),
     ("change_password", ""),

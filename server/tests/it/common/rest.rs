@@ -194,3 +194,17 @@ pub async fn put_file(site: &Site, key: &str, base: &str, path: &str, text: &str
         put.body
     );
 }
+
+/// `GET /api/v1/me` as the browser holding session `cookie`: who it is.
+pub async fn me_of_session(site: &Site, cookie: &str) -> Value {
+    let res = site
+        .send(
+            Request::get("/api/v1/me")
+                .header(header::COOKIE, cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    serde_json::from_str(&text(res).await).unwrap()
+}
