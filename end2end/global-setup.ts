@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync, createWriteStream } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync, createWriteStream, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -100,6 +100,74 @@ async function startConsole(bin: string, dataDir: string, env: NodeJS.ProcessEnv
   };
 }
 
+/** The people the sign-on console's identity provider knows (sso.spec.ts). */
+export const SSO_PEOPLE = [
+  { sub: "alice", password: "alice-pw", email: "alice@example.org", email_verified: true, name: "Alice", groups: ["ml-team", "ml-team-owners"] },
+  { sub: "carol", password: "carol-pw", email: "carol@example.org", email_verified: true, name: "Carol", groups: [] },
+];
+
+/**
+ * A third console for single sign-on (sso.spec.ts), with a real OpenID
+ * Connect provider (scripts/oidc-provider) and, where slapd is installed,
+ * a real LDAP directory (scripts/ldap-test-server.sh) beside it. Nothing
+ * when the provider's packages are not installed (the spec skips).
+ */
+async function startSingleSignOn(bin: string, env: NodeJS.ProcessEnv): Promise<Started | null> {
+  const providerDir = join(repo, "scripts/oidc-provider");
+  if (!existsSync(join(providerDir, "node_modules/oidc-provider"))) return null;
+  const providerPort = await freePort();
+  const issuer = `http://127.0.0.1:${providerPort}`;
+  const dataDir = mkdtempSync(join(tmpdir(), "paddlecloud-e2e-sso-"));
+  const args = [
+    "--oidc-issuer", issuer, "--oidc-client-id", "paddlecloud-console", "--oidc-client-secret", "e2e-secret",
+    "--oidc-name", "Example IdP", "--oidc-group", "ml-team=vision:member", "--oidc-group", "ml-team-owners=vision:owner",
+  ];
+  let ldapDir: string | null = null;
+  if (existsSync("/usr/sbin/slapd")) {
+    const ldapPort = await freePort();
+    ldapDir = mkdtempSync(join(tmpdir(), "paddlecloud-e2e-ldap-"));
+    const started = spawnSync(join(repo, "scripts/ldap-test-server.sh"), ["start", ldapDir, String(ldapPort)], { encoding: "utf8" });
+    if (started.status !== 0) throw new Error(`slapd did not start: ${started.stdout}${started.stderr}`);
+    args.push("--ldap-url", `ldap://127.0.0.1:${ldapPort}`, "--ldap-name", "Example LDAP",
+      "--ldap-user-dn", "uid={username},ou=people,dc=example,dc=org", "--ldap-group-base", "ou=groups,dc=example,dc=org",
+      "--ldap-group", "ml-team=vision:member", "--ldap-group", "ml-team-owners=vision:owner");
+    process.env.PADDLECLOUD_SSO_LDAP = "1";
+  }
+  const sso = await startConsole(bin, dataDir, env, args, "test-results-sso-server.log");
+  const users = join(dataDir, "idp-users.json");
+  writeFileSync(users, JSON.stringify(SSO_PEOPLE));
+  const log = createWriteStream(join(__dirname, "test-results-idp.log"));
+  const provider = spawn("node", [join(providerDir, "provider.mjs")], {
+    env: {
+      ...process.env, OIDC_PORT: String(providerPort), OIDC_CLIENT_ID: "paddlecloud-console",
+      OIDC_CLIENT_SECRET: "e2e-secret", OIDC_REDIRECT_URIS: `${sso.url}/auth/oidc/callback`, OIDC_USERS: users,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  provider.stderr.pipe(log);
+  await new Promise<void>((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error("the identity provider did not start; see end2end/test-results-idp.log")), 30_000);
+    provider.stdout.on("data", (chunk: Buffer) => {
+      log.write(chunk);
+      if (chunk.toString().includes("oidc-provider listening on")) {
+        clearTimeout(timer);
+        ok();
+      }
+    });
+  });
+  return {
+    url: sso.url,
+    end: async () => {
+      provider.kill("SIGTERM");
+      if (ldapDir) {
+        spawnSync(join(repo, "scripts/ldap-test-server.sh"), ["stop", ldapDir]);
+        rmSync(ldapDir, { recursive: true, force: true });
+      }
+      await sso.end();
+    },
+  };
+}
+
 /**
  * Starts the release server on a free port with a throwaway data directory,
  * unless PADDLECLOUD_URL points at one already running; and a second one
@@ -155,7 +223,9 @@ export default async function globalSetup() {
     ["--sample-secs", "1", "--local-cpus", "64", "--local-memory", "256Gi", "--local-gpus", "2"],
     "test-results-server.log");
   process.env.PADDLECLOUD_URL = main.url;
+  const sso = await startSingleSignOn(bin, env);
+  if (sso) process.env.PADDLECLOUD_SSO_URL = sso.url;
   return async () => {
-    await Promise.all([main.end(), defaults.end()]);
+    await Promise.all([main.end(), defaults.end(), ...(sso ? [sso.end()] : [])]);
   };
 }
