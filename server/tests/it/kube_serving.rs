@@ -938,3 +938,71 @@ async fn an_instance_following_an_alias_rolls_without_losing_a_call_and_a_canary
     }
     serving.delete(&me.account, "api").await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instances_pods_read_the_accounts_secrets_from_a_secret_its_deployment_owns_on_a_real_node(
+) {
+    let Some(s) = on_the_node().await else { return };
+    let ns = s.me.account.namespace.clone();
+    let account = s.me.account.clone();
+    // The vault the test's cluster reads (the same key), as an owner sets it.
+    let vault = server::secrets::SqlSecrets::new(
+        s.db.pool.clone(),
+        server::secrets::seal::Sealer::from_bytes(&[1; 32]),
+    );
+    let owner = app::ports::Principal::new(
+        app::models::Me {
+            role: app::models::Role::Owner,
+            ..s.me.clone()
+        },
+        app::ports::Credential::Session(0),
+    );
+    let token = format!("tok-{:016x}", getrandom::u64().unwrap());
+    let file = format!("cred-{:016x}", getrandom::u64().unwrap());
+    for (name, value) in [("s-token", &token), ("s-cred", &file)] {
+        use app::ports::Secrets;
+        let form = app::models::SecretForm {
+            name: name.into(),
+            value: Some(value.clone()),
+            ..Default::default()
+        };
+        vault.set_secret(&owner, form).await.unwrap();
+    }
+    // Ready only if both arrived as they are: the command holds their
+    // hashes, never the values.
+    let sha = |v: &str| hex::encode(sha2::Sha256::digest(v.as_bytes()));
+    let command = format!(
+        "[ \"$(printf %s \"$S_TOKEN\" | sha256sum | cut -c1-64)\" = {} ] && \
+         [ \"$(sha256sum < \"$PADDLECLOUD_SECRETS_DIR/c.txt\" | cut -c1-64)\" = {} ] && \
+         exec sleep 300; echo the secrets did not arrive; exit 3",
+        sha(&token),
+        sha(&file)
+    );
+    let mut with_secrets = spec(&s.image, "keeper", &command, 1);
+    with_secrets.secrets =
+        app::models::parse_secret_uses("S_TOKEN=s-token\nfile:c.txt=s-cred").unwrap();
+    s.serving.launch(&s.me, with_secrets).await.unwrap();
+    until("a ready replica", 90, || async {
+        let i = s.serving.get(&account, "keeper").await.unwrap();
+        assert_ne!(i.status, ServingStatus::Failed, "{}", i.message);
+        i.status == ServingStatus::Ready && i.ready == 1
+    })
+    .await;
+    let deployments: Api<Deployment> = Api::namespaced(s.client.clone(), &ns);
+    let text = serde_json::to_string(&deployments.get("keeper").await.unwrap()).unwrap();
+    assert!(!text.contains(&token) && !text.contains(&file), "{text}");
+    let held = Api::<Secret>::namespaced(s.client.clone(), &ns)
+        .get("keeper-secrets")
+        .await
+        .unwrap();
+    assert_eq!(held.metadata.owner_references.unwrap()[0].name, "keeper");
+    s.serving.stop(&account, "keeper").await.unwrap();
+    until("its Secret to go with it", 60, || async {
+        Api::<Secret>::namespaced(s.client.clone(), &ns)
+            .get_opt("keeper-secrets")
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+}
