@@ -494,11 +494,16 @@ impl Inner {
         let Ok(stored) = self.store.by_id(job_id).await else {
             return logfile::Masks::default();
         };
+        if stored.job.spec.secrets.is_empty() {
+            // Nothing to hide, and nothing kept: the map holds only the
+            // jobs that use secrets.
+            return logfile::Masks::default();
+        }
         let masks = match self.store.account_of(account_id).await {
-            Ok(account) if !stored.job.spec.secrets.is_empty() => {
+            Ok(account) => {
                 logfile::Masks::of(&self.secrets.masks(&account, &stored.job.spec.secrets).await)
             }
-            _ => logfile::Masks::default(),
+            Err(_) => return logfile::Masks::default(),
         };
         self.masks
             .lock()
@@ -805,6 +810,11 @@ impl Cluster for KubeCluster {
             }
         }
         self.inner.store.delete(stored.id).await?;
+        self.inner
+            .masks
+            .lock()
+            .expect("masks lock")
+            .remove(&stored.id);
         let _ = tokio::fs::remove_dir_all(self.inner.job_dir(&account.name, name)).await;
         self.inner.emit(account.id, name);
         Ok(())
