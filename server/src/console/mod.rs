@@ -118,7 +118,20 @@ impl Console {
             backends.cluster.clone(),
         ));
         let schedules = Arc::new(crate::schedules::SqlSchedules::new(base.pool.clone()));
-        let notifications = Arc::new(SqlNotifications::new(base.pool.clone()));
+        let notifications = Arc::new(SqlNotifications::new(
+            base.pool.clone(),
+            Arc::new(Sealer::from_file(&config.secrets_key_file)?),
+        ));
+        let sealed = notifications
+            .seal_stored_secrets()
+            .await
+            .map_err(|e| anyhow::anyhow!("sealing stored webhook secrets: {e}"))?;
+        if sealed > 0 {
+            tracing::info!(
+                count = sealed,
+                "webhook secrets stored in the clear are sealed now"
+            );
+        }
         let alerts = Arc::new(crate::alerts::SqlAlerts::new(base.pool.clone()));
         let services = Services {
             accounts: accounts.clone(),

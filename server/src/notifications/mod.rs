@@ -30,6 +30,7 @@ use tokio::sync::Notify;
 
 use self::send::{new_secret, Sender};
 use crate::controller::Controller;
+use crate::secrets::seal::Sealer;
 use crate::storage::notifications::{Keyed, NotifyStore, Tried};
 use crate::time::now_ms;
 
@@ -48,15 +49,60 @@ const PRUNE_EVERY_MS: i64 = 3600 * 1000;
 pub struct SqlNotifications {
     store: NotifyStore,
     wake: Arc<Notify>,
+    /// Seals webhook signing secrets at rest.
+    sealer: Arc<Sealer>,
+}
+
+/// What a sealed webhook secret starts with in the database (as
+/// `NotifyStore::unsealed_secrets` knows).
+const SEALED: &str = "sealed:";
+
+/// A webhook secret as it is stored: sealed for its account.
+fn seal_secret(sealer: &Sealer, account_id: i64, secret: &str) -> String {
+    format!(
+        "{SEALED}{}",
+        sealer.seal(account_id, "webhook-secret", secret.as_bytes())
+    )
+}
+
+/// A stored webhook secret, opened (one from before sealing is as it was).
+fn open_secret(sealer: &Sealer, account_id: i64, stored: Option<String>) -> Option<String> {
+    let stored = stored?;
+    match stored.strip_prefix(SEALED) {
+        Some(sealed) => sealer
+            .open(account_id, "webhook-secret", sealed)
+            .and_then(|b| String::from_utf8(b).ok())
+            .or_else(|| {
+                tracing::error!(account_id, "a webhook secret did not open (another key?)");
+                None
+            }),
+        None => Some(stored),
+    }
 }
 
 impl SqlNotifications {
-    /// Notifications in `pool`.
-    pub fn new(pool: crate::storage::db::Pool) -> Self {
+    /// Notifications in `pool`, their webhook secrets sealed by `sealer`.
+    pub fn new(pool: crate::storage::db::Pool, sealer: Arc<Sealer>) -> Self {
         Self {
             store: NotifyStore::new(pool),
             wake: Arc::new(Notify::new()),
+            sealer,
         }
+    }
+
+    /// Seals the webhook secrets stored before they were sealed; how many.
+    pub async fn seal_stored_secrets(&self) -> Result<usize, AppError> {
+        let plain = self.store.unsealed_secrets().await?;
+        for (id, account_id, secret) in &plain {
+            let sealed = seal_secret(&self.sealer, *account_id, secret);
+            self.store.set_secret(*id, &sealed).await?;
+        }
+        Ok(plain.len())
+    }
+
+    fn opened(&self, mut subscription: Subscription, account_id: i64) -> Subscription {
+        subscription.secret = open_secret(&self.sealer, account_id, subscription.secret.take());
+        subscription
     }
 
     /// The notifier that sends these subscriptions' deliveries through
@@ -71,6 +117,7 @@ impl SqlNotifications {
         Notifier {
             store: self.store.clone(),
             wake: self.wake.clone(),
+            sealer: self.sealer.clone(),
             sender: Sender::new(mailer, console_url),
             retry_base_ms: i64::try_from(retry_base.as_millis()).unwrap_or(i64::MAX),
             pruned_at: std::sync::Mutex::new(0),
@@ -82,17 +129,23 @@ impl SqlNotifications {
 impl Notifications for SqlNotifications {
     async fn subscribe(&self, me: &Me, spec: SubscriptionSpec) -> Result<Subscription, AppError> {
         spec.validate()?;
-        let secret = matches!(spec.channel, app::models::Channel::Webhook { .. }).then(new_secret);
+        let secret = matches!(spec.channel, app::models::Channel::Webhook { .. })
+            .then(new_secret)
+            .map(|s| seal_secret(&self.sealer, me.account.id, &s));
         let id = self
             .store
             .insert(me, &spec, secret.as_deref(), now_ms())
             .await?;
         tracing::info!(account = %me.account.name, user = %me.email, subject = %spec.subject.label(), channel = %spec.channel.label(), "subscribed");
-        self.store.get(me, id).await
+        Ok(self.opened(self.store.get(me, id).await?, me.account.id))
     }
 
     async fn subscriptions(&self, me: &Me) -> Result<Vec<Subscription>, AppError> {
-        self.store.list(me).await
+        let list = self.store.list(me).await?;
+        Ok(list
+            .into_iter()
+            .map(|s| self.opened(s, me.account.id))
+            .collect())
     }
 
     async fn unsubscribe(&self, me: &Me, id: i64) -> Result<(), AppError> {
@@ -143,6 +196,7 @@ impl Notifications for SqlNotifications {
 pub struct Notifier {
     store: NotifyStore,
     wake: Arc<Notify>,
+    sealer: Arc<Sealer>,
     sender: Sender,
     retry_base_ms: i64,
     pruned_at: std::sync::Mutex<i64>,
@@ -190,7 +244,10 @@ impl Notifier {
 
     /// Tries the deliveries that are due.
     async fn deliver(&self) -> Result<(), AppError> {
-        let due = self.store.due(now_ms(), BATCH).await?;
+        let mut due = self.store.due(now_ms(), BATCH).await?;
+        for d in &mut due {
+            d.secret = open_secret(&self.sealer, d.account_id, d.secret.take());
+        }
         let tries = due.iter().map(|d| async move {
             let sent = self.sender.send(d).await;
             let now = now_ms();

@@ -82,6 +82,8 @@ pub struct Subscriber {
 pub struct Due {
     /// The delivery's id.
     pub id: i64,
+    /// The subscription's account's id.
+    pub account_id: i64,
     /// Tries so far.
     pub attempts: u32,
     /// What it tells.
@@ -153,6 +155,29 @@ impl NotifyStore {
         .await
         .map_err(internal("insert a subscription"))?;
         Ok(id)
+    }
+
+    /// Webhook secrets stored before they were sealed (sealed ones start
+    /// with `sealed:`): `(id, account id, secret)`.
+    pub async fn unsealed_secrets(&self) -> Result<Vec<(i64, i64, String)>, AppError> {
+        sqlx::query_as(
+            "SELECT id, account_id, secret FROM notify_subscriptions \
+             WHERE secret IS NOT NULL AND secret NOT LIKE 'sealed:%'",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(internal("read webhook secrets"))
+    }
+
+    /// Replaces subscription `id`'s stored secret (with its sealed form).
+    pub async fn set_secret(&self, id: i64, secret: &str) -> Result<(), AppError> {
+        sqlx::query("UPDATE notify_subscriptions SET secret = $1 WHERE id = $2")
+            .bind(secret)
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("seal a webhook secret"))?;
+        Ok(())
     }
 
     /// `me`'s subscriptions in their account, newest first.
@@ -408,7 +433,7 @@ impl NotifyStore {
     /// first.
     pub async fn due(&self, now: i64, limit: usize) -> Result<Vec<Due>, AppError> {
         let rows = sqlx::query(
-            "SELECT d.id, d.attempts, d.notice, s.channel, s.secret, u.email \
+            "SELECT d.id, d.attempts, d.notice, s.account_id, s.channel, s.secret, u.email \
              FROM notify_deliveries d JOIN notify_subscriptions s ON s.id = d.subscription_id \
              JOIN users u ON u.id = s.user_id \
              WHERE d.status = 'pending' AND d.next_at <= $1 ORDER BY d.next_at, d.id LIMIT $2",
@@ -426,6 +451,7 @@ impl NotifyStore {
                 let attempts: i64 = row.try_get("attempts").map_err(get)?;
                 Ok(Due {
                     id: row.try_get("id").map_err(get)?,
+                    account_id: row.try_get("account_id").map_err(get)?,
                     attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
                     notice: serde_json::from_str(&notice).map_err(corrupt("delivery"))?,
                     channel: serde_json::from_str(&channel).map_err(corrupt("subscription"))?,

@@ -306,6 +306,19 @@ async fn failed_job_is_told(db: common::TestDb) {
     .await;
     let secret = hooked["secret"].as_str().unwrap().to_owned();
     assert!(secret.starts_with("whsec_"), "{hooked}");
+    // Its owner reads it; the database holds it sealed.
+    let stored: Vec<(String,)> =
+        sqlx::query_as("SELECT secret FROM notify_subscriptions WHERE secret IS NOT NULL")
+            .fetch_all(&site.db.pool)
+            .await
+            .unwrap();
+    assert!(!stored.is_empty());
+    assert!(
+        stored
+            .iter()
+            .all(|(s,)| s.starts_with("sealed:") && !s.contains(&secret[6..])),
+        "{stored:?}"
+    );
     let slack = subscribe(
         &site,
         &key,
@@ -570,4 +583,49 @@ async fn a_pipeline_waiting_for_quota_is_told_once_then_its_success() {
         events.contains(&"over_quota") && events.contains(&"succeeded"),
         "{log:#?}"
     );
+}
+
+/// A webhook secret stored in the clear (before secrets were sealed) is
+/// sealed when the console starts, and its owner still reads the same one.
+#[tokio::test(flavor = "multi_thread")]
+async fn webhook_secrets_stored_in_the_clear_are_sealed_when_the_console_starts() {
+    let db = common::sqlite().await;
+    let settings = common::site::config(&db);
+    let site = common::site::site_from(db, settings).await;
+    let key = common::rest::key_for(&site, "legacy").await;
+    let hooked = subscribe(
+        &site,
+        &key,
+        json!({"subject": {"kind": "account"}, "events": ["failed"],
+               "channel": {"kind": "webhook", "url": "http://127.0.0.1:9/hook"}}),
+    )
+    .await;
+    let secret = hooked["secret"].as_str().unwrap().to_owned();
+    // As a console from before sealing left it.
+    sqlx::query("UPDATE notify_subscriptions SET secret = $1")
+        .bind(&secret)
+        .execute(&site.db.pool)
+        .await
+        .unwrap();
+    server::console::Console::build(common::site::config(&site.db))
+        .await
+        .unwrap();
+    let (stored,): (String,) = sqlx::query_as("SELECT secret FROM notify_subscriptions")
+        .fetch_one(&site.db.pool)
+        .await
+        .unwrap();
+    assert!(
+        stored.starts_with("sealed:") && !stored.contains(&secret[6..]),
+        "{stored}"
+    );
+    let listed = api(
+        &site,
+        &key,
+        Method::GET,
+        "/api/v1/notifications/subscriptions",
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(listed[0]["secret"], secret.as_str(), "{listed}");
 }
