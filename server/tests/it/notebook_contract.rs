@@ -267,7 +267,23 @@ async fn a_notebook_submits_jobs_with_its_own_key_and_keeps_its_workspace_until_
         "in the dataset",
     )
     .await;
-    running_notebook(&h.site, &h.key, name, json!({})).await;
+    // Two of the account's secrets for its kernels: a variable and a file.
+    for (secret, value) in [("nb-token", "tok-24680"), ("nb-cred", "cred-13579")] {
+        let set = call(
+            &h.site,
+            Method::PUT,
+            &format!("/api/v1/secrets/{secret}"),
+            Some(&h.key),
+            Some(json!({ "value": value })),
+        )
+        .await;
+        assert_eq!(set.status, StatusCode::OK, "{}", set.body);
+    }
+    let secrets = json!({"secrets": [
+        {"secret": "nb-token", "env": "NB_TOKEN"},
+        {"secret": "nb-cred", "file": "cred.txt"},
+    ]});
+    running_notebook(&h.site, &h.key, name, secrets).await;
     if let Some(k) = &h.kube {
         // Reached by name through the API server: no route to the pod is used.
         let route = h
@@ -295,10 +311,14 @@ async fn a_notebook_submits_jobs_with_its_own_key_and_keeps_its_workspace_until_
          print('KEY', os.environ['PADDLECLOUD_KEY'])\n\
          print('HOME', os.path.samefile(os.getcwd(), os.environ['HOME']))\n\
          print('DATA', open(os.environ['PADDLE_DATASET_DIR_NOTES'] + '/a.txt').read())\n\
+         print('TOKEN', os.environ['NB_TOKEN'][::-1])\n\
+         print('CRED', open(os.environ['PADDLECLOUD_SECRETS_DIR'] + '/cred.txt').read()[::-1])\n\
          open('keep.txt', 'w').write('kept')\n",
     )
     .await;
     assert_eq!(printed_value(&printed, "JOB"), "from-nb");
+    assert_eq!(printed_value(&printed, "TOKEN"), "08642-kot");
+    assert_eq!(printed_value(&printed, "CRED"), "97531-derc");
     assert_eq!(printed_value(&printed, "DATA"), "in the dataset");
     assert_eq!(
         printed_value(&printed, "HOME"),
