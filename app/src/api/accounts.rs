@@ -16,14 +16,21 @@ use super::context::{
 /// The client's User-Agent, as its sessions list shows it.
 #[cfg(feature = "ssr")]
 pub(crate) fn user_agent() -> Result<String, AppError> {
-    Ok(request_parts()?
+    Ok(user_agent_of(&request_parts()?))
+}
+
+/// The User-Agent of the request `parts`, as a session records it (at most
+/// 300 characters).
+#[cfg(feature = "ssr")]
+pub fn user_agent_of(parts: &http::request::Parts) -> String {
+    parts
         .headers
         .get(http::header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("unknown client")
         .chars()
         .take(300)
-        .collect())
+        .collect()
 }
 
 /// How people may sign in here: passwords, single sign-on.

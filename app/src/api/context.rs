@@ -59,6 +59,11 @@ pub fn client_address(parts: &Parts) -> String {
 
 /// The session token from the request's cookies, if any.
 pub fn session_token(parts: &Parts) -> Option<String> {
+    cookie(parts, SESSION_COOKIE)
+}
+
+/// The value of cookie `name` in the request, if it has one.
+pub fn cookie(parts: &Parts, name: &str) -> Option<String> {
     parts
         .headers
         .get_all(http::header::COOKIE)
@@ -66,12 +71,12 @@ pub fn session_token(parts: &Parts) -> Option<String> {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == SESSION_COOKIE)
+        .find(|(n, _)| *n == name)
         .map(|(_, value)| value.to_owned())
 }
 
 /// Whether cookies set in answer to `parts` should be `Secure`.
-fn secure(parts: &Parts, services: &Services) -> bool {
+pub fn secure(parts: &Parts, services: &Services) -> bool {
     services.secure_cookies
         || parts
             .headers

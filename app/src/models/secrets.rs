@@ -265,18 +265,30 @@ pub fn validate_secret_uses(
     Ok(())
 }
 
-/// `text` with every secret value in `values` replaced by `***`, as logs
-/// show it. Values shorter than 4 bytes are left alone: masking `1` would
-/// hide every digit of the log and protect nothing. A value of several
-/// lines is masked line by line too, since a program prints it that way.
+/// What logs must not show of `values`: each value whole and, for one of
+/// several lines, each line (trimmed), since a program prints it that way;
+/// longest first, so a value is masked whole before its lines. Pieces
+/// shorter than 4 bytes are left out: masking `1` would hide every digit of
+/// the log and protect nothing.
+pub fn mask_pieces(values: &[String]) -> Vec<String> {
+    let mut pieces: Vec<String> = values
+        .iter()
+        .flat_map(|v| std::iter::once(v.as_str()).chain(v.lines().map(str::trim)))
+        .filter(|p| p.len() >= 4)
+        .map(str::to_owned)
+        .collect();
+    pieces.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    pieces.dedup();
+    pieces
+}
+
+/// `text` with every piece of `values` ([`mask_pieces`]) replaced by `***`,
+/// as logs show it.
 pub fn mask_secrets<'a>(text: &'a str, values: &[String]) -> std::borrow::Cow<'a, str> {
     let mut out = std::borrow::Cow::Borrowed(text);
-    for value in values {
-        let pieces = std::iter::once(value.as_str()).chain(value.lines().map(str::trim));
-        for piece in pieces {
-            if piece.len() >= 4 && out.contains(piece) {
-                out = std::borrow::Cow::Owned(out.replace(piece, "***"));
-            }
+    for piece in mask_pieces(values) {
+        if out.contains(piece.as_str()) {
+            out = std::borrow::Cow::Owned(out.replace(piece.as_str(), "***"));
         }
     }
     out

@@ -120,7 +120,7 @@ impl Console {
         let schedules = Arc::new(crate::schedules::SqlSchedules::new(base.pool.clone()));
         let notifications = Arc::new(SqlNotifications::new(
             base.pool.clone(),
-            Arc::new(Sealer::from_file(&config.secrets_key_file)?),
+            stores.sealer.clone(),
         ));
         let sealed = notifications
             .seal_stored_secrets()
@@ -174,7 +174,7 @@ impl Console {
         start_alerts(&base, &alerts, &services);
         start_stall_watch(&base, &config, &services);
         let changes = relay_changes(&base, &config, &services, pipelines, experiments)?;
-        let oidc = single_sign_on(&config)?;
+        let oidc = single_sign_on(&config, &stores.sealer)?;
         let state = AppState {
             leptos: config.site,
             services: services.clone(),
@@ -299,6 +299,8 @@ struct Stores {
     objects: Objects,
     /// The account's secrets, sealed; workloads' launches read them.
     secrets: Arc<SqlSecrets>,
+    /// The key secrets, webhook secrets and sign-ins are sealed with.
+    sealer: Arc<Sealer>,
 }
 
 impl Stores {
@@ -329,13 +331,14 @@ impl Stores {
             objects.clone(),
             config.data_dir.join("dataset-cache"),
         ));
-        let sealer = Sealer::from_file(&config.secrets_key_file)?;
+        let sealer = Arc::new(Sealer::from_file(&config.secrets_key_file)?);
         Ok(Self {
             samples,
             metrics,
             assets,
             objects,
-            secrets: SqlSecrets::new(base.pool.clone(), sealer),
+            secrets: SqlSecrets::new(base.pool.clone(), sealer.clone()),
+            sealer,
         })
     }
 }
@@ -423,11 +426,14 @@ async fn start_local_executor(
 
 /// Single sign-on through the OpenID Connect provider `--oidc-issuer`
 /// names, if one does; its sign-ins are sealed with the secrets' key.
-fn single_sign_on(config: &Config) -> anyhow::Result<Option<Arc<crate::accounts::oidc::Oidc>>> {
+fn single_sign_on(
+    config: &Config,
+    sealer: &Arc<Sealer>,
+) -> anyhow::Result<Option<Arc<crate::accounts::oidc::Oidc>>> {
     let Some(settings) = config.oidc.clone() else {
         return Ok(None);
     };
-    let sealer = Arc::new(Sealer::from_file(&config.secrets_key_file)?);
+    let sealer = sealer.clone();
     tracing::info!(issuer = %settings.issuer, "single sign-on through OpenID Connect");
     Ok(Some(Arc::new(crate::accounts::oidc::Oidc::new(
         settings, sealer,

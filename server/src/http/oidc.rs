@@ -6,7 +6,8 @@
 //! session as a password sign-in does. A refusal is a page that says why,
 //! with a 4xx status.
 
-use app::api::context::{site_url, SESSION_COOKIE};
+use app::api::accounts::user_agent_of;
+use app::api::context::{cookie, site_url, SESSION_COOKIE};
 use app::error::AppError;
 use app::models::safe_next;
 use axum::extract::{Query, State};
@@ -41,11 +42,7 @@ pub struct Callback {
 }
 
 fn secure(state: &AppState, parts: &http::request::Parts) -> &'static str {
-    let https = parts
-        .headers
-        .get("x-forwarded-proto")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
-    if state.services.secure_cookies || https {
+    if app::api::context::secure(parts, &state.services) {
         "; Secure"
     } else {
         ""
@@ -128,7 +125,7 @@ pub async fn callback(
             "The identity provider sent no code.",
         ));
     };
-    let cookie = cookie_of(&parts, LOGIN_COOKIE);
+    let cookie = cookie(&parts, LOGIN_COOKIE);
     let signed_in = async {
         let (who, next) = oidc
             .finish(&redirect_uri(&parts), cookie.as_deref(), &code, &returned)
@@ -136,15 +133,7 @@ pub async fn callback(
         let memberships = oidc.mapping().memberships(&who)?;
         let accounts = &state.services.accounts;
         let me = accounts.sign_in_external(&who, &memberships).await?;
-        let user_agent = parts
-            .headers
-            .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("unknown client")
-            .chars()
-            .take(300)
-            .collect::<String>();
-        let session = accounts.create_session(&me, &user_agent).await?;
+        let session = accounts.create_session(&me, &user_agent_of(&parts)).await?;
         tracing::info!(account = %me.account.name, user = %me.email, "signed in through the identity provider");
         Ok::<_, AppError>((session, next))
     };
@@ -170,16 +159,4 @@ pub async fn callback(
         }
         Err(err) => refused(&err),
     }
-}
-
-fn cookie_of(parts: &http::request::Parts, name: &str) -> Option<String> {
-    parts
-        .headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.to_owned())
 }

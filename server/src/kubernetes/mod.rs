@@ -484,10 +484,10 @@ impl Inner {
         Ok(pods.pop())
     }
 
-    /// What the logs of job `job_id` (of `account_id`) must not show: the
-    /// values of the secrets it uses, as given at its submit or, after a
-    /// restart of the console, as they are now.
-    async fn masks_for(&self, account_id: i64, job_id: i64) -> logfile::Masks {
+    /// What the logs of job `job_id` must not show: the values of the
+    /// secrets it uses, as given at its submit or, after a restart of the
+    /// console, as they are now.
+    async fn masks_for(&self, job_id: i64) -> logfile::Masks {
         if let Some(masks) = self.masks.lock().expect("masks lock").get(&job_id) {
             return masks.clone();
         }
@@ -499,7 +499,7 @@ impl Inner {
             // jobs that use secrets.
             return logfile::Masks::default();
         }
-        let masks = match self.store.account_of(account_id).await {
+        let masks = match self.store.account_of(stored.account_id).await {
             Ok(account) => {
                 logfile::Masks::of(&self.secrets.masks(&account, &stored.job.spec.secrets).await)
             }
@@ -547,14 +547,8 @@ impl Inner {
                 _ => text,
             },
             Ok(text) => {
-                let account_id = self.store.by_id(job_id).await.map(|s| s.account_id);
-                match account_id {
-                    Ok(account_id) => {
-                        let masks = self.masks_for(account_id, job_id).await;
-                        String::from_utf8_lossy(&masks.apply(text.into_bytes())).into_owned()
-                    }
-                    Err(_) => text,
-                }
+                let masks = self.masks_for(job_id).await;
+                String::from_utf8_lossy(&masks.apply(text.into_bytes())).into_owned()
             }
             // A pod that never ran has no log to read.
             Err(kube::Error::Api(s)) if s.code == 400 || s.code == 404 => return,
@@ -887,7 +881,7 @@ impl Cluster for KubeCluster {
             .await
             .map_err(|e| from_kube("read the pod's log", e))?;
         // Whole lines, as the port promises, with secret values as `***`.
-        let masks = inner.masks_for(account.id, stored.id).await;
+        let masks = inner.masks_for(stored.id).await;
         let lines = reader.lines().map_ok(move |mut line| {
             line.push('\n');
             bytes::Bytes::from(masks.apply(line.into_bytes()))

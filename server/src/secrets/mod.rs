@@ -21,7 +21,7 @@ use crate::time::now_ms;
 /// Secrets in the console's database, sealed with the configured key.
 pub struct SqlSecrets {
     table: SecretTable,
-    sealer: Sealer,
+    sealer: Arc<Sealer>,
 }
 
 /// What a launch gives a workload: its variables and files, with values.
@@ -53,7 +53,7 @@ impl Revealed {
         self.env.is_empty() && self.files.is_empty()
     }
 
-    /// The values, as [`app::models::mask_secrets`] hides them in logs.
+    /// The values, whose pieces ([`app::models::mask_pieces`]) logs hide.
     pub fn masks(&self) -> Vec<String> {
         self.env
             .iter()
@@ -69,7 +69,7 @@ impl Revealed {
 
 impl SqlSecrets {
     /// Wraps a migrated pool and the key.
-    pub fn new(pool: Pool, sealer: Sealer) -> Arc<Self> {
+    pub fn new(pool: Pool, sealer: Arc<Sealer>) -> Arc<Self> {
         Arc::new(Self {
             table: SecretTable::new(pool),
             sealer,

@@ -95,27 +95,19 @@ pub fn spawn_masked_pump(
     tokio::spawn(pump(path, stdout, stderr, masks))
 }
 
-/// The byte strings a log must not hold (secret values, and each line of
-/// one that has several); shorter than 4 bytes, a value is not masked (see
-/// [`app::models::mask_secrets`]).
+/// The byte strings a log must not hold: the pieces of secret values
+/// [`app::models::mask_pieces`] names (each value, and each line of one that
+/// has several; none shorter than 4 bytes).
 #[derive(Clone, Default)]
 pub struct Masks(Arc<[Vec<u8>]>);
 
 impl Masks {
     /// The masks of `values`.
     pub fn of(values: &[String]) -> Self {
-        let mut pieces: Vec<Vec<u8>> = Vec::new();
-        for value in values {
-            let whole = std::iter::once(value.as_str()).chain(value.lines().map(str::trim));
-            pieces.extend(
-                whole
-                    .filter(|p| p.len() >= 4)
-                    .map(|p| p.as_bytes().to_vec()),
-            );
-        }
-        // The longest first, so a value is masked whole before its lines.
-        pieces.sort_by_key(|p| std::cmp::Reverse(p.len()));
-        pieces.dedup();
+        let pieces: Vec<Vec<u8>> = app::models::mask_pieces(values)
+            .into_iter()
+            .map(String::into_bytes)
+            .collect();
         Self(pieces.into())
     }
 

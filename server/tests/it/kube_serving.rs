@@ -948,7 +948,7 @@ async fn an_instances_pods_read_the_accounts_secrets_from_a_secret_its_deploymen
     // The vault the test's cluster reads (the same key), as an owner sets it.
     let vault = server::secrets::SqlSecrets::new(
         s.db.pool.clone(),
-        server::secrets::seal::Sealer::from_bytes(&[1; 32]),
+        std::sync::Arc::new(server::secrets::seal::Sealer::from_bytes(&[1; 32])),
     );
     let owner = app::ports::Principal::new(
         app::models::Me {

@@ -25,7 +25,7 @@ pub fn kube_cluster(
         Default::default(),
         server::secrets::SqlSecrets::new(
             db.pool.clone(),
-            server::secrets::seal::Sealer::from_bytes(&[1; 32]),
+            std::sync::Arc::new(server::secrets::seal::Sealer::from_bytes(&[1; 32])),
         ),
     )
 }

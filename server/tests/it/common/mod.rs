@@ -124,7 +124,7 @@ pub async fn local_cluster(db: &TestDb) -> server::local::LocalCluster {
         )),
         secrets: server::secrets::SqlSecrets::new(
             pool.clone(),
-            server::secrets::seal::Sealer::from_bytes(&[1; 32]),
+            std::sync::Arc::new(server::secrets::seal::Sealer::from_bytes(&[1; 32])),
         ),
         samples: Arc::new(server::storage::samples::ResourceStore::new(pool.clone())),
         sample_every: std::time::Duration::from_secs(1),
