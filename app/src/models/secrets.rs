@@ -79,8 +79,11 @@ impl SecretForm {
                 ))
             }
             (Some(text), None) => text.as_bytes().to_vec(),
-            (None, Some(b64)) => decode_base64(b64.trim()).ok_or_else(|| {
-                AppError::invalid("value_base64", "The value is not valid base64.")
+            (None, Some(b64)) => decode_base64(b64).ok_or_else(|| {
+                AppError::invalid(
+                    "value_base64",
+                    "The value is not valid base64 (standard alphabet, padded, no spaces).",
+                )
             })?,
             (None, None) => Vec::new(),
         };
@@ -97,8 +100,11 @@ impl SecretForm {
                 ),
             ));
         }
+        // Checked before trimming, so what the REST schema refuses the
+        // server refuses too.
         let description = self.description.trim().to_owned();
-        if description.chars().count() > 200 || description.chars().any(char::is_control) {
+        if self.description.chars().count() > 200 || self.description.chars().any(char::is_control)
+        {
             return Err(AppError::invalid(
                 "description",
                 "A description is one line of at most 200 characters.",
@@ -294,11 +300,17 @@ pub fn mask_secrets<'a>(text: &'a str, values: &[String]) -> std::borrow::Cow<'a
     out
 }
 
+/// Standard, padded base64 without spaces: exactly what
+/// [`BASE64_PATTERN`] says, so the REST schema and the server agree.
 fn decode_base64(text: &str) -> Option<Vec<u8>> {
     use base64::Engine;
-    let text: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
     base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
+
+/// What [`decode_base64`] takes and yields at least one byte from, as a
+/// JSON Schema pattern: whole groups of four, the last one padded, its
+/// unused bits zero (the decoder refuses them otherwise).
+pub const BASE64_PATTERN: &str = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)$";
 
 #[cfg(test)]
 mod tests {
@@ -342,11 +354,36 @@ mod tests {
             vec![0, 1, 2, 255]
         );
         assert!(form(None, Some("AAE")).validated().is_err());
+        assert!(form(None, Some("AAEC /w==")).validated().is_err());
         assert!(form(None, None).validated().is_err());
         let big = "x".repeat(MAX_SECRET_BYTES + 1);
         assert!(form(Some(&big), None).validated().is_err());
         assert!(validate_secret_name("S3").is_err());
         assert!(validate_secret_name("s3-").is_err());
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn the_schemas_base64_pattern_takes_exactly_what_the_server_decodes() {
+        let pattern = regex::Regex::new(BASE64_PATTERN).unwrap();
+        // Every string of up to 5 characters over letters that cover each
+        // case: data, the zero-bit finals (A, Q, g, E), non-zero-bit finals
+        // (B, R), padding and a space.
+        let alphabet = ['A', 'Q', 'g', 'E', 'B', 'R', '/', '=', ' '];
+        let mut strings = vec![String::new()];
+        for len in 1..=5 {
+            let mut next = Vec::new();
+            for s in strings.iter().filter(|s| s.len() == len - 1) {
+                for c in alphabet {
+                    next.push(format!("{s}{c}"));
+                }
+            }
+            strings.extend(next);
+        }
+        for s in &strings {
+            let decodes = decode_base64(s).is_some_and(|bytes| !bytes.is_empty());
+            assert_eq!(pattern.is_match(s), decodes, "{s:?}");
+        }
     }
 
     #[test]
