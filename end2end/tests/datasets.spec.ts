@@ -175,6 +175,49 @@ test("a model version is started, uploaded, finished and tagged from its page", 
   await expect(page.locator('tr[data-version="1"]').getByLabel("Tags of v1")).toHaveValue("production");
 });
 
+test("a dataset's files are saved as a version that keeps them while the working files change", async ({ page, open, hydrated }) => {
+  const who = newAccount("dsv");
+  await signUp(page, open, who);
+  await createDataset(page, open, who.account, "points");
+  const dir = mkdtempSync(join(tmpdir(), "pc-dsv-"));
+  writeFileSync(join(dir, "labels.csv"), "id,label\n1,cat\n");
+  await page.getByTestId("pick-files").setInputFiles(join(dir, "labels.csv"));
+  await page.getByRole("button", { name: "Upload", exact: true }).click();
+  await expect(page.locator('tr[data-path="labels.csv"]')).toBeVisible();
+
+  await page.getByRole("link", { name: "Save as version" }).click();
+  await page.getByLabel("Description").fill("first labels");
+  await page.getByRole("button", { name: "Save version" }).click();
+  await expect(page).toHaveURL(/version=1/);
+  const row = page.locator('tr[data-version="1"]');
+  await expect(row).toContainText("ready");
+  await expect(row).toContainText("first labels");
+  // A saved version takes no uploads.
+  await expect(page.getByTestId("uploader")).toHaveCount(0);
+
+  // Back on the working files, the label is fixed and uploaded again.
+  await page.getByTestId("working-files").click();
+  await expect(page).not.toHaveURL(/version=/);
+  writeFileSync(join(dir, "labels.csv"), "id,label\n1,dog\n");
+  await page.getByTestId("pick-files").setInputFiles(join(dir, "labels.csv"));
+  // Hydrated, the file goes up on its own PUT; without JavaScript, the form's POST.
+  const sent = page.waitForResponse((r) =>
+    hydrated ? r.request().method() === "PUT" && r.url().includes("/files/labels.csv")
+             : r.request().method() === "POST" && r.url().includes("/upload/"));
+  await page.getByRole("button", { name: "Upload", exact: true }).click();
+  expect((await sent).status()).toBeLessThan(400);
+  await page.waitForLoadState();
+  await open(`/datasets/${who.account}/points?file=labels.csv`);
+  await expect(page.getByTestId("preview").locator("td").last()).toHaveText("dog");
+
+  // Version 1 still holds what it held.
+  await page.locator('tr[data-version="1"]').getByRole("link", { name: "v1" }).click();
+  await expect(page).toHaveURL(/version=1/);
+  await page.locator('tr[data-path="labels.csv"]').getByRole("link", { name: "labels.csv" }).click();
+  await expect(page.getByTestId("preview").locator("td").last()).toHaveText("cat");
+  await expect(page.getByRole("link", { name: "Download v1 (zip)" })).toBeVisible();
+});
+
 test("a model's alias is set, moved and deleted from its page, with its history", async ({ page, open, hydrated }) => {
   const who = newAccount("alias");
   await signUp(page, open, who);

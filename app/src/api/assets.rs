@@ -74,8 +74,8 @@ async fn view_of(
     let asset = assets.get(viewer, &r).await?;
     let dir = crate::models::validate_dir(&dir)?;
     let (versions, version) = match r.kind {
-        // A version asked of a dataset is refused, as on every way in.
-        AssetKind::Dataset => (Vec::new(), Slot::of(r.kind, version).map(|_| None)?),
+        // A dataset's page shows its working files unless a version is asked.
+        AssetKind::Dataset => (assets.versions(viewer, &r).await?, version),
         AssetKind::Model => {
             let versions = assets.versions(viewer, &r).await?;
             let shown = version.or_else(|| {
@@ -225,10 +225,12 @@ pub async fn change_asset(asset: AssetRef, change: AssetChange) -> Result<(), Ap
                 .await?;
         }
         AssetOp::CreateVersion => {
+            // A dataset's saves its working files as they are now.
             let form = VersionForm {
                 description: change.description,
                 tags: change.tags,
                 job: None,
+                empty: false,
             };
             let v = assets.create_version(&me, &asset, form).await?;
             back = vec![

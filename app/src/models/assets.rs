@@ -195,7 +195,8 @@ pub struct AssetBody {
     pub tags: Vec<String>,
 }
 
-/// What `POST /api/v1/models/{owner}/{name}/versions` takes; tags as a list.
+/// What `POST /api/v1/{datasets|models}/{owner}/{name}/versions` takes;
+/// tags as a list.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct VersionBody {
@@ -210,6 +211,12 @@ pub struct VersionBody {
     /// The job that produced it.
     #[serde(default)]
     pub job: Option<String>,
+    /// Datasets only: `false` (the default) saves the dataset's files as
+    /// they are now as the new version, complete at once; `true` starts an
+    /// empty one to upload into and finish, as a model's. A model's
+    /// version always starts empty.
+    #[serde(default)]
+    pub empty: bool,
 }
 
 /// One tag as the API takes it: 1 to 40 characters, no comma, no control
@@ -275,11 +282,13 @@ impl VersionBody {
             tags: join_tags(&self.tags)?,
             description: self.description,
             job: self.job,
+            empty: self.empty,
         })
     }
 }
 
-/// A model version.
+/// A version of a model, or of a dataset: numbered files that never change
+/// once complete.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ModelVersion {
@@ -303,7 +312,7 @@ pub struct ModelVersion {
     pub state: String,
 }
 
-/// What registering a model version takes.
+/// What registering a model or dataset version takes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct VersionForm {
@@ -316,6 +325,10 @@ pub struct VersionForm {
     /// The job that produced it.
     #[serde(default)]
     pub job: Option<String>,
+    /// Datasets only: start an empty version to upload into instead of
+    /// saving the dataset's files as they are (see [`VersionBody::empty`]).
+    #[serde(default)]
+    pub empty: bool,
 }
 
 /// One way an asset is shared.

@@ -5,14 +5,17 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
-use crate::models::{dataset_dir_variable, model_dir_variable, AssetKind, AssetRef, ModelRef};
+use crate::models::{
+    dataset_dir_variable, model_dir_variable, split_dataset, AssetKind, AssetRef, ModelRef,
+};
 
 /// One dataset or model version read by a job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Input {
     /// The asset, its owner made explicit.
     pub asset: AssetRef,
-    /// The model version read (`None` for a dataset, which has none).
+    /// The version read: always one for a model; for a dataset a saved
+    /// version (`name:N`), or `None` for its working files.
     pub version: Option<u32>,
     /// `PADDLE_DATASET_DIR_<NAME>` or `PADDLE_MODEL_DIR_<NAME>`.
     pub variable: String,
@@ -41,7 +44,7 @@ fn first_variable(kind: AssetKind) -> &'static str {
 }
 
 /// The inputs of a job of `account`: its `datasets` (`name` or
-/// `owner/name`) and its `models` (pinned `owner/name:version`, as the
+/// `owner/name`, either with `:N`) and its `models` (pinned `owner/name:version`, as the
 /// console records them before a backend sees the spec). Each variable
 /// names the asset without its owner, as the local executor always has.
 pub fn job_inputs(
@@ -51,14 +54,14 @@ pub fn job_inputs(
 ) -> Result<Vec<Input>, AppError> {
     let mut inputs = Vec::with_capacity(datasets.len() + models.len());
     for (i, full) in datasets.iter().enumerate() {
-        let (owner, name) = full.split_once('/').unwrap_or((account, full));
+        let (owner, name, version) = split_dataset(full)?;
         inputs.push(Input {
             asset: AssetRef {
                 kind: AssetKind::Dataset,
-                owner: owner.to_owned(),
+                owner: owner.unwrap_or(account).to_owned(),
                 name: name.to_owned(),
             },
-            version: None,
+            version,
             variable: dataset_dir_variable(name),
             first: i == 0,
         });
@@ -100,6 +103,31 @@ pub fn notebook_dataset(account: &str, asset: AssetRef) -> Input {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dataset_is_read_whole_or_as_a_saved_version() {
+        let inputs =
+            job_inputs("acme", &["mnist:3".into(), "shared/faces:12".into()], &[]).unwrap();
+        assert_eq!(
+            (inputs[0].asset.name.as_str(), inputs[0].version),
+            ("mnist", Some(3))
+        );
+        assert_eq!(inputs[0].asset.owner, "acme");
+        assert_eq!(
+            inputs[0].variables(),
+            ["PADDLE_DATASET_DIR", "PADDLE_DATASET_DIR_MNIST"]
+        );
+        assert_eq!(
+            (inputs[1].asset.owner.as_str(), inputs[1].version),
+            ("shared", Some(12))
+        );
+        for bad in ["mnist:0", "mnist:", "mnist:v2", "mnist:-1"] {
+            let err = job_inputs("acme", &[bad.into()], &[])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("version is a number"), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn a_jobs_inputs_name_their_owner_and_the_first_of_each_kind_gets_the_plain_variable() {

@@ -207,8 +207,10 @@ pub struct JobSpec {
     #[serde(default)]
     pub trainer: ReplicaResources,
     /// Datasets the job reads: names of the account's own, or `owner/name`
-    /// of one shared with it or public. Each replica finds them through
-    /// `PADDLE_DATASET_DIR` (the first) and `PADDLE_DATASET_DIR_<NAME>`.
+    /// of one shared with it or public; `:N` reads a saved version (it
+    /// never changes), without it the working files. Each replica finds
+    /// them through `PADDLE_DATASET_DIR` (the first) and
+    /// `PADDLE_DATASET_DIR_<NAME>`.
     #[serde(default)]
     #[cfg_attr(feature = "ssr", schema(max_items = 20))]
     pub datasets: Vec<String>,
@@ -445,19 +447,20 @@ impl JobSpec {
             ));
         }
         for d in &self.datasets {
-            let (owner, name) = d.split_once('/').unwrap_or(("", d.as_str()));
+            let (owner, name, _) = split_dataset(d)?;
+            let owner = owner.unwrap_or("");
             if !owner.is_empty() {
                 crate::models::validate_account_name(owner).map_err(|_| {
                     AppError::invalid(
                         "datasets",
-                        format!("“{d}” is not a dataset: use name or owner/name."),
+                        format!("“{d}” is not a dataset: use name or owner/name, with :N for a saved version."),
                     )
                 })?;
             }
             crate::models::validate_asset_name(name).map_err(|_| {
                 AppError::invalid(
                     "datasets",
-                    format!("“{d}” is not a dataset: use name or owner/name."),
+                    format!("“{d}” is not a dataset: use name or owner/name, with :N for a saved version."),
                 )
             })?;
         }
@@ -528,6 +531,30 @@ pub fn validate_env(env: &[EnvVar], reserved: impl Fn(&str) -> bool) -> Result<(
 /// capitals with anything but letters and digits as `_`.
 pub fn dataset_dir_variable(name: &str) -> String {
     dir_variable("PADDLE_DATASET_DIR", name)
+}
+
+/// A dataset as a job names it: `name`, `owner/name`, either with `:N`
+/// for a saved version (none: the working files). Returns the owner (if
+/// named), the name and the version; the names' spelling is checked by the
+/// caller ([`crate::models::JobSpec`]'s validation).
+pub fn split_dataset(raw: &str) -> Result<(Option<&str>, &str, Option<u32>), AppError> {
+    let (path, version) = match raw.rsplit_once(':') {
+        Some((path, v)) => {
+            let n = v.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                AppError::invalid(
+                    "datasets",
+                    format!("“{raw}”: a dataset's version is a number from 1, as in mnist:3."),
+                )
+            })?;
+            (path, Some(n))
+        }
+        None => (raw, None),
+    };
+    let (owner, name) = match path.split_once('/') {
+        Some((owner, name)) => (Some(owner), name),
+        None => (None, path),
+    };
+    Ok((owner, name, version))
 }
 
 /// The variable that holds a model version's folder for a replica:

@@ -119,7 +119,7 @@ fn RunForm(data: NotebookRunForm) -> impl IntoView {
                     <label for="run-gpu">"GPUs"</label>
                     <input id="run-gpu" type="number" min="0" step="1" name="job[gpu]" value=r.gpu.to_string() />
                     <FieldError error field="gpu" />
-                    <label for="run-datasets">"Datasets (name or owner/name, comma-separated)"</label>
+                    <label for="run-datasets">"Datasets (name or owner/name, :N for a saved version, comma-separated)"</label>
                     <input id="run-datasets" type="text" name="job[datasets]" value=data.datasets.clone() />
                     <FieldError error field="datasets" />
                 </div>

@@ -29,30 +29,28 @@ pub enum Viewer {
     Link(String),
 }
 
-/// Where in an asset: the dataset itself, or one version of a model.
+/// Where in an asset: a dataset's working files, or one version (of a
+/// model, or a dataset's saved one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slot {
-    /// A dataset's files.
+    /// A dataset's working files: what its owner uploads and changes.
     Dataset,
-    /// A model version's files.
+    /// A version's files: a model's, or a dataset's saved version.
     Version(u32),
 }
 
 impl Slot {
     /// The one rule for what a request's `version` addresses, on every way
-    /// in (pages, REST, the upload form): a dataset has no versions, a
-    /// model's files are always those of one version.
+    /// in (pages, REST, the upload form): without one, a dataset's working
+    /// files; a model's files are always those of one version.
     pub fn of(kind: AssetKind, version: Option<u32>) -> Result<Self, AppError> {
         match (kind, version) {
             (AssetKind::Dataset, None) => Ok(Self::Dataset),
-            (AssetKind::Model, Some(v)) => Ok(Self::Version(v)),
+            (_, Some(v)) => Ok(Self::Version(v)),
             (AssetKind::Model, None) => Err(AppError::invalid(
                 "version",
                 "Say which version of the model: ?version=N.",
             )),
-            (AssetKind::Dataset, Some(_)) => {
-                Err(AppError::invalid("version", "Datasets have no versions."))
-            }
         }
     }
 }
@@ -152,7 +150,7 @@ pub trait Assets: Send + Sync {
     /// Publishes it to every account, or stops (owner).
     async fn set_public(&self, me: &Me, asset: &AssetRef, public: bool) -> Result<Asset, AppError>;
 
-    /// A model's versions, newest first.
+    /// A model's or dataset's versions, newest first.
     async fn versions(
         &self,
         viewer: &Viewer,
@@ -188,7 +186,9 @@ pub trait Assets: Send + Sync {
         account: &Account,
         job: &str,
     ) -> Result<Vec<RegisteredVersion>, AppError>;
-    /// Starts a new version (state `uploading`); its files go in with `put_file`.
+    /// Starts a new version (state `uploading`; its files go in with
+    /// `put_file`), or, for a dataset unless `form.empty`, saves its working
+    /// files as they are as a new version, complete at once.
     async fn create_version(
         &self,
         me: &Me,

@@ -83,12 +83,31 @@ pub async fn readable_datasets(
 ) -> Result<(), AppError> {
     for input in crate::models::job_inputs(&me.account.name, datasets, &[])? {
         let viewer = crate::ports::Viewer::User(me.clone());
-        if let Err(err) = assets.get(&viewer, &input.asset).await {
+        let found = match input.version {
+            None => assets.get(&viewer, &input.asset).await.map(|_| ()),
+            // A saved version must exist and be complete (to its owner, one
+            // still uploading is there but has not all its files yet).
+            Some(v) => assets
+                .versions(&viewer, &input.asset)
+                .await
+                .and_then(|all| {
+                    if all.iter().any(|x| x.version == v && x.state == "ready") {
+                        Ok(())
+                    } else {
+                        Err(AppError::not_found("version"))
+                    }
+                }),
+        };
+        if let Err(err) = found {
+            let version = input
+                .version
+                .map(|v| format!(" version {v}"))
+                .unwrap_or_default();
             return Err(match err {
                 AppError::NotFound { .. } | AppError::Invalid { .. } => AppError::invalid(
                     "datasets",
                     format!(
-                        "There is no dataset “{}/{}” you can read.",
+                        "There is no dataset “{}/{}”{version} you can read.",
                         input.asset.owner, input.asset.name
                     ),
                 ),

@@ -294,12 +294,18 @@ fn inputs_of(account: &str, job: &Job) -> Next {
     };
     inputs
         .into_iter()
-        .map(|i| {
-            let node = match i.version {
-                Some(v) => NodeRef::model(&i.asset.owner, &i.asset.name, v),
-                None => NodeRef::dataset(&i.asset.owner, &i.asset.name),
-            };
-            (node, Relation::Read, String::new())
+        .map(|i| match (i.asset.kind, i.version) {
+            (AssetKind::Model, Some(v)) => (
+                NodeRef::model(&i.asset.owner, &i.asset.name, v),
+                Relation::Read,
+                String::new(),
+            ),
+            // A dataset's saved version is said on the edge.
+            (_, version) => (
+                NodeRef::dataset(&i.asset.owner, &i.asset.name),
+                Relation::Read,
+                version.map(|v| format!("version {v}")).unwrap_or_default(),
+            ),
         })
         .collect()
 }

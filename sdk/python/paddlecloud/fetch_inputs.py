@@ -20,9 +20,9 @@ Environment (set by the console)::
                               folder ``<root>/<kind>s/<owner>/<name>`` is mounted
                               from the node (only those: a pod sees nothing else)
 
-Each input is kept once per node, by revision: a model version as ``v<N>`` (a
-finished version never changes), a dataset as ``r<ms>``, the time of its last
-change (the console sends it with the archive, read before the files were). A
+Each input is kept once per node, by revision: a model version or a dataset's
+saved version as ``v<N>`` (a finished version never changes), a dataset's
+working files as ``r<ms>``, the time of their last change (the console sends it with the archive, read before the files were). A
 revision already there is used as it is, so a second job on the node downloads
 nothing; a lock per input makes replicas starting together fetch it once. What
 is fetched lands in a scratch folder and moves into place whole. The pod's
@@ -81,7 +81,7 @@ def read_json(url, token):
 
 def revision_now(server, token, item):
     """The revision the console holds now: ``v<N>`` or ``r<ms>``."""
-    if item["kind"] == "model":
+    if item.get("version") is not None:
         return f"v{int(item['version'])}"
     url = asset_url(server, "dataset", item["owner"], item["name"])
     return f"r{int(read_json(url, token)['updated_at'])}"
@@ -110,7 +110,7 @@ def evict(folder, keep):
 def download_revision(server, token, item, folder):
     """Fetches the input into ``folder``; returns (revision, files, bytes)."""
     url = asset_url(server, item["kind"], item["owner"], item["name"]) + "/archive.zip"
-    if item["kind"] == "model":
+    if item.get("version") is not None:
         url += "?version=" + str(int(item["version"]))
     scratch = tempfile.mkdtemp(prefix=".fetch-", dir=folder)
     archive = scratch + ".zip"
@@ -118,7 +118,7 @@ def download_revision(server, token, item, folder):
         seen = {}
         size = fetch(url, token, archive, seen)
         files = unzip(archive, scratch)
-        if item["kind"] == "model":
+        if item.get("version") is not None:
             revision = f"v{int(item['version'])}"
         else:
             revision = seen.get(REVISION_HEADER)
@@ -141,7 +141,9 @@ def download_revision(server, token, item, folder):
 
 def one(server, token, item, cache, links, log):
     kind, owner, name = item["kind"], item["owner"], item["name"]
-    shown = f"{kind} {owner}/{name}" + (f" version {item['version']}" if kind == "model" else "")
+    shown = f"{kind} {owner}/{name}" + (
+        f" version {item['version']}" if item.get("version") is not None else ""
+    )
     folder = os.path.join(cache, kind + "s", owner, name)
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, ".lock"), "a") as lock:

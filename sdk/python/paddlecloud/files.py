@@ -163,6 +163,32 @@ class FilesMixin:
             self._put("models", owner, name, local, rel, version)
         return self._json("POST", f"{base}/versions/{version}/finish")
 
+    def save_dataset_version(
+        self,
+        name: str,
+        *,
+        description: str = "",
+        tags: Union[str, Iterable[str]] = "",
+    ) -> Dict[str, Any]:
+        """Saves dataset ``name``'s files as they are now as its next version,
+        which never changes (jobs read it as ``name:N``); returns the version
+        (``{"version", "state": "ready", "files", "bytes", ...}``). Inside a job
+        it records the job (``$PADDLE_JOB_ID``)."""
+        owner, bare = self._split(name)
+        body = {
+            "description": description,
+            "tags": _tag_list(tags),
+            "job": os.environ.get("PADDLE_JOB_ID") or None,
+        }
+        return self._json(
+            "POST", f"/datasets/{owner}/{urllib.parse.quote(bare, safe='')}/versions", body=body
+        )
+
+    def dataset_versions(self, name: str) -> List[Dict[str, Any]]:
+        """A dataset's saved versions, newest first; ``name`` or ``owner/name``."""
+        owner, bare = self._split(name)
+        return self._json("GET", f"/datasets/{owner}/{urllib.parse.quote(bare, safe='')}/versions")
+
     def model_versions(self, name: str) -> List[Dict[str, Any]]:
         """A model's versions, newest first; ``name`` or ``owner/name``."""
         owner, bare = self._split(name)
@@ -197,10 +223,11 @@ class FilesMixin:
                 got.append(target)
         return got
 
-    def download_dataset(self, name: str, dest: PathLike) -> List[str]:
+    def download_dataset(self, name: str, dest: PathLike, version: Optional[int] = None) -> List[str]:
         """Downloads every file of dataset ``name`` (or ``owner/name``) into
-        folder ``dest``; returns the files written."""
-        return self._download("datasets", name, dest, None)
+        folder ``dest``: its working files, or saved ``version``; returns the
+        files written."""
+        return self._download("datasets", name, dest, version)
 
     def download_model(self, name: str, dest: PathLike, version: Optional[int] = None) -> List[str]:
         """Downloads a model version (default: the newest finished one) into

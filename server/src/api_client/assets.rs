@@ -107,12 +107,12 @@ impl ApiClient {
         Ok((partial, self.check(Ok(response))?.into_reader()))
     }
 
-    /// A model's versions, newest first.
+    /// A model's or dataset's versions, newest first.
     pub fn versions(&self, t: &Target) -> Result<Vec<ModelVersion>, ClientError> {
         self.json(self.get(&self.asset_url(t, &["versions"])).call())
     }
 
-    /// Starts a model version.
+    /// Starts a model version, or saves a dataset's files as one.
     pub fn create_version(
         &self,
         t: &Target,
@@ -122,6 +122,7 @@ impl ApiClient {
             description: form.description.clone(),
             tags: tag_list(&form.tags),
             job: form.job.clone(),
+            empty: form.empty,
         };
         self.json(
             self.post(&self.asset_url(t, &["versions"]))

@@ -9,6 +9,7 @@ mod aliases;
 mod folder;
 mod local_view;
 pub mod objects;
+mod versions;
 
 use std::path::PathBuf;
 
@@ -110,7 +111,7 @@ impl SqlAssets {
     ) -> Result<i64, AppError> {
         match (row.asset.kind, slot) {
             (AssetKind::Dataset, Slot::Dataset) => Ok(0),
-            (AssetKind::Model, Slot::Version(v)) => {
+            (kind, Slot::Version(v)) => {
                 let versions = self.store.versions(row.id).await?;
                 if versions
                     .iter()
@@ -119,13 +120,11 @@ impl SqlAssets {
                     Ok(i64::from(v))
                 } else {
                     Err(AppError::not_found(format!(
-                        "Version {v} of model “{}”",
+                        "Version {v} of {} “{}”",
+                        kind.as_str(),
                         row.asset.name
                     )))
                 }
-            }
-            (AssetKind::Dataset, Slot::Version(_)) => {
-                Err(AppError::invalid("version", "Datasets have no versions."))
             }
             (AssetKind::Model, Slot::Dataset) => Err(AppError::invalid(
                 "version",
@@ -134,8 +133,10 @@ impl SqlAssets {
         }
     }
 
+    /// `files` for a dataset's working files (version 0), `v<N>` for a
+    /// version of either kind.
     fn prefix(row: &AssetRow, version: i64) -> Path {
-        let slot = if row.asset.kind == AssetKind::Dataset {
+        let slot = if version == 0 {
             "files".to_owned()
         } else {
             format!("v{version}")
@@ -215,16 +216,16 @@ impl Assets for SqlAssets {
 
     async fn delete(&self, me: &Me, r: &AssetRef) -> Result<(), AppError> {
         let row = self.owned(me, r).await?;
-        let versions: Vec<i64> = match row.asset.kind {
-            AssetKind::Dataset => vec![0],
-            AssetKind::Model => self
-                .store
-                .versions(row.id)
-                .await?
-                .iter()
-                .map(|v| i64::from(v.version))
-                .collect(),
-        };
+        let mut versions: Vec<i64> = self
+            .store
+            .versions(row.id)
+            .await?
+            .iter()
+            .map(|v| i64::from(v.version))
+            .collect();
+        if row.asset.kind == AssetKind::Dataset {
+            versions.push(0);
+        }
         for v in versions {
             let keys = self
                 .store
@@ -480,15 +481,7 @@ impl Assets for SqlAssets {
     }
 
     async fn versions(&self, viewer: &Viewer, r: &AssetRef) -> Result<Vec<ModelVersion>, AppError> {
-        let (row, access) = self.readable(viewer, r).await?;
-        if row.asset.kind != AssetKind::Model {
-            return Err(AppError::invalid("version", "Datasets have no versions."));
-        }
-        let mut versions = self.store.versions(row.id).await?;
-        if access != Access::Owner {
-            versions.retain(|v| v.state == READY);
-        }
-        Ok(versions)
+        self.list_versions(viewer, r).await
     }
 
     async fn aliases(
@@ -535,31 +528,7 @@ impl Assets for SqlAssets {
         r: &AssetRef,
         form: VersionForm,
     ) -> Result<ModelVersion, AppError> {
-        let row = self.owned(me, r).await?;
-        if row.asset.kind != AssetKind::Model {
-            return Err(AppError::invalid("version", "Datasets have no versions."));
-        }
-        let tags = parse_tags(&form.tags)?;
-        let job = form
-            .job
-            .map(|j| j.trim().to_owned())
-            .filter(|j| !j.is_empty());
-        let next = self
-            .store
-            .new_version(
-                row.id,
-                form.description.trim(),
-                &tags,
-                job.as_deref(),
-                &me.email,
-                now_ms(),
-            )
-            .await?;
-        let n = u32::try_from(next).unwrap_or(0);
-        if !tags.is_empty() {
-            return self.tag_version(me, r, n, &tags.join(",")).await;
-        }
-        self.find_version(row.id, n).await
+        self.new_version(me, r, form).await
     }
 
     async fn finish_version(
@@ -568,18 +537,7 @@ impl Assets for SqlAssets {
         r: &AssetRef,
         version: u32,
     ) -> Result<ModelVersion, AppError> {
-        let row = self.owned(me, r).await?;
-        let v = self
-            .slot_version(&row, Access::Owner, Slot::Version(version))
-            .await?;
-        if self.store.files(row.id, v).await?.is_empty() {
-            return Err(AppError::invalid(
-                "version",
-                "Upload the version's files first: it has none.",
-            ));
-        }
-        self.store.finish_version(row.id, v).await?;
-        self.find_version(row.id, version).await
+        self.complete_version(me, r, version).await
     }
 
     async fn tag_version(
@@ -589,82 +547,19 @@ impl Assets for SqlAssets {
         version: u32,
         tags: &str,
     ) -> Result<ModelVersion, AppError> {
-        let row = self.owned(me, r).await?;
-        let v = self
-            .slot_version(&row, Access::Owner, Slot::Version(version))
-            .await?;
-        let tags = parse_tags(tags)?;
-        // A stage (production, candidate) is on one version at a time: it moves.
-        let mut changes = Vec::new();
-        for other in self.store.versions(row.id).await? {
-            if other.version == version {
-                continue;
-            }
-            let kept: Vec<String> = other
-                .tags
-                .iter()
-                .filter(|t| !(STAGES.contains(&t.as_str()) && tags.contains(t)))
-                .cloned()
-                .collect();
-            if kept.len() != other.tags.len() {
-                changes.push((i64::from(other.version), kept));
-            }
-        }
-        changes.push((v, tags));
-        self.store.set_version_tags(row.id, &changes).await?;
-        self.find_version(row.id, version).await
+        self.retag_version(me, r, version, tags).await
     }
 
     async fn local_dir(&self, me: &Me, r: &AssetRef, slot: Slot) -> Result<PathBuf, AppError> {
-        let (row, _) = self.readable(&Viewer::User(me.clone()), r).await?;
-        let version = match (row.asset.kind, slot) {
-            (AssetKind::Dataset, Slot::Dataset) => 0,
-            (AssetKind::Model, Slot::Version(v)) => i64::from(v),
-            (AssetKind::Dataset, _) => {
-                return Err(AppError::invalid(
-                    "datasets",
-                    format!("“{}” is a dataset, it has no versions.", r.name),
-                ))
-            }
-            (AssetKind::Model, _) => {
-                return Err(AppError::invalid(
-                    "model",
-                    format!("Say which version of “{}”.", r.name),
-                ))
-            }
-        };
-        self.local_view(&row, version).await
-    }
-}
-
-impl SqlAssets {
-    /// Refuses to change the files of a finished model version.
-    async fn unfinished(&self, row: &AssetRow, slot: Slot) -> Result<(), AppError> {
-        if let Slot::Version(n) = slot {
-            let ready = self
-                .store
-                .versions(row.id)
-                .await?
-                .iter()
-                .any(|x| x.version == n && x.state == READY);
-            if ready {
-                return Err(AppError::Conflict {
-                    field: None,
-                    message: format!(
-                        "Version {n} is complete and cannot change; register a new version."
-                    ),
-                });
-            }
+        let (row, access) = self.readable(&Viewer::User(me.clone()), r).await?;
+        if (row.asset.kind, slot) == (AssetKind::Model, Slot::Dataset) {
+            return Err(AppError::invalid(
+                "model",
+                format!("Say which version of “{}”.", r.name),
+            ));
         }
-        Ok(())
-    }
-
-    async fn find_version(&self, asset_id: i64, version: u32) -> Result<ModelVersion, AppError> {
-        self.store
-            .versions(asset_id)
-            .await?
-            .into_iter()
-            .find(|v| v.version == version)
-            .ok_or(AppError::Internal)
+        // A version must exist (and be complete, but to its owner).
+        let version = self.slot_version(&row, access, slot).await?;
+        self.local_view(&row, version).await
     }
 }

@@ -246,6 +246,16 @@ impl Objects {
         Ok(out)
     }
 
+    /// Copies `from` to `to` inside the store: a hard link on a local
+    /// folder (no bytes copied; the console only ever replaces a file whole,
+    /// so the two never change together), a server-side copy on S3.
+    pub async fn copy(&self, from: &Path, to: &Path) -> Result<(), AppError> {
+        self.store
+            .copy(from, to)
+            .await
+            .map_err(store_err("copy file"))
+    }
+
     /// Deletes `keys` (missing ones are fine).
     pub async fn delete(&self, keys: Vec<Path>) -> Result<(), AppError> {
         for key in keys {

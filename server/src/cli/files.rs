@@ -51,6 +51,10 @@ pub struct UploadArgs {
     /// Comma-separated tags (of a new dataset, or of the model version, e.g. `candidate`).
     #[arg(long, default_value = "")]
     pub tags: String,
+    /// Datasets: after the upload, save the dataset's files as they then
+    /// are as a new version (jobs read it as `name:N`), described by this.
+    #[arg(long, value_name = "DESCRIPTION")]
+    pub save_version: Option<String>,
     /// Which console, as whom.
     #[command(flatten)]
     pub remote: RemoteArgs,
@@ -63,7 +67,8 @@ pub struct DownloadArgs {
     pub kind: KindArg,
     /// `name` (in your account) or `owner/name` (shared with you, or public).
     pub name: String,
-    /// A model's version (default: its newest finished one).
+    /// A model's version (default: its newest finished one), or a saved
+    /// version of a dataset (default: its working files).
     #[arg(long)]
     pub version: Option<u32>,
     /// Only this file or folder.
@@ -178,6 +183,9 @@ pub fn upload(args: UploadArgs) -> anyhow::Result<()> {
     let client = args.remote.client()?;
     let me = me(&client)?;
     let kind = AssetKind::from(args.kind);
+    if kind == AssetKind::Model && args.save_version.is_some() {
+        bail!("--save-version is for datasets: uploading a model already makes a new version");
+    }
     let files = local_files(&args.paths, &args.to)?;
     if files.is_empty() {
         bail!("no files to upload under {:?}", args.paths);
@@ -219,6 +227,7 @@ pub fn upload(args: UploadArgs) -> anyhow::Result<()> {
                 job: std::env::var("PADDLE_JOB_ID")
                     .ok()
                     .filter(|j| !j.is_empty()),
+                empty: true,
             };
             Some(client.create_version(&target, &form)?.version)
         }
@@ -272,14 +281,36 @@ pub fn upload(args: UploadArgs) -> anyhow::Result<()> {
                 format_bytes(total)
             );
         }
-        None => println!(
-            "dataset {}/{}: uploaded {} files, {} in {}",
-            me.account.name,
-            args.name,
-            files.len(),
-            format_bytes(total),
-            rate(total, started.elapsed())
-        ),
+        None => {
+            println!(
+                "dataset {}/{}: uploaded {} files, {} in {}",
+                me.account.name,
+                args.name,
+                files.len(),
+                format_bytes(total),
+                rate(total, started.elapsed())
+            );
+            if let Some(description) = &args.save_version {
+                let form = VersionForm {
+                    description: description.clone(),
+                    job: std::env::var("PADDLE_JOB_ID")
+                        .ok()
+                        .filter(|j| !j.is_empty()),
+                    ..VersionForm::default()
+                };
+                let v = client.create_version(&target, &form)?;
+                println!(
+                    "dataset {}/{} v{}: {} files, {} (read it as {}:{})",
+                    me.account.name,
+                    args.name,
+                    v.version,
+                    v.files,
+                    format_bytes(v.bytes),
+                    args.name,
+                    v.version
+                );
+            }
+        }
     }
     Ok(())
 }
@@ -315,7 +346,7 @@ pub fn download(args: DownloadArgs) -> anyhow::Result<()> {
         );
     }
     let version = match kind {
-        AssetKind::Dataset => None,
+        AssetKind::Dataset => args.version,
         AssetKind::Model => Some(match args.version {
             Some(v) => v,
             None => client

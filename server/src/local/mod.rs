@@ -196,10 +196,11 @@ impl LocalCluster {
         let assets = &self.inner.assets;
         let mut folders = Vec::new();
         for input in app::models::job_inputs(&by.account.name, &spec.datasets, &spec.models)? {
-            let (slot, field, kind) = match input.version {
-                Some(v) => (app::ports::Slot::Version(v), "models", "model"),
-                None => (app::ports::Slot::Dataset, "datasets", "dataset"),
+            let (field, kind) = match input.asset.kind {
+                app::models::AssetKind::Model => ("models", "model"),
+                app::models::AssetKind::Dataset => ("datasets", "dataset"),
             };
+            let slot = app::ports::Slot::of(input.asset.kind, input.version)?;
             let dir = assets
                 .local_dir(by, &input.asset, slot)
                 .await
@@ -207,8 +208,13 @@ impl LocalCluster {
                     AppError::NotFound { .. } => AppError::invalid(
                         field,
                         format!(
-                            "There is no {kind} “{}/{}” you can read.",
-                            input.asset.owner, input.asset.name
+                            "There is no {kind} “{}/{}”{} you can read.",
+                            input.asset.owner,
+                            input.asset.name,
+                            input
+                                .version
+                                .map(|v| format!(" version {v}"))
+                                .unwrap_or_default()
                         ),
                     ),
                     other => other,

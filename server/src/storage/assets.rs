@@ -627,4 +627,43 @@ impl AssetStore {
         }
         tx.commit().await.map_err(internal("commit tag version"))
     }
+
+    /// Indexes a saved version's files (copied into its place, with their
+    /// sizes and times) and marks it complete, in one transaction: a version
+    /// is whole or still uploading.
+    pub async fn complete_version(
+        &self,
+        asset_id: i64,
+        version: i64,
+        files: &[FileEntry],
+    ) -> Result<(), AppError> {
+        let mut tx = self
+            .pool
+            .begin_write()
+            .await
+            .map_err(internal("begin save version"))?;
+        for f in files {
+            sqlx::query(
+                "INSERT INTO asset_files (asset_id, version, path, size, modified) VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (asset_id, version, path) DO UPDATE SET size = excluded.size, modified = excluded.modified",
+            )
+            .bind(asset_id)
+            .bind(version)
+            .bind(&f.path)
+            .bind(i64::try_from(f.size).unwrap_or(i64::MAX))
+            .bind(f.modified)
+            .execute(&mut *tx)
+            .await
+            .map_err(internal("index a saved version's file"))?;
+        }
+        sqlx::query(
+            "UPDATE model_versions SET state = 'ready' WHERE asset_id = $1 AND version = $2",
+        )
+        .bind(asset_id)
+        .bind(version)
+        .execute(&mut *tx)
+        .await
+        .map_err(internal("finish a saved version"))?;
+        tx.commit().await.map_err(internal("commit save version"))
+    }
 }

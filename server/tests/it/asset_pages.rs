@@ -391,8 +391,8 @@ async fn a_model_page_lists_versions_and_takes_files_only_while_a_version_is_upl
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_dataset_asked_for_with_a_version_is_refused_alike_by_its_page_its_upload_form_and_rest()
-{
+async fn a_dataset_version_that_is_not_there_is_not_found_alike_by_its_page_its_upload_form_and_rest(
+) {
     let site = site().await;
     let cookie = site.sign_up("vision").await;
     let res = site
@@ -418,7 +418,7 @@ async fn a_dataset_asked_for_with_a_version_is_refused_alike_by_its_page_its_upl
         StatusCode::CREATED
     );
 
-    // REST: a version on a dataset's file routes is a 400 on the field.
+    // REST: a version the dataset does not have is not found.
     let rest = site
         .send(
             Request::get("/api/v1/datasets/vision/digits/files?version=2")
@@ -427,18 +427,24 @@ async fn a_dataset_asked_for_with_a_version_is_refused_alike_by_its_page_its_upl
                 .unwrap(),
         )
         .await;
-    assert_eq!(rest.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(rest.status(), StatusCode::NOT_FOUND);
     let body: serde_json::Value = serde_json::from_str(&text(rest).await).unwrap();
-    assert_eq!(body["error"]["field"], "version");
-    assert_eq!(body["error"]["message"], "Datasets have no versions.");
+    assert_eq!(
+        body["error"]["message"],
+        "Version 2 of dataset “digits” not found."
+    );
 
-    // The page says the same instead of listing the files as if no version were asked.
+    // The page says the same instead of listing the working files as if no
+    // version were asked.
     let page = html(
         site.get("/datasets/vision/digits?version=2", Some(&cookie))
             .await,
     )
     .await;
-    assert!(page.contains("Datasets have no versions."), "{page}");
+    assert!(
+        page.contains("Version 2 of dataset “digits” not found."),
+        "{page}"
+    );
     assert!(!page.contains("data-path=\"a.txt\""), "{page}");
     let listed = html(site.get("/datasets/vision/digits", Some(&cookie)).await).await;
     assert!(listed.contains("data-path=\"a.txt\""), "{listed}");
@@ -451,7 +457,7 @@ async fn a_dataset_asked_for_with_a_version_is_refused_alike_by_its_page_its_upl
         &[("files", "b.txt", "two")],
     )
     .await;
-    assert!(back.contains("upload_error=Datasets"), "{back}");
+    assert!(back.contains("upload_error=Version"), "{back}");
     let listed = html(site.get("/datasets/vision/digits", Some(&cookie)).await).await;
     assert!(!listed.contains("data-path=\"b.txt\""), "{listed}");
 }

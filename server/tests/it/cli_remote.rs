@@ -563,7 +563,8 @@ fn tree(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
 }
 
 #[test]
-fn a_user_uploads_a_folder_a_job_reads_it_and_downloads_resume_where_they_stopped() {
+fn a_user_uploads_a_folder_saves_a_version_a_job_reads_it_and_downloads_resume_where_they_stopped()
+{
     let dir = tempfile::tempdir().unwrap();
     let console = Console::start(dir.path());
     let creds = set_up(dir.path(), &console.url);
@@ -666,6 +667,81 @@ fn a_user_uploads_a_folder_a_job_reads_it_and_downloads_resume_where_they_stoppe
     assert!(progress.contains("README.md  up to date"), "{progress}");
     assert_eq!(std::fs::read(&all).unwrap(), big);
     assert!(!dest.join("train/images/all.bin.part").exists());
+
+    // A dataset's files saved as a version with the upload; the working
+    // README changes after, version 1 keeps the old one, and a job reads it.
+    let readme = dir.path().join("README.md");
+    std::fs::write(&readme, "# MNIST, v1\n").unwrap();
+    let out = ok(&run(
+        &[
+            "upload",
+            "dataset",
+            "mnist",
+            readme.to_str().unwrap(),
+            "--save-version",
+            "the first README",
+        ],
+        &creds,
+        None,
+    ));
+    assert!(
+        out.contains("dataset vision/mnist v1: 3 files") && out.contains("read it as mnist:1"),
+        "{out}"
+    );
+    std::fs::write(&readme, "# MNIST, changed\n").unwrap();
+    ok(&run(
+        &["upload", "dataset", "mnist", readme.to_str().unwrap()],
+        &creds,
+        None,
+    ));
+    let v1 = dir.path().join("v1");
+    ok(&run(
+        &[
+            "download",
+            "dataset",
+            "mnist",
+            "--version",
+            "1",
+            "--out",
+            v1.to_str().unwrap(),
+        ],
+        &creds,
+        None,
+    ));
+    assert_eq!(
+        std::fs::read_to_string(v1.join("README.md")).unwrap(),
+        "# MNIST, v1\n"
+    );
+    ok(&run(
+        &[
+            "submit",
+            "reader-v1",
+            "--dataset",
+            "mnist:1",
+            "--wait",
+            "--",
+            "sh",
+            "-c",
+            "cat \"$PADDLE_DATASET_DIR_MNIST/README.md\"",
+        ],
+        &creds,
+        None,
+    ));
+    let log = ok(&run(&["logs", "reader-v1"], &creds, None));
+    assert!(log.contains("# MNIST, v1"), "{log}");
+    let err = failed(&run(
+        &[
+            "upload",
+            "model",
+            "resnet",
+            readme.to_str().unwrap(),
+            "--save-version",
+            "x",
+        ],
+        &creds,
+        None,
+    ));
+    assert!(err.contains("--save-version is for datasets"), "{err}");
 
     // A model: each upload is a version; download takes the newest.
     let model = dir.path().join("model");

@@ -50,11 +50,16 @@ python3 -c 'import os, paddlecloud; print("sdk-model-dir=" + paddlecloud.model_d
 "#;
 
 async fn run_reader(to: &Endpoint<'_>, key: &str, name: &str) -> String {
+    run_reader_of(to, key, name, "digits").await
+}
+
+/// [`run_reader`] of `dataset` (`digits`, or a saved version `digits:N`).
+async fn run_reader_of(to: &Endpoint<'_>, key: &str, name: &str, dataset: &str) -> String {
     let spec = json!({
         "name": name, "image": "python:3.11-slim",
         "command": ["sh", "-c", READER],
         "num_trainers": 1, "trainer": {"cpu": "200m", "memory": "128Mi"},
-        "datasets": ["digits"], "models": ["base"],
+        "datasets": [dataset], "models": ["base"],
     });
     call_ok(to, key, Method::POST, "/api/v1/jobs", Some(spec)).await;
     wait_for(to, key, name, "succeeded", Duration::from_secs(120)).await;
@@ -164,6 +169,17 @@ async fn a_jobs_datasets_and_model_versions_are_in_its_pod_read_only_and_fetched
     assert!(!second.contains("fetched"), "{second}");
     says(&second, "labels=0,1");
 
+    // The files as they are saved as version 1, then changed.
+    let saved = call_ok(
+        &to,
+        &key,
+        Method::POST,
+        &format!("{dataset}/versions"),
+        Some(json!({"description": "before the change"})),
+    )
+    .await;
+    assert_eq!(saved["version"], 1);
+
     // A changed dataset is a new revision: fetched again, the old one kept
     // for jobs that may still read it.
     common::rest::put_file(&site, &key, &dataset, "labels.csv", "2,3").await;
@@ -175,6 +191,22 @@ async fn a_jobs_datasets_and_model_versions_are_in_its_pod_read_only_and_fetched
     );
     says(&third, "labels=2,3");
     assert_eq!(revisions_on_the_node(&account).len(), 2);
+
+    // The saved version is fetched as v1 and holds the files as they were;
+    // a second job finds it in the node's cache.
+    let old = run_reader_of(&to, &key, "saved", "digits:1").await;
+    says(
+        &old,
+        &format!("dataset {account}/digits version 1: fetched v1"),
+    );
+    says(&old, "labels=0,1");
+    says(&old, "train=alpha");
+    let again = run_reader_of(&to, &key, "saved-again", "digits:1").await;
+    says(
+        &again,
+        &format!("dataset {account}/digits version 1: v1 in the node's cache"),
+    );
+    assert_eq!(revisions_on_the_node(&account).len(), 3);
 
     // What the submitter cannot read is refused before anything runs.
     let refused = to

@@ -133,11 +133,7 @@ async fn model_versions(
     };
     for (i, files) in versions.iter().enumerate() {
         let v = i as u32 + 1;
-        let version = VersionForm {
-            description: String::new(),
-            tags: String::new(),
-            job: None,
-        };
+        let version = VersionForm::default();
         assets.create_version(me, &r, version).await.unwrap();
         for (path, bytes) in files {
             let bytes = bytes::Bytes::from(bytes.clone());

@@ -121,6 +121,16 @@ async fn team() -> (Team, SmtpServer) {
     )
     .await;
     assert_eq!(put.status, StatusCode::CREATED, "{}", put.body);
+    // The dataset's version 1, which the version routes name.
+    let saved = call(
+        &site,
+        Method::POST,
+        "/api/v1/datasets/team/data/versions",
+        Some(&owner),
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(saved.status, StatusCode::CREATED, "{}", saved.body);
 
     let members = call(&site, Method::GET, "/api/v1/members", Some(&owner), None).await;
     let owner_id = members.json()["members"][0]["user_id"].as_i64().unwrap();
@@ -232,7 +242,7 @@ fn body_for(method: &Method, template: &str) -> Option<Value> {
         ("POST", "/api/v1/jobs/{name}/metrics") => {
             Some(json!([{"tag": "loss", "step": 1, "value": 1.0, "wall_time": 1.0}]))
         }
-        ("PUT", "/api/v1/models/{owner}/{name}/versions/{version}/tags") => {
+        ("PUT", "/api/v1/{kind}/{owner}/{name}/versions/{version}/tags") => {
             Some(json!({"tags": ["x"]}))
         }
         ("PUT", "/api/v1/models/{owner}/{name}/aliases/{alias}") => Some(json!({"version": 1})),

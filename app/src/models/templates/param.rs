@@ -93,7 +93,7 @@ impl TemplateParam {
             ParamType::Dataset => match text {
                 Some(t) if !t.is_empty() => Ok(TemplateValue::Text(t.to_owned())),
                 _ => bad(format!(
-                    "{name} takes the name of a dataset (or owner/name)."
+                    "{name} takes the name of a dataset (or owner/name), with :N for a saved version."
                 )),
             },
         }

@@ -113,10 +113,12 @@ fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
     let version = v
         .version
         .and_then(|n| v.versions.iter().find(|x| x.version == n).cloned());
+    // Into a dataset's working files, or a version still uploading.
     let can_upload = owner
-        && match a.kind {
-            AssetKind::Dataset => true,
-            AssetKind::Model => version.as_ref().is_some_and(|x| x.state == "uploading"),
+        && match (a.kind, &version) {
+            (AssetKind::Dataset, None) => v.version.is_none(),
+            (_, Some(x)) => x.state == "uploading",
+            (AssetKind::Model, None) => false,
         };
     let access = match a.access {
         Access::Owner => "yours",
@@ -124,13 +126,14 @@ fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
         Access::Public => "public",
         Access::Link => "opened by link",
     };
-    let zip_label = match (a.kind, v.version) {
-        (AssetKind::Model, Some(n)) => format!("Download v{n} (zip)"),
-        _ => "Download all (zip)".to_owned(),
+    let zip_label = match v.version {
+        Some(n) => format!("Download v{n} (zip)"),
+        None => "Download all (zip)".to_owned(),
     };
-    let has_files = match a.kind {
-        AssetKind::Dataset => a.files > 0,
-        AssetKind::Model => version.as_ref().is_some_and(|x| x.files > 0),
+    let has_files = match (a.kind, &version) {
+        (AssetKind::Dataset, None) => v.version.is_none() && a.files > 0,
+        (_, Some(x)) => x.files > 0,
+        (AssetKind::Model, None) => false,
     };
     let title = format!("{}/{}", a.owner, a.name);
     let zip_href = files.archive_url(v.version);
@@ -158,10 +161,12 @@ fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
         lineage.map(|node| view! { <crate::components::lineage::LineageSection node /> })
     });
     let versions = beside_regions(|| {
-        (a.kind == AssetKind::Model).then(|| view! {
+        view! {
             <VersionList r=r.clone() versions=v.versions.clone() shown=v.version owner page_path=page_path.clone() />
-            <AliasList r=r.clone() aliases=v.aliases.clone() history=v.alias_history.clone() versions=v.versions.clone() owner />
-        })
+            {(a.kind == AssetKind::Model).then(|| view! {
+                <AliasList r=r.clone() aliases=v.aliases.clone() history=v.alias_history.clone() versions=v.versions.clone() owner />
+            })}
+        }
     });
     let uploader = beside_regions(|| {
         can_upload.then(|| {
@@ -171,7 +176,7 @@ fn Loaded(v: AssetView, source: AssetSource) -> impl IntoView {
         })
     });
     let new_version = beside_regions(|| {
-        (owner && a.kind == AssetKind::Model && params.with_untracked(|p| p.get("new").is_some()))
+        (owner && params.with_untracked(|p| p.get("new").is_some()))
             .then(|| view! { <NewVersionDialog r=r.clone() page_path=page_path.clone() /> })
     });
     view! {

@@ -1,5 +1,7 @@
-//! A model's versions: who made each and from which job, its tags, its
-//! state; the owner starts a version, uploads into it, finishes and tags it.
+//! A model's or dataset's versions: who made each and from which job, its
+//! tags, its state. A model's owner starts a version, uploads into it,
+//! finishes and tags it; a dataset's owner saves its working files as a
+//! version, which jobs then read exactly (`name:N`).
 
 use leptos::prelude::*;
 use leptos_router::components::A;
@@ -11,18 +13,18 @@ use crate::components::dialog::Dialog;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::links::page_href;
 use crate::models::time::format_utc;
-use crate::models::{format_bytes, AssetOp, AssetRef, ModelVersion};
+use crate::models::{format_bytes, AssetKind, AssetOp, AssetRef, ModelVersion};
 
 /// The versions table; the shown one is highlighted.
 #[component]
 pub fn VersionList(
-    /// The model.
+    /// The model or dataset.
     r: AssetRef,
     /// Newest first.
     versions: Vec<ModelVersion>,
     /// The version whose files the page shows.
     shown: Option<u32>,
-    /// Whether the viewer owns the model.
+    /// Whether the viewer owns it.
     owner: bool,
     /// The page's path, for links that keep the rest of its state.
     page_path: String,
@@ -39,17 +41,35 @@ pub fn VersionList(
         }
     };
     let new_href = href(&[("new", Some("1".into()))]);
+    let dataset = r.kind == AssetKind::Dataset;
+    // A dataset's page shows its working files unless a version is chosen.
+    let working = (dataset && shown.is_some()).then(|| {
+        let back = href(&[("version", None), ("dir", None), ("file", None)]);
+        view! { <p><a href=back data-testid="working-files">"Back to the working files"</a></p> }
+    });
+    let (new_label, none_yet) = if dataset {
+        (
+            "Save as version",
+            "No versions yet. Save the files as they are now as a version: it never changes, and jobs read it as name:N.",
+        )
+    } else {
+        (
+            "New version",
+            "No versions yet. A job registers one with register_model(), or start one here and upload its files.",
+        )
+    };
     view! {
         <section class="versions" data-testid="versions">
             <div class="section-head">
                 <h2>"Versions"</h2>
-                {owner.then(|| view! { <A href=new_href attr:class="button primary">"New version"</A> })}
+                {owner.then(|| view! { <A href=new_href attr:class="button primary">{new_label}</A> })}
             </div>
+            {working}
             <FormError error=finish_error />
             <FormError error=tag_error />
             <FieldError error=tag_error field="tags" />
             {if versions.is_empty() {
-                view! { <p class="muted">"No versions yet. A job registers one with register_model(), or start one here and upload its files."</p> }.into_any()
+                view! { <p class="muted">{none_yet}</p> }.into_any()
             } else {
                 view! {
                     <table class="grid versions">
@@ -117,10 +137,11 @@ pub fn VersionList(
     }
 }
 
-/// Starts a version (`?new=1`): its description and tags; files follow.
+/// Starts a model's version (`?new=1`): its description and tags; files
+/// follow. For a dataset, saves its working files as the next version.
 #[component]
 pub fn NewVersionDialog(
-    /// The model.
+    /// The model or dataset.
     r: AssetRef,
     /// The page's path.
     page_path: String,
@@ -129,8 +150,21 @@ pub fn NewVersionDialog(
     let error = Signal::derive(last_error(action));
     let params = use_query_map();
     let close = move || params.with(|p| page_href(&page_path, p, &[("new", None)]));
+    let (title, hint, button) = if r.kind == AssetKind::Dataset {
+        (
+            format!("Save {} as a version", r.name),
+            "The dataset's files as they are now become its next version, which never changes (on a local store no bytes are copied). Jobs read it as name:N; the working files stay yours to change.",
+            "Save version",
+        )
+    } else {
+        (
+            format!("New version of {}", r.name),
+            "Then upload its files (an inference model tar.gz, its config) and press “Finish upload”.",
+            "Start version",
+        )
+    };
     view! {
-        <Dialog id="new-version-title" title={format!("New version of {}", r.name)} close=close>
+        <Dialog id="new-version-title" title=title close=close>
             <ChangeForm action r=r.clone() op=AssetOp::CreateVersion class="">
                 <FormError error />
                 <label for="version-description">"Description"</label>
@@ -138,9 +172,9 @@ pub fn NewVersionDialog(
                 <label for="version-tags">"Tags"</label>
                 <input id="version-tags" name="change[tags]" placeholder="candidate" />
                 <FieldError error field="tags" />
-                <p class="hint">"Then upload its files (an inference model tar.gz, its config) and press “Finish upload”."</p>
+                <p class="hint">{hint}</p>
                 <footer>
-                    <button type="submit" class="primary">"Start version"</button>
+                    <button type="submit" class="primary">{button}</button>
                 </footer>
             </ChangeForm>
         </Dialog>

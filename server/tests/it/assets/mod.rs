@@ -1,9 +1,10 @@
 //! Datasets and models as the CLI, the SDK and scripts reach them through
 //! `/api/v1`: files in and out (local folder and S3), sharing, bad paths,
-//! interrupted uploads, model versions, and jobs reading datasets; one
-//! module per concern, sharing the helpers here.
+//! interrupted uploads, model versions, datasets' saved versions, and jobs
+//! reading datasets; one module per concern, sharing the helpers here.
 
 mod bad_input;
+mod dataset_versions;
 mod job_datasets;
 mod job_models;
 mod round_trip;

@@ -1,6 +1,7 @@
 //! Dataset and model files on S3-compatible storage (moto's server): the
 //! round trip, streaming in parts, ranges, and storage that goes away.
 
+use super::dataset_versions::a_dataset_keeps_its_saved_versions;
 use super::job_datasets::a_job_reads_its_datasets;
 use super::round_trip::round_trip;
 use super::*;
@@ -21,6 +22,8 @@ async fn a_dataset_round_trips_through_rest_on_s3() {
 
     // A local job reads a dataset kept on S3 (fetched into a cache for it).
     a_job_reads_its_datasets(&site).await;
+    // Saved versions are server-side copies there.
+    a_dataset_keeps_its_saved_versions(&site).await;
 
     // When the storage goes away: a file is "unavailable" (503, not a
     // missing file), and a zip download fails instead of ending as a

@@ -1,6 +1,7 @@
-//! A model's versions: list, start one, finish it, tag it.
+//! A model's or dataset's versions: list, start one (a dataset: save its
+//! files as one), finish it, tag it.
 
-use app::models::{join_tags, AssetKind, AssetRef, ModelVersion, VersionBody};
+use app::models::{join_tags, ModelVersion, VersionBody};
 use app::ports::Viewer;
 use axum::extract::{Path, State};
 use axum::Json;
@@ -12,42 +13,42 @@ use crate::http::caller::{Caller, Writer};
 use crate::http::rest::json::JsonBody;
 use crate::http::AppState;
 
-fn model(owner: String, name: String) -> AssetRef {
-    AssetRef {
-        kind: AssetKind::Model,
-        owner,
-        name,
-    }
-}
+use super::asset;
 
-/// `GET /api/v1/models/{owner}/{name}/versions`: newest first.
-#[utoipa::path(get, path = "/api/v1/models/{owner}/{name}/versions", tag = "files",
-    params(("owner" = String, Path), ("name" = String, Path)),
+/// The `{kind}` of these routes in the OpenAPI document.
+const KIND: &str = "`datasets` or `models`";
+
+/// `GET /api/v1/{kind}/{owner}/{name}/versions`: newest first.
+#[utoipa::path(get, path = "/api/v1/{kind}/{owner}/{name}/versions", tag = "files",
+    params(("kind" = String, Path, description = KIND), ("owner" = String, Path), ("name" = String, Path)),
     responses((status = 200, body = Vec<ModelVersion>), (status = 404, body = ErrorBody)))]
 pub async fn versions(
     State(state): State<AppState>,
     Caller(who): Caller,
-    Path((owner, name)): Path<(String, String)>,
+    Path((kind, owner, name)): Path<(String, String, String)>,
 ) -> Result<Json<Vec<ModelVersion>>, ApiError> {
     Ok(Json(
         state
             .services
             .assets
-            .versions(&Viewer::User(who.me), &model(owner, name))
+            .versions(&Viewer::User(who.me), &asset(&kind, owner, name)?)
             .await?,
     ))
 }
 
-/// `POST /api/v1/models/{owner}/{name}/versions`: starts a version; upload
-/// its files with `PUT …/files/{path}?version=N`, then `…/versions/N/finish`.
-/// A job's token may register versions; they record the job.
-#[utoipa::path(post, path = "/api/v1/models/{owner}/{name}/versions", tag = "files", request_body = VersionBody,
-    params(("owner" = String, Path), ("name" = String, Path)),
-    responses((status = 201, body = ModelVersion), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+/// `POST /api/v1/{kind}/{owner}/{name}/versions`: a model's starts a
+/// version; upload its files with `PUT …/files/{path}?version=N`, then
+/// `…/versions/N/finish`. A dataset's saves its files as they are now as a
+/// new version, complete at once (or, with `"empty": true`, starts one to
+/// upload into as a model's). A job's token may register versions; they
+/// record the job.
+#[utoipa::path(post, path = "/api/v1/{kind}/{owner}/{name}/versions", tag = "files", request_body = VersionBody,
+    params(("kind" = String, Path, description = KIND), ("owner" = String, Path), ("name" = String, Path)),
+    responses((status = 201, body = ModelVersion), (status = 400, description = "A dataset with no files to save", body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn create_version(
     State(state): State<AppState>,
     Writer(who): Writer,
-    Path((owner, name)): Path<(String, String)>,
+    Path((kind, owner, name)): Path<(String, String, String)>,
     form: Result<JsonBody<VersionBody>, ApiError>,
 ) -> Result<(StatusCode, Json<ModelVersion>), ApiError> {
     let mut form = form?.0.into_form()?;
@@ -57,26 +58,26 @@ pub async fn create_version(
     let v = state
         .services
         .assets
-        .create_version(&who.me, &model(owner, name), form)
+        .create_version(&who.me, &asset(&kind, owner, name)?, form)
         .await?;
     Ok((StatusCode::CREATED, Json(v)))
 }
 
-/// `POST /api/v1/models/{owner}/{name}/versions/{version}/finish`: all its
+/// `POST /api/v1/{kind}/{owner}/{name}/versions/{version}/finish`: all its
 /// files are in; the version is complete and no longer changes.
-#[utoipa::path(post, path = "/api/v1/models/{owner}/{name}/versions/{version}/finish", tag = "files",
-    params(("owner" = String, Path), ("name" = String, Path), ("version" = u32, Path)),
+#[utoipa::path(post, path = "/api/v1/{kind}/{owner}/{name}/versions/{version}/finish", tag = "files",
+    params(("kind" = String, Path, description = KIND), ("owner" = String, Path), ("name" = String, Path), ("version" = u32, Path)),
     responses((status = 200, body = ModelVersion), (status = 400, body = ErrorBody)))]
 pub async fn finish_version(
     State(state): State<AppState>,
     Writer(who): Writer,
-    Path((owner, name, version)): Path<(String, String, u32)>,
+    Path((kind, owner, name, version)): Path<(String, String, String, u32)>,
 ) -> Result<Json<ModelVersion>, ApiError> {
     Ok(Json(
         state
             .services
             .assets
-            .finish_version(&who.me, &model(owner, name), version)
+            .finish_version(&who.me, &asset(&kind, owner, name)?, version)
             .await?,
     ))
 }
@@ -89,15 +90,15 @@ pub struct TagsRequest {
     pub tags: Vec<String>,
 }
 
-/// `PUT /api/v1/models/{owner}/{name}/versions/{version}/tags`.
-#[utoipa::path(put, path = "/api/v1/models/{owner}/{name}/versions/{version}/tags", tag = "files",
+/// `PUT /api/v1/{kind}/{owner}/{name}/versions/{version}/tags`.
+#[utoipa::path(put, path = "/api/v1/{kind}/{owner}/{name}/versions/{version}/tags", tag = "files",
     request_body = TagsRequest,
-    params(("owner" = String, Path), ("name" = String, Path), ("version" = u32, Path)),
+    params(("kind" = String, Path, description = KIND), ("owner" = String, Path), ("name" = String, Path), ("version" = u32, Path)),
     responses((status = 200, body = ModelVersion), (status = 400, body = ErrorBody)))]
 pub async fn tag_version(
     State(state): State<AppState>,
     Writer(who): Writer,
-    Path((owner, name, version)): Path<(String, String, u32)>,
+    Path((kind, owner, name, version)): Path<(String, String, String, u32)>,
     body: Result<JsonBody<TagsRequest>, ApiError>,
 ) -> Result<Json<ModelVersion>, ApiError> {
     let JsonBody(body) = body?;
@@ -107,7 +108,7 @@ pub async fn tag_version(
             .assets
             .tag_version(
                 &who.me,
-                &model(owner, name),
+                &asset(&kind, owner, name)?,
                 version,
                 &join_tags(&body.tags)?,
             )
