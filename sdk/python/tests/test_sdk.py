@@ -1059,6 +1059,89 @@ class FilesTest(ClientTestCase):
         for rel in ("train/labels.txt", "big.bin"):
             self.assertEqual((dest / rel).read_bytes(), (src / rel).read_bytes(), rel)
 
+    def test_a_saved_dataset_version_keeps_its_files_and_a_job_reads_it_by_number(self):
+        src = Path(tempfile.mkdtemp(dir=_tmp))
+        (src / "labels.txt").write_text("cat")
+        name = job_name("dsv")
+        self.client.upload_dataset(name, src)
+        v1 = self.client.save_dataset_version(name, description="first labels", tags=["clean"])
+        self.assertEqual((v1["version"], v1["state"], v1["files"]), (1, "ready", 1))
+        self.assertEqual((v1["description"], v1["tags"]), ("first labels", ["clean"]))
+        (src / "labels.txt").write_text("dog")
+        self.client.upload_dataset(name, src)
+        self.assertEqual([v["version"] for v in self.client.dataset_versions(name)], [1])
+        old = Path(tempfile.mkdtemp(dir=_tmp))
+        self.client.download_dataset(name, old, version=1)
+        self.assertEqual((old / "labels.txt").read_text(), "cat")
+        now = Path(tempfile.mkdtemp(dir=_tmp))
+        self.client.download_dataset(name, now)
+        self.assertEqual((now / "labels.txt").read_text(), "dog")
+        sdk = str(REPO / "sdk" / "python")
+        read = (
+            "import os, paddlecloud\n"
+            f"print('read', open(os.path.join(paddlecloud.dataset_dir('{name}'), 'labels.txt')).read())\n"
+        )
+        job = self.submit(
+            "readv1", ["python3", "-c", read], env={"PYTHONPATH": sdk}, datasets=[f"{name}:1"],
+        )
+        done = self.client.wait_job(job["name"], timeout=60, poll=0.2)
+        log = self.client.logs(job["name"])
+        self.assertEqual(done["status"], "succeeded", log)
+        self.assertIn("read cat", log)
+        with self.assertRaises(PaddleCloudError) as err:
+            self.submit("nothing", ["true"], datasets=[f"{name}:7"])
+        self.assertEqual(err.exception.field, "datasets")
+        self.assertIn("version 7", str(err.exception))
+
+    def test_a_job_of_two_replicas_scores_a_dataset_version_into_a_new_version(self):
+        import test_serving
+
+        python, why = test_serving._paddle_python()
+        if python is None:
+            if os.environ.get("PADDLECLOUD_REQUIRE_PADDLE") == "1":
+                self.fail(why)
+            self.skipTest(why)
+        test_serving.PYTHON = python
+        model = test_serving._export(Path(tempfile.mkdtemp(dir=_tmp)) / "tiny")
+        tiny = job_name("tiny")
+        self.client.register_model(tiny, model["model_dir"])
+        rows = [[1, 2, 3, 4], [0, 0, 0, 0], [2, 1, 0, -1]]
+        src = Path(tempfile.mkdtemp(dir=_tmp))
+        (src / "a.jsonl").write_text(json.dumps({"inputs": {"x": [rows[0]]}}) + "\n")
+        (src / "b.csv").write_text("".join(",".join(map(str, r)) + "\n" for r in rows))
+        inputs, outputs = job_name("rows"), job_name("scores")
+        self.client.upload_dataset(inputs, src)
+        self.client.save_dataset_version(inputs)
+        # The output: a dataset with an empty version the job writes into.
+        self.client._json("POST", "/datasets", body={"name": outputs})
+        owner = self.client.me()["account"]["name"]
+        started = self.client._json(
+            "POST", f"/datasets/{owner}/{outputs}/versions", body={"empty": True}
+        )
+        self.assertEqual(started["state"], "uploading")
+        job = self.submit(
+            "score", [python, "-m", "paddlecloud.score"], num_trainer=2,
+            env={
+                "PYTHONPATH": str(REPO / "sdk" / "python"),
+                "PADDLECLOUD_SCORE_OUTPUT": f"{owner}/{outputs}",
+                "PADDLECLOUD_SCORE_VERSION": str(started["version"]),
+            },
+            datasets=[f"{inputs}:1"], models=[tiny],
+        )
+        done = self.client.wait_job(job["name"], timeout=300, poll=0.5)
+        logs = self.client.logs(job["name"]) + self.client.logs(job["name"], "trainer-1")
+        self.assertEqual(done["status"], "succeeded", logs)
+        self.assertIn("all 2 file(s) scored", logs)
+        version = self.client.dataset_versions(outputs)[0]
+        self.assertEqual((version["state"], version["files"]), ("ready", 2), version)
+        dest = Path(tempfile.mkdtemp(dir=_tmp))
+        self.client.download_dataset(outputs, dest, version=version["version"])
+        name = test_serving.output_name(model)
+        b = [json.loads(x)["outputs"][name] for x in (dest / "b.csv.predictions.jsonl").read_text().splitlines()]
+        self.assertEqual(b, test_serving.expected_rows(rows))
+        a = json.loads((dest / "a.jsonl.predictions.jsonl").read_text())
+        self.assertEqual(a["outputs"][name], test_serving.expected_rows(rows[:1]))
+
     def test_a_job_reads_its_dataset_and_registers_its_output_as_a_model_version(self):
         src = Path(tempfile.mkdtemp(dir=_tmp))
         (src / "train").mkdir()

@@ -208,6 +208,10 @@ pub const SDK_FILES: &[(&str, &str)] = &[
         include_str!("../../../sdk/python/paddlecloud/runs.py"),
     ),
     (
+        "score.py",
+        include_str!("../../../sdk/python/paddlecloud/score.py"),
+    ),
+    (
         "serving.py",
         include_str!("../../../sdk/python/paddlecloud/serving.py"),
     ),

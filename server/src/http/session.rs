@@ -61,13 +61,14 @@ pub async fn resolve_session(
         return match services.access_keys.resolve_key(&key).await {
             Ok(Some(principal)) => {
                 if let Some(job) = principal.job_scope() {
-                    if !job_token_may(job, &parts.method, parts.uri.path()) {
+                    if !job_token_may(job, &parts.method, &parts.uri) {
                         return refuse(
                             parts.uri.path(),
                             AppError::forbidden(format!(
                                 "A job's token may only write and read the metrics (and metric \
-                                 files) of job “{job}” and its notebook, read datasets and \
-                                 register models; use an access key for anything else."
+                                 files) of job “{job}” and its notebook, read datasets, \
+                                 register models and write versions of datasets; use an \
+                                 access key for anything else."
                             )),
                         );
                     }
@@ -127,8 +128,12 @@ pub async fn resolve_session(
 
 /// What a job's own token may do: write and read that job's metrics, say
 /// whose it is, make models and register versions of them (recorded as the
-/// job's output), read datasets and models. Never delete anything.
-fn job_token_may(job: &str, method: &Method, path: &str) -> bool {
+/// job's output), read datasets and models, and write datasets' new
+/// versions (save one, or upload into one still open and finish it: a batch
+/// scoring's output), never their working files, and make no dataset.
+/// Never delete anything.
+fn job_token_may(job: &str, method: &Method, uri: &http::Uri) -> bool {
+    let path = uri.path();
     if path.starts_with(&format!("/api/v1/jobs/{job}/metrics"))
         || path.starts_with(&format!("/api/v1/jobs/{job}/metric-files/"))
         || path == format!("/api/v1/jobs/{job}/notebook/input")
@@ -144,7 +149,28 @@ fn job_token_may(job: &str, method: &Method, path: &str) -> bool {
         && (path == "/api/v1/me"
             || path == "/api/v1/datasets"
             || path.starts_with("/api/v1/datasets/"));
-    models || reads
+    models || reads || dataset_version_write(method, uri)
+}
+
+/// Writing a dataset's version: `POST /api/v1/datasets/{owner}/{name}/versions`,
+/// `POST …/versions/{v}/finish`, and `PUT …/files/{path}?version=N` (into a
+/// version; the asset layer refuses a complete one).
+fn dataset_version_write(method: &Method, uri: &http::Uri) -> bool {
+    let path = uri.path();
+    let Some(rest) = path.strip_prefix("/api/v1/datasets/") else {
+        return false;
+    };
+    let segments: Vec<&str> = rest.split('/').collect();
+    let into_version = || {
+        form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+            .any(|(name, value)| name == "version" && !value.is_empty())
+    };
+    match segments.as_slice() {
+        [_, _, "versions"] => method == Method::POST,
+        [_, _, "versions", _, "finish"] => method == Method::POST,
+        [_, _, "files", _, ..] => method == Method::PUT && into_version(),
+        _ => false,
+    }
 }
 
 /// What a serving instance's token may do: read the model it serves (the
@@ -283,6 +309,34 @@ pub async fn require_sign_in(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_jobs_token_writes_datasets_new_versions_never_their_working_files() {
+        let may =
+            |method: Method, uri: &str| job_token_may("score", &method, &uri.parse().unwrap());
+        assert!(!may(Method::POST, "/api/v1/datasets"));
+        assert!(may(Method::POST, "/api/v1/datasets/acme/out/versions"));
+        assert!(may(
+            Method::POST,
+            "/api/v1/datasets/acme/out/versions/3/finish"
+        ));
+        assert!(may(
+            Method::PUT,
+            "/api/v1/datasets/acme/out/files/a/b.jsonl?version=3"
+        ));
+        assert!(!may(Method::PUT, "/api/v1/datasets/acme/out/files/a.jsonl"));
+        assert!(!may(
+            Method::PUT,
+            "/api/v1/datasets/acme/out/files/a.jsonl?version="
+        ));
+        assert!(!may(
+            Method::DELETE,
+            "/api/v1/datasets/acme/out/files/a.jsonl?version=3"
+        ));
+        assert!(!may(Method::PATCH, "/api/v1/datasets/acme/out"));
+        assert!(!may(Method::POST, "/api/v1/datasets/acme/out/shares"));
+        assert!(may(Method::GET, "/api/v1/datasets/acme/out/files/a.jsonl"));
+    }
 
     fn pattern(p: &str) -> Vec<String> {
         segments(p).map(str::to_owned).collect()
