@@ -37,6 +37,9 @@ ROOT=$(dirname "$HERE")
 SELF="$HERE/$(basename "$0")"
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 case "$TARGET" in /*) ;; *) TARGET=$ROOT/$TARGET ;; esac
+# The site is where Leptos.toml puts it (below the repository), wherever
+# cargo's target dir is.
+SITE=$ROOT/$(cd "$ROOT" && leptos_conf site-root)
 CACHE="$TOOLS/console-image"
 BASE="$CACHE/base.tar"
 BASE_IMAGE=docker.io/library/debian:bookworm-slim
@@ -163,7 +166,7 @@ base() {
 console_stamp() {
   {
     sha256sum <"$TARGET/release/paddlecloud"
-    (cd "$TARGET/site" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+    (cd "$SITE" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
     sha256sum <"$ROOT/Leptos.toml"
     sha256sum <"$ROOT/deploy/Dockerfile"
     sha256sum <"$SELF"
@@ -214,7 +217,7 @@ build() {
   local out=${1:-$DEFAULT_OUT} ref version stamp art log
   need_root
   out=$(realpath -m "$out")
-  for f in "$TARGET/release/paddlecloud" "$TARGET/site/pkg/paddlecloud.wasm" "$ROOT/Leptos.toml"; do
+  for f in "$TARGET/release/paddlecloud" "$SITE/pkg/paddlecloud.wasm" "$ROOT/Leptos.toml"; do
     if [ ! -f "$f" ]; then
       echo "missing $f: run scripts/build.sh first (the image is made from its binary and site)" >&2
       exit 1
@@ -243,7 +246,7 @@ build() {
   mkdir -p "$art/target/release"
   cp -al "$TARGET/release/paddlecloud" "$art/target/release/" 2>/dev/null ||
     cp -a "$TARGET/release/paddlecloud" "$art/target/release/"
-  cp -a "$TARGET/site" "$art/target/site"
+  cp -a "$SITE" "$art/target/site"
   cp -a "$ROOT/Leptos.toml" "$art/Leptos.toml"
   bah tag "$(bah pull --quiet "oci-archive:$BASE")" "$BASE_IMAGE"
   log="$WORK/build.log"
