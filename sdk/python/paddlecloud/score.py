@@ -47,6 +47,7 @@ import os
 import sys
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -134,7 +135,7 @@ def score_file(service: Any, path: Path, out: io.TextIOBase) -> int:
             # One bad row should not cost the batch: each row on its own says which.
             for row in request:
                 status, one = service.predict_json(json.dumps({"inputs": [row]}).encode())
-                line = _first_row(one) if status == 200 else {"error": one.get("error")}
+                line = _row(one, 0) if status == 200 else {"error": one.get("error")}
                 out.write(json.dumps(line, allow_nan=False) + "\n")
                 answered += 1
             continue
@@ -151,10 +152,6 @@ def _row(answer: Dict[str, Any], i: int) -> Dict[str, Any]:
                         for name, value in outputs.items()}}
 
 
-def _first_row(answer: Dict[str, Any]) -> Dict[str, Any]:
-    return _row(answer, 0)
-
-
 class Output:
     """The output version, through the console's REST API with the job's token."""
 
@@ -164,17 +161,15 @@ class Output:
             raise ValueError(f"PADDLECLOUD_SCORE_OUTPUT {dataset!r} is not owner/name")
         self.client = client
         self.owner, self.name, self.version = owner, name, version
+        self.base = f"/datasets/{owner}/{urllib.parse.quote(name, safe='')}"
 
     def done(self) -> set:
         """The paths already in the version."""
-        import urllib.parse
-
-        base = f"/datasets/{self.owner}/{urllib.parse.quote(self.name, safe='')}"
         found, dirs = set(), [""]
         while dirs:
             folder = dirs.pop()
             query = [("dir", folder), ("version", self.version)]
-            for entry in self.client._json("GET", f"{base}/files", query=query):
+            for entry in self.client._json("GET", f"{self.base}/files", query=query):
                 if entry["dir"]:
                     dirs.append(entry["path"])
                 else:
@@ -185,10 +180,7 @@ class Output:
         self.client._put("datasets", self.owner, self.name, local, path, self.version)
 
     def finish(self) -> Dict[str, Any]:
-        import urllib.parse
-
-        base = f"/datasets/{self.owner}/{urllib.parse.quote(self.name, safe='')}"
-        return self.client._json("POST", f"{base}/versions/{self.version}/finish")
+        return self.client._json("POST", f"{self.base}/versions/{self.version}/finish")
 
 
 def run(service: Any, inputs: Path, output: Output, index: int, count: int) -> int:

@@ -10,6 +10,15 @@ use super::internal;
 use super::users;
 use crate::storage::db::WriteTx;
 
+/// Records a file of a version (0: a dataset's working files), replacing
+/// the entry of one written before under the same path.
+const INDEX_FILE: &str = "INSERT INTO asset_files (asset_id, version, path, size, modified) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (asset_id, version, path) DO UPDATE SET size = excluded.size, modified = excluded.modified";
+
+/// Marks a version's files all in.
+const FINISH_VERSION: &str =
+    "UPDATE model_versions SET state = 'ready' WHERE asset_id = $1 AND version = $2";
+
 /// An asset row with the ids the store addresses it by.
 #[derive(Debug, Clone)]
 pub struct AssetRow {
@@ -239,18 +248,15 @@ impl AssetStore {
             .begin_write()
             .await
             .map_err(internal("begin index file"))?;
-        sqlx::query(
-            "INSERT INTO asset_files (asset_id, version, path, size, modified) VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (asset_id, version, path) DO UPDATE SET size = excluded.size, modified = excluded.modified",
-        )
-        .bind(asset_id)
-        .bind(version)
-        .bind(path)
-        .bind(size as i64)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(internal("index file"))?;
+        sqlx::query(INDEX_FILE)
+            .bind(asset_id)
+            .bind(version)
+            .bind(path)
+            .bind(size as i64)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(internal("index file"))?;
         sqlx::query("UPDATE assets SET updated_at = $1 WHERE id = $2")
             .bind(now)
             .bind(asset_id)
@@ -593,14 +599,12 @@ impl AssetStore {
 
     /// Marks a version's files all in.
     pub async fn finish_version(&self, asset_id: i64, version: i64) -> Result<(), AppError> {
-        sqlx::query(
-            "UPDATE model_versions SET state = 'ready' WHERE asset_id = $1 AND version = $2",
-        )
-        .bind(asset_id)
-        .bind(version)
-        .execute(&self.pool)
-        .await
-        .map_err(internal("finish version"))?;
+        sqlx::query(FINISH_VERSION)
+            .bind(asset_id)
+            .bind(version)
+            .execute(&self.pool)
+            .await
+            .map_err(internal("finish version"))?;
         Ok(())
     }
 
@@ -643,27 +647,22 @@ impl AssetStore {
             .await
             .map_err(internal("begin save version"))?;
         for f in files {
-            sqlx::query(
-                "INSERT INTO asset_files (asset_id, version, path, size, modified) VALUES ($1, $2, $3, $4, $5) \
-                 ON CONFLICT (asset_id, version, path) DO UPDATE SET size = excluded.size, modified = excluded.modified",
-            )
+            sqlx::query(INDEX_FILE)
+                .bind(asset_id)
+                .bind(version)
+                .bind(&f.path)
+                .bind(i64::try_from(f.size).unwrap_or(i64::MAX))
+                .bind(f.modified)
+                .execute(&mut *tx)
+                .await
+                .map_err(internal("index a saved version's file"))?;
+        }
+        sqlx::query(FINISH_VERSION)
             .bind(asset_id)
             .bind(version)
-            .bind(&f.path)
-            .bind(i64::try_from(f.size).unwrap_or(i64::MAX))
-            .bind(f.modified)
             .execute(&mut *tx)
             .await
-            .map_err(internal("index a saved version's file"))?;
-        }
-        sqlx::query(
-            "UPDATE model_versions SET state = 'ready' WHERE asset_id = $1 AND version = $2",
-        )
-        .bind(asset_id)
-        .bind(version)
-        .execute(&mut *tx)
-        .await
-        .map_err(internal("finish a saved version"))?;
+            .map_err(internal("finish a saved version"))?;
         tx.commit().await.map_err(internal("commit save version"))
     }
 }
