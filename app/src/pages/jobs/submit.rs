@@ -132,7 +132,7 @@ pub fn SubmitDialog() -> impl IntoView {
                     placeholder="AWS_SECRET_ACCESS_KEY=s3-key"
                 >{form.with_untracked(|f| f.secrets.clone())}</textarea>
                 <FieldError error field="secrets" />
-                {field("datasets", "Datasets it reads (comma-separated, name:N for a saved version; the first is at $PADDLE_DATASET_DIR)", |f| f.datasets.clone())}
+                {field("datasets", "Datasets it reads (comma-separated, with :N for a saved version; the first is at $PADDLE_DATASET_DIR)", |f| f.datasets.clone())}
                 {field("models", "Model versions it reads (e.g. resnet, vision/base:3; the first is at $PADDLE_MODEL_DIR)", |f| f.models.clone())}
                 <Transition fallback=|| ()>
                     {move || Suspend::new(async move {
