@@ -219,6 +219,9 @@ export default async function globalSetup() {
   if (admin.status !== 0) throw new Error(`creating the site admin failed: ${admin.stderr}`);
   // The specs read the mail the console writes to its outbox.
   process.env.PADDLECLOUD_E2E_DATA_DIR = dataDir;
+  // Environments are built where the Rust tests keep theirs: the shipped
+  // paddle-cpu, which batch scoring runs in, is built once per machine.
+  env.PADDLECLOUD_ENVIRONMENTS_DIR = join(tools, "environments");
   const main = await startConsole(bin, dataDir, env,
     ["--sample-secs", "1", "--local-cpus", "64", "--local-memory", "256Gi", "--local-gpus", "2"],
     "test-results-server.log");

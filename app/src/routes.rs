@@ -38,6 +38,7 @@ use crate::pages::{
     queue::QueuePage,
     quota::QuotaPageView,
     schedules::{SchedulePage, SchedulesPage},
+    scoring::ScoringPage,
     secrets::SecretsPage,
     serving::traffic::ServingTrafficPage,
     serving::ServingPage,
@@ -133,6 +134,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("pipelines/:name") view=|| view! { <PipelinePage /> } />
                     <Route path=path!("schedules") view=|| view! { <SchedulesPage /> } />
                     <Route path=path!("schedules/:name") view=|| view! { <SchedulePage /> } />
+                    <Route path=path!("scorings/new") view=|| view! { <ScoringPage /> } />
                     <Route path=path!("experiments") view=|| view! { <ExperimentsPage /> } />
                     <Route path=path!("experiments/new") view=|| view! { <NewExperimentPage /> } />
                     <Route path=path!("experiments/:name") view=|| view! { <ExperimentPage /> } />

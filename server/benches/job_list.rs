@@ -38,6 +38,7 @@ fn spec(i: usize) -> JobSpec {
         pipeline: None,
         experiment: None,
         notebook_run: None,
+        scoring: None,
         environment: None,
         environment_use: None,
         name: format!("resnet-{i:05}"),

@@ -58,6 +58,7 @@ fn main() -> anyhow::Result<()> {
                 pipeline: None,
                 experiment: None,
                 notebook_run: None,
+                scoring: None,
                 environment: None,
                 environment_use: None,
                 name: job.into(),

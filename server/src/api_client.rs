@@ -18,6 +18,7 @@ pub mod notebooks;
 pub mod notifications;
 pub mod pipelines;
 pub mod schedules;
+pub mod scorings;
 pub mod secrets;
 pub mod serving;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};

@@ -35,7 +35,7 @@ pub async fn get_job(name: String) -> Result<Job, AppError> {
 #[server(prefix = "/api", endpoint = "job_overview")]
 pub async fn job_overview(name: String) -> Result<JobDetail, AppError> {
     let who = principal()?;
-    crate::use_cases::jobs::job_detail(&services()?, &who.me.account, &name).await
+    crate::use_cases::job_detail::job_detail(&services()?, &who.me, &name).await
 }
 
 /// A local run's parameters and where it ran.

@@ -20,6 +20,7 @@ pub mod notifications;
 pub mod paddleboard;
 pub mod pipelines;
 pub mod schedules;
+pub mod scoring;
 pub mod secrets;
 pub mod serving;
 pub mod templates;

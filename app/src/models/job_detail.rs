@@ -107,6 +107,9 @@ pub struct JobDetail {
     /// replica sent it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notebook_run: Option<crate::models::NotebookRunReport>,
+    /// For a batch scoring job: how many of its input files are scored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scoring: Option<crate::models::ScoringProgress>,
     /// Its metric alerts, open first (see `/alerts`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alerts: Vec<crate::models::Alert>,
@@ -162,6 +165,13 @@ pub fn origin_of(job: &Job) -> String {
     if let Some(p) = &job.spec.pipeline {
         return format!("pipeline {} · {}", p.run, p.node);
     }
+    if let Some(s) = &job.spec.scoring {
+        return format!(
+            "batch scoring into {} · try {}",
+            s.output_version(),
+            s.attempt
+        );
+    }
     if let Some(r) = &job.spec.notebook_run {
         return format!(
             "notebook {} · {} (version {})",
@@ -191,6 +201,12 @@ pub fn again_href(job: &Job) -> Option<String> {
             crate::models::url::encode(&t.name),
             crate::models::url::encode(&t.owner),
             crate::models::url::encode(&job.name)
+        ));
+    }
+    if let Some(s) = &job.spec.scoring {
+        return Some(crate::models::scoring_href(
+            job.spec.models.first().map(String::as_str),
+            Some(&s.dataset),
         ));
     }
     if let Some(r) = &job.spec.notebook_run {

@@ -96,6 +96,7 @@ impl JobForm {
             pipeline: None,
             experiment: None,
             notebook_run: None,
+            scoring: None,
             environment: super::named_environment(&self.environment),
             environment_use: None,
             name: self.name.trim().to_owned(),

@@ -179,3 +179,21 @@ impl NotebookRunUse {
             .join(", ")
     }
 }
+
+/// A job's record of the batch scoring it is a try of: what it scores and
+/// where its predictions go. Set by the console when it starts a scoring
+/// job (see `models::scoring`), never from what a client sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ScoringUse {
+    /// The input: a dataset's saved version, `owner/name:N`.
+    pub dataset: String,
+    /// The output dataset, `owner/name`.
+    pub output: String,
+    /// The output's version this scoring writes (every try the same).
+    pub version: u32,
+    /// The first try's job (the one the output version records).
+    pub first: String,
+    /// Which try (1 for the first).
+    pub attempt: u32,
+}

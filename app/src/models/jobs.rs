@@ -242,6 +242,10 @@ pub struct JobSpec {
     /// console when it runs a notebook, never from what a client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notebook_run: Option<crate::models::job_origin::NotebookRunUse>,
+    /// The batch scoring it is a try of. Set by the console when it starts
+    /// or retries one, never from what a client sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scoring: Option<crate::models::job_origin::ScoringUse>,
     /// The environment it runs in: `name` (the account's own), `owner/name`
     /// (a published one), either with `:version`. The console records the
     /// exact version it took (`owner/name:version`).
@@ -361,6 +365,7 @@ impl JobSpec {
             pipeline: None,
             experiment: None,
             notebook_run: None,
+            scoring: None,
             environment: None,
             environment_use: None,
             priority: Priority::Normal,
@@ -876,6 +881,7 @@ mod tests {
             pipeline: None,
             experiment: None,
             notebook_run: None,
+            scoring: None,
             environment: None,
             environment_use: None,
             name: "mnist".into(),

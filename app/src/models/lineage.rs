@@ -184,6 +184,8 @@ pub enum Relation {
     Read,
     /// A job registered a model version.
     Registered,
+    /// A batch scoring job wrote a dataset's version (its predictions).
+    Wrote,
     /// A serving instance's main track serves a model version.
     Serves,
     /// Its canary does.
@@ -208,6 +210,7 @@ impl Relation {
         match self {
             Relation::Read => "read by",
             Relation::Registered => "registered",
+            Relation::Wrote => "wrote",
             Relation::Serves => "served by",
             Relation::Canary => "canary of",
             Relation::Shadow => "shadow of",
@@ -273,7 +276,8 @@ impl Lineage {
     }
 
     /// What a model version's page says in one sentence: "Trained by job
-    /// fit from dataset acme/mnist; served by api; read by job tune."
+    /// fit from dataset acme/mnist; served by api; scored into acme/scores
+    /// by job score; read by job tune."
     /// `None` for any other node, or one with nothing around it.
     pub fn sentence(&self) -> Option<String> {
         if self.root.kind != NodeKind::Model {
@@ -306,7 +310,27 @@ impl Lineage {
         if !served.is_empty() {
             parts.push(format!("served by {}", names(served)));
         }
-        let readers = self.next_to(&key, false, &[Relation::Read]);
+        // A reader that wrote a dataset's version scored it: said apart.
+        let (scorers, readers): (Vec<&NodeRef>, Vec<&NodeRef>) = self
+            .next_to(&key, false, &[Relation::Read])
+            .into_iter()
+            .partition(|job| {
+                !self
+                    .next_to(&job.key(), false, &[Relation::Wrote])
+                    .is_empty()
+            });
+        // Tries of one scoring (or several into one dataset) said once.
+        let mut scored: Vec<(String, Vec<String>)> = Vec::new();
+        for job in scorers {
+            let wrote = names(self.next_to(&job.key(), false, &[Relation::Wrote]));
+            match scored.iter_mut().find(|(w, _)| *w == wrote) {
+                Some((_, jobs)) => jobs.push(job.label()),
+                None => scored.push((wrote, vec![job.label()])),
+            }
+        }
+        for (wrote, jobs) in scored {
+            parts.push(format!("scored into {wrote} by job {}", jobs.join(", ")));
+        }
         if !readers.is_empty() {
             parts.push(format!("read by job {}", names(readers)));
         }
@@ -390,10 +414,26 @@ mod tests {
         );
         let alone = Lineage {
             root: model.clone(),
-            nodes: vec![node(model, 0)],
+            nodes: vec![node(model.clone(), 0)],
             edges: vec![],
         };
         assert_eq!(alone.sentence(), None);
+        let (score, scores) = (
+            NodeRef::job("acme", "score"),
+            NodeRef::dataset("acme", "scores"),
+        );
+        let mut scored = lineage.clone();
+        scored
+            .nodes
+            .extend([node(score.clone(), 1), node(scores.clone(), 2)]);
+        scored.edges.extend([
+            edge(&model, &score, Relation::Read),
+            edge(&score, &scores, Relation::Wrote),
+        ]);
+        assert_eq!(
+            scored.sentence().as_deref(),
+            Some("Trained by job fit from acme/mnist; served by api; scored into acme/scores by job score.")
+        );
         assert_eq!(job.href("acme").as_deref(), Some("/jobs/fit"));
         assert_eq!(job.href("other"), None);
     }

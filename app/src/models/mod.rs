@@ -41,6 +41,7 @@ pub mod queue_view;
 pub mod quota;
 pub mod resources;
 pub mod schedules;
+pub mod scoring;
 pub mod secrets;
 pub mod serving;
 pub mod serving_form;
@@ -91,6 +92,7 @@ pub use queue::{AccountShare, Holding, Preemptible, QueueView, Waiting, WorkKind
 pub use quota::*;
 pub use resources::*;
 pub use schedules::*;
+pub use scoring::*;
 pub use secrets::*;
 pub use serving::*;
 pub use serving_form::*;

@@ -25,6 +25,7 @@ pub mod pipelines;
 pub mod queue;
 pub mod quota;
 pub mod schedules;
+pub mod scoring;
 pub mod secrets;
 pub mod serving;
 pub mod template_save;

@@ -202,6 +202,15 @@ pub trait Assets: Send + Sync {
         model: &AssetRef,
         version: u32,
     ) -> Result<ModelVersion, AppError>;
+    /// Removes a version that is still uploading and has no files (one
+    /// started for a batch scoring that was then refused); any other is a
+    /// conflict. The asset's account writes.
+    async fn discard_version(
+        &self,
+        me: &Me,
+        model: &AssetRef,
+        version: u32,
+    ) -> Result<(), AppError>;
     /// Replaces a version's tags (`production`, `candidate`, …).
     async fn tag_version(
         &self,

@@ -1,8 +1,8 @@
-//! Submitting a job, within the account's quota; stopping one; what its
-//! page shows.
+//! Submitting a job, within the account's quota; stopping and deleting
+//! one. What its page shows is `job_detail`.
 
 use crate::error::AppError;
-use crate::models::{Account, Job, JobDetail, JobSpec, Me, Priority, Workload};
+use crate::models::{Job, JobSpec, Me, Priority, Workload};
 use crate::ports::{Principal, Services};
 
 use super::admission::{prepare, start_admitted};
@@ -25,6 +25,7 @@ pub async fn submit_within_quota(
     spec.pipeline = None;
     spec.experiment = None;
     spec.notebook_run = None;
+    spec.scoring = None;
     admit_and_submit(services, who, spec).await
 }
 
@@ -164,55 +165,6 @@ pub async fn delete_job(services: &Services, me: &Me, name: &str) -> Result<(), 
     services.cluster.delete(&me.account, name).await?;
     forget_run(services, &job).await;
     Ok(())
-}
-
-/// The account's job `name` with its replicas, what happened to it and the
-/// model versions it registered: what its page and
-/// `GET /api/v1/jobs/{name}/detail` show. Another account's job is "not
-/// found".
-pub async fn job_detail(
-    services: &Services,
-    account: &Account,
-    name: &str,
-) -> Result<JobDetail, AppError> {
-    let (job, pods, history, registered) = futures_util::future::try_join4(
-        services.cluster.job(account, name),
-        services.cluster.pods(account, name),
-        services.cluster.history(account, name),
-        services.assets.registered_by(account, name),
-    )
-    .await?;
-    let alerts = services.alerts.alerts(account, Some(name)).await?;
-    let notebook_run = run_report(services, &job).await;
-    Ok(JobDetail {
-        owner: account.name.clone(),
-        job,
-        pods,
-        history,
-        registered,
-        notebook_run,
-        alerts,
-        now: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64),
-    })
-}
-
-/// How far `job`'s run got, if it is a notebook run whose replica sent its
-/// notebook; `None` otherwise (or if the file cannot be read: the page
-/// shows the rest).
-async fn run_report(services: &Services, job: &Job) -> Option<crate::models::NotebookRunReport> {
-    let run = job.spec.notebook_run.as_ref()?;
-    match services.notebook_runs.output(&run.run).await {
-        Ok(Some(bytes)) => serde_json::from_slice(&bytes)
-            .ok()
-            .map(|json| crate::models::NotebookRunReport::read(&json)),
-        Ok(None) => None,
-        Err(err) => {
-            tracing::warn!(error = %err, job = %job.name, "reading a notebook run's output");
-            None
-        }
-    }
 }
 
 /// Removes the files of `job`'s run, if it is one (the job is gone).

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, VecDeque};
 use crate::error::AppError;
 use crate::models::{
     job_inputs, AssetKind, AssetRef, Job, JobQuery, Lineage, LineageEdge, LineageNode, Me,
-    NodeKind, NodeRef, Relation, LINEAGE_DEPTH,
+    NodeKind, NodeRef, Relation, ScoringUse, LINEAGE_DEPTH,
 };
 use crate::ports::{Services, Viewer};
 
@@ -142,7 +142,19 @@ impl Walk<'_> {
         let services = self.services;
         let mut out = Vec::new();
         match node.kind {
-            NodeKind::Dataset => {}
+            NodeKind::Dataset => {
+                // The batch scorings that wrote its versions (each try).
+                let account = self.me.account.name.clone();
+                for job in self.jobs().await? {
+                    if let Some(s) = job.spec.scoring.as_ref().filter(|s| writes(s, node)) {
+                        out.push((
+                            NodeRef::job(&account, &job.name),
+                            Relation::Wrote,
+                            format!("version {}", s.version),
+                        ));
+                    }
+                }
+            }
             NodeKind::Job => {
                 if !self.mine(node) {
                     return Ok(out);
@@ -203,6 +215,15 @@ impl Walk<'_> {
             NodeKind::Job => {
                 if !self.mine(node) {
                     return Ok(out);
+                }
+                let job = services.cluster.job(&self.me.account, &node.name).await?;
+                if let Some(s) = &job.spec.scoring {
+                    let (owner, name) = s.output.split_once('/').unwrap_or(("", &s.output));
+                    out.push((
+                        NodeRef::dataset(owner, name),
+                        Relation::Wrote,
+                        format!("version {}", s.version),
+                    ));
                 }
                 for v in services
                     .assets
@@ -285,6 +306,11 @@ fn asset(node: &NodeRef) -> AssetRef {
         owner: node.owner.clone(),
         name: node.name.clone(),
     }
+}
+
+/// Whether scoring `s` writes a version of dataset `node`.
+fn writes(s: &ScoringUse, node: &NodeRef) -> bool {
+    s.output.split_once('/') == Some((node.owner.as_str(), node.name.as_str()))
 }
 
 /// What a job read: its datasets and pinned model versions.

@@ -7,6 +7,7 @@ pub mod admission;
 pub mod compare;
 pub mod environments;
 pub mod experiments;
+pub mod job_detail;
 pub mod jobs;
 pub mod lineage;
 pub mod model_versions;
@@ -15,6 +16,7 @@ pub mod notebooks;
 pub mod notifications;
 pub mod pipelines;
 pub mod schedules;
+pub mod scoring;
 pub mod serving;
 pub mod templates;
 

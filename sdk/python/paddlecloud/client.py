@@ -1338,6 +1338,43 @@ class Client(FilesMixin):
 
     # --------------------------------------------------------------- experiments
 
+    def score_dataset(
+        self,
+        model: str,
+        dataset: str,
+        output: str,
+        *,
+        replicas: int = 1,
+        cpu: str = "",
+        memory: str = "",
+        environment: str = "",
+        name: str = "",
+    ) -> Dict[str, Any]:
+        """Starts a batch scoring and returns its job: ``model`` (``name``,
+        ``owner/name``, with ``:N`` or ``@alias``) scores every ``.jsonl`` and
+        ``.csv`` file of the saved dataset version ``dataset`` (``name:N``;
+        without ``:N`` its newest), ``replicas`` sharing the files, into a new
+        version of the dataset ``output`` (made if need be). Follow it with
+        `scoring` or `wait_job`; after a failure `retry_scoring` redoes only
+        the files not scored."""
+        body = {
+            "model": model, "dataset": dataset, "output": output, "replicas": replicas,
+            "cpu": cpu, "memory": memory, "environment": environment, "name": name,
+        }
+        return self._json("POST", "/scorings", body=body)
+
+    def scoring(self, job: str) -> Dict[str, Any]:
+        """How far scoring job ``job`` got: ``inputs``, ``scored``, ``skipped``,
+        ``output``, ``version``, ``output_state`` (``ready`` once complete),
+        ``status`` (the job's), ``model``, ``dataset``, ``attempt``."""
+        return self._json("GET", f"/scorings/{_quote(job)}")
+
+    def retry_scoring(self, job: str) -> Dict[str, Any]:
+        """Starts the next try of scoring job ``job`` (ended, its output not
+        complete): the same model version, input and output version; returns
+        the new try's job."""
+        return self._json("POST", f"/scorings/{_quote(job)}/retry")
+
     def create_experiment(self, experiment: Mapping[str, Any]) -> Dict[str, Any]:
         """Starts an experiment: a search over a template's parameters.
         ``experiment`` has ``name``, ``template`` (``name`` or ``owner/name``),

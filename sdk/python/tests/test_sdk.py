@@ -127,12 +127,16 @@ def setUpModule(extra_args=()):
         _server_log = open(os.path.join(_tmp, "server.log"), "w+")
         env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "info,sqlx=warn"))
         env.pop("DATABASE_URL", None)
+        # Environments (paddle-cpu, which batch scoring runs in) are built
+        # once per machine, in the cache the Rust tests build theirs in.
+        environments = () if "--environments-dir" in extra_args else (
+            "--environments-dir", os.path.expanduser("~/.cache/paddlecloud/environments"))
         _server_proc = subprocess.Popen(
             [str(binary), "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data,
              "--stop-grace", "1",
              # The tests' jobs together ask for more than a 2-core CI machine
              # has; they are not about waiting for room.
-             "--local-cpus", "64", "--local-memory", "256Gi", *extra_args],
+             "--local-cpus", "64", "--local-memory", "256Gi", *environments, *extra_args],
             cwd=REPO, stdout=_server_log, stderr=subprocess.STDOUT, env=env,
         )
         deadline = time.monotonic() + 60
@@ -1093,7 +1097,7 @@ class FilesTest(ClientTestCase):
         self.assertEqual(err.exception.field, "datasets")
         self.assertIn("version 7", str(err.exception))
 
-    def test_a_job_of_two_replicas_scores_a_dataset_version_into_a_new_version(self):
+    def test_a_batch_scoring_of_two_replicas_writes_a_dataset_version_and_says_how_far_it_got(self):
         import test_serving
 
         python, why = test_serving._paddle_python()
@@ -1112,28 +1116,27 @@ class FilesTest(ClientTestCase):
         inputs, outputs = job_name("rows"), job_name("scores")
         self.client.upload_dataset(inputs, src)
         self.client.save_dataset_version(inputs)
-        # The output: a dataset with an empty version the job writes into.
-        self.client._json("POST", "/datasets", body={"name": outputs})
-        owner = self.client.me()["account"]["name"]
-        started = self.client._json(
-            "POST", f"/datasets/{owner}/{outputs}/versions", body={"empty": True}
-        )
-        self.assertEqual(started["state"], "uploading")
-        job = self.submit(
-            "score", [python, "-m", "paddlecloud.score"], num_trainer=2,
-            env={
-                "PYTHONPATH": str(REPO / "sdk" / "python"),
-                "PADDLECLOUD_SCORE_OUTPUT": f"{owner}/{outputs}",
-                "PADDLECLOUD_SCORE_VERSION": str(started["version"]),
-            },
-            datasets=[f"{inputs}:1"], models=[tiny],
-        )
-        done = self.client.wait_job(job["name"], timeout=300, poll=0.5)
+        with self.assertRaises(PaddleCloudError) as err:
+            self.client.score_dataset(tiny, f"{inputs}:4", outputs)
+        self.assertEqual(err.exception.field, "dataset")
+        # The dataset's newest saved version, into a new dataset's version 1.
+        job = self.client.score_dataset(tiny, inputs, outputs, replicas=2, memory="1Gi")
+        self.jobs.append(job["name"])
+        self.assertEqual(job["spec"]["num_trainers"], 2)
+        done = self.client.wait_job(job["name"], timeout=600, poll=0.5)
         logs = self.client.logs(job["name"]) + self.client.logs(job["name"], "trainer-1")
         self.assertEqual(done["status"], "succeeded", logs)
         self.assertIn("all 2 file(s) scored", logs)
+        progress = self.client.scoring(job["name"])
+        self.assertEqual(
+            (progress["inputs"], progress["scored"], progress["output_state"], progress["version"]),
+            (2, 2, "ready", 1), progress,
+        )
+        with self.assertRaises(PaddleCloudError) as err:
+            self.client.retry_scoring(job["name"])
+        self.assertEqual(err.exception.status, 409)
         version = self.client.dataset_versions(outputs)[0]
-        self.assertEqual((version["state"], version["files"]), ("ready", 2), version)
+        self.assertEqual((version["state"], version["files"], version["job"]), ("ready", 2, job["name"]))
         dest = Path(tempfile.mkdtemp(dir=_tmp))
         self.client.download_dataset(outputs, dest, version=version["version"])
         name = test_serving.output_name(model)

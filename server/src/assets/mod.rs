@@ -540,6 +540,21 @@ impl Assets for SqlAssets {
         self.complete_version(me, r, version).await
     }
 
+    async fn discard_version(&self, me: &Me, r: &AssetRef, version: u32) -> Result<(), AppError> {
+        let row = self.owned(me, r).await?;
+        if !self
+            .store
+            .discard_empty_version(row.id, i64::from(version))
+            .await?
+        {
+            return Err(AppError::Conflict {
+                field: None,
+                message: format!("Version {version} has files or is complete: it stays."),
+            });
+        }
+        Ok(())
+    }
+
     async fn tag_version(
         &self,
         me: &Me,

@@ -124,6 +124,9 @@ pub fn render_detail(d: &JobDetail, now: i64) -> String {
             );
         }
     }
+    if let Some(p) = &d.scoring {
+        out += &format!("\nBatch scoring: {}\n", super::scoring::progress_text(p));
+    }
     if !d.registered.is_empty() {
         out += "\nRegistered:\n";
         for v in &d.registered {
@@ -194,6 +197,7 @@ mod tests {
                 created_at: 2_500,
             }],
             notebook_run: None,
+            scoring: None,
             alerts: Vec::new(),
             now: 10_000,
         };

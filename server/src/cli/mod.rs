@@ -21,6 +21,7 @@ mod notifications;
 mod pipelines;
 mod remote;
 mod schedules;
+mod scoring;
 mod secrets;
 mod serve;
 mod serve_args;
@@ -173,6 +174,12 @@ pub enum Command {
         #[command(subcommand)]
         command: experiments::ExperimentCommand,
     },
+    /// Batch scoring: `start MODEL DATASET:N OUTPUT`, `show JOB`, `retry JOB`.
+    Score {
+        /// The task.
+        #[command(subcommand)]
+        command: scoring::ScoreCommand,
+    },
     /// Download a dataset or a model version (or one file or folder of it),
     /// resuming cut-off files, e.g. `paddlecloud download model vision/resnet --version 2`.
     Download(files::DownloadArgs),
@@ -235,6 +242,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             // The program's exit status is this process's.
             blocking(move || std::process::exit(local_run::run_local(args)?)).await
         }
+        Command::Score { command } => blocking(move || scoring::run(command)).await,
         Command::Sync(args) => blocking(move || local_run::run_sync(args)).await,
     }
 }

@@ -202,6 +202,7 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<()> {
         pipeline: None,
         experiment: None,
         notebook_run: None,
+        scoring: None,
         environment: args.environment,
         environment_use: None,
         name: args.name,

@@ -426,6 +426,7 @@ mod tests {
             pipeline: None,
             experiment: None,
             notebook_run: None,
+            scoring: None,
             environment: None,
             environment_use: None,
             name: "mnist".into(),

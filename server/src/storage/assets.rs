@@ -597,6 +597,25 @@ impl AssetStore {
         }
     }
 
+    /// Removes version `version` if it is still uploading and has no
+    /// files (one started for a job that was then refused); whether it did.
+    pub async fn discard_empty_version(
+        &self,
+        asset_id: i64,
+        version: i64,
+    ) -> Result<bool, AppError> {
+        let done = sqlx::query(
+            "DELETE FROM model_versions WHERE asset_id = $1 AND version = $2 AND state = 'uploading' \
+             AND NOT EXISTS (SELECT 1 FROM asset_files f WHERE f.asset_id = $1 AND f.version = $2)",
+        )
+        .bind(asset_id)
+        .bind(version)
+        .execute(&self.pool)
+        .await
+        .map_err(internal("discard version"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
     /// Marks a version's files all in.
     pub async fn finish_version(&self, asset_id: i64, version: i64) -> Result<(), AppError> {
         sqlx::query(FINISH_VERSION)

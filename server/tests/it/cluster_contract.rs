@@ -89,6 +89,7 @@ impl Harness {
             pipeline: None,
             experiment: None,
             notebook_run: None,
+            scoring: None,
             environment: None,
             environment_use: None,
             name: name.into(),

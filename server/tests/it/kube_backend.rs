@@ -73,6 +73,7 @@ fn spec_in(image: &str, name: &str, ps: u32, trainers: u32, script: &str) -> Job
         pipeline: None,
         experiment: None,
         notebook_run: None,
+        scoring: None,
         environment: None,
         environment_use: None,
         name: name.into(),

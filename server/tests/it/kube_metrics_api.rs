@@ -57,6 +57,7 @@ async fn a_jobs_charts_come_from_the_clusters_metrics_api_and_say_what_to_instal
         pipeline: None,
         experiment: None,
         notebook_run: None,
+        scoring: None,
         environment: None,
         environment_use: None,
         name: "spin".into(),

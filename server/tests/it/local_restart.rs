@@ -32,6 +32,7 @@ fn a_restart_marks_running_jobs_failed_and_kills_what_is_left_of_them() {
             pipeline: None,
             experiment: None,
             notebook_run: None,
+            scoring: None,
             environment: None,
             environment_use: None,
             name: "survivor".into(),

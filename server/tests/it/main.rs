@@ -76,6 +76,7 @@ mod replicas;
 mod rest;
 mod role_matrix;
 mod schedules;
+mod scoring;
 mod secrets;
 mod security_headers;
 mod serving;

@@ -211,6 +211,7 @@ fn counting_job(name: &str, image: &str) -> JobSpec {
         pipeline: None,
         experiment: None,
         notebook_run: None,
+        scoring: None,
         environment: None,
         environment_use: None,
         name: name.into(),

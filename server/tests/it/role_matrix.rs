@@ -250,6 +250,9 @@ fn body_for(method: &Method, template: &str) -> Option<Value> {
         ("POST", "/api/v1/{kind}/{owner}/{name}/shares") => Some(json!({"account": "other"})),
         ("POST", "/api/v1/serving") => Some(json!({"name": "s2", "model": "team/m"})),
         ("POST", "/api/v1/notebooks/{name}/runs") => Some(json!({"path": "a.ipynb"})),
+        ("POST", "/api/v1/scorings") => {
+            Some(json!({"model": "team/m", "dataset": "data:1", "output": "out"}))
+        }
         ("POST", "/api/v1/schedules") => Some(json!({
             "name": "nightly", "cron": "0 3 * * *",
             "target": {"kind": "template", "name": "t1"},
@@ -398,6 +401,8 @@ const SERVER_FN_WRITES: &[(&str, &str)] = &[
     ("delete_notebook", "name=n1"),
     ("restore_notebook_version", "name=n1&id=1"),
     ("run_notebook", "name=n1&path=a.ipynb&version=1&job[name]=r1"),
+    ("score_dataset", "form[model]=team/m&form[dataset]=data:1&form[output]=out&form[replicas]=1"),
+    ("retry_scoring", "name=j1"),
     ("create_schedule", "form[name]=s9&form[cron]=0+3+*+*+*&form[template]=t1"),
     ("pause_schedule", "name=nope&paused=true"),
     ("delete_schedule", "name=nope"),

@@ -13,7 +13,7 @@ use crate::components::dialog::Dialog;
 use crate::components::form::{last_error, FieldError, FormError};
 use crate::components::links::page_href;
 use crate::models::time::format_utc;
-use crate::models::{format_bytes, AssetKind, AssetOp, AssetRef, ModelVersion};
+use crate::models::{format_bytes, scoring_href, AssetKind, AssetOp, AssetRef, ModelVersion};
 
 /// The versions table; the shown one is highlighted.
 #[component]
@@ -117,6 +117,14 @@ pub fn VersionList(
                                             <td>{format_utc(v.created_at)}</td>
                                             <td class="num">{format!("{} · {}", v.files, format_bytes(v.bytes))}</td>
                                             <td>
+                                                {(!uploading).then(|| {
+                                                    let pinned = format!("{}/{}:{}", r.owner, r.name, v.version);
+                                                    let (href, label) = match r.kind {
+                                                        AssetKind::Model => (scoring_href(Some(&pinned), None), "Score a dataset"),
+                                                        AssetKind::Dataset => (scoring_href(None, Some(&pinned)), "Score with a model"),
+                                                    };
+                                                    view! { <a href=href class="button small" data-testid="score-version">{label}</a> }
+                                                })}
                                                 {(owner && uploading).then(|| view! {
                                                     <ChangeForm action=finish r=r2 op=AssetOp::FinishVersion class="inline">
                                                         <input type="hidden" name="change[version]" value=v.version />

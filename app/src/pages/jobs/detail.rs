@@ -58,7 +58,9 @@ pub fn JobPage() -> impl IntoView {
                         detail.await.ok().map(|d| {
                             // A notebook run's cells move on without a job
                             // event: its page also asks every 3 s while it runs.
-                            let polled = d.job.spec.notebook_run.is_some() && d.job.status.is_active();
+                            // So do a scoring's files.
+                            let polled = (d.job.spec.notebook_run.is_some() || d.job.spec.scoring.is_some())
+                                && d.job.status.is_active();
                             let live = if polled {
                                 view! { <LiveRegion target=REGION.to_owned() events every_secs=3 /> }.into_any()
                             } else {
@@ -221,6 +223,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
         </div>
         {(job.source == JobSource::Local).then(|| view! { <super::local_run::LocalRunFacts name=name.clone() /> })}
         <crate::pages::notebook_runs::NotebookRunSection job=job.clone() report=detail.notebook_run.clone() />
+        <crate::pages::scoring::ScoringSection progress=detail.scoring.clone() />
         <Replicas job=name.clone() pods=detail.pods.clone() />
         <InputsOutputs detail=detail.clone() />
     }

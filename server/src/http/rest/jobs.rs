@@ -181,7 +181,7 @@ pub async fn detail(
     Caller(who): Caller,
     Path(name): Path<String>,
 ) -> Result<Json<JobDetail>, ApiError> {
-    let detail = app::use_cases::jobs::job_detail(&state.services, &who.me.account, &name).await?;
+    let detail = app::use_cases::job_detail::job_detail(&state.services, &who.me, &name).await?;
     Ok(Json(detail))
 }
 

@@ -28,6 +28,7 @@ mod notifications;
 mod operations;
 mod pipelines;
 mod schedules;
+mod scorings;
 mod secrets;
 mod serving;
 mod templates;
@@ -75,6 +76,7 @@ use crate::http::caller::Caller;
          (name = "notebooks", description = "Private JupyterLab servers: create, start, stop, keep running, delete; the versions of their notebook files: history, a version's file or page, two compared, restore"),
          (name = "environments", description = "Environment profiles: an image and pip requirements, saved in immutable versions, built locally from PyPI"),
          (name = "pipelines", description = "Pipeline runs: a graph of jobs submitted, watched, stopped and retried as one"),
+         (name = "scorings", description = "Batch scoring: a model version over a dataset version as a job of N replicas, writing a new dataset version; progress; retry"),
          (name = "schedules", description = "Templates, pipelines and notebook files run on a cron schedule in a timezone"),
          (name = "secrets", description = "The account's secrets: set by owners, used by name in job, template, notebook and serving specs as variables or files; values are never returned"),
          (name = "alerts", description = "Metric alerts: rules on PaddleBoard tags (NaN or infinite, a threshold, a silence) and the alerts they raised"),
@@ -164,6 +166,9 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
         .routes(routes!(notebook_runs::input))
         .routes(routes!(notebook_runs::output, notebook_runs::save_output))
         .routes(routes!(notebook_runs::output_page))
+        .routes(routes!(scorings::start))
+        .routes(routes!(scorings::progress))
+        .routes(routes!(scorings::retry))
         .routes(routes!(notebook_shares::shares, notebook_shares::share))
         .routes(routes!(notebook_shares::revoke))
         .routes(routes!(notebook_shares::shared_with_me))
