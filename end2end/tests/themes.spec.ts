@@ -161,10 +161,12 @@ function slug(path: string) {
 }
 
 async function visit(page: Page, hydrated: boolean, path: string, theme: "light" | "dark", info: TestInfo) {
-  await page.goto(path);
+  const res = await page.goto(path);
   if (hydrated) await waitHydrated(page);
   const colours = await pageColours(page);
-  expect(colours.theme, `${path}: the server rendered the remembered theme`).toBe(theme);
+  // What came back, if it is not the page: its status and its first words.
+  const got = `${res?.status()} ${res?.url()}: ${(await page.content()).slice(0, 300)}`;
+  expect(colours.theme, `${path}: the server rendered the remembered theme (got ${got})`).toBe(theme);
   expect({ bg: colours.bg, ink: colours.ink }, `${path} in ${theme}`).toEqual(PALETTE[theme]);
   expect(await lowContrast(page), `${path} in ${theme}: text below WCAG AA contrast`).toEqual([]);
   await page.screenshot({ path: info.outputPath(theme, `${slug(path)}.png`), fullPage: true });

@@ -339,9 +339,14 @@ impl Accounts for SqlAccounts {
             return Ok(None);
         };
         if now - session.last_seen_at > TOUCH_EVERY_MS {
-            // Sliding expiry: a session in use does not run out.
+            // Sliding expiry: a session in use does not run out. Best
+            // effort: the only write on a page's way in, it must not turn a
+            // busy database (a burst of metric writes on SQLite) into an
+            // error page; the next request touches it again.
             let expires_at = now + SESSION_TTL.as_millis() as i64;
-            sessions::touch(&self.pool, session.id, now, expires_at).await?;
+            if let Err(err) = sessions::touch(&self.pool, session.id, now, expires_at).await {
+                tracing::warn!(error = %err, "extending a session's expiry; kept as it was");
+            }
         }
         Ok(Some(Principal {
             memberships: Some(session.memberships),
