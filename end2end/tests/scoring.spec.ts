@@ -103,3 +103,29 @@ test("a scoring whose file fails offers to retry what is left, and the next try 
   const log = await page.request.get(`/api/v1/jobs/${next}/pods/trainer-1/log`);
   expect(await log.text()).toContain("1 of 3 file(s), 1 already scored");
 });
+
+test("hooks pasted into the form score a model that is not a paddle model", async ({ page, open, hydrated }) => {
+  test.setTimeout(300_000);
+  const who = newAccount("hooks");
+  await signUp(page, open, who);
+  await registerModel(page, who.account, "scale", { "factor.txt": Buffer.from("3") });
+  await savedDataset(page, who.account, "rows", { "a.jsonl": '{"inputs": {"x": [1, 2]}}\n' });
+  await open(`/scorings/new?model=${who.account}/scale&dataset=rows`);
+  if (hydrated) await waitHydrated(page);
+  const form = page.getByTestId("scoring-form");
+  await form.getByLabel(/^Output dataset/).fill("scaled");
+  await form.getByLabel(/^Hooks/).fill(
+    [
+      "def load(model_dir):",
+      "    return float(open(model_dir + '/factor.txt').read())",
+      "",
+      "def predict(state, inputs):",
+      "    return {'y': inputs['x'] * state}",
+    ].join("\n"),
+  );
+  await press(page, hydrated, page.getByTestId("start-scoring"));
+  await expect(page).toHaveURL(/\/jobs\/score-scale-[a-z0-9]+$/, { timeout: 20_000 });
+  await expectLive(page, hydrated, page.getByTestId("scoring-output-state"), "complete", 240_000);
+  const out = await page.request.get(`/api/v1/datasets/${who.account}/scaled/files/a.jsonl.predictions.jsonl?version=1`);
+  expect(JSON.parse((await out.text()).trim())).toEqual({ outputs: { y: [3, 6] } });
+});

@@ -27,6 +27,12 @@ pub const SCORED_SUFFIXES: [&str; 2] = [".jsonl", ".csv"];
 pub const OUTPUT_VARIABLE: &str = "PADDLECLOUD_SCORE_OUTPUT";
 /// See [`OUTPUT_VARIABLE`].
 pub const VERSION_VARIABLE: &str = "PADDLECLOUD_SCORE_VERSION";
+/// The variable that carries a form's hooks to each replica (the scorer
+/// writes them to a file and loads them as serving does).
+pub const SCRIPT_VARIABLE: &str = "PADDLECLOUD_SCORE_SCRIPT";
+/// The longest hooks script, bytes: it travels as an environment variable,
+/// and Linux takes at most 128 KiB in one (serving's file may be 256 KiB).
+pub const MAX_SCORING_SCRIPT_BYTES: usize = 64 * 1024;
 
 /// What a user asks for: `POST /api/v1/scorings`, the "Score a dataset"
 /// page, `paddlecloud score`, the SDK's `score_dataset`.
@@ -57,6 +63,13 @@ pub struct ScoringForm {
     /// The environment it runs in; default `paddlecloud/paddle-cpu`.
     #[serde(default)]
     pub environment: String,
+    /// Optional Python hooks, as a serving instance takes them:
+    /// `load(model_dir)` returns the state (instead of loading a paddle
+    /// model) and `predict(state, inputs)` answers one request. With them a
+    /// model need not be a PaddlePaddle inference model (numpy is still
+    /// needed, as for serving).
+    #[serde(default)]
+    pub script: String,
 }
 
 /// The memory a replica asks for when the form says none.
@@ -79,6 +92,18 @@ impl ScoringForm {
             AppError::Invalid { message, .. } => AppError::invalid("output", message),
             other => other,
         })?;
+        if self.script.len() > MAX_SCORING_SCRIPT_BYTES {
+            return Err(AppError::invalid(
+                "script",
+                "The hooks script is at most 64 KiB (it travels in the job's environment).",
+            ));
+        }
+        if self.script.contains('\0') {
+            return Err(AppError::invalid(
+                "script",
+                "The hooks script is text: it has a NUL character.",
+            ));
+        }
         let replicas = self.replicas();
         if replicas == 0 || replicas > MAX_REPLICAS {
             return Err(AppError::invalid(
@@ -118,6 +143,12 @@ impl ScoringForm {
             attempt: 1,
         });
         spec.env = scoring_env(output, version);
+        if !self.script.trim().is_empty() {
+            spec.env.push(EnvVar {
+                name: SCRIPT_VARIABLE.into(),
+                value: self.script.clone(),
+            });
+        }
         spec
     }
 }
@@ -149,6 +180,9 @@ pub struct ScoringFields {
     /// See [`ScoringForm::environment`].
     #[serde(default)]
     pub environment: String,
+    /// See [`ScoringForm::script`].
+    #[serde(default)]
+    pub script: String,
 }
 
 impl ScoringFields {
@@ -169,6 +203,7 @@ impl ScoringFields {
             cpu: self.cpu.clone(),
             memory: self.memory.clone(),
             environment: self.environment.clone(),
+            script: self.script.clone(),
         })
     }
 }
@@ -333,6 +368,10 @@ mod tests {
         assert_eq!(bad(|f| f.output = "a b".into()).as_deref(), Some("output"));
         assert_eq!(bad(|f| f.replicas = Some(0)).as_deref(), Some("replicas"));
         assert_eq!(
+            bad(|f| f.script = "#".repeat(MAX_SCORING_SCRIPT_BYTES + 1)).as_deref(),
+            Some("script")
+        );
+        assert_eq!(
             bad(|f| f.replicas = Some(100_000)).as_deref(),
             Some("replicas")
         );
@@ -368,5 +407,37 @@ mod tests {
         assert_eq!(used.first, "score-tiny");
         assert_eq!(again.name, "score-tiny-retry");
         assert_eq!(used.output_version(), "ann/scores:4");
+    }
+
+    #[test]
+    fn hooks_reach_every_replica_in_one_variable_and_a_retry_keeps_them() {
+        let hooks = "def load(d):\n    return 2\n\ndef predict(s, x):\n    return x\n";
+        let form = ScoringForm {
+            model: "echo".into(),
+            dataset: "rows".into(),
+            output: "scores".into(),
+            script: hooks.into(),
+            ..ScoringForm::default()
+        };
+        form.validate().unwrap();
+        let spec = form.job("score-echo", "ann/rows:1", "ann/scores", 1);
+        spec.validate().unwrap();
+        let carried = |spec: &JobSpec| {
+            spec.env
+                .iter()
+                .find(|e| e.name == SCRIPT_VARIABLE)
+                .map(|e| e.value.clone())
+        };
+        assert_eq!(carried(&spec).as_deref(), Some(hooks));
+        let again = ScoringUse::retry(&spec, "score-echo-try2").unwrap();
+        assert_eq!(carried(&again).as_deref(), Some(hooks));
+        let plain = ScoringForm {
+            script: " \n".into(),
+            ..form
+        };
+        assert_eq!(
+            carried(&plain.job("s", "ann/rows:1", "ann/scores", 1)),
+            None
+        );
     }
 }

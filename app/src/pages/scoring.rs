@@ -53,6 +53,9 @@ pub fn ScoringPage() -> impl IntoView {
                 <FieldError error field="trainer.memory" />
                 {field("scoring-environment", "environment", "Environment (PaddlePaddle and the SDK)", DEFAULT_SCORING_ENVIRONMENT.to_owned())}
                 {field("scoring-name", "name", "Job name (empty: score- and the model's name)", String::new())}
+                <label for="scoring-script">"Hooks (optional Python, as serving takes them: load(model_dir) and predict(state, inputs); then the model need not be a PaddlePaddle inference model, and .jsonl requests name their inputs)"</label>
+                <textarea id="scoring-script" name="form[script]" rows="6" spellcheck="false"></textarea>
+                <FieldError error field="script" />
             </div>
             <footer>
                 <a href="/models" class="button">"Cancel"</a>

@@ -1349,6 +1349,7 @@ class Client(FilesMixin):
         memory: str = "",
         environment: str = "",
         name: str = "",
+        script: str = "",
     ) -> Dict[str, Any]:
         """Starts a batch scoring and returns its job: ``model`` (``name``,
         ``owner/name``, with ``:N`` or ``@alias``) scores every ``.jsonl`` and
@@ -1356,10 +1357,14 @@ class Client(FilesMixin):
         without ``:N`` its newest), ``replicas`` sharing the files, into a new
         version of the dataset ``output`` (made if need be). Follow it with
         `scoring` or `wait_job`; after a failure `retry_scoring` redoes only
-        the files not scored."""
+        the files not scored. ``script`` is Python source with serving's hooks
+        (``load(model_dir)``, ``predict(state, inputs)``; at most 64 KiB): with
+        it the model need not be a PaddlePaddle inference model (``.jsonl``
+        requests then name their inputs)."""
         body = {
             "model": model, "dataset": dataset, "output": output, "replicas": replicas,
             "cpu": cpu, "memory": memory, "environment": environment, "name": name,
+            "script": script,
         }
         return self._json("POST", "/scorings", body=body)
 

@@ -14,7 +14,8 @@ Environment (the job's own, as the console sets it)
 ``PADDLE_TRAINERS_NUM``         N, the number of replicas (default 1)
 ``PADDLECLOUD_SCORE_OUTPUT``    the output dataset, ``owner/name``
 ``PADDLECLOUD_SCORE_VERSION``   its version being written (started empty, still uploading)
-``PADDLECLOUD_SERVING_SCRIPT``  optional hooks, as for serving
+``PADDLECLOUD_SCORE_SCRIPT``    optional hooks, as for serving (their source: the form's
+                                ``script``); or ``PADDLECLOUD_SERVING_SCRIPT``, a file of them
 ``PADDLECLOUD_SERVER``, ``PADDLECLOUD_JOB_TOKEN``  how it writes (every job has them)
 
 Inputs and outputs
@@ -235,6 +236,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         from paddlecloud import default_client  # type: ignore
     script = env.get("PADDLECLOUD_SERVING_SCRIPT")
     with tempfile.TemporaryDirectory(prefix=".model-") as work:
+        source = env.get("PADDLECLOUD_SCORE_SCRIPT", "")
+        if source.strip():
+            # The form's hooks travel as text; serving loads them from a file.
+            script = os.path.join(work, "scoring_hooks.py")
+            with open(script, "w") as f:
+                f.write(source)
         model = serving.prepare_model_dir(model_dir, Path(work))
         service = serving.Service(model, 1, Path(script) if script else None)
         say(service.describe())

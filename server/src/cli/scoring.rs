@@ -42,6 +42,10 @@ pub struct StartArgs {
     /// The environment (default: paddlecloud/paddle-cpu).
     #[arg(long, default_value = "")]
     pub environment: String,
+    /// Python hooks, as serving takes them (`load(model_dir)`,
+    /// `predict(state, inputs)`): the model need not be a PaddlePaddle inference model.
+    #[arg(long)]
+    pub script: Option<std::path::PathBuf>,
     /// The job's name (default: score- and the model's name).
     #[arg(long = "job-name", default_value = "")]
     pub job_name: String,
@@ -72,6 +76,11 @@ pub fn run(command: ScoreCommand) -> anyhow::Result<()> {
     match command {
         ScoreCommand::Start(args) => {
             let client = args.remote.client()?;
+            let script = match &args.script {
+                Some(path) => std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?,
+                None => String::new(),
+            };
             let form = ScoringForm {
                 name: args.job_name,
                 model: args.model,
@@ -81,6 +90,7 @@ pub fn run(command: ScoreCommand) -> anyhow::Result<()> {
                 cpu: args.cpu,
                 memory: args.memory,
                 environment: args.environment,
+                script,
             };
             let job = client.start_scoring(&form)?;
             started(&client, &job.name, args.wait)

@@ -37,6 +37,7 @@ mod kube_inputs;
 mod kube_metric_files;
 mod kube_metrics_api;
 mod kube_preemption;
+mod kube_scoring;
 mod kube_secrets;
 mod kube_serving;
 mod kube_stalls;

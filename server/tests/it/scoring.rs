@@ -6,7 +6,8 @@
 //! redoes only what is missing (the replicas' own words say so); a good
 //! version scores completely and its outputs are the model's answers;
 //! refusals name their field; the model version's lineage says what it
-//! scored. Needs a Python with paddlepaddle (skipped without one unless
+//! scored; hooks given with the form score a model that is not a paddle
+//! model at all. Needs a Python with paddlepaddle (skipped without one unless
 //! `PADDLECLOUD_REQUIRE_PADDLE=1`).
 
 use std::time::{Duration, Instant};
@@ -18,17 +19,17 @@ use crate::common::rest::{call, key_and_cookie, Answer};
 use crate::common::site::Site;
 use crate::serving::{model_version, paddle_python, put_file, tiny_model};
 
-async fn post(site: &Site, key: &str, path: &str, body: Value) -> Answer {
+pub(crate) async fn post(site: &Site, key: &str, path: &str, body: Value) -> Answer {
     call(site, Method::POST, path, Some(key), Some(body)).await
 }
 
-async fn get(site: &Site, key: &str, path: &str) -> Answer {
+pub(crate) async fn get(site: &Site, key: &str, path: &str) -> Answer {
     call(site, Method::GET, path, Some(key), None).await
 }
 
 /// Waits (the first scoring may build paddle-cpu from pip's cache) until
 /// job `name` ends; returns it.
-async fn ended(site: &Site, key: &str, name: &str) -> Value {
+pub(crate) async fn ended(site: &Site, key: &str, name: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(900);
     loop {
         let job = get(site, key, &format!("/api/v1/jobs/{name}")).await.json();
@@ -40,14 +41,20 @@ async fn ended(site: &Site, key: &str, name: &str) -> Value {
     }
 }
 
-async fn log(site: &Site, key: &str, job: &str, pod: &str) -> String {
+pub(crate) async fn log(site: &Site, key: &str, job: &str, pod: &str) -> String {
     get(site, key, &format!("/api/v1/jobs/{job}/pods/{pod}/log"))
         .await
         .body
 }
 
 /// A dataset `name` of `account` holding `files`, saved as its version 1.
-async fn saved_dataset(site: &Site, key: &str, account: &str, name: &str, files: &[(&str, &str)]) {
+pub(crate) async fn saved_dataset(
+    site: &Site,
+    key: &str,
+    account: &str,
+    name: &str,
+    files: &[(&str, &str)],
+) {
     let made = post(site, key, "/api/v1/datasets", json!({"name": name})).await;
     assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
     for (path, text) in files {
@@ -65,7 +72,7 @@ async fn saved_dataset(site: &Site, key: &str, account: &str, name: &str, files:
 }
 
 /// The first output of each line of a predictions file.
-fn answers(text: &str) -> Vec<Value> {
+pub(crate) fn answers(text: &str) -> Vec<Value> {
     text.lines()
         .map(|line| {
             let v: Value = serde_json::from_str(line).unwrap();
@@ -358,4 +365,88 @@ async fn a_model_alias_scores_a_dataset_version_on_two_replicas_and_a_retry_redo
     ] {
         assert!(page.contains(part), "{part} not in {page}");
     }
+}
+
+/// Hooks of a model that multiplies by the number in its `factor.txt`.
+pub(crate) const SCALE_HOOKS: &str = "\
+def load(model_dir):
+    with open(model_dir + '/factor.txt') as f:
+        return float(f.read())
+
+def predict(state, inputs):
+    return {'y': inputs['x'] * state}
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_given_with_the_form_score_a_model_that_is_not_a_paddle_model() {
+    if paddle_python().is_none() {
+        return;
+    }
+    let (site, _) = crate::common::site::on_socket(|mut config, _, _| {
+        config.environments_dir = crate::environments::shared_environments();
+        config
+    })
+    .await;
+    let (key, _) = key_and_cookie(&site, "hookers").await;
+    model_version(
+        &site,
+        &key,
+        "hookers",
+        "scale",
+        &[("factor.txt", b"3".to_vec())],
+    )
+    .await;
+    saved_dataset(
+        &site,
+        &key,
+        "hookers",
+        "rows",
+        &[(
+            "a.jsonl",
+            "{\"inputs\": {\"x\": [1, 2]}}\n{\"inputs\": {\"x\": [[5]]}}\n",
+        )],
+    )
+    .await;
+    let too_long = "#".repeat(app::models::MAX_SCORING_SCRIPT_BYTES + 1);
+    let refused = post(
+        &site,
+        &key,
+        "/api/v1/scorings",
+        json!({"model": "scale", "dataset": "rows", "output": "scaled", "script": too_long}),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
+    assert_eq!(
+        refused.json()["error"]["field"],
+        "script",
+        "{}",
+        refused.body
+    );
+
+    let started = post(
+        &site,
+        &key,
+        "/api/v1/scorings",
+        json!({"name": "scaled", "model": "scale", "dataset": "rows", "output": "scaled",
+               "cpu": "500m", "memory": "1Gi", "script": SCALE_HOOKS}),
+    )
+    .await;
+    assert_eq!(started.status, StatusCode::CREATED, "{}", started.body);
+    let done = ended(&site, &key, "scaled").await;
+    let printed = log(&site, &key, "scaled", "trainer-0").await;
+    assert_eq!(done["status"], "succeeded", "{done}\n{printed}");
+    assert!(printed.contains("loaded by"), "{printed}");
+    let out = get(
+        &site,
+        &key,
+        "/api/v1/datasets/hookers/scaled/files/a.jsonl.predictions.jsonl?version=1",
+    )
+    .await;
+    assert_eq!(out.status, StatusCode::OK, "{}", out.body);
+    assert_eq!(
+        answers(&out.body),
+        vec![json!([3.0, 6.0]), json!([[15.0]])],
+        "{}",
+        out.body
+    );
 }
