@@ -38,6 +38,26 @@ impl Harness {
         call(&self.site, Method::GET, path, Some(&self.key), None).await
     }
 
+    /// `GET path` of a notebook rendered as a page, with `key` (the
+    /// owner's when `None`). On a console whose notebooks run in pods the
+    /// first page waits for the console's own JupyterLab build, answering
+    /// 503 "Preparing …; try again in a minute" meanwhile, as a user would
+    /// be told: asked again every 5 s, for up to 10 minutes (a cold build
+    /// on a busy machine takes minutes).
+    pub(crate) async fn page(&self, path: &str, key: Option<&str>) -> Answer {
+        let deadline = Instant::now() + Duration::from_secs(600);
+        loop {
+            let key = key.unwrap_or(&self.key);
+            let page = call(&self.site, Method::GET, path, Some(key), None).await;
+            let preparing =
+                page.status == StatusCode::SERVICE_UNAVAILABLE && page.body.contains("Preparing");
+            if !preparing || Instant::now() > deadline {
+                return page;
+            }
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+    }
+
     /// Waits (the first run builds its environment from PyPI) until job
     /// `name` ends; returns it.
     pub(crate) async fn ended(&self, name: &str) -> Value {
@@ -177,7 +197,9 @@ async fn runs(backend: Backend) {
         "{injected}"
     );
     assert!(output.to_string().contains("RAN epochs=5"), "{output}");
-    let page = h.get("/api/v1/jobs/train-1/notebook/output/html").await;
+    let page = h
+        .page("/api/v1/jobs/train-1/notebook/output/html", None)
+        .await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
     let policy = page.headers["content-security-policy"].to_str().unwrap();
     assert!(policy.starts_with("sandbox"), "{policy}");

@@ -127,14 +127,12 @@ async fn sharing(backend: Backend) {
     let seen = as_key(&h, &member, Method::GET, "/api/v1/notebook-shares", None).await;
     assert_eq!(paths(&seen.json()), ["sweep.ipynb"], "{}", seen.body);
     assert_eq!(seen.json()[0]["owner_account"], h.account.as_str());
-    let page = as_key(
-        &h,
-        &member,
-        Method::GET,
-        &format!("/api/v1/notebook-shares/{members_share}/html"),
-        None,
-    )
-    .await;
+    let page = h
+        .page(
+            &format!("/api/v1/notebook-shares/{members_share}/html"),
+            Some(&member),
+        )
+        .await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
     assert!(page.body.contains("Shared sweep"));
     assert!(page.headers["content-security-policy"]

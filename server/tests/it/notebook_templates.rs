@@ -192,7 +192,9 @@ async fn templates(backend: Backend) {
     let file = h.get("/api/v1/templates/nb-tmpl/notebook").await;
     assert_eq!(file.status, StatusCode::OK, "{}", file.body);
     assert!(file.body.contains("label = 'first'"), "{}", file.body);
-    let page = h.get("/api/v1/templates/nb-tmpl/notebook/html").await;
+    let page = h
+        .page("/api/v1/templates/nb-tmpl/notebook/html", None)
+        .await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
     let policy = page.headers["content-security-policy"].to_str().unwrap();
     assert!(policy.starts_with("sandbox"), "{policy}");

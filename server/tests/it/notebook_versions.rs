@@ -5,8 +5,6 @@
 //! nbconvert, two compared cell by cell, one restored into the workspace,
 //! and nobody but the owner seeing any of it.
 
-use std::time::{Duration, Instant};
-
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -185,16 +183,7 @@ async fn versions(backend: Backend) {
 
     // Rendered by nbconvert, served so that nothing in it runs.
     let page_path = format!("/api/v1/notebooks/{name}/versions/{v1}/html");
-    let deadline = Instant::now() + Duration::from_secs(600);
-    let page = loop {
-        let page = h.api(Method::GET, &page_path).await;
-        // On a console whose notebooks run in pods, the first page waits
-        // for the console's own JupyterLab build.
-        if page.status != StatusCode::SERVICE_UNAVAILABLE || Instant::now() > deadline {
-            break page;
-        }
-        tokio::time::sleep(Duration::from_secs(5)).await;
-    };
+    let page = h.page(&page_path, None).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
     assert!(
         page.body.contains("Learning rate sweep"),
