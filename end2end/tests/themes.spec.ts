@@ -231,16 +231,19 @@ test("every page renders in light and in dark, readable, with the theme's backgr
   const environment = await page.locator('main a[href^="/environments/"]').first().getAttribute("href");
   expect(template && environment).toBeTruthy();
 
-  // Every route of app/src/routes.rs, with its dialogs and the log console.
+  // Every route of app/src/routes.rs, with its dialogs and the log console, but
+  // a notebook file's history, run and diff pages and a shared notebook's (they
+  // need a notebook server's files: notebook_history and notebook_shares specs).
   const signedIn = [
     "/jobs", "/jobs?submit=1", "/jobs?log=curve", "/jobs/curve", "/jobs/dip-search-t1", "/jobs?submit=1&from=curve",
     "/jobs/curve/resources", "/jobs/curve/template",
     "/templates", template!, "/environments", environment!, "/pipelines", "/pipelines/nightly", "/schedules", "/schedules/nightly-dip",
     "/experiments", "/experiments/dip-search", "/experiments/new", "/jobs/compare?jobs=dip-search-t1,dip-search-t2",
-    "/paddleboard?job=curve", "/serving", "/serving?launch=1", "/serving/none",
+    "/scorings/new?model=faces&dataset=faces", "/paddleboard?job=curve", "/serving", "/serving?launch=1", "/serving/none",
     "/datasets", "/datasets?new=1", `/datasets/${owner}/faces`, `/datasets/${owner}/faces/settings`,
     "/models", `/models/${owner}/faces`, `/models/${owner}/faces/settings`,
-    "/notebooks", "/notebooks?new=1", "/quota", "/queue", "/account", "/notifications", "/alerts",
+    "/notebooks", "/notebooks?new=1", "/notebooks/shared", "/quota", "/queue", "/account", "/account/audit",
+    "/notifications", "/alerts", "/secrets", `/lineage?node=${encodeURIComponent(`job:${owner}/curve`)}`,
   ];
   const signedOut = ["/login", "/signup", "/forgot", "/reset?token=0", "/confirm?token=0", "/join?token=0", shared, "/no-such-page"];
   const admin = await browser.newContext({ baseURL, javaScriptEnabled });
